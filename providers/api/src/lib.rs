@@ -1,0 +1,52 @@
+//! The contract between gslb and a DNS/traffic provider.
+//!
+//! This crate knows nothing of probes, policies or the engine: it speaks only of provider-side
+//! pools (a Route 53 set identifier, a Cloudflare pool id), what gslb wants them to do
+//! ([`DesiredState`]), what the provider says they do ([`ObservedState`]), and the pure
+//! [`diff`] between the two ([`Plan`]). Adapters implement [`Provider`]; the reconciler in the
+//! `gslb` crate drives them. Errors are classified once, in [`ProviderError::is_retryable`].
+//!
+//! Invariant (checked by the contract tests): for any desired `d` and observed `o`,
+//! `diff(d, o.applied(diff(d, o)))` is empty.
+
+mod backoff;
+mod error;
+mod memory;
+mod state;
+
+pub use backoff::Backoff;
+pub use error::ProviderError;
+pub use memory::{MemoryProvider, RecordedWrite};
+pub use state::{Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff};
+
+use std::future::Future;
+
+/// A provider binding: one target (a Route 53 failover pair, a Cloudflare load balancer) that
+/// gslb steers.
+///
+/// Implementations must be idempotent: applying a plan computed from a fresh [`observe`] twice
+/// changes nothing the second time. They fence their writes (a health-check version, an exact
+/// DELETE, a read-back) and report a lost race as [`ProviderError::Conflict`].
+///
+/// [`observe`]: Provider::observe
+pub trait Provider: Send + Sync + 'static {
+    /// Short, stable provider name used in metric labels and logs (`"route53"`, `"memory"`).
+    fn name(&self) -> &'static str;
+
+    /// How this provider expresses "which pool serves".
+    fn style(&self) -> FailoverStyle;
+
+    /// Reads the provider's current state of every pool the binding names. Always a fresh read.
+    ///
+    /// # Errors
+    /// [`ProviderError::NotFound`] when a named object is missing, [`ProviderError::Unowned`]
+    /// when it exists but is not one gslb manages, and the transport classes otherwise.
+    fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send;
+
+    /// Applies a plan computed by [`diff`] against a fresh [`Provider::observe`].
+    ///
+    /// # Errors
+    /// [`ProviderError::Conflict`] when a fence shows another writer got there first: the
+    /// caller re-observes and re-plans. Other classes as for `observe`.
+    fn apply(&self, plan: &Plan) -> impl Future<Output = Result<(), ProviderError>> + Send;
+}

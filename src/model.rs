@@ -1,0 +1,173 @@
+//! The shared vocabulary: identifiers, observations and verdicts.
+//!
+//! Plain data only: nothing here reads a clock, touches the network or knows of a provider.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_owned())
+            }
+        }
+    };
+}
+
+id!(
+    /// A service: one policy file, one public hostname (e.g. `api`).
+    ServiceId
+);
+id!(
+    /// A pool: one region's set of endpoints (e.g. `seoul`).
+    PoolId
+);
+id!(
+    /// An endpoint: one origin URL of a pool, written as in the policy
+    /// (e.g. `https://seoul.api.example.com/api/v1/health`).
+    EndpointId
+);
+id!(
+    /// A vantage point: the controller instance that made an observation
+    /// (e.g. `aws-ap-northeast-2`).
+    VantageId
+);
+
+/// Wall-clock time in milliseconds since the Unix epoch.
+///
+/// The engine takes time only as an argument of this type, so tests pass explicit instants and
+/// recorded observations replay exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct Millis(pub u64);
+
+impl Millis {
+    /// `self + d`, saturating.
+    pub fn plus(self, d: Duration) -> Self {
+        Self(self.0.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+    }
+
+    /// The time from `earlier` to `self`; zero when `earlier` is later.
+    pub fn since(self, earlier: Millis) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+/// Why a probe failed, or `Ok`. A small bounded set so it can be a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeReason {
+    /// The probe succeeded.
+    Ok,
+    /// No answer within the probe timeout.
+    Timeout,
+    /// The endpoint refused the TCP connection.
+    ConnectionRefused,
+    /// The connection was reset or closed before a full response.
+    ConnectionReset,
+    /// The endpoint's hostname did not resolve.
+    DnsResolution,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// The response status was not one of the expected codes (redirects included when they
+    /// are not followed).
+    HttpStatus,
+    /// The body did not contain the expected substring.
+    BodyMismatch,
+    /// Any other failure (no route, malformed response).
+    Other,
+}
+
+impl ProbeReason {
+    /// The label value, e.g. `connection_refused`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Timeout => "timeout",
+            Self::ConnectionRefused => "connection_refused",
+            Self::ConnectionReset => "connection_reset",
+            Self::DnsResolution => "dns_resolution",
+            Self::Tls => "tls",
+            Self::HttpStatus => "http_status",
+            Self::BodyMismatch => "body_mismatch",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for ProbeReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one probe saw. A failed probe is data, never an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeOutcome {
+    /// Whether the endpoint passed the check.
+    pub success: bool,
+    /// Time from start to verdict, including DNS, connect, TLS and the response.
+    #[serde(with = "humantime_serde")]
+    pub duration: Duration,
+    /// The HTTP status, when a response arrived.
+    pub http_status: Option<u16>,
+    /// Why it failed, or [`ProbeReason::Ok`].
+    pub reason: ProbeReason,
+}
+
+/// One probe result, as fed to the engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The endpoint probed.
+    pub endpoint: EndpointId,
+    /// The vantage point that probed it.
+    pub vantage: VantageId,
+    /// When the probe finished.
+    pub at: Millis,
+    /// What it saw.
+    pub outcome: ProbeOutcome,
+}
+
+/// A health verdict for an endpoint or a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Passed `rise` consecutive probes.
+    Healthy,
+    /// Failed `fall` consecutive probes.
+    Unhealthy,
+    /// Not enough fresh evidence either way. Never causes a switch.
+    #[default]
+    Unknown,
+}
+
+impl Verdict {
+    /// The label value: `healthy`, `unhealthy` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Healthy => "healthy",
+            Self::Unhealthy => "unhealthy",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

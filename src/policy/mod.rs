@@ -1,0 +1,3 @@
+//! Policies: TOML as written -> validated [`Policy`].
+mod types;
+pub use types::*;
