@@ -1,1 +1,237 @@
-fn main(){}
+//! The `gslb` command: run, check, provision, demo.
+//!
+//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy. This is the only place
+//! that names concrete providers.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use gslb::config::Settings;
+use gslb::controller;
+use gslb::metrics::Metrics;
+use gslb::policy::{self, Policy, Target};
+use gslb::probe::Prober;
+use gslb::reconcile::Sinks;
+use gslb::status::StatusBoard;
+use gslb_route53::{ProvisionAction, Route53Binding, Route53Pool, Route53Provider};
+use tokio::task::JoinSet;
+
+#[derive(Parser)]
+#[command(name = "gslb", version, about = "Multi-cloud GSLB health controller")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Probe, decide and push decisions to the providers; serve the admin API.
+    Run {
+        /// Daemon settings file (TOML); GSLB_* environment variables override it.
+        #[arg(long, short, env = "GSLB_CONFIG")]
+        config: PathBuf,
+        /// Create or correct the failover records and verdict checks before starting.
+        #[arg(long)]
+        provision: bool,
+    },
+    /// Validate policy files or folders; report every problem with file, key and reason.
+    Check {
+        /// Files or folders of *.toml policies.
+        #[arg(default_value = "policies")]
+        paths: Vec<PathBuf>,
+    },
+    /// Create or correct the providers' failover records and verdict checks, then exit.
+    Provision {
+        /// Daemon settings file (TOML).
+        #[arg(long, short, env = "GSLB_CONFIG")]
+        config: PathBuf,
+    },
+    /// Run the whole loop on loopback with an in-process provider and print a drill report.
+    Demo,
+}
+
+/// A failure with its exit code.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Self { code: 1, error: e.into() }
+    }
+}
+
+fn bad_config(e: impl Into<anyhow::Error>) -> Failure {
+    Failure { code: 2, error: e.into() }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(matches!(cli.command, Command::Demo));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("error: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn init_tracing(quiet: bool) {
+    let default = if quiet { "warn" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GSLB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+async fn dispatch(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Check { paths } => check(&paths),
+        Command::Demo => Ok(gslb::demo::run(&mut std::io::stdout()).await?),
+        Command::Provision { config } => {
+            let (settings, policies) = load(&config)?;
+            provision_all(&settings, &policies).await
+        }
+        Command::Run { config, provision } => {
+            let (settings, policies) = load(&config)?;
+            if provision {
+                provision_all(&settings, &policies).await?;
+            }
+            run(settings, policies).await
+        }
+    }
+}
+
+fn check(paths: &[PathBuf]) -> Result<(), Failure> {
+    let policies = policy::load(paths).map_err(bad_config)?;
+    for (file, p) in &policies {
+        println!(
+            "ok: {} (service {}, {} pools, worst-case failover {})",
+            file.display(),
+            p.service,
+            p.pools.len(),
+            humantime::format_duration(p.worst_case_failover())
+        );
+    }
+    Ok(())
+}
+
+fn load(config: &std::path::Path) -> Result<(Settings, Vec<Policy>), Failure> {
+    let settings = Settings::load(config).map_err(bad_config)?;
+    let policies = policy::load(&settings.policies).map_err(bad_config)?;
+    Ok((settings, policies.into_iter().map(|(_, p)| p).collect()))
+}
+
+async fn route53(settings: &Settings, policy: &Policy) -> Route53Provider {
+    let Target::Route53(t) = &policy.target;
+    let binding = Route53Binding {
+        hosted_zone_id: t.hosted_zone_id.clone(),
+        record_name: t.record_name.clone(),
+        record_type: t.record_type.clone(),
+        ttl: t.ttl,
+        pools: t
+            .pools
+            .iter()
+            .map(|p| Route53Pool { set_identifier: p.set_identifier.clone(), values: p.values.clone() })
+            .collect(),
+    };
+    let s = &settings.route53;
+    let r53 = gslb_route53::Route53Settings {
+        endpoint_url: s.endpoint_url.clone(),
+        region: s.region.clone(),
+        requests_per_second: s.requests_per_second,
+        change_timeout: s.change_timeout,
+        ..gslb_route53::Route53Settings::default()
+    };
+    Route53Provider::from_env(r53, binding).await
+}
+
+async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), Failure> {
+    for p in policies {
+        let provider = route53(settings, p).await;
+        let report = provider.provision().await.with_context(|| format!("provisioning service {}", p.service))?;
+        if report.is_noop() {
+            println!("provisioned {}: nothing to change", p.service);
+        }
+        for pool in report.pools.iter().filter(|_| !report.is_noop()) {
+            let action = match &pool.action {
+                ProvisionAction::Unchanged => "unchanged".to_owned(),
+                ProvisionAction::Created => "record created".to_owned(),
+                ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
+            };
+            let check = if pool.created_health_check { "new verdict check" } else { "verdict check" };
+            println!("provisioned {} {}: {action}; {check} {}", p.service, pool.set_identifier, pool.health_check_id);
+        }
+    }
+    Ok(())
+}
+
+async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: gslb::events::channel(1024),
+        clock: gslb::clock::Clock::system(),
+    };
+    let prober = Arc::new(Prober::new(&settings.dns).context("building the prober")?);
+    let mut tasks = JoinSet::new();
+    for policy in policies {
+        let provider = Arc::new(route53(&settings, &policy).await);
+        let binding = controller::binding(&policy, settings.reconcile.resync);
+        controller::spawn_service(
+            &mut tasks,
+            policy,
+            provider,
+            binding,
+            prober.clone(),
+            settings.vantage.clone(),
+            sinks.clone(),
+        )
+        .map_err(bad_config)?;
+    }
+    let admin = gslb::admin::AdminState { board: sinks.board.clone(), metrics: sinks.metrics.clone() };
+    let listener = tokio::net::TcpListener::bind(settings.admin.listen)
+        .await
+        .with_context(|| format!("binding the admin API on {}", settings.admin.listen))?;
+    tasks.spawn(async move {
+        if let Err(e) = gslb::admin::serve(listener, admin).await {
+            tracing::error!(error = %e, "admin API stopped");
+        }
+    });
+    tracing::info!(vantage = %settings.vantage, "gslb running");
+    tokio::select! {
+        _ = shutdown_signal() => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+        _ = tasks.join_next() => Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return ctrl_c.await.unwrap_or(()),
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await.unwrap_or(());
+}

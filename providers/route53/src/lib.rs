@@ -1,1 +1,31 @@
-//! x
+//! Route 53 adapter for gslb: steers one failover pair (a PRIMARY and a SECONDARY record with
+//! the same name and type) through gslb *verdict checks*.
+//!
+//! Each record carries a CALCULATED health check with no children and `HealthThreshold = 0`,
+//! made by gslb (its `CallerReference` starts with `gslb-`). gslb disables a pool by setting
+//! `Inverted = true` on that check, fenced by `HealthCheckVersion`; Route 53's globally
+//! distributed data plane then answers with the other record. Records are written only by
+//! [`Route53Provider::provision`], ahead of time and by compare-and-swap change batches, never
+//! during a failover: the control plane (us-east-1) is not on the recovery path.
+//!
+//! This crate knows nothing of probes, policies or the engine; it implements
+//! [`gslb_provider::Provider`] and is wired up by the `gslb` binary.
+//!
+//! # Layout
+//! - `config`: [`Route53Binding`], [`Route53Pool`], [`Route53Settings`];
+//! - `provider`: [`Route53Provider`], `observe` and `apply`;
+//! - `provision`: [`Route53Provider::provision`], [`ProvisionReport`];
+//! - `records`, `checks`: the pair's records and verdict checks;
+//! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error → [`gslb_provider::ProviderError`].
+
+mod api;
+mod checks;
+mod classify;
+mod config;
+mod provider;
+mod provision;
+mod records;
+
+pub use config::{Route53Binding, Route53Pool, Route53Settings, default_region};
+pub use provider::Route53Provider;
+pub use provision::{PoolProvision, ProvisionAction, ProvisionReport};

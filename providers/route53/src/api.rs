@@ -1,0 +1,120 @@
+//! The paced, retrying edge around the SDK client: every Route 53 call goes through
+//! [`Api::call`], which waits for the rate limiter, sends, classifies a failure once
+//! ([`crate::classify`]) and backs off before trying again.
+//!
+//! It knows nothing of records or health checks: callers pass a closure that builds and sends
+//! one request.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::time::Duration;
+
+use aws_sdk_route53::Client;
+use aws_sdk_route53::config::http::HttpResponse;
+use aws_sdk_route53::config::retry::RetryConfig;
+use aws_sdk_route53::config::timeout::TimeoutConfig;
+use aws_sdk_route53::error::{ProvideErrorMetadata, SdkError};
+use governor::clock::Clock;
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use gslb_provider::{Backoff, ProviderError};
+
+use crate::Route53Settings;
+use crate::classify::{classify, retry_in_place};
+
+/// A [`governor`] clock that reads tokio's clock, so a test that pauses time
+/// (`tokio::time::pause`) also pauses the rate limiter instead of spinning against the wall
+/// clock.
+#[derive(Debug, Clone)]
+struct TokioClock {
+    start: tokio::time::Instant,
+}
+
+impl Clock for TokioClock {
+    type Instant = Nanos;
+
+    fn now(&self) -> Nanos {
+        Nanos::from(self.start.elapsed())
+    }
+}
+
+type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
+
+/// The SDK client plus the rate limiter and retry policy every call shares.
+#[derive(Debug)]
+pub(crate) struct Api {
+    client: Client,
+    limiter: Limiter,
+    clock: TokioClock,
+    max_attempts: u32,
+    backoff_base: Duration,
+    backoff_max: Duration,
+}
+
+impl Api {
+    /// Wraps `client`, turning off the SDK's own retries (each of our attempts must pass the
+    /// limiter) and setting the per-attempt timeout from `settings`.
+    pub(crate) fn new(client: &Client, settings: &Route53Settings) -> Self {
+        let config = client
+            .config()
+            .to_builder()
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(settings.attempt_timeout).build())
+            .build();
+        let clock = TokioClock { start: tokio::time::Instant::now() };
+        let limiter = RateLimiter::direct_with_clock(Quota::per_second(settings.requests_per_second), clock.clone());
+        Self {
+            client: Client::from_conf(config),
+            limiter,
+            clock,
+            max_attempts: settings.max_attempts.max(1),
+            backoff_base: settings.backoff_base,
+            backoff_max: settings.backoff_max,
+        }
+    }
+
+    /// Sends one request built by `send`, up to `max_attempts` times.
+    ///
+    /// Each attempt first waits for the rate limiter. A failure is classified once; only
+    /// rate limiting and transient failures are tried again, after a full-jitter backoff
+    /// (raised to the provider's `Retry-After`).
+    ///
+    /// # Errors
+    /// The classified error of the last attempt (see [`crate::classify`]).
+    pub(crate) async fn call<T, E, F, Fut>(&self, op: &'static str, mut send: F) -> Result<T, ProviderError>
+    where
+        F: FnMut(&Client) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + StdError + 'static,
+    {
+        let mut backoff = Backoff::new(self.backoff_base, self.backoff_max);
+        let mut attempt = 1;
+        loop {
+            self.wait_for_permit().await;
+            let err = match send(&self.client).await {
+                Ok(out) => return Ok(out),
+                Err(sdk_err) => classify(op, &sdk_err),
+            };
+            if !retry_in_place(&err) || attempt >= self.max_attempts {
+                tracing::debug!(op, attempt, error = %err, "route53 call failed");
+                return Err(err);
+            }
+            let floor = match &err {
+                ProviderError::RateLimited { retry_after } => *retry_after,
+                _ => None,
+            };
+            let delay = backoff.next_delay(rand::random::<f64>(), floor);
+            tracing::info!(op, attempt, ?delay, error = %err, "route53 call failed; retrying");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    async fn wait_for_permit(&self) {
+        while let Err(not_until) = self.limiter.check() {
+            tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! gslb *verdict checks*: the Route 53 health checks through which gslb says whether a pool may
+//! serve.
+//!
+//! A verdict check is `Type = CALCULATED` with no children and `HealthThreshold = 0`, so it is
+//! always healthy ("at least 0 of 0 children"), and `Inverted = true` makes it always
+//! unhealthy. Route 53's data plane then fails the record over on its own (AWS
+//! Well-Architected REL11-BP04: rely on the data plane). gslb marks the checks it manages with
+//! a `CallerReference` starting with `gslb-` and refuses to touch any other.
+
+use aws_sdk_route53::types::{HealthCheck, HealthCheckConfig, HealthCheckType};
+use gslb_provider::ProviderError;
+
+use crate::api::Api;
+
+/// The `CallerReference` prefix that marks a health check as gslb's.
+pub(crate) const CALLER_REFERENCE_PREFIX: &str = "gslb-";
+
+/// What gslb reads from a valid verdict check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VerdictCheck {
+    /// The health check id.
+    pub id: String,
+    /// `HealthCheckVersion`, the fence for `UpdateHealthCheck`.
+    pub version: i64,
+    /// Whether the check is inverted, i.e. the pool is disabled.
+    pub inverted: bool,
+}
+
+/// Whether `hc` is a verdict check gslb manages, and why not.
+///
+/// # Errors
+/// [`ProviderError::Unowned`] naming the check and what is wrong with it when it is not a
+/// gslb verdict check; [`ProviderError::Invalid`] when it is one but is `Disabled` (Route 53
+/// then treats it as healthy whatever `Inverted` says, so gslb could not take the pool out).
+pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
+    let mut wrong = Vec::new();
+    if !hc.caller_reference.starts_with(CALLER_REFERENCE_PREFIX) {
+        wrong.push(format!("CallerReference {:?} does not start with {CALLER_REFERENCE_PREFIX:?}", hc.caller_reference));
+    }
+    let cfg = hc.health_check_config.as_ref();
+    if cfg.map(|c| &c.r#type) != Some(&HealthCheckType::Calculated) {
+        wrong.push(format!("type is {:?}, not CALCULATED", cfg.map(|c| c.r#type.as_str())));
+    }
+    if cfg.is_some_and(|c| !c.child_health_checks().is_empty()) {
+        wrong.push("it has child health checks".to_owned());
+    }
+    if cfg.and_then(|c| c.health_threshold) != Some(0) {
+        wrong.push(format!("HealthThreshold is {:?}, not 0", cfg.and_then(|c| c.health_threshold)));
+    }
+    if !wrong.is_empty() {
+        return Err(ProviderError::Unowned(format!(
+            "health check {} is not a gslb verdict check: {}",
+            hc.id,
+            wrong.join("; ")
+        )));
+    }
+    if cfg.and_then(|c| c.disabled) == Some(true) {
+        return Err(ProviderError::Invalid(format!(
+            "verdict check {} is Disabled, which Route 53 treats as healthy whatever Inverted says; \
+             re-enable it",
+            hc.id
+        )));
+    }
+    Ok(VerdictCheck {
+        id: hc.id.clone(),
+        version: hc.health_check_version,
+        inverted: cfg.and_then(|c| c.inverted).unwrap_or(false),
+    })
+}
+
+/// Reads health check `id` and checks it is a verdict check.
+///
+/// # Errors
+/// [`ProviderError::NotFound`] when it does not exist, the errors of [`verdict`], and those
+/// of [`Api::call`].
+pub(crate) async fn get(api: &Api, id: &str) -> Result<VerdictCheck, ProviderError> {
+    let out = api.call("GetHealthCheck", |c| c.get_health_check().health_check_id(id).send()).await?;
+    let hc = out
+        .health_check
+        .ok_or_else(|| ProviderError::Invalid(format!("GetHealthCheck {id}: response has no health check")))?;
+    verdict(&hc)
+}
+
+/// Creates a verdict check, not inverted, with `CallerReference = gslb-<set_identifier>-<suffix>`.
+/// The same `caller_reference` sent twice returns the same check (Route 53's idempotency), so
+/// a retried create after a lost response makes no second check.
+///
+/// # Errors
+/// As [`Api::call`]; [`ProviderError::Invalid`] when Route 53 answers with no check.
+pub(crate) async fn create(api: &Api, caller_reference: &str) -> Result<VerdictCheck, ProviderError> {
+    let config = HealthCheckConfig::builder()
+        .r#type(HealthCheckType::Calculated)
+        .health_threshold(0)
+        .set_child_health_checks(Some(Vec::new()))
+        .inverted(false)
+        .build()
+        .map_err(|e| ProviderError::Invalid(format!("verdict check config: {e}")))?;
+    let out = api
+        .call("CreateHealthCheck", |c| {
+            c.create_health_check().caller_reference(caller_reference).health_check_config(config.clone()).send()
+        })
+        .await?;
+    let hc = out
+        .health_check
+        .ok_or_else(|| ProviderError::Invalid("CreateHealthCheck: response has no health check".to_owned()))?;
+    Ok(VerdictCheck { id: hc.id, version: hc.health_check_version, inverted: false })
+}
+
+/// A fresh caller reference for a verdict check of pool `set_identifier`:
+/// `gslb-<set_identifier>-<16 hex digits>`, cut to Route 53's 64-character limit
+/// (CreateHealthCheck reference).
+pub(crate) fn new_caller_reference(set_identifier: &str) -> String {
+    let suffix = format!("{:016x}", rand::random::<u64>());
+    let room = 64 - CALLER_REFERENCE_PREFIX.len() - 1 - suffix.len();
+    let mut pool: String = set_identifier.chars().filter(|c| c.is_ascii_graphic()).collect();
+    while pool.len() > room {
+        pool.pop();
+    }
+    format!("{CALLER_REFERENCE_PREFIX}{pool}-{suffix}")
+}
+
+/// Sets `Inverted = inverted` on check `id`, fenced by `HealthCheckVersion = version`.
+///
+/// # Errors
+/// [`ProviderError::Conflict`] when the version moved (`HealthCheckVersionMismatch`), and the
+/// other errors of [`Api::call`].
+pub(crate) async fn set_inverted(api: &Api, id: &str, version: i64, inverted: bool) -> Result<(), ProviderError> {
+    api.call("UpdateHealthCheck", |c| {
+        c.update_health_check().health_check_id(id).health_check_version(version).inverted(inverted).send()
+    })
+    .await
+    .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(reference: &str, ty: HealthCheckType, threshold: Option<i32>, children: &[&str]) -> HealthCheck {
+        let cfg = HealthCheckConfig::builder()
+            .r#type(ty)
+            .set_health_threshold(threshold)
+            .set_child_health_checks(Some(children.iter().map(|s| s.to_string()).collect()))
+            .inverted(true)
+            .build()
+            .unwrap();
+        HealthCheck::builder()
+            .id("hc-1")
+            .caller_reference(reference)
+            .health_check_config(cfg)
+            .health_check_version(7)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_gslb_verdict_check_is_read() {
+        let got = verdict(&check("gslb-seoul-1", HealthCheckType::Calculated, Some(0), &[])).unwrap();
+        assert_eq!(got, VerdictCheck { id: "hc-1".into(), version: 7, inverted: true });
+    }
+
+    #[test]
+    fn other_checks_are_unowned_and_say_why() {
+        let cases = [
+            (check("terraform-1", HealthCheckType::Calculated, Some(0), &[]), "CallerReference"),
+            (check("gslb-a", HealthCheckType::Https, None, &[]), "CALCULATED"),
+            (check("gslb-a", HealthCheckType::Calculated, Some(1), &["c"]), "child"),
+            (check("gslb-a", HealthCheckType::Calculated, Some(1), &[]), "HealthThreshold"),
+        ];
+        for (hc, why) in cases {
+            match verdict(&hc) {
+                Err(ProviderError::Unowned(msg)) => assert!(msg.contains("hc-1") && msg.contains(why), "{msg}"),
+                other => panic!("expected Unowned for {why}, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn caller_references_are_marked_and_fit_route53() {
+        let r = new_caller_reference(&"x".repeat(100));
+        assert!(r.starts_with("gslb-xxx") && r.len() <= 64, "{r}");
+        assert_ne!(new_caller_reference("seoul"), new_caller_reference("seoul"));
+    }
+}

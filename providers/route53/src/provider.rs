@@ -1,0 +1,172 @@
+//! [`Route53Provider`]: the [`Provider`] for one Route 53 failover pair.
+//!
+//! `observe` reads the pair's records and their verdict checks; `apply` inverts or un-inverts a
+//! verdict check, fenced by its `HealthCheckVersion`. Neither ever writes a record: records
+//! are made ahead of time by [`Route53Provider::provision`] (see [`crate::provision`]), so a
+//! failover needs only health-check updates, which Route 53's data plane acts on.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use aws_config::BehaviorVersion;
+use aws_sdk_route53::Client;
+use aws_sdk_route53::config::Region;
+use gslb_provider::{Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError};
+
+use crate::api::Api;
+use crate::records::{list_pair, role};
+use crate::{Route53Binding, Route53Settings, checks};
+
+/// Steers one Route 53 failover pair through gslb verdict checks.
+///
+/// Every API call is paced by one rate limiter and retried with jittered backoff as
+/// [`Route53Settings`] says. Pool references are the records' set identifiers.
+#[derive(Debug)]
+pub struct Route53Provider {
+    pub(crate) api: Api,
+    pub(crate) settings: Route53Settings,
+    pub(crate) binding: Route53Binding,
+    /// Verdict check id per pool, as learned by the last successful `observe`.
+    check_ids: Mutex<BTreeMap<PoolRef, String>>,
+}
+
+impl Route53Provider {
+    /// A provider using the standard AWS credential chain (environment, shared config and
+    /// credentials files, web identity, ECS and EC2 instance metadata) through `aws-config`,
+    /// signing for `settings.region` and sending to `settings.endpoint_url` when set.
+    ///
+    /// Credentials are not checked here: a missing or bad credential surfaces as
+    /// [`ProviderError::Auth`] on the first call.
+    pub async fn from_env(settings: Route53Settings, binding: Route53Binding) -> Self {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(settings.region.clone()));
+        if let Some(url) = &settings.endpoint_url {
+            loader = loader.endpoint_url(url);
+        }
+        let sdk = loader.load().await;
+        Self::new(Client::new(&sdk), settings, binding)
+    }
+
+    /// A provider around an existing client (tests pass one with static credentials and an
+    /// emulator's endpoint, or an `aws-smithy-mocks` client).
+    ///
+    /// The client's configuration is kept except that its own retries are turned off (every
+    /// attempt must pass this provider's rate limiter) and each attempt gets
+    /// `settings.attempt_timeout`. `settings.endpoint_url` and `settings.region` are not
+    /// applied: they are the client's business.
+    pub fn new(client: Client, settings: Route53Settings, binding: Route53Binding) -> Self {
+        Self { api: Api::new(&client, &settings), settings, binding, check_ids: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// The binding this provider steers.
+    pub fn binding(&self) -> &Route53Binding {
+        &self.binding
+    }
+
+    fn ids(&self) -> MutexGuard<'_, BTreeMap<PoolRef, String>> {
+        // A poisoned lock only means a panic elsewhere; the map itself is always whole.
+        self.check_ids.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn read(&self) -> Result<(ObservedState, BTreeMap<PoolRef, String>), ProviderError> {
+        self.binding.validate()?;
+        let b = &self.binding;
+        let listed = list_pair(&self.api, b).await?;
+        let mut state = ObservedState::default();
+        let mut ids = BTreeMap::new();
+        for (index, (pool, record)) in b.pools.iter().zip(listed).enumerate() {
+            let want = role(index);
+            let what = format!(
+                "{} failover record {} {} with set identifier {:?} in hosted zone {}",
+                want.as_str(),
+                b.record_name,
+                b.record_type,
+                pool.set_identifier,
+                b.hosted_zone_id
+            );
+            let record = record.ok_or_else(|| ProviderError::NotFound(format!("no {what}; run provisioning")))?;
+            if record.failover.as_ref() != Some(&want) {
+                let got = record.failover.as_ref().map_or("not a failover record", |f| f.as_str());
+                return Err(ProviderError::NotFound(format!("no {what} (found: {got}); run provisioning")));
+            }
+            let id = record
+                .health_check_id
+                .ok_or_else(|| ProviderError::NotFound(format!("{what} has no health check; run provisioning")))?;
+            let check = checks::get(&self.api, &id).await.map_err(|e| match e {
+                ProviderError::NotFound(m) => ProviderError::NotFound(format!("{m} (used by {what}); run provisioning")),
+                other => other,
+            })?;
+            state
+                .pools
+                .insert(pool.set_identifier.clone(), ObservedPool { enabled: !check.inverted, version: Some(check.version.to_string()) });
+            ids.insert(pool.set_identifier.clone(), check.id);
+        }
+        Ok((state, ids))
+    }
+}
+
+impl Provider for Route53Provider {
+    fn name(&self) -> &'static str {
+        "route53"
+    }
+
+    fn style(&self) -> FailoverStyle {
+        FailoverStyle::Enablement
+    }
+
+    /// One `ListResourceRecordSets` (more pages only if the pair straddles a page) and one
+    /// `GetHealthCheck` per pool. `order` is `None`: the order is fixed by PRIMARY/SECONDARY.
+    ///
+    /// # Errors
+    /// [`ProviderError::NotFound`] when a record is missing, has the wrong role or no health
+    /// check, or its check is gone (run provisioning); [`ProviderError::Unowned`] when a
+    /// record's check is not a gslb verdict check; [`ProviderError::Invalid`] when the binding
+    /// is malformed or a verdict check is `Disabled`; transport classes otherwise.
+    async fn observe(&self) -> Result<ObservedState, ProviderError> {
+        match self.read().await {
+            Ok((state, ids)) => {
+                *self.ids() = ids;
+                Ok(state)
+            }
+            Err(e) => {
+                self.ids().clear();
+                Err(e)
+            }
+        }
+    }
+
+    /// One `UpdateHealthCheck` per [`Change::SetEnabled`], in plan order: `Inverted =
+    /// !enabled`, fenced by `HealthCheckVersion = expected_version`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] for a [`Change::SetOrder`] (checked before any write: the
+    /// order is fixed at Route 53) or a version that is not a number;
+    /// [`ProviderError::NotFound`] for a pool not in the binding; [`ProviderError::Conflict`]
+    /// when the version moved, when the change has no version, or when no observe has yet
+    /// learned the pool's check id (re-observe and re-plan). Changes before the failing one
+    /// stay applied.
+    async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
+        if plan.iter().any(|c| matches!(c, Change::SetOrder { .. })) {
+            return Err(ProviderError::Invalid(
+                "Route 53 serves in the fixed PRIMARY/SECONDARY order; SetOrder cannot be applied".to_owned(),
+            ));
+        }
+        for change in plan {
+            let Change::SetEnabled { pool, enabled, expected_version } = change else { continue };
+            if !self.binding.pools.iter().any(|p| &p.set_identifier == pool) {
+                return Err(ProviderError::NotFound(format!("pool {pool} is not in the route53 binding")));
+            }
+            let id = self.ids().get(pool).cloned().ok_or_else(|| {
+                ProviderError::Conflict(format!("verdict check of pool {pool} not known; observe first"))
+            })?;
+            let version = expected_version
+                .as_deref()
+                .ok_or_else(|| ProviderError::Conflict(format!("change to pool {pool} carries no version")))?;
+            let version = version.parse::<i64>().map_err(|_| {
+                ProviderError::Invalid(format!("pool {pool}: {version:?} is not a HealthCheckVersion"))
+            })?;
+            checks::set_inverted(&self.api, &id, version, !enabled).await?;
+            tracing::info!(pool, enabled, check = %id, version, "route53 verdict check updated");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,165 @@
+//! Daemon settings (not policies): read with the `config` crate from a TOML file layered with
+//! `GSLB_*` environment variables (`GSLB_VANTAGE`, `GSLB_ADMIN__LISTEN`,
+//! `GSLB_ROUTE53__ENDPOINT_URL`, `GSLB_POLICIES=a.toml,b/`; `__` separates nesting levels).
+//!
+//! Credentials are never in this file: Route 53 uses the standard AWS credential chain
+//! (environment, shared profile, web identity, container or instance role).
+
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::model::VantageId;
+use crate::probe::DnsSettings;
+
+/// The daemon's settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// This instance's vantage-point name, e.g. `aws-ap-northeast-2`. Default `local`.
+    #[serde(default = "default_vantage")]
+    pub vantage: VantageId,
+    /// Policy files or folders of `*.toml`; relative paths are relative to the settings file.
+    /// Default `["policies"]`.
+    #[serde(default = "default_policies")]
+    pub policies: Vec<PathBuf>,
+    /// Admin HTTP API.
+    #[serde(default)]
+    pub admin: AdminSettings,
+    /// How probes resolve endpoint names.
+    #[serde(default)]
+    pub dns: DnsSettings,
+    /// Route 53 client settings.
+    #[serde(default)]
+    pub route53: Route53Settings,
+    /// Reconciler settings.
+    #[serde(default)]
+    pub reconcile: ReconcileSettings,
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminSettings {
+    /// Listen address of `/metrics`, `/healthz`, `/v1/status`. Default `127.0.0.1:9464`.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+}
+
+impl Default for AdminSettings {
+    fn default() -> Self {
+        Self { listen: default_listen() }
+    }
+}
+
+/// `[route53]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route53Settings {
+    /// API endpoint override (an emulator in tests). Default: the AWS endpoint.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// Signing region. Default `us-east-1` (Route 53's control plane lives there).
+    #[serde(default = "default_region")]
+    pub region: String,
+    /// Calls per second through the rate limiter. Default 2, well under the historical
+    /// 5 requests/second per account.
+    #[serde(default = "default_rps")]
+    pub requests_per_second: NonZeroU32,
+    /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
+    /// INSYNC within 60 s).
+    #[serde(default = "default_change_timeout", with = "humantime_serde")]
+    pub change_timeout: Duration,
+}
+
+impl Default for Route53Settings {
+    fn default() -> Self {
+        Self {
+            endpoint_url: None,
+            region: default_region(),
+            requests_per_second: default_rps(),
+            change_timeout: default_change_timeout(),
+        }
+    }
+}
+
+/// `[reconcile]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileSettings {
+    /// Period of the resync read when nothing changes. Default 60 s.
+    #[serde(default = "default_resync", with = "humantime_serde")]
+    pub resync: Duration,
+}
+
+impl Default for ReconcileSettings {
+    fn default() -> Self {
+        Self { resync: default_resync() }
+    }
+}
+
+fn default_vantage() -> VantageId {
+    VantageId("local".into())
+}
+fn default_policies() -> Vec<PathBuf> {
+    vec![PathBuf::from("policies")]
+}
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9464))
+}
+fn default_region() -> String {
+    "us-east-1".into()
+}
+fn default_rps() -> NonZeroU32 {
+    NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN)
+}
+fn default_change_timeout() -> Duration {
+    Duration::from_secs(120)
+}
+fn default_resync() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// A settings problem, naming the file.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {reason}")]
+pub struct SettingsError {
+    /// The settings file.
+    pub file: String,
+    /// What is wrong (the `config` crate names the key).
+    pub reason: String,
+}
+
+impl Settings {
+    /// Reads `file` (TOML), then `GSLB_*` environment variables over it.
+    ///
+    /// # Errors
+    /// The file is missing or unreadable, a key is unknown, or a value has the wrong type.
+    pub fn load(file: &Path) -> Result<Self, SettingsError> {
+        let err = |e: config::ConfigError| SettingsError { file: file.display().to_string(), reason: e.to_string() };
+        let mut settings: Settings = config::Config::builder()
+            .add_source(config::File::from(file).format(config::FileFormat::Toml))
+            .add_source(
+                config::Environment::with_prefix("GSLB")
+                    .prefix_separator("_")
+                    .separator("__")
+                    .list_separator(",")
+                    .with_list_parse_key("policies")
+                    .try_parsing(true),
+            )
+            .build()
+            .map_err(err)?
+            .try_deserialize()
+            .map_err(err)?;
+        let base = file.parent().unwrap_or(Path::new("."));
+        for p in &mut settings.policies {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+        Ok(settings)
+    }
+}

@@ -1,0 +1,247 @@
+//! `gslb demo`: the whole loop on one machine with nothing else installed.
+//!
+//! Two loopback origins stand in for Seoul and Tokyo; the real probers, engine, service loop
+//! and reconciler run against an in-process provider with 200 ms probes. The demo stops the
+//! Seoul origin, prints a drill report (failure injected, first failed probe, marked down,
+//! decision, provider write, with detection and failover times), then restores Seoul and shows
+//! the failback rule at work.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_provider::{Change, FailoverStyle, MemoryProvider};
+use tokio::sync::broadcast;
+use tokio::task::JoinSet;
+
+use crate::clock::Clock;
+use crate::engine::Rule;
+use crate::events::{self, Event};
+use crate::metrics::Metrics;
+use crate::model::{Millis, VantageId, Verdict};
+use crate::origin::Origin;
+use crate::policy::{self, Policy};
+use crate::probe::{DnsSettings, Prober};
+use crate::reconcile::Sinks;
+use crate::status::StatusBoard;
+use crate::controller;
+
+/// The embedded policy template.
+const POLICY: &str = include_str!("demo_policy.toml");
+/// How long any one demo phase may take before the demo gives up.
+const PHASE_DEADLINE: Duration = Duration::from_secs(15);
+
+/// Why the demo failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// A local origin could not be started.
+    #[error("cannot start a local origin: {0}")]
+    Origin(#[from] std::io::Error),
+    /// The embedded policy did not validate (a bug).
+    #[error("embedded demo policy is invalid:\n{0}")]
+    Policy(#[from] policy::PolicyErrors),
+    /// The prober could not be built.
+    #[error("cannot build the prober: {0}")]
+    Probe(#[from] crate::probe::ProbeError),
+    /// A phase did not complete in time.
+    #[error("timed out waiting for: {0}")]
+    Timeout(&'static str),
+}
+
+/// Runs the demo and returns the report it printed, line by line, as it goes.
+///
+/// # Errors
+/// See [`DemoError`].
+pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await?;
+    let tokyo = Origin::start(loopback, "tokyo").await?;
+    let text = POLICY.replace("{seoul}", &seoul.addr().to_string()).replace("{tokyo}", &tokyo.addr().to_string());
+    let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
+
+    let clock = Clock::system();
+    let provider = Arc::new(MemoryProvider::new(FailoverStyle::Enablement, &["seoul".into(), "tokyo".into()]));
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(4096),
+        clock,
+    };
+    let mut rx = sinks.events.subscribe();
+    let mut tasks = JoinSet::new();
+    let binding = controller::binding(&policy, Duration::from_secs(5));
+    let prober = Arc::new(Prober::new(&DnsSettings::default())?);
+    controller::spawn_service(&mut tasks, policy.clone(), provider.clone(), binding, prober, VantageId("demo".into()), sinks.clone())?;
+
+    say(out, &intro(&policy, seoul.addr(), tokyo.addr()));
+    let mut healthy = std::collections::BTreeSet::new();
+    wait_for(&mut rx, "seoul and tokyo healthy, seoul serving", |e| {
+        if let Event::EndpointVerdict { pool, verdict: Verdict::Healthy, .. } = e {
+            healthy.insert(pool.0.clone());
+        }
+        healthy.len() == 2
+    })
+    .await?;
+    say(out, "  steady state: both pools healthy, seoul serving, provider untouched\n");
+
+    // Drill: stop Seoul.
+    let injected = clock.now();
+    seoul.stop().await;
+    let mut report = Timeline::new(injected);
+    report.mark("failure injected: seoul origin stopped", injected);
+    let first_fail = wait_for(&mut rx, "first failed probe of seoul", |e| {
+        matches!(e, Event::Probe { pool, observation, .. } if pool.0 == "seoul" && !observation.outcome.success && observation.at >= injected)
+    })
+    .await?;
+    if let Event::Probe { observation, .. } = &first_fail {
+        report.mark(&format!("first failed probe ({})", observation.outcome.reason), observation.at);
+    }
+    let down = wait_for(&mut rx, "seoul marked down", |e| {
+        matches!(e, Event::EndpointVerdict { pool, verdict: Verdict::Unhealthy, .. } if pool.0 == "seoul")
+    })
+    .await?;
+    let down_at = if let Event::EndpointVerdict { at, .. } = down { at } else { injected };
+    report.mark(&format!("seoul marked down (fall {})", policy.thresholds.fall), down_at);
+    let decision = wait_for(&mut rx, "failover decision", |e| matches!(e, Event::Decision(d) if d.rule == Rule::Failover)).await?;
+    if let Event::Decision(d) = &decision {
+        report.mark("decision: failover seoul -> tokyo", d.at);
+    }
+    let applied = wait_for(&mut rx, "provider write", |e| matches!(e, Event::Applied { .. })).await?;
+    let applied_at = if let Event::Applied { at, plan, .. } = &applied {
+        report.mark(&format!("provider write: {}", describe(plan)), *at);
+        *at
+    } else {
+        injected
+    };
+    say(out, "\nDrill report: Seoul origin stopped\n");
+    say(out, &report.render());
+    say(
+        out,
+        &format!(
+            "  detection time {} ms (fall {} x interval {} ms = {} ms at most, plus one timeout)\n  failover time  {} ms (failure injected -> provider write)\n",
+            down_at.since(injected).as_millis(),
+            policy.thresholds.fall,
+            policy.probe.interval.as_millis(),
+            (policy.probe.interval * policy.thresholds.fall).as_millis(),
+            applied_at.since(injected).as_millis(),
+        ),
+    );
+    if let Event::Decision(d) = &decision {
+        say(out, "  reasons:\n");
+        for r in &d.reasons {
+            say(out, &format!("    - {r}\n"));
+        }
+    }
+
+    // Restore Seoul: the failback rule decides what happens next.
+    let restored = clock.now();
+    seoul.start_again().await?;
+    let up = wait_for(&mut rx, "seoul healthy again", |e| {
+        matches!(e, Event::EndpointVerdict { pool, verdict: Verdict::Healthy, .. } if pool.0 == "seoul")
+    })
+    .await?;
+    let held = wait_for(&mut rx, "failback rule", |e| matches!(e, Event::Decision(d) if d.rule == Rule::FailbackManual)).await?;
+    let mut fb = Timeline::new(restored);
+    fb.mark("seoul origin restored", restored);
+    if let Event::EndpointVerdict { at, .. } = up {
+        fb.mark(&format!("seoul healthy again (rise {})", policy.thresholds.rise), at);
+    }
+    say(out, "\nFailback: Seoul origin restored\n");
+    say(out, &fb.render());
+    if let Event::Decision(d) = &held {
+        say(out, &format!("  decision: {} -> {} keeps serving\n", d.rule.as_str(), d.active.as_ref().map_or("-", |p| p.0.as_str())));
+        for r in &d.reasons {
+            say(out, &format!("    - {r}\n"));
+        }
+    }
+    let serving = provider.snapshot().active(&["seoul".into(), "tokyo".into()]).cloned().unwrap_or_default();
+    let writes = provider.writes().len();
+    say(out, &format!("  provider now serves {serving}; {writes} write(s) in total\n"));
+    let board = sinks.board.snapshot();
+    if let Some(s) = board.values().next() {
+        say(out, &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase());
+    }
+    say(
+        out,
+        &format!(
+            "\nfailback = \"manual\": an operator moves traffic back; with failback = \"auto\" it returns once seoul has been healthy past min_dwell ({}).\n",
+            humantime::format_duration(policy.min_dwell)
+        ),
+    );
+    tasks.abort_all();
+    Ok(())
+}
+
+fn intro(policy: &Policy, seoul: SocketAddr, tokyo: SocketAddr) -> String {
+    format!(
+        "gslb demo: service {} ({}), in-process provider standing in for Route 53\n  seoul (priority 1) origin http://{seoul}\n  tokyo (priority 2) origin http://{tokyo}\n  probe every {} ms, timeout {} ms, fall {}, rise {}, failback {}\n",
+        policy.service,
+        policy.hostname,
+        policy.probe.interval.as_millis(),
+        policy.probe.timeout.as_millis(),
+        policy.thresholds.fall,
+        policy.thresholds.rise,
+        if policy.failback == crate::policy::Failback::Manual { "manual" } else { "auto" },
+    )
+}
+
+fn describe(plan: &[Change]) -> String {
+    plan.iter()
+        .map(|c| match c {
+            Change::SetEnabled { pool, enabled: false, .. } => format!("{pool} disabled (verdict check inverted)"),
+            Change::SetEnabled { pool, enabled: true, .. } => format!("{pool} enabled"),
+            Change::SetOrder { to, .. } => format!("order {}", to.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn say(out: &mut impl std::io::Write, text: &str) {
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+async fn wait_for(
+    rx: &mut broadcast::Receiver<Event>,
+    what: &'static str,
+    mut pred: impl FnMut(&Event) -> bool,
+) -> Result<Event, DemoError> {
+    let found = async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pred(&e) => return Some(e),
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    };
+    match tokio::time::timeout(PHASE_DEADLINE, found).await {
+        Ok(Some(e)) => Ok(e),
+        _ => Err(DemoError::Timeout(what)),
+    }
+}
+
+struct Timeline {
+    origin: Millis,
+    rows: Vec<(Millis, String)>,
+}
+
+impl Timeline {
+    fn new(origin: Millis) -> Self {
+        Self { origin, rows: Vec::new() }
+    }
+
+    fn mark(&mut self, what: &str, at: Millis) {
+        self.rows.push((at, what.to_owned()));
+    }
+
+    fn render(&self) -> String {
+        let mut s = String::new();
+        for (at, what) in &self.rows {
+            let _ = writeln!(s, "  +{:>6} ms  {what}", at.since(self.origin).as_millis());
+        }
+        s
+    }
+}

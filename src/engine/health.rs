@@ -1,0 +1,149 @@
+//! Per-endpoint rise/fall tracking and pool verdicts. Pure: time comes in as an argument.
+
+use serde::Serialize;
+
+use crate::model::{Millis, ProbeOutcome, ProbeReason, Verdict};
+use crate::policy::Thresholds;
+
+/// One endpoint's rise/fall state (HAProxy semantics: `fall` consecutive failures mark it
+/// down, `rise` consecutive successes mark it up; it starts `unknown`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EndpointHealth {
+    /// The thresholded verdict, before staleness is applied.
+    pub verdict: Verdict,
+    /// Consecutive successes so far (0 after a failure).
+    pub consecutive_ok: u32,
+    /// Consecutive failures so far (0 after a success).
+    pub consecutive_fail: u32,
+    /// When the last probe finished.
+    pub last_at: Option<Millis>,
+    /// The last probe's outcome.
+    pub last: Option<ProbeOutcome>,
+    /// When the first failure of the current failing streak was seen.
+    pub failing_since: Option<Millis>,
+}
+
+impl EndpointHealth {
+    /// Records one probe. Returns the new verdict when it changed.
+    pub fn record(&mut self, outcome: &ProbeOutcome, at: Millis, th: Thresholds) -> Option<Verdict> {
+        if self.last_at.is_some_and(|last| at < last) {
+            return None; // an older result arriving late never overrides a newer one
+        }
+        self.last_at = Some(at);
+        self.last = Some(outcome.clone());
+        let before = self.verdict;
+        if outcome.success {
+            self.consecutive_ok = self.consecutive_ok.saturating_add(1);
+            self.consecutive_fail = 0;
+            self.failing_since = None;
+            if self.consecutive_ok >= th.rise {
+                self.verdict = Verdict::Healthy;
+            }
+        } else {
+            self.consecutive_fail = self.consecutive_fail.saturating_add(1);
+            self.consecutive_ok = 0;
+            self.failing_since.get_or_insert(at);
+            if self.consecutive_fail >= th.fall {
+                self.verdict = Verdict::Unhealthy;
+            }
+        }
+        (self.verdict != before).then_some(self.verdict)
+    }
+
+    /// The verdict at `now`: `unknown` when the last probe is older than `stale_after`.
+    pub fn verdict_at(&self, now: Millis, stale_after: std::time::Duration) -> Verdict {
+        match self.last_at {
+            Some(last) if now.since(last) <= stale_after => self.verdict,
+            _ => Verdict::Unknown,
+        }
+    }
+
+    /// A one-line explanation, e.g. `failed 3 consecutive probes (fall=3), last: timeout`.
+    pub fn explain(&self, th: Thresholds) -> String {
+        let last = self.last.as_ref().map_or(ProbeReason::Ok, |o| o.reason);
+        match self.verdict {
+            Verdict::Unhealthy => {
+                format!("failed {} consecutive probes (fall={}), last: {last}", self.consecutive_fail, th.fall)
+            }
+            Verdict::Healthy if self.consecutive_fail > 0 => format!(
+                "healthy, {} failed probe(s) in a row (fall={}), last: {last}",
+                self.consecutive_fail, th.fall
+            ),
+            Verdict::Healthy => format!("passed {} consecutive probes (rise={})", self.consecutive_ok, th.rise),
+            Verdict::Unknown if self.last.is_none() => "no probe result yet".into(),
+            Verdict::Unknown => format!(
+                "not yet decided: {} ok / {} failed in a row (rise={}, fall={})",
+                self.consecutive_ok, self.consecutive_fail, th.rise, th.fall
+            ),
+        }
+    }
+}
+
+/// A pool's verdict from its endpoints' verdicts: healthy when at least one endpoint is
+/// healthy (Cloudflare's `minimum_origins` default of 1), unhealthy when every endpoint is,
+/// unknown otherwise.
+pub fn pool_verdict(endpoints: impl IntoIterator<Item = Verdict>) -> Verdict {
+    let mut any = false;
+    let mut all_down = true;
+    for v in endpoints {
+        any = true;
+        match v {
+            Verdict::Healthy => return Verdict::Healthy,
+            Verdict::Unknown => all_down = false,
+            Verdict::Unhealthy => {}
+        }
+    }
+    if any && all_down { Verdict::Unhealthy } else { Verdict::Unknown }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn outcome(ok: bool) -> ProbeOutcome {
+        ProbeOutcome {
+            success: ok,
+            duration: Duration::from_millis(5),
+            http_status: ok.then_some(200),
+            reason: if ok { ProbeReason::Ok } else { ProbeReason::Timeout },
+        }
+    }
+
+    const TH: Thresholds = Thresholds { fall: 3, rise: 2 };
+
+    #[test]
+    fn starts_unknown_and_needs_consecutive_results() {
+        let mut h = EndpointHealth::default();
+        assert_eq!(h.record(&outcome(true), Millis(1), TH), None);
+        assert_eq!(h.record(&outcome(true), Millis(2), TH), Some(Verdict::Healthy));
+        assert_eq!(h.record(&outcome(false), Millis(3), TH), None);
+        assert_eq!(h.record(&outcome(false), Millis(4), TH), None);
+        assert_eq!(h.record(&outcome(true), Millis(5), TH), None, "a success resets the fall count");
+        for t in 6..8 {
+            h.record(&outcome(false), Millis(t), TH);
+        }
+        assert_eq!(h.record(&outcome(false), Millis(8), TH), Some(Verdict::Unhealthy));
+        assert_eq!(h.failing_since, Some(Millis(6)));
+    }
+
+    #[test]
+    fn stale_results_count_as_unknown_and_late_results_are_ignored() {
+        let mut h = EndpointHealth::default();
+        h.record(&outcome(true), Millis(1_000), TH);
+        h.record(&outcome(true), Millis(2_000), TH);
+        assert_eq!(h.verdict_at(Millis(3_000), Duration::from_secs(5)), Verdict::Healthy);
+        assert_eq!(h.verdict_at(Millis(8_000), Duration::from_secs(5)), Verdict::Unknown);
+        assert_eq!(h.record(&outcome(false), Millis(500), TH), None);
+        assert_eq!(h.consecutive_fail, 0);
+    }
+
+    #[test]
+    fn pool_verdict_rules() {
+        use Verdict::*;
+        assert_eq!(pool_verdict([Unhealthy, Healthy]), Healthy);
+        assert_eq!(pool_verdict([Unhealthy, Unhealthy]), Unhealthy);
+        assert_eq!(pool_verdict([Unhealthy, Unknown]), Unknown);
+        assert_eq!(pool_verdict([]), Unknown);
+    }
+}

@@ -1,0 +1,272 @@
+//! Validation: [`RawPolicy`] -> [`Policy`], reporting every problem, never stopping at the first.
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use url::Url;
+
+use super::error::Report;
+use super::raw::{RawPolicy, RawProbe, RawRoute53};
+use super::types::{
+    Endpoint, EndpointKind, Policy, Pool, ProbeSpec, Route53Pool, Route53Target, Target, Thresholds,
+};
+use crate::model::{EndpointId, PoolId, ServiceId};
+
+/// Shortest probe interval accepted: faster probing says more about the prober than the origin.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Route 53's largest TTL (2^31 - 1 seconds).
+const MAX_TTL_SECS: u64 = 2_147_483_647;
+
+/// Validates `raw`, adding every problem to `report`. Returns the policy only when none was found.
+pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
+    let before = report.errors.len();
+    let hostname = normalise_name(&raw.hostname);
+    if raw.service.is_empty()
+        || !raw.service.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        report.add("service", "must be non-empty and use only letters, digits, '-' and '_'");
+    }
+    if hostname.is_empty() || !hostname.contains('.') {
+        report.add("hostname", format!("'{}' is not a fully qualified hostname", raw.hostname));
+    }
+    let probe = probe_spec(raw.probe, report);
+    let thresholds = Thresholds { fall: raw.health.fall, rise: raw.health.rise };
+    for (key, value) in [("health.fall", thresholds.fall), ("health.rise", thresholds.rise)] {
+        if value == 0 {
+            report.add(key, "must be at least 1 (0 would never change a verdict)");
+        }
+    }
+    let pools = pools(&raw.pools, &hostname, report);
+    let target = target(raw.target.route53, &hostname, &pools, report);
+    if let (Some(budget), Some(Target::Route53(r))) = (raw.rto_budget, &target) {
+        let detect = probe.interval * thresholds.fall;
+        if r.ttl + detect > budget {
+            report.add(
+                "rto_budget",
+                format!(
+                    "TTL {} + fall {} x interval {} = {} exceeds the RTO budget of {}",
+                    humantime::format_duration(r.ttl),
+                    thresholds.fall,
+                    humantime::format_duration(probe.interval),
+                    humantime::format_duration(r.ttl + detect),
+                    humantime::format_duration(budget),
+                ),
+            );
+        }
+    }
+    if report.errors.len() > before {
+        return None;
+    }
+    Some(Policy {
+        service: ServiceId(raw.service),
+        hostname,
+        pools,
+        probe,
+        thresholds,
+        failback: raw.failback,
+        min_dwell: raw.min_dwell,
+        rto_budget: raw.rto_budget,
+        target: target?,
+    })
+}
+
+fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
+    if raw.interval < MIN_INTERVAL {
+        report.add("probe.interval", format!("must be at least {}", humantime::format_duration(MIN_INTERVAL)));
+    }
+    if raw.timeout.is_zero() {
+        report.add("probe.timeout", "must be more than 0s");
+    }
+    if raw.timeout >= raw.interval {
+        report.add(
+            "probe.timeout",
+            format!(
+                "timeout {} must be shorter than interval {} (a probe must end before the next starts)",
+                humantime::format_duration(raw.timeout),
+                humantime::format_duration(raw.interval)
+            ),
+        );
+    }
+    if raw.expected_status.is_empty() {
+        report.add("probe.expected_status", "must list at least one status code");
+    }
+    for (i, code) in raw.expected_status.iter().enumerate() {
+        if !(100..=599).contains(code) {
+            report.add(format!("probe.expected_status[{i}]"), format!("{code} is not an HTTP status (100-599)"));
+        }
+    }
+    if raw.body_contains.as_deref() == Some("") {
+        report.add("probe.body_contains", "must not be empty (leave it out to skip the body check)");
+    }
+    ProbeSpec {
+        interval: raw.interval,
+        timeout: raw.timeout,
+        expected_status: raw.expected_status,
+        body_contains: raw.body_contains,
+        host_header: raw.host_header,
+        tls_server_name: raw.tls_server_name,
+        tls_verify: raw.tls_verify,
+        follow_redirects: raw.follow_redirects,
+    }
+}
+
+fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Vec<Pool> {
+    if raw.len() < 2 {
+        report.add("pools", format!("needs at least two pools for failover, found {}", raw.len()));
+    }
+    let mut names = BTreeSet::new();
+    let mut priorities = BTreeSet::new();
+    let mut pools = Vec::new();
+    for (i, p) in raw.iter().enumerate() {
+        let key = format!("pools[{i}]");
+        if p.name.is_empty() || !p.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            report.add(format!("{key}.name"), "must be non-empty and use only letters, digits, '-' and '_'");
+        } else if !names.insert(p.name.as_str()) {
+            report.add(format!("{key}.name"), format!("duplicate pool name '{}'", p.name));
+        }
+        if p.priority == 0 {
+            report.add(format!("{key}.priority"), "must be at least 1 (1 = most preferred)");
+        } else if !priorities.insert(p.priority) {
+            report.add(
+                format!("{key}.priority"),
+                format!("duplicate priority {} (pool '{}'): failover order must be total", p.priority, p.name),
+            );
+        }
+        if p.endpoints.is_empty() {
+            report.add(format!("{key}.endpoints"), "must list at least one endpoint");
+        }
+        let endpoints = p
+            .endpoints
+            .iter()
+            .enumerate()
+            .filter_map(|(j, e)| endpoint(e, hostname, &format!("{key}.endpoints[{j}]"), report))
+            .collect();
+        pools.push(Pool { id: PoolId(p.name.clone()), priority: p.priority, region: p.region.clone(), endpoints });
+    }
+    pools.sort_by_key(|p| p.priority);
+    pools
+}
+
+fn endpoint(raw: &str, hostname: &str, key: &str, report: &mut Report) -> Option<Endpoint> {
+    let url = match Url::parse(raw) {
+        Ok(u) => u,
+        Err(e) => {
+            report.add(key, format!("'{raw}' is not a URL: {e}"));
+            return None;
+        }
+    };
+    let Some(host) = url.host_str().map(normalise_name) else {
+        report.add(key, format!("'{raw}' has no host"));
+        return None;
+    };
+    if host == hostname {
+        report.add(
+            key,
+            format!(
+                "'{raw}' probes the public failover hostname '{hostname}': it turns healthy as soon as \
+                 the standby answers; probe the region's own name or address instead"
+            ),
+        );
+        return None;
+    }
+    let kind = match url.scheme() {
+        "http" | "https" => EndpointKind::Http(url),
+        "tcp" => match url.port() {
+            Some(port) => EndpointKind::Tcp { host, port },
+            None => {
+                report.add(key, format!("'{raw}' needs a port (tcp://host:port)"));
+                return None;
+            }
+        },
+        other => {
+            report.add(key, format!("scheme '{other}' is not supported (use http, https or tcp)"));
+            return None;
+        }
+    };
+    Some(Endpoint { id: EndpointId(raw.to_owned()), kind })
+}
+
+fn target(
+    raw: Option<RawRoute53>,
+    hostname: &str,
+    pools: &[Pool],
+    report: &mut Report,
+) -> Option<Target> {
+    let Some(r) = raw else {
+        report.add("target", "names no provider: add a [target.route53] table");
+        return None;
+    };
+    let record_name = normalise_name(r.record_name.as_deref().unwrap_or(hostname));
+    if record_name != hostname {
+        report.add(
+            "target.route53.record_name",
+            format!("'{record_name}' differs from the policy hostname '{hostname}'"),
+        );
+    }
+    if r.hosted_zone_id.trim().is_empty() {
+        report.add("target.route53.hosted_zone_id", "must not be empty");
+    }
+    let record_type = r.record_type.to_ascii_uppercase();
+    if !matches!(record_type.as_str(), "A" | "AAAA" | "CNAME") {
+        report.add("target.route53.record_type", format!("'{}' is not one of A, AAAA, CNAME", r.record_type));
+    }
+    if r.ttl.as_secs() > MAX_TTL_SECS || r.ttl.subsec_nanos() != 0 {
+        report.add("target.route53.ttl", "must be a whole number of seconds up to 2147483647 (Route 53 limit)");
+    }
+    if pools.len() > 2 {
+        for extra in &pools[2..] {
+            report.add(
+                "target.route53.pools",
+                format!(
+                    "pool '{}' (priority {}) would be a third pool: a Route 53 failover pair has only a \
+                     PRIMARY and a SECONDARY (chaining failover pairs is not supported)",
+                    extra.id, extra.priority
+                ),
+            );
+        }
+    }
+    for name in r.pools.keys() {
+        if !pools.iter().any(|p| p.id.0 == *name) {
+            report.add(format!("target.route53.pools.{name}"), format!("no pool named '{name}' in [[pools]]"));
+        }
+    }
+    let mut out = Vec::new();
+    for pool in pools.iter().take(2) {
+        let key = format!("target.route53.pools.{}", pool.id);
+        let Some(rp) = r.pools.get(&pool.id.0) else {
+            report.add(key, format!("missing: every pool needs its failover record (pool '{}')", pool.id));
+            continue;
+        };
+        if rp.values.is_empty() {
+            report.add(format!("{key}.values"), "must list the record's values (addresses, or one name for CNAME)");
+        }
+        for (i, v) in rp.values.iter().enumerate() {
+            let ok = match record_type.as_str() {
+                "A" => v.parse::<Ipv4Addr>().is_ok(),
+                "AAAA" => v.parse::<Ipv6Addr>().is_ok(),
+                _ => rp.values.len() == 1 && normalise_name(v) != hostname,
+            };
+            if !ok {
+                report.add(format!("{key}.values[{i}]"), format!("'{v}' is not a valid {record_type} value here"));
+            }
+        }
+        out.push(Route53Pool {
+            pool: pool.id.clone(),
+            set_identifier: rp.set_identifier.clone().unwrap_or_else(|| pool.id.0.clone()),
+            values: rp.values.clone(),
+        });
+    }
+    Some(Target::Route53(Route53Target {
+        hosted_zone_id: r.hosted_zone_id,
+        record_name,
+        record_type,
+        ttl: r.ttl,
+        pools: out,
+    }))
+}
+
+/// Lower-case, without a trailing dot.
+fn normalise_name(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}

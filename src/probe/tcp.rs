@@ -1,0 +1,48 @@
+//! TCP probes: resolve the host, then connect to its addresses in order until one accepts.
+//!
+//! Must not: send or read any payload, or keep the connection (it is closed at once).
+
+use std::net::{IpAddr, SocketAddr};
+
+use tokio::net::TcpStream;
+
+use crate::model::ProbeReason;
+
+use super::classify::classify;
+use super::dns::Dns;
+use super::http::error_chain;
+
+/// Runs one TCP connect check against `host:port` (`host` a name or an IP literal, IPv6 with or
+/// without brackets).
+pub(crate) async fn check(dns: &Dns, host: &str, port: u16) -> ProbeReason {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ips = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => match dns.lookup(bare).await {
+            Ok(ips) => ips,
+            Err(e) => {
+                tracing::debug!(host, port, error = %error_chain(&e), "probe failed");
+                return ProbeReason::DnsResolution;
+            }
+        },
+    };
+    let mut last = None;
+    for ip in ips {
+        match TcpStream::connect(SocketAddr::new(ip, port)).await {
+            Ok(stream) => {
+                drop(stream);
+                return ProbeReason::Ok;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    match last {
+        Some(e) => {
+            let reason = classify(&e);
+            tracing::debug!(host, port, %reason, error = %e, "probe failed");
+            reason
+        }
+        // The resolver never returns an empty success, but be explicit.
+        None => ProbeReason::DnsResolution,
+    }
+}

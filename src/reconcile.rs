@@ -1,0 +1,183 @@
+//! The reconciler: one per provider binding, one apply in flight.
+//!
+//! Level-based, never edge-based: every pass reads the provider afresh, diffs it against the
+//! latest decision, and writes only a non-empty plan. It never branches on why it woke (a new
+//! decision, a retry, the periodic resync). A newer decision replaces an older one that is
+//! still waiting (tokio `watch`): a stale decision is never applied. After a write it reads
+//! again at once, so success is confirmed by read-back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_provider::{Backoff, DesiredState, PoolRef, Provider, ProviderError, diff};
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::engine::Decision;
+use crate::events::{Event, EventSender};
+use crate::metrics::Metrics;
+use crate::model::{PoolId, ServiceId};
+use crate::status::{ApplyState, StatusBoard};
+
+/// First retry delay after a provider failure.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
+/// Longest retry delay (Cloudflare blocks for 5 minutes after a 429 storm; Route 53's token
+/// buckets refill within seconds).
+pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// What a reconciler steers: a service's pools as the provider names them.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// The service.
+    pub service: ServiceId,
+    /// Provider pool refs in the policy's priority order.
+    pub priority: Vec<PoolRef>,
+    /// gslb pool -> provider pool ref.
+    pub refs: BTreeMap<PoolId, PoolRef>,
+    /// Period of the resync pass when nothing else wakes the reconciler.
+    pub resync: Duration,
+}
+
+impl Binding {
+    /// The gslb pool a provider ref stands for.
+    pub fn pool_of(&self, r: &PoolRef) -> Option<&PoolId> {
+        self.refs.iter().find(|(_, v)| *v == r).map(|(k, _)| k)
+    }
+}
+
+/// Shared handles a reconciler reports to.
+#[derive(Debug, Clone)]
+pub struct Sinks {
+    /// Status board.
+    pub board: Arc<StatusBoard>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Events.
+    pub events: EventSender,
+    /// Wall clock for timestamps.
+    pub clock: Clock,
+}
+
+enum Pass {
+    /// Provider matches the decision (or nothing to push): wait for a change or the resync.
+    Settled,
+    /// Wrote: read back at once.
+    Wrote,
+    /// Failed in a way that may pass: back off.
+    Retry(ProviderError),
+    /// Failed in a way retrying will not fix: wait for a change or the resync.
+    Fatal,
+}
+
+/// Runs until the decision sender is dropped.
+pub async fn run<P: Provider>(
+    provider: Arc<P>,
+    binding: Binding,
+    mut decisions: watch::Receiver<Option<Decision>>,
+    sinks: Sinks,
+) {
+    let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
+    sinks.board.update_apply(&binding.service, |a| a.provider = provider.name().to_owned());
+    loop {
+        let decision = decisions.borrow_and_update().clone();
+        let wait = match pass(provider.as_ref(), &binding, decision.as_ref(), &sinks).await {
+            Pass::Settled => {
+                backoff.reset();
+                binding.resync
+            }
+            Pass::Wrote => {
+                backoff.reset();
+                Duration::ZERO
+            }
+            Pass::Retry(e) => {
+                let hint = match e {
+                    ProviderError::RateLimited { retry_after } => retry_after,
+                    _ => None,
+                };
+                backoff.next_delay(rand::random::<f64>(), hint)
+            }
+            Pass::Fatal => binding.resync,
+        };
+        tokio::select! {
+            changed = decisions.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+async fn pass<P: Provider>(provider: &P, binding: &Binding, decision: Option<&Decision>, sinks: &Sinks) -> Pass {
+    let name = provider.name();
+    let service = &binding.service;
+    let fail = |op: &str, e: ProviderError| {
+        sinks.metrics.provider_errors_total.with_label_values(&[name, op, e.code()]).inc();
+        tracing::warn!(service = %service, provider = name, operation = op, error = %e, "provider call failed");
+        let now = sinks.clock.now();
+        let message = e.to_string();
+        sinks.board.update_apply(service, |a| {
+            a.last_error = Some(message);
+            if a.state == ApplyState::Pending {
+                a.pending_since.get_or_insert(now);
+            }
+        });
+        if e.is_retryable() { Pass::Retry(e) } else { Pass::Fatal }
+    };
+
+    sinks.metrics.provider_calls_total.with_label_values(&[name, "observe"]).inc();
+    let observed = match provider.observe().await {
+        Ok(o) => o,
+        Err(e) => return fail("observe", e),
+    };
+    let observed_active = observed.active(&binding.priority).and_then(|r| binding.pool_of(r)).cloned();
+    let target = decision.filter(|d| d.rule.pushes()).and_then(|d| d.active.as_ref());
+    let Some(active) = target else {
+        sinks.board.update_apply(service, |a| {
+            a.observed_active = observed_active;
+            a.state = ApplyState::NotPushed;
+            a.last_error = None;
+        });
+        return Pass::Settled;
+    };
+    let Some(active_ref) = binding.refs.get(active) else {
+        return fail("plan", ProviderError::Invalid(format!("pool {active} has no provider binding")));
+    };
+    let desired = DesiredState::for_active(provider.style(), &binding.priority, active_ref, &BTreeSet::new());
+    let plan = match diff(&desired, &observed) {
+        Ok(p) => p,
+        Err(e) => return fail("plan", e),
+    };
+    if plan.is_empty() {
+        sinks.metrics.decision_applied.with_label_values(&[service.0.as_str()]).set(1.0);
+        sinks.board.update_apply(service, |a| {
+            a.observed_active = observed_active;
+            a.state = ApplyState::Applied;
+            a.pending_since = None;
+            a.last_error = None;
+        });
+        return Pass::Settled;
+    }
+    let now = sinks.clock.now();
+    sinks.metrics.decision_applied.with_label_values(&[service.0.as_str()]).set(0.0);
+    sinks.board.update_apply(service, |a| {
+        a.observed_active = observed_active;
+        a.state = ApplyState::Pending;
+        a.pending_since.get_or_insert(now);
+    });
+    tracing::info!(service = %service, provider = name, ?plan, "applying plan");
+    sinks.metrics.provider_calls_total.with_label_values(&[name, "apply"]).inc();
+    match provider.apply(&plan).await {
+        Ok(()) => {
+            let at = sinks.clock.now();
+            let count = plan.len() as u64;
+            sinks.metrics.provider_writes_total.with_label_values(&[name, service.0.as_str()]).inc_by(count);
+            sinks.board.update_apply(service, |a| {
+                a.writes += count;
+                a.last_write_at = Some(at);
+                a.last_error = None;
+            });
+            let _ = sinks.events.send(Event::Applied { service: service.clone(), provider: name.to_owned(), at, plan });
+            Pass::Wrote
+        }
+        Err(e) => fail("apply", e),
+    }
+}

@@ -1,0 +1,552 @@
+//! Every probe reason, against real local servers on 127.0.0.1 that behave that way: the
+//! library's [`Origin`] in its modes, a TLS origin with a self-signed certificate, and a tiny
+//! authoritative DNS server. Plus the probe loop under paused tokio time.
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket as StdUdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gslb::clock::Clock;
+use gslb::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId};
+use gslb::origin::{Mode, Origin};
+use gslb::policy::{Endpoint, EndpointKind, ProbeSpec};
+use gslb::probe::{DnsSettings, Prober, run_endpoint};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::mpsc;
+use url::Url;
+
+const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn spec() -> ProbeSpec {
+    ProbeSpec {
+        interval: Duration::from_secs(10),
+        timeout: Duration::from_secs(3),
+        expected_status: vec![200],
+        body_contains: None,
+        host_header: None,
+        tls_server_name: None,
+        tls_verify: true,
+        follow_redirects: false,
+    }
+}
+
+fn http(url: &str) -> Endpoint {
+    Endpoint { id: EndpointId::from(url), kind: EndpointKind::Http(Url::parse(url).unwrap()) }
+}
+
+fn tcp(host: &str, port: u16) -> Endpoint {
+    Endpoint {
+        id: EndpointId(format!("tcp://{host}:{port}")),
+        kind: EndpointKind::Tcp { host: host.to_owned(), port },
+    }
+}
+
+/// A UDP port on 127.0.0.1 that nothing listens on (bound, then released).
+fn silent_udp_port() -> SocketAddr {
+    StdUdpSocket::bind(LOOPBACK).unwrap().local_addr().unwrap()
+}
+
+/// A prober whose nameserver never answers: any name that needs a real query fails, so no test
+/// can reach the machine's resolver.
+fn prober() -> Prober {
+    Prober::new(&DnsSettings {
+        nameservers: vec![silent_udp_port()],
+        timeout: Duration::from_millis(300),
+    })
+    .unwrap()
+}
+
+async fn probe(prober: &Prober, spec: &ProbeSpec, endpoint: &Endpoint) -> ProbeOutcome {
+    prober.probe(&prober.target(spec, endpoint).unwrap()).await
+}
+
+async fn origin() -> Origin {
+    Origin::start(LOOPBACK, "seoul").await.unwrap()
+}
+
+fn assert_reason(outcome: &ProbeOutcome, reason: ProbeReason) {
+    assert_eq!(outcome.reason, reason, "{outcome:?}");
+    assert_eq!(outcome.success, reason == ProbeReason::Ok, "{outcome:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The origin itself
+
+#[tokio::test]
+async fn origin_answers_with_region_body_and_header() {
+    let o = origin().await;
+    let response = reqwest::get(format!("{}/any/path", o.base_url())).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-served-by"], "seoul");
+    assert!(response.text().await.unwrap().contains("ok region=seoul"));
+    assert_eq!(o.requests(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP reasons
+
+#[tokio::test]
+async fn healthy_origin_is_ok() {
+    let o = origin().await;
+    let spec = ProbeSpec { body_contains: Some("ok region=seoul".into()), ..spec() };
+    let out = probe(&prober(), &spec, &http(&format!("{}/health", o.base_url()))).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(out.http_status, Some(200));
+}
+
+#[tokio::test]
+async fn localhost_is_resolved_without_a_nameserver() {
+    let o = origin().await;
+    let url = format!("http://localhost:{}/health", o.addr().port());
+    let out = probe(&prober(), &spec(), &http(&url)).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(o.requests(), 1);
+}
+
+#[tokio::test]
+async fn status_503_is_http_status() {
+    let o = origin().await;
+    o.set_mode(Mode::Status(503));
+    let out = probe(&prober(), &spec(), &http(&o.base_url())).await;
+    assert_reason(&out, ProbeReason::HttpStatus);
+    assert_eq!(out.http_status, Some(503));
+    // Accepted when listed.
+    let spec = ProbeSpec { expected_status: vec![200, 503], ..spec() };
+    assert_reason(&probe(&prober(), &spec, &http(&o.base_url())).await, ProbeReason::Ok);
+}
+
+#[tokio::test]
+async fn redirect_not_followed_is_http_status_302() {
+    let o = origin().await;
+    o.set_mode(Mode::Redirect);
+    let out = probe(&prober(), &spec(), &http(&format!("{}/health", o.base_url()))).await;
+    assert_reason(&out, ProbeReason::HttpStatus);
+    assert_eq!(out.http_status, Some(302));
+    assert_eq!(o.requests(), 1);
+}
+
+#[tokio::test]
+async fn redirect_followed_is_ok() {
+    let o = origin().await;
+    o.set_mode(Mode::Redirect);
+    let spec = ProbeSpec {
+        follow_redirects: true,
+        body_contains: Some("ok region=seoul".into()),
+        ..spec()
+    };
+    let out = probe(&prober(), &spec, &http(&format!("{}/health", o.base_url()))).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(out.http_status, Some(200));
+    assert_eq!(o.requests(), 2, "the 302, then /elsewhere");
+}
+
+#[tokio::test]
+async fn wrong_body_is_body_mismatch() {
+    let o = origin().await;
+    o.set_mode(Mode::WrongBody);
+    let spec = ProbeSpec { body_contains: Some("ok region=seoul".into()), ..spec() };
+    let out = probe(&prober(), &spec, &http(&o.base_url())).await;
+    assert_reason(&out, ProbeReason::BodyMismatch);
+    assert_eq!(out.http_status, Some(200));
+    // Without a body check the same answer passes.
+    assert_reason(&probe(&prober(), &spec(), &http(&o.base_url())).await, ProbeReason::Ok);
+}
+
+#[tokio::test]
+async fn hung_origin_is_timeout() {
+    let o = origin().await;
+    o.set_mode(Mode::Hang);
+    let spec = ProbeSpec { timeout: Duration::from_millis(250), ..spec() };
+    let out = probe(&prober(), &spec, &http(&o.base_url())).await;
+    assert_reason(&out, ProbeReason::Timeout);
+    assert_eq!(out.http_status, None);
+    assert!(out.duration >= Duration::from_millis(250), "{out:?}");
+    assert!(out.duration < Duration::from_secs(2), "{out:?}");
+    assert_eq!(o.connections(), 1);
+}
+
+#[tokio::test]
+async fn reset_origin_is_connection_reset() {
+    let o = origin().await;
+    o.set_mode(Mode::Reset);
+    let out = probe(&prober(), &spec(), &http(&o.base_url())).await;
+    assert_reason(&out, ProbeReason::ConnectionReset);
+    assert_eq!(out.http_status, None);
+    assert_eq!(o.connections(), 1);
+}
+
+#[tokio::test]
+async fn stopped_origin_is_connection_refused_and_start_again_recovers() {
+    let mut o = origin().await;
+    let p = prober();
+    let endpoint = http(&o.base_url());
+    assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::Ok);
+    o.stop().await;
+    assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::ConnectionRefused);
+    o.start_again().await.unwrap();
+    assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::Ok);
+    assert_eq!(o.connections(), 2);
+}
+
+#[tokio::test]
+async fn host_header_reaches_the_origin() {
+    let o = origin().await;
+    let p = prober();
+    assert_reason(&probe(&p, &spec(), &http(&o.base_url())).await, ProbeReason::Ok);
+    assert_eq!(o.last_host(), Some(o.addr().to_string()));
+    let spec = ProbeSpec { host_header: Some("api.example.com".into()), ..spec() };
+    assert_reason(&probe(&p, &spec, &http(&o.base_url())).await, ProbeReason::Ok);
+    assert_eq!(o.last_host().as_deref(), Some("api.example.com"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS
+
+/// Self-signed for `seoul.gslb-test.test` (P-256, valid 2026–2126), made with
+/// `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500
+/// -subj /CN=seoul.gslb-test.test -addext subjectAltName=DNS:seoul.gslb-test.test`.
+const CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBtjCCAVygAwIBAgIURBQO6NPLp5VV7sMMwNeEqRvtbSUwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwIBcNMjYxMTI5MTUwMzEz
+WhgPMjEyNjExMDUxNTAzMTNaMB8xHTAbBgNVBAMMFHNlb3VsLmdzbGItdGVzdC50
+ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE5s/Venk52QSmCxGCiZgP3jcK
+PdM5rjbkRK8F8UnGdMxhixk5Thy2NzYzYbQlEy+P1inNn91Jl4PGvEq64JrFwaN0
+MHIwHQYDVR0OBBYEFKpba7fb2Vh/kQtwjqo/PpuC+e4LMB8GA1UdIwQYMBaAFKpb
+a7fb2Vh/kQtwjqo/PpuC+e4LMA8GA1UdEwEB/wQFMAMBAf8wHwYDVR0RBBgwFoIU
+c2VvdWwuZ3NsYi10ZXN0LnRlc3QwCgYIKoZIzj0EAwIDSAAwRQIgLQ4rY6vGB6cA
+B1+owNY6RrNOl6JXTVwDuiVXi92twkoCIQD5lztlOLCc3bBThjpislhT2Oo1GwZ2
+coeBkQzY3OC+nw==
+-----END CERTIFICATE-----
+";
+
+const KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgRYpuxEzfxk+7VHkQ
+MTOY3wQlaYU1kpCDDvbBSpHf4NyhRANCAATmz9V6eTnZBKYLEYKJmA/eNwo90zmu
+NuRErwXxScZ0zGGLGTlOHLY3NjNhtCUTL4/WKc2f3UmXg8a8SrrgmsXB
+-----END PRIVATE KEY-----
+";
+
+/// What the TLS origin saw of one request: the SNI and the `Host` header.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    sni: Option<String>,
+    host: Option<String>,
+}
+
+struct TlsOrigin {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    failed_handshakes: Arc<AtomicUsize>,
+}
+
+/// An HTTPS origin with the self-signed certificate: answers `200 ok region=tls`.
+async fn tls_origin() -> TlsOrigin {
+    let certs = CertificateDer::pem_slice_iter(CERT_PEM.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(KEY_PEM.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind(LOOPBACK).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let failed_handshakes = Arc::new(AtomicUsize::new(0));
+    let (seen2, failed2) = (seen.clone(), failed_handshakes.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (acceptor, seen, failed) = (acceptor.clone(), seen2.clone(), failed2.clone());
+            tokio::spawn(async move {
+                let mut tls = match acceptor.accept(stream).await {
+                    Ok(tls) => tls,
+                    Err(_) => {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                };
+                let sni = tls.get_ref().1.server_name().map(str::to_owned);
+                let head = read_head(&mut tls).await;
+                let host = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("host: ").or_else(|| l.strip_prefix("Host: ")))
+                    .map(str::to_owned);
+                seen.lock().unwrap().push(Seen { sni, host });
+                let body = "ok region=tls\n";
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                tls.write_all(response.as_bytes()).await.unwrap();
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    TlsOrigin { addr, seen, failed_handshakes }
+}
+
+async fn read_head(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "client closed before the end of the request head");
+        head.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[tokio::test]
+async fn https_to_a_plain_http_port_is_tls() {
+    let o = origin().await;
+    let url = format!("https://{}/health", o.addr());
+    let out = probe(&prober(), &spec(), &http(&url)).await;
+    assert_reason(&out, ProbeReason::Tls);
+    assert_eq!(out.http_status, None);
+}
+
+#[tokio::test]
+async fn self_signed_certificate_is_tls_when_verified() {
+    let t = tls_origin().await;
+    let spec = ProbeSpec { tls_server_name: Some("seoul.gslb-test.test".into()), ..spec() };
+    let out = probe(&prober(), &spec, &http(&format!("https://{}/health", t.addr))).await;
+    assert_reason(&out, ProbeReason::Tls);
+    assert!(t.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn unverified_tls_passes_and_sends_the_sni_override_to_the_url_host() {
+    let t = tls_origin().await;
+    let p = prober();
+    let url = format!("https://{}/health", t.addr);
+    let unverified = ProbeSpec {
+        tls_verify: false,
+        body_contains: Some("ok region=tls".into()),
+        ..spec()
+    };
+    assert_reason(&probe(&p, &unverified, &http(&url)).await, ProbeReason::Ok);
+    let sni = ProbeSpec { tls_server_name: Some("seoul.gslb-test.test".into()), ..unverified };
+    assert_reason(&probe(&p, &sni, &http(&url)).await, ProbeReason::Ok);
+    let seen = t.seen.lock().unwrap().clone();
+    assert_eq!(seen, vec![
+        // An IP literal is never sent as SNI.
+        Seen { sni: None, host: Some(t.addr.to_string()) },
+        // The override is the SNI; the connection and the Host header are the URL's.
+        Seen { sni: Some("seoul.gslb-test.test".into()), host: Some(t.addr.to_string()) },
+    ]);
+    assert_eq!(t.failed_handshakes.load(Ordering::SeqCst), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DNS
+
+/// A minimal authoritative DNS server on 127.0.0.1 (UDP): `A seoul.gslb-test.test` is
+/// 127.0.0.1; other names in the zone are NXDOMAIN. Counts the queries it answers.
+async fn fake_dns() -> (SocketAddr, Arc<AtomicUsize>) {
+    let socket = UdpSocket::bind(LOOPBACK).await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    let queries = Arc::new(AtomicUsize::new(0));
+    let counter = queries.clone();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        loop {
+            let (n, peer) = socket.recv_from(&mut buf).await.unwrap();
+            if let Some(answer) = dns_answer(&buf[..n]) {
+                counter.fetch_add(1, Ordering::SeqCst);
+                socket.send_to(&answer, peer).await.unwrap();
+            }
+        }
+    });
+    (addr, queries)
+}
+
+fn dns_answer(q: &[u8]) -> Option<Vec<u8>> {
+    let mut i = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = usize::from(*q.get(i)?);
+        i += 1;
+        if len == 0 {
+            break;
+        }
+        labels.push(String::from_utf8_lossy(q.get(i..i + len)?).to_ascii_lowercase());
+        i += len;
+    }
+    let qtype = u16::from_be_bytes([*q.get(i)?, *q.get(i + 1)?]);
+    let question = q.get(12..i + 4)?;
+    let known = labels.join(".") == "seoul.gslb-test.test";
+    let answers = u16::from(known && qtype == 1);
+    let mut r = Vec::new();
+    r.extend_from_slice(&q[..2]); // id
+    r.push(0x84 | (q[2] & 0x01)); // QR, AA, RD copied
+    r.push(if known { 0x00 } else { 0x03 }); // NOERROR / NXDOMAIN
+    r.extend_from_slice(&[0, 1]); // QDCOUNT
+    r.extend_from_slice(&answers.to_be_bytes()); // ANCOUNT
+    r.extend_from_slice(&[0, 0, 0, 0]); // NSCOUNT, ARCOUNT
+    r.extend_from_slice(question);
+    if answers == 1 {
+        r.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]);
+    }
+    Some(r)
+}
+
+#[tokio::test]
+async fn names_resolve_through_the_configured_nameserver() {
+    let (ns, queries) = fake_dns().await;
+    let p = Prober::new(&DnsSettings { nameservers: vec![ns], timeout: Duration::from_secs(1) })
+        .unwrap();
+    let o = origin().await;
+    let port = o.addr().port();
+    let out = probe(&p, &spec(), &http(&format!("http://seoul.gslb-test.test:{port}/"))).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(o.last_host(), Some(format!("seoul.gslb-test.test:{port}")));
+    assert!(queries.load(Ordering::SeqCst) >= 1);
+    assert_reason(&probe(&p, &spec(), &tcp("seoul.gslb-test.test", port)).await, ProbeReason::Ok);
+
+    let out = probe(&p, &spec(), &http(&format!("http://tokyo.gslb-test.test:{port}/"))).await;
+    assert_reason(&out, ProbeReason::DnsResolution);
+    assert!(out.duration < Duration::from_millis(500), "NXDOMAIN is immediate: {out:?}");
+    assert_reason(&probe(&p, &spec(), &tcp("tokyo.gslb-test.test", port)).await, ProbeReason::DnsResolution);
+    assert_eq!(o.connections(), 2, "no connection without an address");
+}
+
+#[tokio::test]
+async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
+    // The prober's nameserver never answers; its DNS timeout is 300 ms, the probe's 3 s.
+    let out = probe(&prober(), &spec(), &http("http://seoul.gslb-test.test/health")).await;
+    assert_reason(&out, ProbeReason::DnsResolution);
+    assert!(out.duration >= Duration::from_millis(300), "{out:?}");
+    assert!(out.duration < Duration::from_secs(2), "{out:?}");
+}
+
+#[tokio::test]
+async fn reserved_invalid_name_is_dns_resolution_at_once() {
+    // RFC 6761 `.invalid`: the resolver answers NXDOMAIN without asking anyone.
+    let out = probe(&prober(), &spec(), &http("http://seoul.gslb-test.invalid/health")).await;
+    assert_reason(&out, ProbeReason::DnsResolution);
+    assert!(out.duration < Duration::from_millis(200), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// TCP
+
+#[tokio::test]
+async fn tcp_connect_is_ok_then_refused_after_stop() {
+    let mut o = origin().await;
+    let p = prober();
+    let port = o.addr().port();
+    assert_reason(&probe(&p, &spec(), &tcp("127.0.0.1", port)).await, ProbeReason::Ok);
+    assert_reason(&probe(&p, &spec(), &tcp("localhost", port)).await, ProbeReason::Ok);
+    assert_eq!(o.connections(), 2);
+    assert_eq!(o.requests(), 0);
+    o.stop().await;
+    let out = probe(&p, &spec(), &tcp("127.0.0.1", port)).await;
+    assert_reason(&out, ProbeReason::ConnectionRefused);
+    assert_eq!(out.http_status, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+#[tokio::test]
+async fn clients_are_built_once_per_distinct_setting() {
+    let p = prober();
+    assert_eq!(p.client_count(), 1);
+    let a = http("https://seoul.example.test/health");
+    let b = http("https://tokyo.example.test/health");
+    p.target(&spec(), &a).unwrap();
+    p.target(&spec(), &b).unwrap();
+    assert_eq!(p.client_count(), 1, "default settings share the default client");
+    let unverified = ProbeSpec { tls_verify: false, ..spec() };
+    p.target(&unverified, &a).unwrap();
+    p.target(&unverified, &b).unwrap();
+    assert_eq!(p.client_count(), 2);
+    let sni = ProbeSpec { tls_server_name: Some("api.example.test".into()), ..spec() };
+    p.target(&sni, &a).unwrap();
+    p.target(&sni, &a).unwrap();
+    assert_eq!(p.client_count(), 3);
+    p.target(&sni, &b).unwrap();
+    assert_eq!(p.client_count(), 4, "an SNI override is per URL host");
+    let bad = ProbeSpec { host_header: Some("bad\nheader".into()), ..spec() };
+    assert!(p.target(&bad, &a).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop, under paused time
+
+#[tokio::test(start_paused = true)]
+async fn loop_keeps_the_interval_and_uses_a_fresh_connection_per_probe() {
+    let o = origin().await;
+    let p = Arc::new(prober());
+    let target = p.target(&spec(), &http(&o.base_url())).unwrap();
+    let t0 = Millis(1_000_000);
+    let (tx, mut rx) = mpsc::channel(4);
+    let task = tokio::spawn(run_endpoint(
+        p.clone(),
+        target,
+        VantageId::from("test"),
+        Clock::anchored_at(t0),
+        tx,
+    ));
+    let mut at = Vec::new();
+    for _ in 0..5 {
+        let obs = rx.recv().await.unwrap();
+        assert_reason(&obs.outcome, ProbeReason::Ok);
+        assert_eq!(obs.vantage, VantageId::from("test"));
+        assert_eq!(obs.endpoint, EndpointId::from(o.base_url().as_str()));
+        at.push(obs.at);
+    }
+    assert!(at[0].since(t0) < Duration::from_secs(1), "first probe within the start phase: {at:?}");
+    for pair in at.windows(2) {
+        let gap = pair[1].since(pair[0]);
+        assert!(
+            (Duration::from_millis(9_500)..=Duration::from_millis(10_500)).contains(&gap),
+            "gap {gap:?} outside 10 s ± 5 %"
+        );
+    }
+    assert_eq!(o.connections(), 5, "one new connection per probe");
+    assert_eq!(o.requests(), 5);
+    drop(rx);
+    task.await.unwrap();
+    assert_eq!(o.connections(), 5, "no probe after the receiver is gone");
+}
+
+#[tokio::test(start_paused = true)]
+async fn loop_on_a_hung_origin_times_out_each_probe_without_overlap() {
+    let o = origin().await;
+    o.set_mode(Mode::Hang);
+    let spec = ProbeSpec {
+        interval: Duration::from_secs(1),
+        timeout: Duration::from_millis(800),
+        ..spec()
+    };
+    let p = Arc::new(prober());
+    let target = p.target(&spec, &http(&o.base_url())).unwrap();
+    let (tx, mut rx) = mpsc::channel(4);
+    tokio::spawn(run_endpoint(p, target, VantageId::from("test"), Clock::system(), tx));
+    let mut at = Vec::new();
+    for n in 1..=4 {
+        let obs = rx.recv().await.unwrap();
+        assert_reason(&obs.outcome, ProbeReason::Timeout);
+        assert_eq!(obs.outcome.duration, Duration::from_millis(800));
+        assert_eq!(o.connections(), n, "one probe in flight at a time");
+        at.push(obs.at);
+    }
+    for pair in at.windows(2) {
+        let gap = pair[1].since(pair[0]);
+        assert!((Duration::from_millis(950)..=Duration::from_millis(1_050)).contains(&gap), "{gap:?}");
+    }
+}

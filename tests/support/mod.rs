@@ -1,0 +1,29 @@
+//! Shared helpers for integration tests: real emulators, a counting proxy, and waiting on a
+//! condition with a deadline. Each test binary uses a subset, hence the dead-code allowance.
+#![allow(dead_code)]
+
+pub mod emulators;
+pub mod proxy;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// Polls `check` every 25 ms until it returns `Some`, or `within` has passed (then `None`).
+/// A condition with a deadline, never a fixed sleep.
+pub async fn eventually<T, F, Fut>(within: Duration, mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    let mut tick = tokio::time::interval(Duration::from_millis(25));
+    loop {
+        tick.tick().await;
+        if let Some(v) = check().await {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+    }
+}
