@@ -164,3 +164,9 @@ fn unknown_settings_keys_are_refused_with_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("listen"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn an_endpoint_in_two_pools_is_rejected() {
+    let errs = errors(&with("https://tokyo.api.example.com:443/api/v1/health", "https://seoul.api.example.com:443/api/v1/health"));
+    assert_error(&errs, "pools[1].endpoints[0]", "is listed twice");
+}

@@ -151,8 +151,8 @@ async fn redirect_followed_is_ok() {
 async fn wrong_body_is_body_mismatch() {
     let o = origin().await;
     o.set_mode(Mode::WrongBody);
-    let spec = ProbeSpec { body_contains: Some("ok region=seoul".into()), ..spec() };
-    let out = probe(&prober(), &spec, &http(&o.base_url())).await;
+    let checked = ProbeSpec { body_contains: Some("ok region=seoul".into()), ..spec() };
+    let out = probe(&prober(), &checked, &http(&o.base_url())).await;
     assert_reason(&out, ProbeReason::BodyMismatch);
     assert_eq!(out.http_status, Some(200));
     // Without a body check the same answer passes.

@@ -117,6 +117,7 @@ fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Ve
     }
     let mut names = BTreeSet::new();
     let mut priorities = BTreeSet::new();
+    let mut seen_endpoints = BTreeSet::new();
     let mut pools = Vec::new();
     for (i, p) in raw.iter().enumerate() {
         let key = format!("pools[{i}]");
@@ -136,12 +137,15 @@ fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Ve
         if p.endpoints.is_empty() {
             report.add(format!("{key}.endpoints"), "must list at least one endpoint");
         }
-        let endpoints = p
-            .endpoints
-            .iter()
-            .enumerate()
-            .filter_map(|(j, e)| endpoint(e, hostname, &format!("{key}.endpoints[{j}]"), report))
-            .collect();
+        let mut endpoints = Vec::new();
+        for (j, e) in p.endpoints.iter().enumerate() {
+            let ekey = format!("{key}.endpoints[{j}]");
+            if !seen_endpoints.insert(e.as_str()) {
+                report.add(ekey, format!("'{e}' is listed twice: an endpoint belongs to one pool"));
+            } else if let Some(ep) = endpoint(e, hostname, &ekey, report) {
+                endpoints.push(ep);
+            }
+        }
         pools.push(Pool { id: PoolId(p.name.clone()), priority: p.priority, region: p.region.clone(), endpoints });
     }
     pools.sort_by_key(|p| p.priority);
