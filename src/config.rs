@@ -123,6 +123,14 @@ fn default_resync() -> Duration {
     Duration::from_secs(60)
 }
 
+/// Environment variables that configure the command line, not the settings, and so are not
+/// read as settings keys.
+pub const NOT_SETTINGS: [&str; 2] = ["GSLB_CONFIG", "GSLB_LOG"];
+
+fn settings_env() -> config::Map<String, String> {
+    std::env::vars().filter(|(k, _)| k.starts_with("GSLB_") && !NOT_SETTINGS.contains(&k.as_str())).collect()
+}
+
 /// A settings problem, naming the file.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {reason}")]
@@ -144,6 +152,7 @@ impl Settings {
             .add_source(config::File::from(file).format(config::FileFormat::Toml))
             .add_source(
                 config::Environment::with_prefix("GSLB")
+                    .source(Some(settings_env()))
                     .prefix_separator("_")
                     .separator("__")
                     .list_separator(",")

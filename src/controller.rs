@@ -57,7 +57,8 @@ pub fn spawn_service<P: Provider>(
     }
     let (decision_tx, decision_rx) = watch::channel(None);
     let (adopt_tx, adopt_rx) = oneshot::channel();
-    tasks.spawn(adopt(provider.clone(), binding.clone(), adopt_tx));
+    // Detached: it ends by itself once the provider answered or the service loop is gone.
+    tokio::spawn(adopt(provider.clone(), binding.clone(), adopt_tx));
     let tick = policy.probe.interval;
     tasks.spawn(service::run(Engine::new(policy), obs_rx, adopt_rx, decision_tx, sinks.clone(), tick));
     tasks.spawn(reconcile::run(provider, binding, decision_rx, sinks));
@@ -67,7 +68,7 @@ pub fn spawn_service<P: Provider>(
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
 async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: oneshot::Sender<Option<PoolId>>) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
-    loop {
+    while !tx.is_closed() {
         match provider.observe().await {
             Ok(observed) => {
                 let pool = observed.active(&binding.priority).and_then(|r| binding.pool_of(r)).cloned();

@@ -92,7 +92,8 @@ fn init_tracing(quiet: bool) {
     let default = if quiet { "warn" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("GSLB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
 }
 
 async fn dispatch(command: Command) -> Result<(), Failure> {

@@ -17,7 +17,7 @@ use aws_sdk_route53::Client;
 use aws_sdk_route53::config::{BehaviorVersion, Credentials, Region};
 use gslb::origin::Origin;
 use serde_json::Value;
-use support::emulators::Moto;
+use support::emulators::{Emulator, Kind};
 use support::proxy::CountingProxy;
 use support::eventually;
 
@@ -60,9 +60,17 @@ fn gslb(dir: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+fn log(dir: &Path, name: &str) -> Stdio {
+    Stdio::from(std::fs::File::create(dir.join(name)).expect("log file"))
+}
+
+fn read_log(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}
+
 async fn status(admin: SocketAddr) -> Option<Value> {
     let r = reqwest::get(format!("http://{admin}/v1/status")).await.ok()?;
-    let v: Value = r.json().await.ok()?;
+    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
     v["services"]["api"].as_object().map(|_| v["services"]["api"].clone())
 }
 
@@ -87,7 +95,7 @@ async fn verdict_check(client: &Client, zone: &str, set_id: &str) -> (String, bo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_through_route53_verdict_checks() {
-    let moto = Moto::start();
+    let moto = Emulator::start(Kind::Moto);
     let client = sdk(&moto.endpoint());
     let zone = client
         .create_hosted_zone()
@@ -148,12 +156,12 @@ values = ["192.0.2.2"]
 
     // Steady state: both healthy, the controller applied (nothing to change) and then keeps
     // reading on every resync without writing.
-    let daemon = Daemon(gslb(dir.path(), &["run", "--config", "gslb.toml"]).stderr(Stdio::null()).spawn().expect("run"));
+    let daemon = Daemon(gslb(dir.path(), &["run", "--config", "gslb.toml"]).stderr(log(dir.path(), "run1.log")).spawn().expect("run"));
     let applied = eventually(Duration::from_secs(15), || async {
         status(admin).await.filter(|s| s["apply"]["state"] == "applied" && s["active"] == "seoul")
     })
     .await;
-    assert!(applied.is_some(), "controller never reached applied state");
+    assert!(applied.is_some(), "controller never reached applied state:\n{}", read_log(dir.path(), "run1.log"));
     let (reads0, writes0) = proxy.counts.get();
     eventually(Duration::from_secs(15), || async { (proxy.counts.get().0 >= reads0 + 10).then_some(()) })
         .await
@@ -193,7 +201,7 @@ values = ["192.0.2.2"]
     seoul.start_again().await.expect("restart seoul");
     tokyo.start_again().await.expect("restart tokyo");
     let (reads3, writes3) = proxy.counts.get();
-    let _daemon = Daemon(gslb(dir.path(), &["run", "--config", "gslb.toml"]).stderr(Stdio::null()).spawn().expect("run again"));
+    let _daemon = Daemon(gslb(dir.path(), &["run", "--config", "gslb.toml"]).stderr(log(dir.path(), "run2.log")).spawn().expect("run again"));
     let held = eventually(Duration::from_secs(15), || async {
         status(admin).await.filter(|s| s["last_decision"]["rule"] == "failback_manual" && s["apply"]["state"] == "applied")
     })

@@ -64,7 +64,12 @@ where
         SdkError::ServiceError(_) => {
             let code = err.code().unwrap_or("");
             let status = err.raw_response().map(|r| r.status().as_u16()).unwrap_or(0);
-            let detail = format!("{op}: {} (HTTP {status}): {}", or_unknown(code), err.message().unwrap_or(""));
+            let detail = if code.is_empty() {
+                // No error code: the SDK could not read the answer (e.g. a malformed body).
+                format!("{op}: unreadable answer (HTTP {status}): {}", chain(err))
+            } else {
+                format!("{op}: {code} (HTTP {status}): {}", err.message().unwrap_or(""))
+            };
             if THROTTLED.contains(&code) || status == 429 {
                 ProviderError::RateLimited { retry_after: retry_after(err.raw_response()) }
             } else if TRANSIENT.contains(&code) || status >= 500 {
@@ -102,10 +107,6 @@ where
 /// by the reconciler, but only after a fresh observe, so never in place.
 pub(crate) fn retry_in_place(err: &ProviderError) -> bool {
     matches!(err, ProviderError::RateLimited { .. } | ProviderError::Transient(_))
-}
-
-fn or_unknown(code: &str) -> &str {
-    if code.is_empty() { "unknown error" } else { code }
 }
 
 /// The `Retry-After` header in whole seconds, when the response has one. Route 53 itself

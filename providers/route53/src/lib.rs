@@ -16,7 +16,9 @@
 //! - `provider`: [`Route53Provider`], `observe` and `apply`;
 //! - `provision`: [`Route53Provider::provision`], [`ProvisionReport`];
 //! - `records`, `checks`: the pair's records and verdict checks;
-//! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error → [`gslb_provider::ProviderError`].
+//! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error →
+//!   [`gslb_provider::ProviderError`];
+//! - `testing` (feature `test-util`): SDK clients for local emulators.
 
 mod api;
 mod checks;
@@ -25,6 +27,8 @@ mod config;
 mod provider;
 mod provision;
 mod records;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
 pub use config::{Route53Binding, Route53Pool, Route53Settings, default_region};
 pub use provider::Route53Provider;

@@ -9,21 +9,17 @@ pub mod emulators;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use aws_sdk_route53::config::{BehaviorVersion, Credentials, Region, SharedInterceptor};
+use aws_sdk_route53::Client;
+use aws_sdk_route53::config::SharedInterceptor;
 use aws_sdk_route53::types::ResourceRecordSet;
-use aws_sdk_route53::{Client, Config};
 use gslb_route53::{Route53Binding, Route53Pool, Route53Settings};
 
 /// The record name every emulator test uses.
 pub const NAME: &str = "api.example.com";
 
-/// A client for the emulator at `endpoint` with static test credentials, plus `interceptors`.
+/// [`gslb_route53::testing::emulator_client`] for `endpoint`, plus `interceptors`.
 pub fn client(endpoint: &str, interceptors: Vec<SharedInterceptor>) -> Client {
-    let mut builder = Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "gslb-tests"));
+    let mut builder = gslb_route53::testing::emulator_client(endpoint).config().to_builder();
     for i in interceptors {
         builder.push_interceptor(i);
     }
