@@ -84,7 +84,11 @@ impl Origin {
         });
         let addr = listener.local_addr()?;
         let task = tokio::spawn(serve(listener, shared.clone()));
-        Ok(Origin { addr, shared, task: Some(task) })
+        Ok(Origin {
+            addr,
+            shared,
+            task: Some(task),
+        })
     }
 
     /// The bound address, e.g. `127.0.0.1:41234`.
@@ -125,7 +129,11 @@ impl Origin {
 
     /// The `Host` header of the last request read, if any.
     pub fn last_host(&self) -> Option<String> {
-        self.shared.last_host.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared
+            .last_host
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Whether the origin is listening.
@@ -165,7 +173,11 @@ impl Drop for Origin {
 }
 
 fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
     socket.listen(1024)
@@ -237,7 +249,11 @@ async fn respond(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Unanswered> {
     shared.requests.fetch_add(1, Ordering::SeqCst);
-    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok()).map(str::to_owned);
+    let host = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
     *shared.last_host.lock().unwrap_or_else(|p| p.into_inner()) = host;
     let region = &shared.region;
     let (status, body) = match shared.mode() {
@@ -258,7 +274,10 @@ async fn respond(
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     if let Ok(v) = HeaderValue::from_str(region) {
         headers.insert("x-served-by", v);
     }

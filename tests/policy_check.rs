@@ -1,7 +1,7 @@
 //! Policy validation: every rejection the controller promises, with its message, and the
 //! `gslb check` / `gslb run` command-line behaviour on good and bad files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use gslb::policy::{self, PolicyError};
@@ -18,7 +18,7 @@ fn errors(text: &str) -> Vec<PolicyError> {
 /// Asserts one error has exactly `key` and a reason containing `needle`.
 fn assert_error(errs: &[PolicyError], key: &str, needle: &str) {
     assert!(
-        errs.iter().any(|e| e.key == key && e.reason.contains(needle) && e.file == PathBuf::from("p.toml")),
+        errs.iter().any(|e| e.key == key && e.reason.contains(needle) && e.file == Path::new("p.toml")),
         "no error at key {key:?} containing {needle:?}; got:\n{}",
         errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     );

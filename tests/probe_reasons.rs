@@ -38,13 +38,19 @@ fn spec() -> ProbeSpec {
 }
 
 fn http(url: &str) -> Endpoint {
-    Endpoint { id: EndpointId::from(url), kind: EndpointKind::Http(Url::parse(url).unwrap()) }
+    Endpoint {
+        id: EndpointId::from(url),
+        kind: EndpointKind::Http(Url::parse(url).unwrap()),
+    }
 }
 
 fn tcp(host: &str, port: u16) -> Endpoint {
     Endpoint {
         id: EndpointId(format!("tcp://{host}:{port}")),
-        kind: EndpointKind::Tcp { host: host.to_owned(), port },
+        kind: EndpointKind::Tcp {
+            host: host.to_owned(),
+            port,
+        },
     }
 }
 
@@ -82,7 +88,9 @@ fn assert_reason(outcome: &ProbeOutcome, reason: ProbeReason) {
 #[tokio::test]
 async fn origin_answers_with_region_body_and_header() {
     let o = origin().await;
-    let response = reqwest::get(format!("{}/any/path", o.base_url())).await.unwrap();
+    let response = reqwest::get(format!("{}/any/path", o.base_url()))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["x-served-by"], "seoul");
     assert!(response.text().await.unwrap().contains("ok region=seoul"));
@@ -95,7 +103,10 @@ async fn origin_answers_with_region_body_and_header() {
 #[tokio::test]
 async fn healthy_origin_is_ok() {
     let o = origin().await;
-    let spec = ProbeSpec { body_contains: Some("ok region=seoul".into()), ..spec() };
+    let spec = ProbeSpec {
+        body_contains: Some("ok region=seoul".into()),
+        ..spec()
+    };
     let out = probe(&prober(), &spec, &http(&format!("{}/health", o.base_url()))).await;
     assert_reason(&out, ProbeReason::Ok);
     assert_eq!(out.http_status, Some(200));
@@ -118,15 +129,26 @@ async fn status_503_is_http_status() {
     assert_reason(&out, ProbeReason::HttpStatus);
     assert_eq!(out.http_status, Some(503));
     // Accepted when listed.
-    let spec = ProbeSpec { expected_status: vec![200, 503], ..spec() };
-    assert_reason(&probe(&prober(), &spec, &http(&o.base_url())).await, ProbeReason::Ok);
+    let spec = ProbeSpec {
+        expected_status: vec![200, 503],
+        ..spec()
+    };
+    assert_reason(
+        &probe(&prober(), &spec, &http(&o.base_url())).await,
+        ProbeReason::Ok,
+    );
 }
 
 #[tokio::test]
 async fn redirect_not_followed_is_http_status_302() {
     let o = origin().await;
     o.set_mode(Mode::Redirect);
-    let out = probe(&prober(), &spec(), &http(&format!("{}/health", o.base_url()))).await;
+    let out = probe(
+        &prober(),
+        &spec(),
+        &http(&format!("{}/health", o.base_url())),
+    )
+    .await;
     assert_reason(&out, ProbeReason::HttpStatus);
     assert_eq!(out.http_status, Some(302));
     assert_eq!(o.requests(), 1);
@@ -151,19 +173,28 @@ async fn redirect_followed_is_ok() {
 async fn wrong_body_is_body_mismatch() {
     let o = origin().await;
     o.set_mode(Mode::WrongBody);
-    let checked = ProbeSpec { body_contains: Some("ok region=seoul".into()), ..spec() };
+    let checked = ProbeSpec {
+        body_contains: Some("ok region=seoul".into()),
+        ..spec()
+    };
     let out = probe(&prober(), &checked, &http(&o.base_url())).await;
     assert_reason(&out, ProbeReason::BodyMismatch);
     assert_eq!(out.http_status, Some(200));
     // Without a body check the same answer passes.
-    assert_reason(&probe(&prober(), &spec(), &http(&o.base_url())).await, ProbeReason::Ok);
+    assert_reason(
+        &probe(&prober(), &spec(), &http(&o.base_url())).await,
+        ProbeReason::Ok,
+    );
 }
 
 #[tokio::test]
 async fn hung_origin_is_timeout() {
     let o = origin().await;
     o.set_mode(Mode::Hang);
-    let spec = ProbeSpec { timeout: Duration::from_millis(250), ..spec() };
+    let spec = ProbeSpec {
+        timeout: Duration::from_millis(250),
+        ..spec()
+    };
     let out = probe(&prober(), &spec, &http(&o.base_url())).await;
     assert_reason(&out, ProbeReason::Timeout);
     assert_eq!(out.http_status, None);
@@ -183,13 +214,32 @@ async fn reset_origin_is_connection_reset() {
 }
 
 #[tokio::test]
+async fn closed_without_an_answer_is_connection_reset() {
+    // Reads the request, then closes normally (FIN): hyper's "connection closed before message
+    // completed".
+    let listener = TcpListener::bind(LOOPBACK).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            read_head(&mut stream).await;
+        }
+    });
+    let out = probe(&prober(), &spec(), &http(&format!("http://{addr}/"))).await;
+    assert_reason(&out, ProbeReason::ConnectionReset);
+}
+
+#[tokio::test]
 async fn stopped_origin_is_connection_refused_and_start_again_recovers() {
     let mut o = origin().await;
     let p = prober();
     let endpoint = http(&o.base_url());
     assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::Ok);
     o.stop().await;
-    assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::ConnectionRefused);
+    assert_reason(
+        &probe(&p, &spec(), &endpoint).await,
+        ProbeReason::ConnectionRefused,
+    );
     o.start_again().await.unwrap();
     assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::Ok);
     assert_eq!(o.connections(), 2);
@@ -199,10 +249,19 @@ async fn stopped_origin_is_connection_refused_and_start_again_recovers() {
 async fn host_header_reaches_the_origin() {
     let o = origin().await;
     let p = prober();
-    assert_reason(&probe(&p, &spec(), &http(&o.base_url())).await, ProbeReason::Ok);
+    assert_reason(
+        &probe(&p, &spec(), &http(&o.base_url())).await,
+        ProbeReason::Ok,
+    );
     assert_eq!(o.last_host(), Some(o.addr().to_string()));
-    let spec = ProbeSpec { host_header: Some("api.example.com".into()), ..spec() };
-    assert_reason(&probe(&p, &spec, &http(&o.base_url())).await, ProbeReason::Ok);
+    let spec = ProbeSpec {
+        host_header: Some("api.example.com".into()),
+        ..spec()
+    };
+    assert_reason(
+        &probe(&p, &spec, &http(&o.base_url())).await,
+        ProbeReason::Ok,
+    );
     assert_eq!(o.last_host().as_deref(), Some("api.example.com"));
 }
 
@@ -211,25 +270,26 @@ async fn host_header_reaches_the_origin() {
 
 /// Self-signed for `seoul.gslb-test.test` (P-256, valid 2026–2126), made with
 /// `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500
-/// -subj /CN=seoul.gslb-test.test -addext subjectAltName=DNS:seoul.gslb-test.test`.
+/// -subj /CN=seoul.gslb-test.test -addext subjectAltName=DNS:seoul.gslb-test.test
+/// -addext basicConstraints=critical,CA:FALSE`.
 const CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
-MIIBtjCCAVygAwIBAgIURBQO6NPLp5VV7sMMwNeEqRvtbSUwCgYIKoZIzj0EAwIw
-HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwIBcNMjYxMTI5MTUwMzEz
-WhgPMjEyNjExMDUxNTAzMTNaMB8xHTAbBgNVBAMMFHNlb3VsLmdzbGItdGVzdC50
-ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE5s/Venk52QSmCxGCiZgP3jcK
-PdM5rjbkRK8F8UnGdMxhixk5Thy2NzYzYbQlEy+P1inNn91Jl4PGvEq64JrFwaN0
-MHIwHQYDVR0OBBYEFKpba7fb2Vh/kQtwjqo/PpuC+e4LMB8GA1UdIwQYMBaAFKpb
-a7fb2Vh/kQtwjqo/PpuC+e4LMA8GA1UdEwEB/wQFMAMBAf8wHwYDVR0RBBgwFoIU
-c2VvdWwuZ3NsYi10ZXN0LnRlc3QwCgYIKoZIzj0EAwIDSAAwRQIgLQ4rY6vGB6cA
-B1+owNY6RrNOl6JXTVwDuiVXi92twkoCIQD5lztlOLCc3bBThjpislhT2Oo1GwZ2
-coeBkQzY3OC+nw==
+MIIBsjCCAVmgAwIBAgIUNYuuVKb9jUUR7XemJNJyh1UGzrIwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwIBcNMjYxMTI5MTUxMjQ1
+WhgPMjEyNjExMDUxNTEyNDVaMB8xHTAbBgNVBAMMFHNlb3VsLmdzbGItdGVzdC50
+ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE7fEshyAMN2YXCxXUkM/Q5fyk
+/X6ELNtCTfuhOkQ0d5J+6hEu9Wc28ZSVlnWLpsQcJM1sPu+B+Qn7N0GqTzVHaaNx
+MG8wHQYDVR0OBBYEFGxarDR/DhLtXj2JxOPljbJR/OYBMB8GA1UdIwQYMBaAFGxa
+rDR/DhLtXj2JxOPljbJR/OYBMB8GA1UdEQQYMBaCFHNlb3VsLmdzbGItdGVzdC50
+ZXN0MAwGA1UdEwEB/wQCMAAwCgYIKoZIzj0EAwIDRwAwRAIgT2hqZGX4c/6U8yTo
+jrJJh9NjQgMusLTPURjpxBWAG44CIBh+mY7yN9tSXkKZU50Kbwa/Ft1cy3S8mTzP
+mp9j5jrr
 -----END CERTIFICATE-----
 ";
 
 const KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgRYpuxEzfxk+7VHkQ
-MTOY3wQlaYU1kpCDDvbBSpHf4NyhRANCAATmz9V6eTnZBKYLEYKJmA/eNwo90zmu
-NuRErwXxScZ0zGGLGTlOHLY3NjNhtCUTL4/WKc2f3UmXg8a8SrrgmsXB
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgn/o2etlBTuY2XZnx
+dwks/xwm4X7XMK9OAH5tHxYSBQOhRANCAATt8SyHIAw3ZhcLFdSQz9Dl/KT9foQs
+20JN+6E6RDR3kn7qES71ZzbxlJWWdYumxBwkzWw+74H5Cfs3QapPNUdp
 -----END PRIVATE KEY-----
 ";
 
@@ -282,7 +342,10 @@ async fn tls_origin() -> TlsOrigin {
                 let head = read_head(&mut tls).await;
                 let host = head
                     .lines()
-                    .find_map(|l| l.strip_prefix("host: ").or_else(|| l.strip_prefix("Host: ")))
+                    .find_map(|l| {
+                        l.strip_prefix("host: ")
+                            .or_else(|| l.strip_prefix("Host: "))
+                    })
                     .map(str::to_owned);
                 seen.lock().unwrap().push(Seen { sni, host });
                 let body = "ok region=tls\n";
@@ -295,7 +358,11 @@ async fn tls_origin() -> TlsOrigin {
             });
         }
     });
-    TlsOrigin { addr, seen, failed_handshakes }
+    TlsOrigin {
+        addr,
+        seen,
+        failed_handshakes,
+    }
 }
 
 async fn read_head(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
@@ -321,8 +388,16 @@ async fn https_to_a_plain_http_port_is_tls() {
 #[tokio::test]
 async fn self_signed_certificate_is_tls_when_verified() {
     let t = tls_origin().await;
-    let spec = ProbeSpec { tls_server_name: Some("seoul.gslb-test.test".into()), ..spec() };
-    let out = probe(&prober(), &spec, &http(&format!("https://{}/health", t.addr))).await;
+    let spec = ProbeSpec {
+        tls_server_name: Some("seoul.gslb-test.test".into()),
+        ..spec()
+    };
+    let out = probe(
+        &prober(),
+        &spec,
+        &http(&format!("https://{}/health", t.addr)),
+    )
+    .await;
     assert_reason(&out, ProbeReason::Tls);
     assert!(t.seen.lock().unwrap().is_empty());
 }
@@ -338,15 +413,27 @@ async fn unverified_tls_passes_and_sends_the_sni_override_to_the_url_host() {
         ..spec()
     };
     assert_reason(&probe(&p, &unverified, &http(&url)).await, ProbeReason::Ok);
-    let sni = ProbeSpec { tls_server_name: Some("seoul.gslb-test.test".into()), ..unverified };
+    let sni = ProbeSpec {
+        tls_server_name: Some("seoul.gslb-test.test".into()),
+        ..unverified
+    };
     assert_reason(&probe(&p, &sni, &http(&url)).await, ProbeReason::Ok);
     let seen = t.seen.lock().unwrap().clone();
-    assert_eq!(seen, vec![
-        // An IP literal is never sent as SNI.
-        Seen { sni: None, host: Some(t.addr.to_string()) },
-        // The override is the SNI; the connection and the Host header are the URL's.
-        Seen { sni: Some("seoul.gslb-test.test".into()), host: Some(t.addr.to_string()) },
-    ]);
+    assert_eq!(
+        seen,
+        vec![
+            // An IP literal is never sent as SNI.
+            Seen {
+                sni: None,
+                host: Some(t.addr.to_string())
+            },
+            // The override is the SNI; the connection and the Host header are the URL's.
+            Seen {
+                sni: Some("seoul.gslb-test.test".into()),
+                host: Some(t.addr.to_string())
+            },
+        ]
+    );
     assert_eq!(t.failed_handshakes.load(Ordering::SeqCst), 0);
 }
 
@@ -406,27 +493,54 @@ fn dns_answer(q: &[u8]) -> Option<Vec<u8>> {
 #[tokio::test]
 async fn names_resolve_through_the_configured_nameserver() {
     let (ns, queries) = fake_dns().await;
-    let p = Prober::new(&DnsSettings { nameservers: vec![ns], timeout: Duration::from_secs(1) })
-        .unwrap();
+    let p = Prober::new(&DnsSettings {
+        nameservers: vec![ns],
+        timeout: Duration::from_secs(1),
+    })
+    .unwrap();
     let o = origin().await;
     let port = o.addr().port();
-    let out = probe(&p, &spec(), &http(&format!("http://seoul.gslb-test.test:{port}/"))).await;
+    let out = probe(
+        &p,
+        &spec(),
+        &http(&format!("http://seoul.gslb-test.test:{port}/")),
+    )
+    .await;
     assert_reason(&out, ProbeReason::Ok);
     assert_eq!(o.last_host(), Some(format!("seoul.gslb-test.test:{port}")));
     assert!(queries.load(Ordering::SeqCst) >= 1);
-    assert_reason(&probe(&p, &spec(), &tcp("seoul.gslb-test.test", port)).await, ProbeReason::Ok);
+    assert_reason(
+        &probe(&p, &spec(), &tcp("seoul.gslb-test.test", port)).await,
+        ProbeReason::Ok,
+    );
 
-    let out = probe(&p, &spec(), &http(&format!("http://tokyo.gslb-test.test:{port}/"))).await;
+    let out = probe(
+        &p,
+        &spec(),
+        &http(&format!("http://tokyo.gslb-test.test:{port}/")),
+    )
+    .await;
     assert_reason(&out, ProbeReason::DnsResolution);
-    assert!(out.duration < Duration::from_millis(500), "NXDOMAIN is immediate: {out:?}");
-    assert_reason(&probe(&p, &spec(), &tcp("tokyo.gslb-test.test", port)).await, ProbeReason::DnsResolution);
+    assert!(
+        out.duration < Duration::from_millis(500),
+        "NXDOMAIN is immediate: {out:?}"
+    );
+    assert_reason(
+        &probe(&p, &spec(), &tcp("tokyo.gslb-test.test", port)).await,
+        ProbeReason::DnsResolution,
+    );
     assert_eq!(o.connections(), 2, "no connection without an address");
 }
 
 #[tokio::test]
 async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
     // The prober's nameserver never answers; its DNS timeout is 300 ms, the probe's 3 s.
-    let out = probe(&prober(), &spec(), &http("http://seoul.gslb-test.test/health")).await;
+    let out = probe(
+        &prober(),
+        &spec(),
+        &http("http://seoul.gslb-test.test/health"),
+    )
+    .await;
     assert_reason(&out, ProbeReason::DnsResolution);
     assert!(out.duration >= Duration::from_millis(300), "{out:?}");
     assert!(out.duration < Duration::from_secs(2), "{out:?}");
@@ -435,7 +549,12 @@ async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
 #[tokio::test]
 async fn reserved_invalid_name_is_dns_resolution_at_once() {
     // RFC 6761 `.invalid`: the resolver answers NXDOMAIN without asking anyone.
-    let out = probe(&prober(), &spec(), &http("http://seoul.gslb-test.invalid/health")).await;
+    let out = probe(
+        &prober(),
+        &spec(),
+        &http("http://seoul.gslb-test.invalid/health"),
+    )
+    .await;
     assert_reason(&out, ProbeReason::DnsResolution);
     assert!(out.duration < Duration::from_millis(200), "{out:?}");
 }
@@ -448,8 +567,14 @@ async fn tcp_connect_is_ok_then_refused_after_stop() {
     let mut o = origin().await;
     let p = prober();
     let port = o.addr().port();
-    assert_reason(&probe(&p, &spec(), &tcp("127.0.0.1", port)).await, ProbeReason::Ok);
-    assert_reason(&probe(&p, &spec(), &tcp("localhost", port)).await, ProbeReason::Ok);
+    assert_reason(
+        &probe(&p, &spec(), &tcp("127.0.0.1", port)).await,
+        ProbeReason::Ok,
+    );
+    assert_reason(
+        &probe(&p, &spec(), &tcp("localhost", port)).await,
+        ProbeReason::Ok,
+    );
     assert_eq!(o.connections(), 2);
     assert_eq!(o.requests(), 0);
     o.stop().await;
@@ -469,18 +594,31 @@ async fn clients_are_built_once_per_distinct_setting() {
     let b = http("https://tokyo.example.test/health");
     p.target(&spec(), &a).unwrap();
     p.target(&spec(), &b).unwrap();
-    assert_eq!(p.client_count(), 1, "default settings share the default client");
-    let unverified = ProbeSpec { tls_verify: false, ..spec() };
+    assert_eq!(
+        p.client_count(),
+        1,
+        "default settings share the default client"
+    );
+    let unverified = ProbeSpec {
+        tls_verify: false,
+        ..spec()
+    };
     p.target(&unverified, &a).unwrap();
     p.target(&unverified, &b).unwrap();
     assert_eq!(p.client_count(), 2);
-    let sni = ProbeSpec { tls_server_name: Some("api.example.test".into()), ..spec() };
+    let sni = ProbeSpec {
+        tls_server_name: Some("api.example.test".into()),
+        ..spec()
+    };
     p.target(&sni, &a).unwrap();
     p.target(&sni, &a).unwrap();
     assert_eq!(p.client_count(), 3);
     p.target(&sni, &b).unwrap();
     assert_eq!(p.client_count(), 4, "an SNI override is per URL host");
-    let bad = ProbeSpec { host_header: Some("bad\nheader".into()), ..spec() };
+    let bad = ProbeSpec {
+        host_header: Some("bad\nheader".into()),
+        ..spec()
+    };
     assert!(p.target(&bad, &a).is_err());
 }
 
@@ -509,7 +647,10 @@ async fn loop_keeps_the_interval_and_uses_a_fresh_connection_per_probe() {
         assert_eq!(obs.endpoint, EndpointId::from(o.base_url().as_str()));
         at.push(obs.at);
     }
-    assert!(at[0].since(t0) < Duration::from_secs(1), "first probe within the start phase: {at:?}");
+    assert!(
+        at[0].since(t0) < Duration::from_secs(1),
+        "first probe within the start phase: {at:?}"
+    );
     for pair in at.windows(2) {
         let gap = pair[1].since(pair[0]);
         assert!(
@@ -536,7 +677,13 @@ async fn loop_on_a_hung_origin_times_out_each_probe_without_overlap() {
     let p = Arc::new(prober());
     let target = p.target(&spec, &http(&o.base_url())).unwrap();
     let (tx, mut rx) = mpsc::channel(4);
-    tokio::spawn(run_endpoint(p, target, VantageId::from("test"), Clock::system(), tx));
+    tokio::spawn(run_endpoint(
+        p,
+        target,
+        VantageId::from("test"),
+        Clock::system(),
+        tx,
+    ));
     let mut at = Vec::new();
     for n in 1..=4 {
         let obs = rx.recv().await.unwrap();
@@ -547,6 +694,9 @@ async fn loop_on_a_hung_origin_times_out_each_probe_without_overlap() {
     }
     for pair in at.windows(2) {
         let gap = pair[1].since(pair[0]);
-        assert!((Duration::from_millis(950)..=Duration::from_millis(1_050)).contains(&gap), "{gap:?}");
+        assert!(
+            (Duration::from_millis(950)..=Duration::from_millis(1_050)).contains(&gap),
+            "{gap:?}"
+        );
     }
 }

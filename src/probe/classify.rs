@@ -95,15 +95,24 @@ mod tests {
     }
 
     fn wrapped(e: impl Error + Send + Sync + 'static) -> Wrap {
-        Wrap("client error (Connect)", Box::new(Wrap("tcp connect error", Box::new(e))))
+        Wrap(
+            "client error (Connect)",
+            Box::new(Wrap("tcp connect error", Box::new(e))),
+        )
     }
 
     #[test]
     fn io_kinds_along_the_chain() {
         let cases = [
-            (io::ErrorKind::ConnectionRefused, ProbeReason::ConnectionRefused),
+            (
+                io::ErrorKind::ConnectionRefused,
+                ProbeReason::ConnectionRefused,
+            ),
             (io::ErrorKind::ConnectionReset, ProbeReason::ConnectionReset),
-            (io::ErrorKind::ConnectionAborted, ProbeReason::ConnectionReset),
+            (
+                io::ErrorKind::ConnectionAborted,
+                ProbeReason::ConnectionReset,
+            ),
             (io::ErrorKind::BrokenPipe, ProbeReason::ConnectionReset),
             (io::ErrorKind::UnexpectedEof, ProbeReason::ConnectionReset),
             (io::ErrorKind::TimedOut, ProbeReason::Timeout),
@@ -111,7 +120,11 @@ mod tests {
         ];
         for (kind, want) in cases {
             assert_eq!(classify(&io::Error::from(kind)), want, "{kind:?} bare");
-            assert_eq!(classify(&wrapped(io::Error::from(kind))), want, "{kind:?} wrapped");
+            assert_eq!(
+                classify(&wrapped(io::Error::from(kind))),
+                want,
+                "{kind:?} wrapped"
+            );
         }
     }
 
@@ -126,12 +139,17 @@ mod tests {
 
     #[test]
     fn dns_error_wins_over_what_it_wraps() {
-        let inner = hickory_resolver::ResolveError::from(io::Error::from(
-            io::ErrorKind::ConnectionRefused,
-        ));
-        let dns = DnsError::Lookup { host: "seoul.example.test".into(), source: inner };
+        let inner =
+            hickory_resolver::ResolveError::from(io::Error::from(io::ErrorKind::ConnectionRefused));
+        let dns = DnsError::Lookup {
+            host: "seoul.example.test".into(),
+            source: inner,
+        };
         assert_eq!(classify(&wrapped(dns)), ProbeReason::DnsResolution);
-        let dns = DnsError::Timeout { host: "x.test".into(), timeout: Duration::from_secs(2) };
+        let dns = DnsError::Timeout {
+            host: "x.test".into(),
+            timeout: Duration::from_secs(2),
+        };
         assert_eq!(classify(&dns), ProbeReason::DnsResolution);
     }
 

@@ -24,29 +24,33 @@ use serde::Deserialize;
 pub struct DnsSettings {
     /// Nameservers to query, as `ip:port` (UDP, and TCP for truncated answers), in order.
     /// Default empty: the system configuration (`/etc/resolv.conf`: its nameservers, search
-    /// list and options; `/etc/hosts` is consulted in both cases).
-    #[serde(default = "default_nameservers")]
+    /// list and `ndots`; its `timeout` and `attempts` are replaced by [`Self::timeout`]).
+    /// `/etc/hosts` is consulted in both cases, and `localhost` is always answered locally.
+    #[serde(default = "default_dns_nameservers")]
     pub nameservers: Vec<SocketAddr>,
     /// Limit for resolving one name, all nameservers, retries and both address families
     /// included. Default 2 s: below the default 5 s probe timeout, so a dead resolver is
     /// reported as `dns_resolution`, not as `timeout`.
-    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[serde(default = "default_dns_timeout", with = "humantime_serde")]
     pub timeout: Duration,
 }
 
 /// Default for [`DnsSettings::nameservers`]: empty, i.e. the system configuration.
-pub fn default_nameservers() -> Vec<SocketAddr> {
+pub fn default_dns_nameservers() -> Vec<SocketAddr> {
     Vec::new()
 }
 
 /// Default for [`DnsSettings::timeout`]: 2 s.
-pub fn default_timeout() -> Duration {
+pub fn default_dns_timeout() -> Duration {
     Duration::from_secs(2)
 }
 
 impl Default for DnsSettings {
     fn default() -> Self {
-        Self { nameservers: default_nameservers(), timeout: default_timeout() }
+        Self {
+            nameservers: default_dns_nameservers(),
+            timeout: default_dns_timeout(),
+        }
     }
 }
 
@@ -118,14 +122,24 @@ impl Dns {
         // Two tries per query fit in the overall limit that `lookup` enforces.
         opts.attempts = 2;
         opts.timeout = (settings.timeout / 2).max(Duration::from_millis(1));
-        Ok(Self { resolver: Arc::new(builder.build()), timeout: settings.timeout, alias: None })
+        Ok(Self {
+            resolver: Arc::new(builder.build()),
+            timeout: settings.timeout,
+            alias: None,
+        })
     }
 
     /// The same resolver, where `name` resolves to `real`'s addresses.
     pub(crate) fn aliased(&self, name: &str, real: &str) -> Self {
-        let real = real.trim_start_matches('[').trim_end_matches(']').to_owned();
+        let real = real
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
         Self {
-            alias: Some(Arc::new(Alias { name: name.to_ascii_lowercase(), real })),
+            alias: Some(Arc::new(Alias {
+                name: name.to_ascii_lowercase(),
+                real,
+            })),
             ..self.clone()
         }
     }
@@ -141,8 +155,14 @@ impl Dns {
         }
         match tokio::time::timeout(self.timeout, self.resolver.lookup_ip(host)).await {
             Ok(Ok(found)) => Ok(found.iter().collect()),
-            Ok(Err(source)) => Err(DnsError::Lookup { host: host.to_owned(), source }),
-            Err(_) => Err(DnsError::Timeout { host: host.to_owned(), timeout: self.timeout }),
+            Ok(Err(source)) => Err(DnsError::Lookup {
+                host: host.to_owned(),
+                source,
+            }),
+            Err(_) => Err(DnsError::Timeout {
+                host: host.to_owned(),
+                timeout: self.timeout,
+            }),
         }
     }
 }
@@ -164,6 +184,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn builds_outside_a_runtime() {
+        let settings = DnsSettings {
+            nameservers: vec!["127.0.0.1:9".parse().unwrap()],
+            timeout: Duration::from_millis(50),
+        };
+        assert!(crate::probe::Prober::new(&settings).is_ok());
+    }
+
+    #[test]
     fn settings_defaults_and_strictness() {
         let s: DnsSettings = serde_json::from_str("{}").unwrap();
         assert_eq!(s, DnsSettings::default());
@@ -171,7 +200,10 @@ mod tests {
         let s: DnsSettings =
             serde_json::from_str(r#"{"nameservers":["127.0.0.1:5353"],"timeout":"300ms"}"#)
                 .unwrap();
-        assert_eq!(s.nameservers, vec!["127.0.0.1:5353".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(
+            s.nameservers,
+            vec!["127.0.0.1:5353".parse::<SocketAddr>().unwrap()]
+        );
         assert_eq!(s.timeout, Duration::from_millis(300));
         assert!(serde_json::from_str::<DnsSettings>(r#"{"servers":[]}"#).is_err());
     }
@@ -184,10 +216,14 @@ mod tests {
             timeout: Duration::from_millis(50),
         })
         .unwrap();
-        assert_eq!(dns.lookup("127.0.0.1").await.unwrap(), vec![IpAddr::from([127, 0, 0, 1])]);
+        assert_eq!(
+            dns.lookup("127.0.0.1").await.unwrap(),
+            vec![IpAddr::from([127, 0, 0, 1])]
+        );
         let aliased = dns.aliased("Seoul.Example.test", "[::1]");
-        assert_eq!(aliased.lookup("seoul.example.test").await.unwrap(), vec![IpAddr::from(
-            std::net::Ipv6Addr::LOCALHOST
-        )]);
+        assert_eq!(
+            aliased.lookup("seoul.example.test").await.unwrap(),
+            vec![IpAddr::from(std::net::Ipv6Addr::LOCALHOST)]
+        );
     }
 }

@@ -34,7 +34,11 @@ pub(crate) struct ClientKey {
 
 impl ClientKey {
     /// The settings of the shared default client.
-    pub(crate) const DEFAULT: Self = Self { tls_verify: true, follow_redirects: false, alias: None };
+    pub(crate) const DEFAULT: Self = Self {
+        tls_verify: true,
+        follow_redirects: false,
+        alias: None,
+    };
 }
 
 /// Builds a client: no idle pool, our resolver, no proxy from the environment.
@@ -43,8 +47,11 @@ pub(crate) fn build_client(dns: &Dns, key: &ClientKey) -> Result<reqwest::Client
         Some((name, real)) => dns.aliased(name, real),
         None => dns.clone(),
     };
-    let redirects =
-        if key.follow_redirects { redirect::Policy::limited(MAX_REDIRECTS) } else { redirect::Policy::none() };
+    let redirects = if key.follow_redirects {
+        redirect::Policy::limited(MAX_REDIRECTS)
+    } else {
+        redirect::Policy::none()
+    };
     reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .redirect(redirects)

@@ -28,7 +28,7 @@ use crate::model::{EndpointId, ProbeOutcome, ProbeReason};
 use crate::policy::{Endpoint, EndpointKind, ProbeSpec};
 
 pub use classify::classify;
-pub use dns::{DnsError, DnsSettings, default_nameservers, default_timeout};
+pub use dns::{DnsError, DnsSettings, default_dns_nameservers, default_dns_timeout};
 pub use http::{BODY_LIMIT, MAX_REDIRECTS, USER_AGENT};
 pub use schedule::{MAX_JITTER, MAX_START_PHASE, jittered, run_endpoint, start_phase};
 
@@ -104,9 +104,6 @@ impl Prober {
     /// # Errors
     /// [`ProbeError::SystemDns`] when `settings.nameservers` is empty and the system
     /// configuration cannot be read; [`ProbeError::Client`] when reqwest fails to build.
-    ///
-    /// # Panics
-    /// Outside a Tokio runtime (the resolver needs one).
     pub fn new(settings: &DnsSettings) -> Result<Prober, ProbeError> {
         let dns = dns::Dns::new(settings).map_err(ProbeError::SystemDns)?;
         let client = http::build_client(&dns, &ClientKey::DEFAULT).map_err(ProbeError::Client)?;
@@ -138,7 +135,10 @@ impl Prober {
             reason: reason.to_owned(),
         };
         let kind = match &endpoint.kind {
-            EndpointKind::Tcp { host, port } => TargetKind::Tcp { host: host.clone(), port: *port },
+            EndpointKind::Tcp { host, port } => TargetKind::Tcp {
+                host: host.clone(),
+                port: *port,
+            },
             EndpointKind::Http(url) => {
                 let resolve = match url.host() {
                     None => return Err(invalid("the URL has no host")),

@@ -111,7 +111,9 @@ mod tests {
             let d = jittered(Duration::from_secs(60), &mut rng);
             assert!((Duration::from_millis(59500)..=Duration::from_millis(60500)).contains(&d));
         }
-        let spread: Vec<_> = (0..100).map(|_| jittered(Duration::from_secs(1), &mut rng)).collect();
+        let spread: Vec<_> = (0..100)
+            .map(|_| jittered(Duration::from_secs(1), &mut rng))
+            .collect();
         assert!(spread.iter().any(|d| *d < Duration::from_millis(990)));
         assert!(spread.iter().any(|d| *d > Duration::from_millis(1010)));
     }

@@ -85,22 +85,40 @@ impl Emulator {
 
     fn try_start(kind: Kind, exe: &Path) -> Result<Emulator, String> {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("gslb-{}-{}-{port}", kind.executable_name(), std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "gslb-{}-{}-{port}",
+            kind.executable_name(),
+            std::process::id()
+        ));
         fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let log = File::create(dir.join("emulator.log")).map_err(|e| format!("creating log: {e}"))?;
-        let log_err = log.try_clone().map_err(|e| format!("cloning log handle: {e}"))?;
+        let log =
+            File::create(dir.join("emulator.log")).map_err(|e| format!("creating log: {e}"))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| format!("cloning log handle: {e}"))?;
         let mut cmd = Command::new(exe);
-        cmd.stdin(Stdio::null()).stdout(log).stderr(log_err).env("TMPDIR", &dir);
+        cmd.stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .env("TMPDIR", &dir);
         match kind {
             Kind::Moto => {
                 cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
             }
             Kind::Ministack => {
-                cmd.env("BIND_HOST", "127.0.0.1").env("GATEWAY_PORT", port.to_string());
+                cmd.env("BIND_HOST", "127.0.0.1")
+                    .env("GATEWAY_PORT", port.to_string());
             }
         }
-        let child = cmd.spawn().map_err(|e| format!("spawning {}: {e}", exe.display()))?;
-        let mut emulator = Emulator { kind, port, child, dir };
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("spawning {}: {e}", exe.display()))?;
+        let mut emulator = Emulator {
+            kind,
+            port,
+            child,
+            dir,
+        };
         emulator.wait_until_accepting()?;
         Ok(emulator)
     }
@@ -110,17 +128,26 @@ impl Emulator {
         let addr = self.addr();
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!("exited with {status} before accepting on {addr}; log:\n{}", self.log_tail()));
+                return Err(format!(
+                    "exited with {status} before accepting on {addr}; log:\n{}",
+                    self.log_tail()
+                ));
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 // Still ours? A process that lost the port race exits at once.
                 return match self.child.try_wait() {
                     Ok(None) => Ok(()),
-                    _ => Err(format!("exited right after {addr} started accepting; log:\n{}", self.log_tail())),
+                    _ => Err(format!(
+                        "exited right after {addr} started accepting; log:\n{}",
+                        self.log_tail()
+                    )),
                 };
             }
             if Instant::now() >= deadline {
-                return Err(format!("not accepting on {addr} after {START_TIMEOUT:?}; log:\n{}", self.log_tail()));
+                return Err(format!(
+                    "not accepting on {addr} after {START_TIMEOUT:?}; log:\n{}",
+                    self.log_tail()
+                ));
             }
             // Polling interval while waiting for the port to open (the condition itself).
             std::thread::sleep(Duration::from_millis(25));
@@ -158,18 +185,27 @@ impl Emulator {
     /// When the request fails or the answer is not HTTP 2xx.
     pub fn reset(&self) {
         let status = self.post(self.kind.reset_path());
-        assert!((200..300).contains(&status), "reset of {:?} answered HTTP {status}", self.kind);
+        assert!(
+            (200..300).contains(&status),
+            "reset of {:?} answered HTTP {status}",
+            self.kind
+        );
     }
 
     /// Sends `POST <path>` with an empty body and returns the HTTP status code.
     fn post(&self, path: &str) -> u16 {
-        let mut stream = TcpStream::connect_timeout(&self.addr(), Duration::from_secs(5)).expect("connect to emulator");
-        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("set read timeout");
+        let mut stream = TcpStream::connect_timeout(&self.addr(), Duration::from_secs(5))
+            .expect("connect to emulator");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("set read timeout");
         let request = format!(
             "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             self.port
         );
-        stream.write_all(request.as_bytes()).expect("send request to emulator");
+        stream
+            .write_all(request.as_bytes())
+            .expect("send request to emulator");
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
         response
@@ -192,7 +228,11 @@ impl Drop for Emulator {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
-            eprintln!("{:?} emulator log kept in {}", self.kind, self.dir.display());
+            eprintln!(
+                "{:?} emulator log kept in {}",
+                self.kind,
+                self.dir.display()
+            );
         } else {
             let _ = fs::remove_dir_all(&self.dir);
         }
@@ -228,7 +268,9 @@ pub fn workspace_root() -> PathBuf {
     let start = Path::new(env!("CARGO_MANIFEST_DIR"));
     start
         .ancestors()
-        .find(|dir| fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|t| t.contains("[workspace]")))
+        .find(|dir| {
+            fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|t| t.contains("[workspace]"))
+        })
         .unwrap_or(start)
         .to_path_buf()
 }

@@ -155,10 +155,8 @@ pub type Plan = Vec<Change>;
 /// [`ProviderError::NotFound`] when `desired` names a pool the provider did not report.
 pub fn diff(desired: &DesiredState, observed: &ObservedState) -> Result<Plan, ProviderError> {
     let mut plan = Plan::new();
-    if let Some(order) = &observed.order {
-        if *order != desired.order {
-            plan.push(Change::SetOrder { from: order.clone(), to: desired.order.clone() });
-        }
+    if let Some(order) = observed.order.as_ref().filter(|o| **o != desired.order) {
+        plan.push(Change::SetOrder { from: order.clone(), to: desired.order.clone() });
     }
     let mut disables = Vec::new();
     for (pool, &want) in &desired.enabled {
@@ -201,8 +199,8 @@ mod tests {
     fn enablement_disables_only_pools_above_active() {
         let prio = refs(&["seoul", "tokyo"]);
         let d = DesiredState::for_active(FailoverStyle::Enablement, &prio, "tokyo", &BTreeSet::new());
-        assert_eq!(d.enabled["seoul"], false);
-        assert_eq!(d.enabled["tokyo"], true);
+        assert!(!d.enabled["seoul"]);
+        assert!(d.enabled["tokyo"]);
         let o = observed(&[("seoul", true), ("tokyo", true)], None);
         let plan = diff(&d, &o).unwrap();
         assert_eq!(

@@ -61,10 +61,19 @@ impl Api {
             .config()
             .to_builder()
             .retry_config(RetryConfig::disabled())
-            .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(settings.attempt_timeout).build())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .operation_attempt_timeout(settings.attempt_timeout)
+                    .build(),
+            )
             .build();
-        let clock = TokioClock { start: tokio::time::Instant::now() };
-        let limiter = RateLimiter::direct_with_clock(Quota::per_second(settings.requests_per_second), clock.clone());
+        let clock = TokioClock {
+            start: tokio::time::Instant::now(),
+        };
+        let limiter = RateLimiter::direct_with_clock(
+            Quota::per_second(settings.requests_per_second),
+            clock.clone(),
+        );
         Self {
             client: Client::from_conf(config),
             limiter,
@@ -83,7 +92,11 @@ impl Api {
     ///
     /// # Errors
     /// The classified error of the last attempt (see [`crate::classify`]).
-    pub(crate) async fn call<T, E, F, Fut>(&self, op: &'static str, mut send: F) -> Result<T, ProviderError>
+    pub(crate) async fn call<T, E, F, Fut>(
+        &self,
+        op: &'static str,
+        mut send: F,
+    ) -> Result<T, ProviderError>
     where
         F: FnMut(&Client) -> Fut,
         Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,

@@ -35,17 +35,26 @@ pub(crate) struct VerdictCheck {
 pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
     let mut wrong = Vec::new();
     if !hc.caller_reference.starts_with(CALLER_REFERENCE_PREFIX) {
-        wrong.push(format!("CallerReference {:?} does not start with {CALLER_REFERENCE_PREFIX:?}", hc.caller_reference));
+        wrong.push(format!(
+            "CallerReference {:?} does not start with {CALLER_REFERENCE_PREFIX:?}",
+            hc.caller_reference
+        ));
     }
     let cfg = hc.health_check_config.as_ref();
     if cfg.map(|c| &c.r#type) != Some(&HealthCheckType::Calculated) {
-        wrong.push(format!("type is {:?}, not CALCULATED", cfg.map(|c| c.r#type.as_str())));
+        wrong.push(format!(
+            "type is {:?}, not CALCULATED",
+            cfg.map(|c| c.r#type.as_str())
+        ));
     }
     if cfg.is_some_and(|c| !c.child_health_checks().is_empty()) {
         wrong.push("it has child health checks".to_owned());
     }
     if cfg.and_then(|c| c.health_threshold) != Some(0) {
-        wrong.push(format!("HealthThreshold is {:?}, not 0", cfg.and_then(|c| c.health_threshold)));
+        wrong.push(format!(
+            "HealthThreshold is {:?}, not 0",
+            cfg.and_then(|c| c.health_threshold)
+        ));
     }
     if !wrong.is_empty() {
         return Err(ProviderError::Unowned(format!(
@@ -74,10 +83,14 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
 /// [`ProviderError::NotFound`] when it does not exist, the errors of [`verdict`], and those
 /// of [`Api::call`].
 pub(crate) async fn get(api: &Api, id: &str) -> Result<VerdictCheck, ProviderError> {
-    let out = api.call("GetHealthCheck", |c| c.get_health_check().health_check_id(id).send()).await?;
-    let hc = out
-        .health_check
-        .ok_or_else(|| ProviderError::Invalid(format!("GetHealthCheck {id}: response has no health check")))?;
+    let out = api
+        .call("GetHealthCheck", |c| {
+            c.get_health_check().health_check_id(id).send()
+        })
+        .await?;
+    let hc = out.health_check.ok_or_else(|| {
+        ProviderError::Invalid(format!("GetHealthCheck {id}: response has no health check"))
+    })?;
     verdict(&hc)
 }
 
@@ -87,7 +100,10 @@ pub(crate) async fn get(api: &Api, id: &str) -> Result<VerdictCheck, ProviderErr
 ///
 /// # Errors
 /// As [`Api::call`]; [`ProviderError::Invalid`] when Route 53 answers with no check.
-pub(crate) async fn create(api: &Api, caller_reference: &str) -> Result<VerdictCheck, ProviderError> {
+pub(crate) async fn create(
+    api: &Api,
+    caller_reference: &str,
+) -> Result<VerdictCheck, ProviderError> {
     let config = HealthCheckConfig::builder()
         .r#type(HealthCheckType::Calculated)
         .health_threshold(0)
@@ -97,13 +113,20 @@ pub(crate) async fn create(api: &Api, caller_reference: &str) -> Result<VerdictC
         .map_err(|e| ProviderError::Invalid(format!("verdict check config: {e}")))?;
     let out = api
         .call("CreateHealthCheck", |c| {
-            c.create_health_check().caller_reference(caller_reference).health_check_config(config.clone()).send()
+            c.create_health_check()
+                .caller_reference(caller_reference)
+                .health_check_config(config.clone())
+                .send()
         })
         .await?;
-    let hc = out
-        .health_check
-        .ok_or_else(|| ProviderError::Invalid("CreateHealthCheck: response has no health check".to_owned()))?;
-    Ok(VerdictCheck { id: hc.id, version: hc.health_check_version, inverted: false })
+    let hc = out.health_check.ok_or_else(|| {
+        ProviderError::Invalid("CreateHealthCheck: response has no health check".to_owned())
+    })?;
+    Ok(VerdictCheck {
+        id: hc.id,
+        version: hc.health_check_version,
+        inverted: false,
+    })
 }
 
 /// A fresh caller reference for a verdict check of pool `set_identifier`:
@@ -112,7 +135,10 @@ pub(crate) async fn create(api: &Api, caller_reference: &str) -> Result<VerdictC
 pub(crate) fn new_caller_reference(set_identifier: &str) -> String {
     let suffix = format!("{:016x}", rand::random::<u64>());
     let room = 64 - CALLER_REFERENCE_PREFIX.len() - 1 - suffix.len();
-    let mut pool: String = set_identifier.chars().filter(|c| c.is_ascii_graphic()).collect();
+    let mut pool: String = set_identifier
+        .chars()
+        .filter(|c| c.is_ascii_graphic())
+        .collect();
     while pool.len() > room {
         pool.pop();
     }
@@ -124,9 +150,18 @@ pub(crate) fn new_caller_reference(set_identifier: &str) -> String {
 /// # Errors
 /// [`ProviderError::Conflict`] when the version moved (`HealthCheckVersionMismatch`), and the
 /// other errors of [`Api::call`].
-pub(crate) async fn set_inverted(api: &Api, id: &str, version: i64, inverted: bool) -> Result<(), ProviderError> {
+pub(crate) async fn set_inverted(
+    api: &Api,
+    id: &str,
+    version: i64,
+    inverted: bool,
+) -> Result<(), ProviderError> {
     api.call("UpdateHealthCheck", |c| {
-        c.update_health_check().health_check_id(id).health_check_version(version).inverted(inverted).send()
+        c.update_health_check()
+            .health_check_id(id)
+            .health_check_version(version)
+            .inverted(inverted)
+            .send()
     })
     .await
     .map(drop)
@@ -136,7 +171,12 @@ pub(crate) async fn set_inverted(api: &Api, id: &str, version: i64, inverted: bo
 mod tests {
     use super::*;
 
-    fn check(reference: &str, ty: HealthCheckType, threshold: Option<i32>, children: &[&str]) -> HealthCheck {
+    fn check(
+        reference: &str,
+        ty: HealthCheckType,
+        threshold: Option<i32>,
+        children: &[&str],
+    ) -> HealthCheck {
         let cfg = HealthCheckConfig::builder()
             .r#type(ty)
             .set_health_threshold(threshold)
@@ -155,21 +195,48 @@ mod tests {
 
     #[test]
     fn a_gslb_verdict_check_is_read() {
-        let got = verdict(&check("gslb-seoul-1", HealthCheckType::Calculated, Some(0), &[])).unwrap();
-        assert_eq!(got, VerdictCheck { id: "hc-1".into(), version: 7, inverted: true });
+        let got = verdict(&check(
+            "gslb-seoul-1",
+            HealthCheckType::Calculated,
+            Some(0),
+            &[],
+        ))
+        .unwrap();
+        assert_eq!(
+            got,
+            VerdictCheck {
+                id: "hc-1".into(),
+                version: 7,
+                inverted: true
+            }
+        );
     }
 
     #[test]
     fn other_checks_are_unowned_and_say_why() {
         let cases = [
-            (check("terraform-1", HealthCheckType::Calculated, Some(0), &[]), "CallerReference"),
-            (check("gslb-a", HealthCheckType::Https, None, &[]), "CALCULATED"),
-            (check("gslb-a", HealthCheckType::Calculated, Some(1), &["c"]), "child"),
-            (check("gslb-a", HealthCheckType::Calculated, Some(1), &[]), "HealthThreshold"),
+            (
+                check("terraform-1", HealthCheckType::Calculated, Some(0), &[]),
+                "CallerReference",
+            ),
+            (
+                check("gslb-a", HealthCheckType::Https, None, &[]),
+                "CALCULATED",
+            ),
+            (
+                check("gslb-a", HealthCheckType::Calculated, Some(1), &["c"]),
+                "child",
+            ),
+            (
+                check("gslb-a", HealthCheckType::Calculated, Some(1), &[]),
+                "HealthThreshold",
+            ),
         ];
         for (hc, why) in cases {
             match verdict(&hc) {
-                Err(ProviderError::Unowned(msg)) => assert!(msg.contains("hc-1") && msg.contains(why), "{msg}"),
+                Err(ProviderError::Unowned(msg)) => {
+                    assert!(msg.contains("hc-1") && msg.contains(why), "{msg}")
+                }
                 other => panic!("expected Unowned for {why}, got {other:?}"),
             }
         }

@@ -14,12 +14,22 @@ use gslb_provider::ProviderError;
 
 /// Error codes Route 53 (and the AWS front door before it) uses for "slow down". Route 53
 /// answers HTTP 400 `Throttling` "Rate exceeded" (Route 53 API Reference, "Common Errors").
-const THROTTLED: &[&str] = &["Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"];
+const THROTTLED: &[&str] = &[
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+];
 
 /// Codes meaning "try again shortly": `PriorRequestNotComplete` (the zone is still applying
 /// an earlier change, ChangeResourceRecordSets reference) and the generic AWS 5xx codes.
-const TRANSIENT: &[&str] =
-    &["PriorRequestNotComplete", "ServiceUnavailable", "InternalFailure", "InternalError", "RequestTimeout"];
+const TRANSIENT: &[&str] = &[
+    "PriorRequestNotComplete",
+    "ServiceUnavailable",
+    "InternalFailure",
+    "InternalError",
+    "RequestTimeout",
+];
 
 /// Codes meaning a fence was lost: a stale `HealthCheckVersion`, or a change batch whose
 /// DELETE no longer matches the record (ChangeResourceRecordSets: "InvalidChangeBatch").
@@ -68,10 +78,15 @@ where
                 // No error code: the SDK could not read the answer (e.g. a malformed body).
                 format!("{op}: unreadable answer (HTTP {status}): {}", chain(err))
             } else {
-                format!("{op}: {code} (HTTP {status}): {}", err.message().unwrap_or(""))
+                format!(
+                    "{op}: {code} (HTTP {status}): {}",
+                    err.message().unwrap_or("")
+                )
             };
             if THROTTLED.contains(&code) || status == 429 {
-                ProviderError::RateLimited { retry_after: retry_after(err.raw_response()) }
+                ProviderError::RateLimited {
+                    retry_after: retry_after(err.raw_response()),
+                }
             } else if TRANSIENT.contains(&code) || status >= 500 {
                 ProviderError::Transient(detail)
             } else if CONFLICT.contains(&code) {
@@ -89,14 +104,24 @@ where
             Some(CredentialsError::ProviderTimedOut(_)) => {
                 ProviderError::Transient(format!("{op}: credential provider timed out"))
             }
-            Some(creds) => ProviderError::Auth(format!("{op}: no usable AWS credentials: {}", chain(creds))),
-            None if failure.is_user() => ProviderError::Invalid(format!("{op}: request rejected: {}", chain(err))),
-            None => ProviderError::Transient(format!("{op}: request not delivered: {}", chain(err))),
+            Some(creds) => {
+                ProviderError::Auth(format!("{op}: no usable AWS credentials: {}", chain(creds)))
+            }
+            None if failure.is_user() => {
+                ProviderError::Invalid(format!("{op}: request rejected: {}", chain(err)))
+            }
+            None => {
+                ProviderError::Transient(format!("{op}: request not delivered: {}", chain(err)))
+            }
         },
         SdkError::ResponseError(_) => {
             let status = err.raw_response().map(|r| r.status().as_u16()).unwrap_or(0);
             let detail = format!("{op}: unreadable response (HTTP {status}): {}", chain(err));
-            if status >= 500 { ProviderError::Transient(detail) } else { ProviderError::Invalid(detail) }
+            if status >= 500 {
+                ProviderError::Transient(detail)
+            } else {
+                ProviderError::Invalid(detail)
+            }
         }
         _ => ProviderError::Invalid(format!("{op}: request could not be built: {}", chain(err))),
     }
@@ -106,7 +131,10 @@ where
 /// [`ProviderError::RateLimited`] and [`ProviderError::Transient`]. A conflict is retryable
 /// by the reconciler, but only after a fresh observe, so never in place.
 pub(crate) fn retry_in_place(err: &ProviderError) -> bool {
-    matches!(err, ProviderError::RateLimited { .. } | ProviderError::Transient(_))
+    matches!(
+        err,
+        ProviderError::RateLimited { .. } | ProviderError::Transient(_)
+    )
 }
 
 /// The `Retry-After` header in whole seconds, when the response has one. Route 53 itself
@@ -139,4 +167,29 @@ fn chain(err: &(dyn StdError + 'static)) -> String {
         next = e.source();
     }
     parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_route53::operation::get_health_check::GetHealthCheckError;
+
+    #[test]
+    fn timeouts_are_transient_and_retried_in_place() {
+        let err = SdkError::<GetHealthCheckError, HttpResponse>::timeout_error("slow");
+        let class = classify("GetHealthCheck", &err);
+        assert!(
+            matches!(&class, ProviderError::Transient(m) if m.contains("GetHealthCheck")),
+            "{class:?}"
+        );
+        assert!(retry_in_place(&class));
+    }
+
+    #[test]
+    fn conflicts_are_not_retried_in_place() {
+        assert!(!retry_in_place(&ProviderError::Conflict("x".into())));
+        assert!(retry_in_place(&ProviderError::RateLimited {
+            retry_after: None
+        }));
+    }
 }

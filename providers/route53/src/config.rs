@@ -61,32 +61,54 @@ impl Route53Binding {
         if self.record_name.is_empty() {
             problems.push("record_name is empty".to_owned());
         } else if self.record_name.ends_with('.') {
-            problems.push(format!("record_name {:?} must not end with a dot", self.record_name));
+            problems.push(format!(
+                "record_name {:?} must not end with a dot",
+                self.record_name
+            ));
         }
         if !RECORD_TYPES.contains(&self.record_type.as_str()) {
-            problems.push(format!("record_type {:?} is not one of A, AAAA, CNAME", self.record_type));
+            problems.push(format!(
+                "record_type {:?} is not one of A, AAAA, CNAME",
+                self.record_type
+            ));
         }
         if self.pools.len() != 2 {
-            problems.push(format!("{} pools given; a failover pair has exactly 2", self.pools.len()));
+            problems.push(format!(
+                "{} pools given; a failover pair has exactly 2",
+                self.pools.len()
+            ));
         }
         for (i, pool) in self.pools.iter().enumerate() {
             if pool.set_identifier.is_empty() {
                 problems.push(format!("pools[{i}].set_identifier is empty"));
             }
-            if self.pools[..i].iter().any(|p| p.set_identifier == pool.set_identifier) {
-                problems.push(format!("pools[{i}].set_identifier {:?} is used twice", pool.set_identifier));
+            if self.pools[..i]
+                .iter()
+                .any(|p| p.set_identifier == pool.set_identifier)
+            {
+                problems.push(format!(
+                    "pools[{i}].set_identifier {:?} is used twice",
+                    pool.set_identifier
+                ));
             }
             if pool.values.is_empty() {
                 problems.push(format!("pools[{i}].values is empty"));
             }
             if self.record_type == "CNAME" && pool.values.len() > 1 {
-                problems.push(format!("pools[{i}] has {} values; a CNAME has one", pool.values.len()));
+                problems.push(format!(
+                    "pools[{i}] has {} values; a CNAME has one",
+                    pool.values.len()
+                ));
             }
         }
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(ProviderError::Invalid(format!("route53 binding {}: {}", self.record_name, problems.join("; "))))
+            Err(ProviderError::Invalid(format!(
+                "route53 binding {}: {}",
+                self.record_name,
+                problems.join("; ")
+            )))
         }
     }
 }
@@ -157,8 +179,14 @@ mod tests {
             record_type: "A".into(),
             ttl: Duration::from_secs(60),
             pools: vec![
-                Route53Pool { set_identifier: "seoul".into(), values: vec!["192.0.2.1".into()] },
-                Route53Pool { set_identifier: "tokyo".into(), values: vec!["192.0.2.2".into()] },
+                Route53Pool {
+                    set_identifier: "seoul".into(),
+                    values: vec!["192.0.2.1".into()],
+                },
+                Route53Pool {
+                    set_identifier: "tokyo".into(),
+                    values: vec!["192.0.2.2".into()],
+                },
             ],
         }
     }
@@ -175,8 +203,15 @@ mod tests {
         b.record_type = "TXT".into();
         b.pools[1].set_identifier = "seoul".into();
         b.pools[1].values.clear();
-        let Err(ProviderError::Invalid(msg)) = b.validate() else { panic!("expected Invalid") };
-        for needle in ["must not end with a dot", "\"TXT\"", "used twice", "values is empty"] {
+        let Err(ProviderError::Invalid(msg)) = b.validate() else {
+            panic!("expected Invalid")
+        };
+        for needle in [
+            "must not end with a dot",
+            "\"TXT\"",
+            "used twice",
+            "values is empty",
+        ] {
             assert!(msg.contains(needle), "{needle} in {msg}");
         }
         b.pools.pop();

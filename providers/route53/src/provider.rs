@@ -11,7 +11,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use aws_config::BehaviorVersion;
 use aws_sdk_route53::Client;
 use aws_sdk_route53::config::Region;
-use gslb_provider::{Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError};
+use gslb_provider::{
+    Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
+};
 
 use crate::api::Api;
 use crate::records::{list_pair, role};
@@ -38,7 +40,8 @@ impl Route53Provider {
     /// Credentials are not checked here: a missing or bad credential surfaces as
     /// [`ProviderError::Auth`] on the first call.
     pub async fn from_env(settings: Route53Settings, binding: Route53Binding) -> Self {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(settings.region.clone()));
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(settings.region.clone()));
         if let Some(url) = &settings.endpoint_url {
             loader = loader.endpoint_url(url);
         }
@@ -54,7 +57,12 @@ impl Route53Provider {
     /// `settings.attempt_timeout`. `settings.endpoint_url` and `settings.region` are not
     /// applied: they are the client's business.
     pub fn new(client: Client, settings: Route53Settings, binding: Route53Binding) -> Self {
-        Self { api: Api::new(&client, &settings), settings, binding, check_ids: Mutex::new(BTreeMap::new()) }
+        Self {
+            api: Api::new(&client, &settings),
+            settings,
+            binding,
+            check_ids: Mutex::new(BTreeMap::new()),
+        }
     }
 
     /// The binding this provider steers.
@@ -64,7 +72,9 @@ impl Route53Provider {
 
     fn ids(&self) -> MutexGuard<'_, BTreeMap<PoolRef, String>> {
         // A poisoned lock only means a panic elsewhere; the map itself is always whole.
-        self.check_ids.lock().unwrap_or_else(PoisonError::into_inner)
+        self.check_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     async fn read(&self) -> Result<(ObservedState, BTreeMap<PoolRef, String>), ProviderError> {
@@ -83,21 +93,33 @@ impl Route53Provider {
                 pool.set_identifier,
                 b.hosted_zone_id
             );
-            let record = record.ok_or_else(|| ProviderError::NotFound(format!("no {what}; run provisioning")))?;
+            let record = record
+                .ok_or_else(|| ProviderError::NotFound(format!("no {what}; run provisioning")))?;
             if record.failover.as_ref() != Some(&want) {
-                let got = record.failover.as_ref().map_or("not a failover record", |f| f.as_str());
-                return Err(ProviderError::NotFound(format!("no {what} (found: {got}); run provisioning")));
+                let got = record
+                    .failover
+                    .as_ref()
+                    .map_or("not a failover record", |f| f.as_str());
+                return Err(ProviderError::NotFound(format!(
+                    "no {what} (found: {got}); run provisioning"
+                )));
             }
-            let id = record
-                .health_check_id
-                .ok_or_else(|| ProviderError::NotFound(format!("{what} has no health check; run provisioning")))?;
+            let id = record.health_check_id.ok_or_else(|| {
+                ProviderError::NotFound(format!("{what} has no health check; run provisioning"))
+            })?;
             let check = checks::get(&self.api, &id).await.map_err(|e| match e {
-                ProviderError::NotFound(m) => ProviderError::NotFound(format!("{m} (used by {what}); run provisioning")),
+                ProviderError::NotFound(m) => {
+                    ProviderError::NotFound(format!("{m} (used by {what}); run provisioning"))
+                }
                 other => other,
             })?;
-            state
-                .pools
-                .insert(pool.set_identifier.clone(), ObservedPool { enabled: !check.inverted, version: Some(check.version.to_string()) });
+            state.pools.insert(
+                pool.set_identifier.clone(),
+                ObservedPool {
+                    enabled: !check.inverted,
+                    version: Some(check.version.to_string()),
+                },
+            );
             ids.insert(pool.set_identifier.clone(), check.id);
         }
         Ok((state, ids))
@@ -147,22 +169,36 @@ impl Provider for Route53Provider {
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
         if plan.iter().any(|c| matches!(c, Change::SetOrder { .. })) {
             return Err(ProviderError::Invalid(
-                "Route 53 serves in the fixed PRIMARY/SECONDARY order; SetOrder cannot be applied".to_owned(),
+                "Route 53 serves in the fixed PRIMARY/SECONDARY order; SetOrder cannot be applied"
+                    .to_owned(),
             ));
         }
         for change in plan {
-            let Change::SetEnabled { pool, enabled, expected_version } = change else { continue };
+            let Change::SetEnabled {
+                pool,
+                enabled,
+                expected_version,
+            } = change
+            else {
+                continue;
+            };
             if !self.binding.pools.iter().any(|p| &p.set_identifier == pool) {
-                return Err(ProviderError::NotFound(format!("pool {pool} is not in the route53 binding")));
+                return Err(ProviderError::NotFound(format!(
+                    "pool {pool} is not in the route53 binding"
+                )));
             }
             let id = self.ids().get(pool).cloned().ok_or_else(|| {
-                ProviderError::Conflict(format!("verdict check of pool {pool} not known; observe first"))
+                ProviderError::Conflict(format!(
+                    "verdict check of pool {pool} not known; observe first"
+                ))
             })?;
-            let version = expected_version
-                .as_deref()
-                .ok_or_else(|| ProviderError::Conflict(format!("change to pool {pool} carries no version")))?;
+            let version = expected_version.as_deref().ok_or_else(|| {
+                ProviderError::Conflict(format!("change to pool {pool} carries no version"))
+            })?;
             let version = version.parse::<i64>().map_err(|_| {
-                ProviderError::Invalid(format!("pool {pool}: {version:?} is not a HealthCheckVersion"))
+                ProviderError::Invalid(format!(
+                    "pool {pool}: {version:?} is not a HealthCheckVersion"
+                ))
             })?;
             checks::set_inverted(&self.api, &id, version, !enabled).await?;
             tracing::info!(pool, enabled, check = %id, version, "route53 verdict check updated");

@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
-use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, ChangeInfo, ChangeStatus, ResourceRecordSet};
+use aws_sdk_route53::types::{
+    Change, ChangeAction, ChangeBatch, ChangeInfo, ChangeStatus, ResourceRecordSet,
+};
 use gslb_provider::ProviderError;
 
 use crate::Route53Provider;
@@ -34,7 +36,10 @@ impl ProvisionReport {
     /// no health check was created.
     pub fn is_noop(&self) -> bool {
         self.change_id.is_none()
-            && self.pools.iter().all(|p| p.action == ProvisionAction::Unchanged && !p.created_health_check)
+            && self
+                .pools
+                .iter()
+                .all(|p| p.action == ProvisionAction::Unchanged && !p.created_health_check)
     }
 }
 
@@ -100,15 +105,19 @@ impl Route53Provider {
             let attempt = self.plan_attempt(&mut created).await?;
             if attempt.changes.is_empty() {
                 warn_orphans(&created, &attempt.pools);
-                return Ok(ProvisionReport { pools: attempt.pools, change_id: None });
+                return Ok(ProvisionReport {
+                    pools: attempt.pools,
+                    change_id: None,
+                });
             }
-            if let Some((listed, refusal)) = &previous {
-                if *listed == attempt.listed {
-                    return Err(ProviderError::Invalid(format!(
-                        "Route 53 refused the change batch although the records did not change since they were \
-                         listed, so no race lost; check the binding against the zone: {refusal}"
-                    )));
-                }
+            if let Some((_, refusal)) = previous
+                .as_ref()
+                .filter(|(listed, _)| *listed == attempt.listed)
+            {
+                return Err(ProviderError::Invalid(format!(
+                    "Route 53 refused the change batch although the records did not change since they were \
+                     listed, so no race lost; check the binding against the zone: {refusal}"
+                )));
             }
             batches += 1;
             match self.submit(attempt.changes).await {
@@ -116,7 +125,10 @@ impl Route53Provider {
                     let change_id = info.id.clone();
                     self.wait_insync(info).await?;
                     warn_orphans(&created, &attempt.pools);
-                    return Ok(ProvisionReport { pools: attempt.pools, change_id: Some(change_id) });
+                    return Ok(ProvisionReport {
+                        pools: attempt.pools,
+                        change_id: Some(change_id),
+                    });
                 }
                 Err(ProviderError::Conflict(msg)) if batches < CAS_ATTEMPTS => {
                     tracing::warn!(error = %msg, "route53 change batch lost a race; listing again");
@@ -144,21 +156,28 @@ impl Route53Provider {
         let mut changes = Vec::new();
         let mut pools = Vec::new();
         for (index, (pool, record)) in b.pools.iter().zip(&listed).enumerate() {
-            let (usable, unusable_why) = match record.as_ref().and_then(|r| r.health_check_id.as_deref()) {
-                None => (None, Some("it has no health check".to_owned())),
-                Some(id) => match checks::get(&self.api, id).await {
-                    Ok(check) => (Some(check.id), None),
-                    Err(e @ (ProviderError::NotFound(_) | ProviderError::Unowned(_) | ProviderError::Invalid(_))) => {
-                        (None, Some(e.to_string()))
-                    }
-                    Err(e) => return Err(e),
-                },
-            };
+            let (usable, unusable_why) =
+                match record.as_ref().and_then(|r| r.health_check_id.as_deref()) {
+                    None => (None, Some("it has no health check".to_owned())),
+                    Some(id) => match checks::get(&self.api, id).await {
+                        Ok(check) => (Some(check.id), None),
+                        Err(
+                            e @ (ProviderError::NotFound(_)
+                            | ProviderError::Unowned(_)
+                            | ProviderError::Invalid(_)),
+                        ) => (None, Some(e.to_string())),
+                        Err(e) => return Err(e),
+                    },
+                };
             let (check_id, created_health_check) = match (usable, &created[index]) {
                 (Some(id), _) => (id, false),
                 (None, Some(id)) => (id.clone(), true),
                 (None, None) => {
-                    let check = checks::create(&self.api, &checks::new_caller_reference(&pool.set_identifier)).await?;
+                    let check = checks::create(
+                        &self.api,
+                        &checks::new_caller_reference(&pool.set_identifier),
+                    )
+                    .await?;
                     tracing::info!(pool = %pool.set_identifier, check = %check.id, "route53 verdict check created");
                     created[index] = Some(check.id.clone());
                     (check.id, true)
@@ -169,7 +188,9 @@ impl Route53Provider {
                 None => ProvisionAction::Created,
                 Some(listed) => match drift(listed, &desired) {
                     None => ProvisionAction::Unchanged,
-                    Some(d) => ProvisionAction::Replaced { reason: unusable_why.map_or(d.clone(), |w| format!("{d} ({w})")) },
+                    Some(d) => ProvisionAction::Replaced {
+                        reason: unusable_why.map_or(d.clone(), |w| format!("{d} ({w})")),
+                    },
                 },
             };
             if action != ProvisionAction::Unchanged {
@@ -185,7 +206,11 @@ impl Route53Provider {
                 created_health_check,
             });
         }
-        Ok(Attempt { listed, changes, pools })
+        Ok(Attempt {
+            listed,
+            changes,
+            pools,
+        })
     }
 
     async fn submit(&self, changes: Vec<Change>) -> Result<ChangeInfo, ProviderError> {
@@ -203,7 +228,9 @@ impl Route53Provider {
                     .send()
             })
             .await?;
-        out.change_info.ok_or_else(|| ProviderError::Invalid("ChangeResourceRecordSets: no ChangeInfo".to_owned()))
+        out.change_info.ok_or_else(|| {
+            ProviderError::Invalid("ChangeResourceRecordSets: no ChangeInfo".to_owned())
+        })
     }
 
     /// Polls `GetChange` every `poll_interval` until `INSYNC`, within `change_timeout` of now.
@@ -216,11 +243,22 @@ impl Route53Provider {
         let poll = async {
             loop {
                 tokio::time::sleep(self.settings.poll_interval).await;
-                let out = self.api.call("GetChange", |c| c.get_change().id(&id).send()).await?;
+                let out = self
+                    .api
+                    .call("GetChange", |c| c.get_change().id(&id).send())
+                    .await?;
                 match out.change_info {
-                    Some(i) if i.status == ChangeStatus::Insync => return Ok::<(), ProviderError>(()),
-                    Some(i) => tracing::debug!(change = %id, status = i.status.as_str(), "route53 change not INSYNC yet"),
-                    None => return Err(ProviderError::Invalid(format!("GetChange {id}: no ChangeInfo"))),
+                    Some(i) if i.status == ChangeStatus::Insync => {
+                        return Ok::<(), ProviderError>(());
+                    }
+                    Some(i) => {
+                        tracing::debug!(change = %id, status = i.status.as_str(), "route53 change not INSYNC yet")
+                    }
+                    None => {
+                        return Err(ProviderError::Invalid(format!(
+                            "GetChange {id}: no ChangeInfo"
+                        )));
+                    }
                 }
             }
         };

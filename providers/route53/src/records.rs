@@ -4,7 +4,9 @@
 //!
 //! Pure helpers apart from [`list_pair`]; nothing here writes.
 
-use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, ResourceRecordSetFailover, RrType};
+use aws_sdk_route53::types::{
+    ResourceRecord, ResourceRecordSet, ResourceRecordSetFailover, RrType,
+};
 use gslb_provider::ProviderError;
 
 use crate::Route53Binding;
@@ -12,7 +14,11 @@ use crate::api::Api;
 
 /// The failover role of pool `index`: 0 is PRIMARY, every other SECONDARY.
 pub(crate) fn role(index: usize) -> ResourceRecordSetFailover {
-    if index == 0 { ResourceRecordSetFailover::Primary } else { ResourceRecordSetFailover::Secondary }
+    if index == 0 {
+        ResourceRecordSetFailover::Primary
+    } else {
+        ResourceRecordSetFailover::Secondary
+    }
 }
 
 /// A DNS name as Route 53 compares it: without the trailing dot, with `\ooo` octal escapes
@@ -25,7 +31,9 @@ pub(crate) fn normalize_name(name: &str) -> String {
     while i < bytes.len() {
         let b = bytes[i];
         if b == b'\\' {
-            let digits = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            let digits = bytes
+                .get(i + 1..i + 4)
+                .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
             if let Some(d) = digits {
                 let value = d.iter().fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
                 if let Ok(byte) = u8::try_from(value) {
@@ -48,7 +56,8 @@ pub(crate) fn normalize_name(name: &str) -> String {
 
 /// Whether a listed record has the binding's name and type.
 fn same_name_and_type(rrs: &ResourceRecordSet, binding: &Route53Binding) -> bool {
-    rrs.r#type.as_str() == binding.record_type && normalize_name(&rrs.name) == normalize_name(&binding.record_name)
+    rrs.r#type.as_str() == binding.record_type
+        && normalize_name(&rrs.name) == normalize_name(&binding.record_name)
 }
 
 /// Lists the binding's records: one `ListResourceRecordSets` starting at (name, type), paging
@@ -77,7 +86,11 @@ pub(crate) async fn list_pair(
                     .send()
             })
             .await?;
-        ours.extend(out.resource_record_sets.into_iter().filter(|r| same_name_and_type(r, binding)));
+        ours.extend(
+            out.resource_record_sets
+                .into_iter()
+                .filter(|r| same_name_and_type(r, binding)),
+        );
         let next = match (out.is_truncated, out.next_record_name, out.next_record_type) {
             (true, Some(name), Some(ty)) => (name, ty, out.next_record_identifier),
             _ => break,
@@ -92,7 +105,11 @@ pub(crate) async fn list_pair(
     Ok(binding
         .pools
         .iter()
-        .map(|pool| ours.iter().find(|r| r.set_identifier.as_deref() == Some(&pool.set_identifier)).cloned())
+        .map(|pool| {
+            ours.iter()
+                .find(|r| r.set_identifier.as_deref() == Some(&pool.set_identifier))
+                .cloned()
+        })
         .collect())
 }
 
@@ -107,7 +124,9 @@ pub(crate) fn desired_record(
     check_id: &str,
 ) -> Result<ResourceRecordSet, ProviderError> {
     let pool = &binding.pools[index];
-    let invalid = |e: aws_sdk_route53::error::BuildError| ProviderError::Invalid(format!("record {index}: {e}"));
+    let invalid = |e: aws_sdk_route53::error::BuildError| {
+        ProviderError::Invalid(format!("record {index}: {e}"))
+    };
     let values = pool
         .values
         .iter()
@@ -130,16 +149,26 @@ pub(crate) fn desired_record(
 pub(crate) fn drift(listed: &ResourceRecordSet, desired: &ResourceRecordSet) -> Option<String> {
     let mut diffs = Vec::new();
     if listed.failover != desired.failover {
-        diffs.push(format!("role {:?}, want {:?}", listed.failover, desired.failover));
+        diffs.push(format!(
+            "role {:?}, want {:?}",
+            listed.failover, desired.failover
+        ));
     }
     if listed.ttl != desired.ttl {
         diffs.push(format!("TTL {:?}, want {:?}", listed.ttl, desired.ttl));
     }
     if sorted_values(listed) != sorted_values(desired) {
-        diffs.push(format!("values {:?}, want {:?}", sorted_values(listed), sorted_values(desired)));
+        diffs.push(format!(
+            "values {:?}, want {:?}",
+            sorted_values(listed),
+            sorted_values(desired)
+        ));
     }
     if listed.health_check_id != desired.health_check_id {
-        diffs.push(format!("health check {:?}, want {:?}", listed.health_check_id, desired.health_check_id));
+        diffs.push(format!(
+            "health check {:?}, want {:?}",
+            listed.health_check_id, desired.health_check_id
+        ));
     }
     let routing_extras = listed.alias_target.is_some()
         || listed.weight.is_some()
@@ -152,7 +181,11 @@ pub(crate) fn drift(listed: &ResourceRecordSet, desired: &ResourceRecordSet) -> 
     if routing_extras {
         diffs.push("has routing settings other than failover".to_owned());
     }
-    if diffs.is_empty() { None } else { Some(diffs.join("; ")) }
+    if diffs.is_empty() {
+        None
+    } else {
+        Some(diffs.join("; "))
+    }
 }
 
 fn sorted_values(rrs: &ResourceRecordSet) -> Vec<&str> {
@@ -174,8 +207,14 @@ mod tests {
             record_type: "A".into(),
             ttl: Duration::from_secs(60),
             pools: vec![
-                Route53Pool { set_identifier: "seoul".into(), values: vec!["192.0.2.1".into(), "192.0.2.3".into()] },
-                Route53Pool { set_identifier: "tokyo".into(), values: vec!["192.0.2.2".into()] },
+                Route53Pool {
+                    set_identifier: "seoul".into(),
+                    values: vec!["192.0.2.1".into(), "192.0.2.3".into()],
+                },
+                Route53Pool {
+                    set_identifier: "tokyo".into(),
+                    values: vec!["192.0.2.2".into()],
+                },
             ],
         }
     }

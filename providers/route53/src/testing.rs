@@ -6,7 +6,9 @@
 
 use aws_sdk_route53::Client;
 use aws_sdk_route53::config::interceptors::FinalizerInterceptorContextMut;
-use aws_sdk_route53::config::{BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents};
+use aws_sdk_route53::config::{
+    BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
+};
 use aws_sdk_route53::error::BoxError;
 use aws_smithy_runtime_api::client::ser_de::{DeserializeResponse, SharedResponseDeserializer};
 use aws_smithy_types::body::SdkBody;
@@ -19,7 +21,13 @@ pub fn emulator_client(endpoint_url: &str) -> Client {
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(endpoint_url)
         .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "gslb-emulator"))
+        .credentials_provider(Credentials::new(
+            "test",
+            "test",
+            None,
+            None,
+            "gslb-emulator",
+        ))
         .interceptor(python_booleans())
         .build();
     Client::from_conf(config)
@@ -55,15 +63,26 @@ impl Intercept for PythonBooleans {
         if !matches!(context.inner().output_or_error(), Some(Err(_))) {
             return Ok(());
         }
-        let Some(deserializer) = cfg.load::<SharedResponseDeserializer>() else { return Ok(()) };
-        let Some(response) = context.inner_mut().response_mut() else { return Ok(()) };
-        let Some(text) = response.body().bytes().map(|b| String::from_utf8_lossy(b).into_owned()) else {
+        let Some(deserializer) = cfg.load::<SharedResponseDeserializer>() else {
+            return Ok(());
+        };
+        let Some(response) = context.inner_mut().response_mut() else {
+            return Ok(());
+        };
+        let Some(text) = response
+            .body()
+            .bytes()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+        else {
             return Ok(());
         };
         if !text.contains(">True<") && !text.contains(">False<") {
             return Ok(());
         }
-        *response.body_mut() = SdkBody::from(text.replace(">True<", ">true<").replace(">False<", ">false<"));
+        *response.body_mut() = SdkBody::from(
+            text.replace(">True<", ">true<")
+                .replace(">False<", ">false<"),
+        );
         let result = deserializer.deserialize_nonstreaming_with_config(response, cfg);
         context.inner_mut().set_output_or_error(result);
         Ok(())

@@ -21,7 +21,8 @@ use aws_sdk_route53::error::BoxError;
 use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsInput;
 use aws_sdk_route53::operation::get_change::GetChangeInput;
 use aws_sdk_route53::types::{
-    Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, ResourceRecordSetFailover, RrType,
+    Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet,
+    ResourceRecordSetFailover, RrType,
 };
 use emulator_support::emulators::{Emulator, Kind};
 use emulator_support::*;
@@ -37,7 +38,9 @@ struct Tap {
 
 impl std::fmt::Debug for Tap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tap").field("counts", &self.counts).finish_non_exhaustive()
+        f.debug_struct("Tap")
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -61,7 +64,10 @@ impl Intercept for TapInterceptor {
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let input = context.input();
-        let op = if input.downcast_ref::<ChangeResourceRecordSetsInput>().is_some() {
+        let op = if input
+            .downcast_ref::<ChangeResourceRecordSetsInput>()
+            .is_some()
+        {
             "ChangeResourceRecordSets"
         } else if input.downcast_ref::<GetChangeInput>().is_some() {
             "GetChange"
@@ -90,7 +96,10 @@ where
     Fut::Output: Send + 'static,
 {
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(make())
     })
     .join()
@@ -112,9 +121,19 @@ fn foreign_seoul(value: &str) -> ResourceRecordSet {
 }
 
 async fn write(client: &Client, zone: &str, action: ChangeAction, record: ResourceRecordSet) {
-    let change = Change::builder().action(action).resource_record_set(record).build().unwrap();
+    let change = Change::builder()
+        .action(action)
+        .resource_record_set(record)
+        .build()
+        .unwrap();
     let batch = ChangeBatch::builder().changes(change).build().unwrap();
-    client.change_resource_record_sets().hosted_zone_id(zone).change_batch(batch).send().await.expect("write record");
+    client
+        .change_resource_record_sets()
+        .hosted_zone_id(zone)
+        .change_batch(batch)
+        .send()
+        .await
+        .expect("write record");
 }
 
 #[tokio::test]
@@ -122,29 +141,58 @@ async fn provision_replaces_a_drifted_record_by_delete_and_create_and_waits_for_
     let ms = Emulator::start(Kind::Ministack);
     let raw = client(&ms.endpoint(), vec![]);
     let zone = hosted_zone(&raw).await;
-    write(&raw, &zone, ChangeAction::Create, foreign_seoul("198.51.100.9")).await;
+    write(
+        &raw,
+        &zone,
+        ChangeAction::Create,
+        foreign_seoul("198.51.100.9"),
+    )
+    .await;
 
     let tap = Arc::new(Tap::default());
-    let watched = client(&ms.endpoint(), vec![SharedInterceptor::new(TapInterceptor(tap.clone()))]);
+    let watched = client(
+        &ms.endpoint(),
+        vec![SharedInterceptor::new(TapInterceptor(tap.clone()))],
+    );
     let p = Route53Provider::new(watched, settings(), binding(&zone));
     let report = p.provision().await.expect("provision");
 
-    let ProvisionAction::Replaced { reason } = &report.pools[0].action else { panic!("{report:?}") };
-    assert!(reason.contains("values") && reason.contains("TTL") && reason.contains("no health check"), "{reason}");
+    let ProvisionAction::Replaced { reason } = &report.pools[0].action else {
+        panic!("{report:?}")
+    };
+    assert!(
+        reason.contains("values") && reason.contains("TTL") && reason.contains("no health check"),
+        "{reason}"
+    );
     assert_eq!(report.pools[1].action, ProvisionAction::Created);
-    assert_eq!(tap.count("ChangeResourceRecordSets"), 1, "both pools in one atomic batch");
-    assert_eq!(tap.count("GetChange"), 2, "polled past PENDING until INSYNC");
+    assert_eq!(
+        tap.count("ChangeResourceRecordSets"),
+        1,
+        "both pools in one atomic batch"
+    );
+    assert_eq!(
+        tap.count("GetChange"),
+        2,
+        "polled past PENDING until INSYNC"
+    );
 
     let now = records(&raw, &zone).await;
     assert_eq!(now.len(), 2, "{now:?}");
     assert_eq!(values_of(&now, "seoul"), Some(vec!["192.0.2.1".to_owned()]));
     assert_eq!(values_of(&now, "tokyo"), Some(vec!["192.0.2.2".to_owned()]));
     assert_eq!(now[0].ttl, Some(60));
-    assert_eq!(now[0].health_check_id.as_deref(), Some(report.pools[0].health_check_id.as_str()));
+    assert_eq!(
+        now[0].health_check_id.as_deref(),
+        Some(report.pools[0].health_check_id.as_str())
+    );
 
     let again = p.provision().await.expect("second provision");
     assert!(again.is_noop(), "{again:?}");
-    assert_eq!(tap.count("ChangeResourceRecordSets"), 1, "no write the second time");
+    assert_eq!(
+        tap.count("ChangeResourceRecordSets"),
+        1,
+        "no write the second time"
+    );
     assert_eq!(records(&raw, &zone).await, now);
 }
 
@@ -153,7 +201,13 @@ async fn a_stale_delete_fails_atomically_and_provision_relists() {
     let ms = Emulator::start(Kind::Ministack);
     let raw = client(&ms.endpoint(), vec![]);
     let zone = hosted_zone(&raw).await;
-    write(&raw, &zone, ChangeAction::Create, foreign_seoul("198.51.100.9")).await;
+    write(
+        &raw,
+        &zone,
+        ChangeAction::Create,
+        foreign_seoul("198.51.100.9"),
+    )
+    .await;
 
     // Another writer changes seoul after provision listed it and before its first batch
     // arrives; just before the second batch, record what the refused first batch left.
@@ -164,32 +218,72 @@ async fn a_stale_delete_fails_atomically_and_provision_relists() {
         match (op, n) {
             ("ChangeResourceRecordSets", 1) => on_another_thread(move || async move {
                 let other = client(&endpoint, vec![]);
-                write(&other, &zone, ChangeAction::Upsert, foreign_seoul("203.0.113.7")).await;
+                write(
+                    &other,
+                    &zone,
+                    ChangeAction::Upsert,
+                    foreign_seoul("203.0.113.7"),
+                )
+                .await;
             }),
             ("ChangeResourceRecordSets", 2) => {
-                let listed = on_another_thread(move || async move { records(&client(&endpoint, vec![]), &zone).await });
+                let listed = on_another_thread(move || async move {
+                    records(&client(&endpoint, vec![]), &zone).await
+                });
                 *seen.lock().unwrap() = Some(listed);
             }
             _ => {}
         }
     };
-    let tap = Arc::new(Tap { hook: Some(Box::new(hook)), ..Tap::default() });
-    let watched = client(&ms.endpoint(), vec![SharedInterceptor::new(TapInterceptor(tap.clone()))]);
+    let tap = Arc::new(Tap {
+        hook: Some(Box::new(hook)),
+        ..Tap::default()
+    });
+    let watched = client(
+        &ms.endpoint(),
+        vec![SharedInterceptor::new(TapInterceptor(tap.clone()))],
+    );
     let p = Route53Provider::new(watched, settings(), binding(&zone));
-    let report = p.provision().await.expect("provision succeeds after re-listing");
+    let report = p
+        .provision()
+        .await
+        .expect("provision succeeds after re-listing");
 
-    assert_eq!(tap.count("ChangeResourceRecordSets"), 2, "one refused batch, one accepted");
-    let left = after_refusal.lock().unwrap().take().expect("snapshot taken before the second batch");
-    assert_eq!(values_of(&left, "seoul"), Some(vec!["203.0.113.7".to_owned()]), "the other writer's record stood");
-    assert_eq!(values_of(&left, "tokyo"), None, "the refused batch's CREATE did not land either");
+    assert_eq!(
+        tap.count("ChangeResourceRecordSets"),
+        2,
+        "one refused batch, one accepted"
+    );
+    let left = after_refusal
+        .lock()
+        .unwrap()
+        .take()
+        .expect("snapshot taken before the second batch");
+    assert_eq!(
+        values_of(&left, "seoul"),
+        Some(vec!["203.0.113.7".to_owned()]),
+        "the other writer's record stood"
+    );
+    assert_eq!(
+        values_of(&left, "tokyo"),
+        None,
+        "the refused batch's CREATE did not land either"
+    );
 
-    assert!(matches!(report.pools[0].action, ProvisionAction::Replaced { .. }), "{report:?}");
+    assert!(
+        matches!(report.pools[0].action, ProvisionAction::Replaced { .. }),
+        "{report:?}"
+    );
     assert_eq!(report.pools[1].action, ProvisionAction::Created);
     let now = records(&raw, &zone).await;
     assert_eq!(values_of(&now, "seoul"), Some(vec!["192.0.2.1".to_owned()]));
     assert_eq!(values_of(&now, "tokyo"), Some(vec!["192.0.2.2".to_owned()]));
     let checks = raw.list_health_checks().send().await.unwrap().health_checks;
-    assert_eq!(checks.len(), 2, "the second batch reused the checks the first attempt made");
+    assert_eq!(
+        checks.len(),
+        2,
+        "the second batch reused the checks the first attempt made"
+    );
 }
 
 #[tokio::test]
@@ -198,6 +292,14 @@ async fn the_emulator_helper_resets_ministack_state() {
     let raw = client(&ms.endpoint(), vec![]);
     let zone = hosted_zone(&raw).await;
     ms.reset();
-    let err = raw.list_resource_record_sets().hosted_zone_id(&zone).send().await.unwrap_err();
-    assert_eq!(aws_sdk_route53::error::ProvideErrorMetadata::code(&err), Some("NoSuchHostedZone"));
+    let err = raw
+        .list_resource_record_sets()
+        .hosted_zone_id(&zone)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        aws_sdk_route53::error::ProvideErrorMetadata::code(&err),
+        Some("NoSuchHostedZone")
+    );
 }

@@ -5,21 +5,25 @@
 
 mod mock_support;
 
-use aws_sdk_route53::Client;
-use aws_sdk_route53::config::SharedCredentialsProvider;
-use aws_sdk_route53::operation::update_health_check::UpdateHealthCheckOutput;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, future};
+use aws_sdk_route53::Client;
+use aws_sdk_route53::config::SharedCredentialsProvider;
+use aws_sdk_route53::operation::list_resource_record_sets::ListResourceRecordSetsOutput;
+use aws_sdk_route53::operation::update_health_check::UpdateHealthCheckOutput;
+use aws_sdk_route53::types::RrType;
 use aws_smithy_mocks::{RuleMode, mock, mock_client};
 use gslb_provider::{Change, FailoverStyle, ObservedPool, Provider, ProviderError};
 use mock_support::*;
 
 fn list_ok() -> aws_smithy_mocks::Rule {
-    mock!(Client::list_resource_record_sets).then_output(|| listing(vec![listed_record(0), listed_record(1)]))
+    mock!(Client::list_resource_record_sets)
+        .then_output(|| listing(vec![listed_record(0), listed_record(1)]))
 }
 
 fn get_ok() -> aws_smithy_mocks::Rule {
-    mock!(Client::get_health_check).then_compute_output(|req| verdict_output(req.health_check_id().unwrap(), false, 7))
+    mock!(Client::get_health_check)
+        .then_compute_output(|req| verdict_output(req.health_check_id().unwrap(), false, 7))
 }
 
 #[tokio::test(start_paused = true)]
@@ -31,10 +35,22 @@ async fn throttling_then_success_is_retried() {
         .output(|| listing(vec![listed_record(0), listed_record(1)]))
         .build();
     let get = get_ok();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]), settings());
-    let observed = p.observe().await.expect("observe succeeds after throttling");
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]),
+        settings(),
+    );
+    let observed = p
+        .observe()
+        .await
+        .expect("observe succeeds after throttling");
     assert_eq!(list.num_calls(), 3);
-    assert_eq!(observed.pools["seoul"], ObservedPool { enabled: true, version: Some("7".into()) });
+    assert_eq!(
+        observed.pools["seoul"],
+        ObservedPool {
+            enabled: true,
+            version: Some("7".into())
+        }
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -45,16 +61,29 @@ async fn server_errors_are_retried() {
         .output(|| listing(vec![listed_record(0), listed_record(1)]))
         .build();
     let get = get_ok();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]), settings());
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]),
+        settings(),
+    );
     p.observe().await.expect("observe succeeds after a 503");
     assert_eq!(list.num_calls(), 2);
 }
 
 #[tokio::test(start_paused = true)]
 async fn persistent_throttling_ends_rate_limited_after_max_attempts() {
-    let list = mock!(Client::list_resource_record_sets).sequence().http_status(400, Some(throttling())).repeatedly().build();
-    let s = gslb_route53::Route53Settings { max_attempts: 4, ..settings() };
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]), s);
+    let list = mock!(Client::list_resource_record_sets)
+        .sequence()
+        .http_status(400, Some(throttling()))
+        .repeatedly()
+        .build();
+    let s = gslb_route53::Route53Settings {
+        max_attempts: 4,
+        ..settings()
+    };
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]),
+        s,
+    );
     let err = p.observe().await.unwrap_err();
     assert_eq!(err, ProviderError::RateLimited { retry_after: None });
     assert_eq!(list.num_calls(), 4, "max_attempts counts the first attempt");
@@ -66,10 +95,20 @@ async fn access_denied_is_auth_and_not_retried() {
         "AccessDenied",
         "User: arn:aws:iam::123456789012:user/gslb is not authorized to perform: route53:ListResourceRecordSets",
     );
-    let list = mock!(Client::list_resource_record_sets).sequence().http_status(403, Some(body)).repeatedly().build();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]), settings());
+    let list = mock!(Client::list_resource_record_sets)
+        .sequence()
+        .http_status(403, Some(body))
+        .repeatedly()
+        .build();
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]),
+        settings(),
+    );
     let err = p.observe().await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Auth(m) if m.contains("AccessDenied")), "{err:?}");
+    assert!(
+        matches!(&err, ProviderError::Auth(m) if m.contains("AccessDenied")),
+        "{err:?}"
+    );
     assert!(!err.is_retryable());
     assert_eq!(list.num_calls(), 1);
 }
@@ -82,7 +121,9 @@ impl ProvideCredentials for NoCredentials {
     where
         Self: 'a,
     {
-        future::ProvideCredentials::ready(Err(CredentialsError::not_loaded("no credentials in this test")))
+        future::ProvideCredentials::ready(Err(CredentialsError::not_loaded(
+            "no credentials in this test",
+        )))
     }
 }
 
@@ -91,27 +132,84 @@ async fn missing_credentials_are_auth() {
     // A raw HTTP answer, not a modeled output: the mock interceptor sets modeled outputs after
     // the attempt, which would hide the credentials failure. Were the request sent, the 500
     // would make it Transient.
-    let list = mock!(Client::list_resource_record_sets).sequence().http_status(500, None).repeatedly().build();
+    let list = mock!(Client::list_resource_record_sets)
+        .sequence()
+        .http_status(500, None)
+        .repeatedly()
+        .build();
     let client = mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list], |c| c
         .credentials_provider(SharedCredentialsProvider::new(NoCredentials)));
     let err = provider(client, settings()).observe().await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Auth(m) if m.contains("credentials")), "{err:?}");
+    assert!(
+        matches!(&err, ProviderError::Auth(m) if m.contains("credentials")),
+        "{err:?}"
+    );
     assert_eq!(list.num_calls(), 1, "not retried");
 }
 
 #[tokio::test(start_paused = true)]
 async fn observe_reports_inversion_and_version_per_pool() {
     let list = list_ok();
-    let get = mock!(Client::get_health_check)
-        .then_compute_output(|req| verdict_output(req.health_check_id().unwrap(), req.health_check_id() == Some("hc-0"), 12));
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]), settings());
+    let get = mock!(Client::get_health_check).then_compute_output(|req| {
+        verdict_output(
+            req.health_check_id().unwrap(),
+            req.health_check_id() == Some("hc-0"),
+            12,
+        )
+    });
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]),
+        settings(),
+    );
     assert_eq!(p.name(), "route53");
     assert_eq!(p.style(), FailoverStyle::Enablement);
     let observed = p.observe().await.unwrap();
     assert_eq!(observed.order, None);
-    assert_eq!(observed.pools["seoul"], ObservedPool { enabled: false, version: Some("12".into()) });
-    assert_eq!(observed.pools["tokyo"], ObservedPool { enabled: true, version: Some("12".into()) });
+    assert_eq!(
+        observed.pools["seoul"],
+        ObservedPool {
+            enabled: false,
+            version: Some("12".into())
+        }
+    );
+    assert_eq!(
+        observed.pools["tokyo"],
+        ObservedPool {
+            enabled: true,
+            version: Some("12".into())
+        }
+    );
     assert_eq!(list.num_calls(), 1, "one list call for the pair");
+}
+
+#[tokio::test(start_paused = true)]
+async fn observe_pages_only_while_the_pair_continues() {
+    // Page 1 ends inside the pair (next: tokyo); page 2 ends at another name, so no page 3.
+    let list = mock!(Client::list_resource_record_sets).then_compute_output(|req| {
+        let page = ListResourceRecordSetsOutput::builder()
+            .is_truncated(true)
+            .max_items(1)
+            .next_record_type(RrType::A);
+        match req.start_record_identifier() {
+            None => page
+                .resource_record_sets(listed_record(0))
+                .next_record_name("API.example.com.")
+                .next_record_identifier("tokyo"),
+            Some(_) => page
+                .resource_record_sets(listed_record(1))
+                .next_record_name("www.example.com."),
+        }
+        .build()
+        .unwrap()
+    });
+    let get = get_ok();
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]),
+        settings(),
+    );
+    let observed = p.observe().await.expect("observe");
+    assert_eq!(list.num_calls(), 2);
+    assert_eq!(observed.pools.len(), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -123,17 +221,30 @@ async fn observe_refuses_a_check_gslb_does_not_manage() {
             .health_check(health_check(id, "terraform-20240101", false, 1))
             .build()
     });
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]), settings());
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]),
+        settings(),
+    );
     let err = p.observe().await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Unowned(m) if m.contains("hc-0") && m.contains("CallerReference")), "{err:?}");
+    assert!(
+        matches!(&err, ProviderError::Unowned(m) if m.contains("hc-0") && m.contains("CallerReference")),
+        "{err:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn observe_without_records_says_to_provision() {
-    let list = mock!(Client::list_resource_record_sets).then_output(|| listing(vec![listed_record(1)]));
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]), settings());
+    let list =
+        mock!(Client::list_resource_record_sets).then_output(|| listing(vec![listed_record(1)]));
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]),
+        settings(),
+    );
     let err = p.observe().await.unwrap_err();
-    assert!(matches!(&err, ProviderError::NotFound(m) if m.contains("PRIMARY") && m.contains("provisioning")), "{err:?}");
+    assert!(
+        matches!(&err, ProviderError::NotFound(m) if m.contains("PRIMARY") && m.contains("provisioning")),
+        "{err:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -141,10 +252,15 @@ async fn apply_inverts_the_verdict_check_fenced_by_the_observed_version() {
     let (list, get) = (list_ok(), get_ok());
     let update = mock!(Client::update_health_check)
         .match_requests(|r| {
-            r.health_check_id() == Some("hc-0") && r.health_check_version() == Some(7) && r.inverted() == Some(true)
+            r.health_check_id() == Some("hc-0")
+                && r.health_check_version() == Some(7)
+                && r.inverted() == Some(true)
         })
         .then_output(|| UpdateHealthCheckOutput::builder().build());
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get, &update]), settings());
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get, &update]),
+        settings(),
+    );
     let observed = p.observe().await.unwrap();
     let plan = vec![Change::SetEnabled {
         pool: "seoul".into(),
@@ -158,39 +274,92 @@ async fn apply_inverts_the_verdict_check_fenced_by_the_observed_version() {
 #[tokio::test(start_paused = true)]
 async fn version_mismatch_is_a_conflict_and_not_retried() {
     let (list, get) = (list_ok(), get_ok());
-    let body = error_body("HealthCheckVersionMismatch", "The value of HealthCheckVersion in the request doesn't match");
-    let update = mock!(Client::update_health_check).sequence().http_status(409, Some(body)).repeatedly().build();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get, &update]), settings());
+    let body = error_body(
+        "HealthCheckVersionMismatch",
+        "The value of HealthCheckVersion in the request doesn't match",
+    );
+    let update = mock!(Client::update_health_check)
+        .sequence()
+        .http_status(409, Some(body))
+        .repeatedly()
+        .build();
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get, &update]),
+        settings(),
+    );
     p.observe().await.unwrap();
-    let plan = vec![Change::SetEnabled { pool: "seoul".into(), enabled: false, expected_version: Some("7".into()) }];
+    let plan = vec![Change::SetEnabled {
+        pool: "seoul".into(),
+        enabled: false,
+        expected_version: Some("7".into()),
+    }];
     let err = p.apply(&plan).await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Conflict(m) if m.contains("HealthCheckVersionMismatch")), "{err:?}");
+    assert!(
+        matches!(&err, ProviderError::Conflict(m) if m.contains("HealthCheckVersionMismatch")),
+        "{err:?}"
+    );
     assert_eq!(update.num_calls(), 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn apply_before_observe_is_a_conflict_and_set_order_is_invalid() {
-    let update = mock!(Client::update_health_check).then_output(|| UpdateHealthCheckOutput::builder().build());
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&update]), settings());
-    let enable = Change::SetEnabled { pool: "seoul".into(), enabled: false, expected_version: Some("1".into()) };
-    assert!(matches!(p.apply(&vec![enable.clone()]).await, Err(ProviderError::Conflict(_))));
-    let reorder = Change::SetOrder { from: vec!["seoul".into()], to: vec!["tokyo".into()] };
-    assert!(matches!(p.apply(&vec![reorder, enable]).await, Err(ProviderError::Invalid(_))));
-    let stranger = Change::SetEnabled { pool: "paris".into(), enabled: false, expected_version: Some("1".into()) };
-    assert!(matches!(p.apply(&vec![stranger]).await, Err(ProviderError::NotFound(_))));
+    let update = mock!(Client::update_health_check)
+        .then_output(|| UpdateHealthCheckOutput::builder().build());
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&update]),
+        settings(),
+    );
+    let enable = Change::SetEnabled {
+        pool: "seoul".into(),
+        enabled: false,
+        expected_version: Some("1".into()),
+    };
+    assert!(matches!(
+        p.apply(&vec![enable.clone()]).await,
+        Err(ProviderError::Conflict(_))
+    ));
+    let reorder = Change::SetOrder {
+        from: vec!["seoul".into()],
+        to: vec!["tokyo".into()],
+    };
+    assert!(matches!(
+        p.apply(&vec![reorder, enable]).await,
+        Err(ProviderError::Invalid(_))
+    ));
+    let stranger = Change::SetEnabled {
+        pool: "paris".into(),
+        enabled: false,
+        expected_version: Some("1".into()),
+    };
+    assert!(matches!(
+        p.apply(&vec![stranger]).await,
+        Err(ProviderError::NotFound(_))
+    ));
     assert_eq!(update.num_calls(), 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_rate_limiter_paces_every_call() {
     let (list, get) = (list_ok(), get_ok());
-    let s = gslb_route53::Route53Settings { requests_per_second: std::num::NonZeroU32::new(2).unwrap(), ..settings() };
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]), s);
+    let s = gslb_route53::Route53Settings {
+        requests_per_second: std::num::NonZeroU32::new(2).unwrap(),
+        ..settings()
+    };
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]),
+        s,
+    );
     let start = tokio::time::Instant::now();
     p.observe().await.unwrap();
     p.observe().await.unwrap();
     // 6 calls at 2/s with a burst of 2: the last 4 wait 0.5 s each.
     let elapsed = start.elapsed();
-    assert!(elapsed >= std::time::Duration::from_millis(2000), "{elapsed:?}");
-    assert!(elapsed < std::time::Duration::from_millis(2100), "{elapsed:?}");
+    assert!(
+        elapsed >= std::time::Duration::from_millis(2000),
+        "{elapsed:?}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_millis(2100),
+        "{elapsed:?}"
+    );
 }

@@ -27,18 +27,24 @@ fn create_check() -> Rule {
         let id = format!("new-{}", reference.split('-').nth(1).unwrap());
         CreateHealthCheckOutput::builder()
             .health_check(health_check(&id, &reference, false, 1))
-            .location(format!("https://route53.amazonaws.com/2013-04-01/healthcheck/{id}"))
+            .location(format!(
+                "https://route53.amazonaws.com/2013-04-01/healthcheck/{id}"
+            ))
             .build()
             .unwrap()
     })
 }
 
 fn change_output(status: ChangeStatus) -> ChangeResourceRecordSetsOutput {
-    ChangeResourceRecordSetsOutput::builder().change_info(change_info(status)).build()
+    ChangeResourceRecordSetsOutput::builder()
+        .change_info(change_info(status))
+        .build()
 }
 
 fn get_change(status: ChangeStatus) -> GetChangeOutput {
-    GetChangeOutput::builder().change_info(change_info(status)).build()
+    GetChangeOutput::builder()
+        .change_info(change_info(status))
+        .build()
 }
 
 #[tokio::test(start_paused = true)]
@@ -47,10 +53,16 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
     let change = mock!(Client::change_resource_record_sets)
         .match_requests(|req| {
             let changes = req.change_batch().unwrap().changes();
-            let roles: Vec<_> = changes.iter().map(|c| c.resource_record_set().unwrap().failover.clone()).collect();
+            let roles: Vec<_> = changes
+                .iter()
+                .map(|c| c.resource_record_set().unwrap().failover.clone())
+                .collect();
             changes.iter().all(|c| c.action() == &ChangeAction::Create)
                 && roles
-                    == [Some(ResourceRecordSetFailover::Primary), Some(ResourceRecordSetFailover::Secondary)]
+                    == [
+                        Some(ResourceRecordSetFailover::Primary),
+                        Some(ResourceRecordSetFailover::Secondary),
+                    ]
                 && changes[0].resource_record_set().unwrap().health_check_id() == Some("new-seoul")
         })
         .then_output(|| change_output(ChangeStatus::Pending));
@@ -61,7 +73,10 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
         .output(|| get_change(ChangeStatus::Insync))
         .build();
     let rules = [&list, &create, &change, &poll];
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, rules), settings());
+    let p = provider(
+        mock_client!(aws_sdk_route53, RuleMode::MatchAny, rules),
+        settings(),
+    );
     let start = tokio::time::Instant::now();
     let report = p.provision().await.expect("provision");
     assert_eq!(change.num_calls(), 1, "both pools in one batch");
@@ -79,31 +94,66 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
 #[tokio::test(start_paused = true)]
 async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
     let (list, create) = (empty_listing(), create_check());
-    let change = mock!(Client::change_resource_record_sets).then_output(|| change_output(ChangeStatus::Pending));
+    let change = mock!(Client::change_resource_record_sets)
+        .then_output(|| change_output(ChangeStatus::Pending));
     let poll = mock!(Client::get_change).then_output(|| get_change(ChangeStatus::Pending));
     // 9 s: the deadline falls between two 2 s polls, so the count below is exact.
-    let s = Route53Settings { change_timeout: Duration::from_secs(9), ..settings() };
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &create, &change, &poll]), s);
+    let s = Route53Settings {
+        change_timeout: Duration::from_secs(9),
+        ..settings()
+    };
+    let p = provider(
+        mock_client!(
+            aws_sdk_route53,
+            RuleMode::MatchAny,
+            [&list, &create, &change, &poll]
+        ),
+        s,
+    );
     let start = tokio::time::Instant::now();
     let err = p.provision().await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Transient(m) if m.contains("INSYNC")), "{err:?}");
-    assert_eq!(start.elapsed(), Duration::from_secs(9), "gave up at the deadline, not before or after");
+    assert!(
+        matches!(&err, ProviderError::Transient(m) if m.contains("INSYNC")),
+        "{err:?}"
+    );
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(9),
+        "gave up at the deadline, not before or after"
+    );
     assert_eq!(poll.num_calls(), 4, "polled every 2 s until the deadline");
 }
 
 #[tokio::test(start_paused = true)]
 async fn prior_request_not_complete_is_retried() {
     let (list, create) = (empty_listing(), create_check());
-    let busy = error_body("PriorRequestNotComplete", "The request was rejected because Route 53 was still processing a prior request.");
+    let busy = error_body(
+        "PriorRequestNotComplete",
+        "The request was rejected because Route 53 was still processing a prior request.",
+    );
     let change = mock!(Client::change_resource_record_sets)
         .sequence()
         .http_status(400, Some(busy))
         .output(|| change_output(ChangeStatus::Insync))
         .build();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &create, &change]), settings());
-    let report = p.provision().await.expect("provision succeeds after PriorRequestNotComplete");
+    let p = provider(
+        mock_client!(
+            aws_sdk_route53,
+            RuleMode::MatchAny,
+            [&list, &create, &change]
+        ),
+        settings(),
+    );
+    let report = p
+        .provision()
+        .await
+        .expect("provision succeeds after PriorRequestNotComplete");
     assert_eq!(change.num_calls(), 2);
-    assert_eq!(create.num_calls(), 2, "the retried batch reuses the checks already made");
+    assert_eq!(
+        create.num_calls(),
+        2,
+        "the retried batch reuses the checks already made"
+    );
     assert!(!report.is_noop());
 }
 
@@ -112,7 +162,10 @@ async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
     // seoul is listed with an old value; tokyo is as the binding says.
     let mut old_seoul = listed_record(0);
     old_seoul.resource_records = Some(vec![
-        aws_sdk_route53::types::ResourceRecord::builder().value("198.51.100.9").build().unwrap(),
+        aws_sdk_route53::types::ResourceRecord::builder()
+            .value("198.51.100.9")
+            .build()
+            .unwrap(),
     ]);
     let listed = old_seoul.clone();
     let list = mock!(Client::list_resource_record_sets)
@@ -132,11 +185,24 @@ async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
         })
         .then_output(|| change_output(ChangeStatus::Insync));
     let create = create_check();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get, &change, &create]), settings());
+    let p = provider(
+        mock_client!(
+            aws_sdk_route53,
+            RuleMode::MatchAny,
+            [&list, &get, &change, &create]
+        ),
+        settings(),
+    );
     let report = p.provision().await.expect("provision");
     assert_eq!(change.num_calls(), 1);
-    assert_eq!(create.num_calls(), 0, "the valid (inverted) verdict check is kept");
-    assert!(matches!(&report.pools[0].action, ProvisionAction::Replaced { reason } if reason.contains("values")));
+    assert_eq!(
+        create.num_calls(),
+        0,
+        "the valid (inverted) verdict check is kept"
+    );
+    assert!(
+        matches!(&report.pools[0].action, ProvisionAction::Replaced { reason } if reason.contains("values"))
+    );
     assert_eq!(report.pools[1].action, ProvisionAction::Unchanged);
 }
 
@@ -146,9 +212,17 @@ async fn provision_with_nothing_to_do_makes_no_write() {
         .then_output(|| listing(vec![listed_record(0), listed_record(1)]));
     let get = mock!(Client::get_health_check)
         .then_compute_output(|req| verdict_output(req.health_check_id().unwrap(), false, 1));
-    let change = mock!(Client::change_resource_record_sets).then_output(|| change_output(ChangeStatus::Insync));
+    let change = mock!(Client::change_resource_record_sets)
+        .then_output(|| change_output(ChangeStatus::Insync));
     let create = create_check();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get, &change, &create]), settings());
+    let p = provider(
+        mock_client!(
+            aws_sdk_route53,
+            RuleMode::MatchAny,
+            [&list, &get, &change, &create]
+        ),
+        settings(),
+    );
     let report = p.provision().await.expect("provision");
     assert!(report.is_noop(), "{report:?}");
     assert_eq!((change.num_calls(), create.num_calls()), (0, 0));
@@ -157,10 +231,31 @@ async fn provision_with_nothing_to_do_makes_no_write() {
 #[tokio::test(start_paused = true)]
 async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
     let (list, create) = (empty_listing(), create_check());
-    let refused = error_body("InvalidChangeBatch", "RRSet of type CNAME with DNS name api.example.com. is not permitted");
-    let change = mock!(Client::change_resource_record_sets).sequence().http_status(400, Some(refused)).repeatedly().build();
-    let p = provider(mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &create, &change]), settings());
+    let refused = error_body(
+        "InvalidChangeBatch",
+        "RRSet of type CNAME with DNS name api.example.com. is not permitted",
+    );
+    let change = mock!(Client::change_resource_record_sets)
+        .sequence()
+        .http_status(400, Some(refused))
+        .repeatedly()
+        .build();
+    let p = provider(
+        mock_client!(
+            aws_sdk_route53,
+            RuleMode::MatchAny,
+            [&list, &create, &change]
+        ),
+        settings(),
+    );
     let err = p.provision().await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Invalid(m) if m.contains("did not change") && m.contains("not permitted")), "{err:?}");
-    assert_eq!(change.num_calls(), 1, "the re-list showed no race, so no second batch");
+    assert!(
+        matches!(&err, ProviderError::Invalid(m) if m.contains("did not change") && m.contains("not permitted")),
+        "{err:?}"
+    );
+    assert_eq!(
+        change.num_calls(),
+        1,
+        "the re-list showed no race, so no second batch"
+    );
 }

@@ -27,40 +27,105 @@ async fn moto_provision_observe_apply_round_trip() {
 
     // Provision from nothing: both records and both verdict checks are created.
     let report = p.provision().await.expect("provision");
-    assert!(report.pools.iter().all(|r| r.action == ProvisionAction::Created && r.created_health_check), "{report:?}");
+    assert!(
+        report
+            .pools
+            .iter()
+            .all(|r| r.action == ProvisionAction::Created && r.created_health_check),
+        "{report:?}"
+    );
     let after_provision = records(&raw, &zone).await;
-    assert_eq!(values_of(&after_provision, "seoul"), Some(vec!["192.0.2.1".to_owned()]));
-    assert_eq!(values_of(&after_provision, "tokyo"), Some(vec!["192.0.2.2".to_owned()]));
+    assert_eq!(
+        values_of(&after_provision, "seoul"),
+        Some(vec!["192.0.2.1".to_owned()])
+    );
+    assert_eq!(
+        values_of(&after_provision, "tokyo"),
+        Some(vec!["192.0.2.2".to_owned()])
+    );
     for (record, pool) in after_provision.iter().zip(&report.pools) {
-        assert_eq!(record.health_check_id.as_deref(), Some(pool.health_check_id.as_str()));
+        assert_eq!(
+            record.health_check_id.as_deref(),
+            Some(pool.health_check_id.as_str())
+        );
         assert_eq!(record.ttl, Some(60));
     }
 
     // Observe: both enabled, each with a version.
     let observed = p.observe().await.expect("observe");
     assert_eq!(observed.order, None);
-    assert!(observed.pools.values().all(|o| o.enabled && o.version.is_some()), "{observed:?}");
+    assert!(
+        observed
+            .pools
+            .values()
+            .all(|o| o.enabled && o.version.is_some()),
+        "{observed:?}"
+    );
 
     // Make tokyo active: the pure diff disables seoul, apply inverts seoul's verdict check.
     let priority = vec!["seoul".to_owned(), "tokyo".to_owned()];
-    let desired = DesiredState::for_active(FailoverStyle::Enablement, &priority, "tokyo", &Default::default());
+    let desired = DesiredState::for_active(
+        FailoverStyle::Enablement,
+        &priority,
+        "tokyo",
+        &Default::default(),
+    );
     let plan = diff(&desired, &observed).unwrap();
-    assert!(matches!(plan.as_slice(), [Change::SetEnabled { pool, enabled: false, .. }] if pool == "seoul"));
+    assert!(
+        matches!(plan.as_slice(), [Change::SetEnabled { pool, enabled: false, .. }] if pool == "seoul")
+    );
     p.apply(&plan).await.expect("apply");
 
     let observed = p.observe().await.expect("observe after apply");
-    assert!(!observed.pools["seoul"].enabled, "Inverted round-trips through moto");
+    assert!(
+        !observed.pools["seoul"].enabled,
+        "Inverted round-trips through moto"
+    );
     assert!(observed.pools["tokyo"].enabled);
-    assert!(diff(&desired, &observed).unwrap().is_empty(), "nothing left to do");
-    let check = raw.get_health_check().health_check_id(&report.pools[0].health_check_id).send().await.unwrap();
-    assert_eq!(check.health_check.unwrap().health_check_config.unwrap().inverted, Some(true));
-    assert_eq!(records(&raw, &zone).await, after_provision, "apply never touches records");
+    assert!(
+        diff(&desired, &observed).unwrap().is_empty(),
+        "nothing left to do"
+    );
+    let check = raw
+        .get_health_check()
+        .health_check_id(&report.pools[0].health_check_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        check
+            .health_check
+            .unwrap()
+            .health_check_config
+            .unwrap()
+            .inverted,
+        Some(true)
+    );
+    assert_eq!(
+        records(&raw, &zone).await,
+        after_provision,
+        "apply never touches records"
+    );
 
     // A second provision finds everything in place: no write, the disabled pool stays disabled.
-    let checks_before = raw.list_health_checks().send().await.unwrap().health_checks.len();
+    let checks_before = raw
+        .list_health_checks()
+        .send()
+        .await
+        .unwrap()
+        .health_checks
+        .len();
     let again = p.provision().await.expect("second provision");
     assert!(again.is_noop(), "{again:?}");
-    assert_eq!(raw.list_health_checks().send().await.unwrap().health_checks.len(), checks_before);
+    assert_eq!(
+        raw.list_health_checks()
+            .send()
+            .await
+            .unwrap()
+            .health_checks
+            .len(),
+        checks_before
+    );
     assert_eq!(records(&raw, &zone).await, after_provision);
     assert!(!p.observe().await.unwrap().pools["seoul"].enabled);
 }

@@ -19,7 +19,9 @@ pub const NAME: &str = "api.example.com";
 
 /// [`gslb_route53::testing::emulator_client`] for `endpoint`, plus `interceptors`.
 pub fn client(endpoint: &str, interceptors: Vec<SharedInterceptor>) -> Client {
-    let mut builder = gslb_route53::testing::emulator_client(endpoint).config().to_builder();
+    let mut builder = gslb_route53::testing::emulator_client(endpoint)
+        .config()
+        .to_builder();
     for i in interceptors {
         builder.push_interceptor(i);
     }
@@ -47,8 +49,14 @@ pub fn binding(zone: &str) -> Route53Binding {
         record_type: "A".into(),
         ttl: Duration::from_secs(60),
         pools: vec![
-            Route53Pool { set_identifier: "seoul".into(), values: vec!["192.0.2.1".into()] },
-            Route53Pool { set_identifier: "tokyo".into(), values: vec!["192.0.2.2".into()] },
+            Route53Pool {
+                set_identifier: "seoul".into(),
+                values: vec!["192.0.2.1".into()],
+            },
+            Route53Pool {
+                set_identifier: "tokyo".into(),
+                values: vec!["192.0.2.2".into()],
+            },
         ],
     }
 }
@@ -71,8 +79,11 @@ pub async fn records(client: &Client, zone: &str) -> Vec<ResourceRecordSet> {
         .send()
         .await
         .expect("list records");
-    let mut ours: Vec<_> =
-        out.resource_record_sets.into_iter().filter(|r| r.name.trim_end_matches('.') == NAME).collect();
+    let mut ours: Vec<_> = out
+        .resource_record_sets
+        .into_iter()
+        .filter(|r| r.name.trim_end_matches('.') == NAME)
+        .collect();
     ours.sort_by(|a, b| a.set_identifier.cmp(&b.set_identifier));
     ours
 }
@@ -82,5 +93,10 @@ pub fn values_of(records: &[ResourceRecordSet], set_identifier: &str) -> Option<
     records
         .iter()
         .find(|r| r.set_identifier.as_deref() == Some(set_identifier))
-        .map(|r| r.resource_records().iter().map(|v| v.value().to_owned()).collect())
+        .map(|r| {
+            r.resource_records()
+                .iter()
+                .map(|v| v.value().to_owned())
+                .collect()
+        })
 }

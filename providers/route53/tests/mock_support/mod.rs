@@ -11,8 +11,8 @@ use aws_sdk_route53::operation::get_health_check::GetHealthCheckOutput;
 use aws_sdk_route53::operation::list_resource_record_sets::ListResourceRecordSetsOutput;
 use aws_sdk_route53::primitives::DateTime;
 use aws_sdk_route53::types::{
-    ChangeInfo, ChangeStatus, HealthCheck, HealthCheckConfig, HealthCheckType, ResourceRecord, ResourceRecordSet,
-    ResourceRecordSetFailover, RrType,
+    ChangeInfo, ChangeStatus, HealthCheck, HealthCheckConfig, HealthCheckType, ResourceRecord,
+    ResourceRecordSet, ResourceRecordSetFailover, RrType,
 };
 use gslb_route53::{Route53Binding, Route53Pool, Route53Provider, Route53Settings};
 
@@ -24,15 +24,24 @@ pub fn binding() -> Route53Binding {
         record_type: "A".into(),
         ttl: Duration::from_secs(60),
         pools: vec![
-            Route53Pool { set_identifier: "seoul".into(), values: vec!["192.0.2.1".into()] },
-            Route53Pool { set_identifier: "tokyo".into(), values: vec!["192.0.2.2".into()] },
+            Route53Pool {
+                set_identifier: "seoul".into(),
+                values: vec!["192.0.2.1".into()],
+            },
+            Route53Pool {
+                set_identifier: "tokyo".into(),
+                values: vec!["192.0.2.2".into()],
+            },
         ],
     }
 }
 
 /// Production settings except a rate limit high enough not to matter in a test.
 pub fn settings() -> Route53Settings {
-    Route53Settings { requests_per_second: NonZeroU32::new(1000).unwrap(), ..Route53Settings::default() }
+    Route53Settings {
+        requests_per_second: NonZeroU32::new(1000).unwrap(),
+        ..Route53Settings::default()
+    }
 }
 
 /// A provider around a mocked client.
@@ -48,14 +57,23 @@ pub fn check_id(index: usize) -> String {
 /// Pool `index`'s record as Route 53 lists it (trailing dot), pointing at `check_id(index)`.
 pub fn listed_record(index: usize) -> ResourceRecordSet {
     let b = binding();
-    let role = if index == 0 { ResourceRecordSetFailover::Primary } else { ResourceRecordSetFailover::Secondary };
+    let role = if index == 0 {
+        ResourceRecordSetFailover::Primary
+    } else {
+        ResourceRecordSetFailover::Secondary
+    };
     ResourceRecordSet::builder()
         .name("api.example.com.")
         .r#type(RrType::A)
         .set_identifier(&b.pools[index].set_identifier)
         .failover(role)
         .ttl(60)
-        .resource_records(ResourceRecord::builder().value(&b.pools[index].values[0]).build().unwrap())
+        .resource_records(
+            ResourceRecord::builder()
+                .value(&b.pools[index].values[0])
+                .build()
+                .unwrap(),
+        )
         .health_check_id(check_id(index))
         .build()
         .unwrap()
@@ -91,12 +109,19 @@ pub fn health_check(id: &str, caller_reference: &str, inverted: bool, version: i
 
 /// `GetHealthCheck` of a gslb verdict check.
 pub fn verdict_output(id: &str, inverted: bool, version: i64) -> GetHealthCheckOutput {
-    GetHealthCheckOutput::builder().health_check(health_check(id, &format!("gslb-{id}-0"), inverted, version)).build()
+    GetHealthCheckOutput::builder()
+        .health_check(health_check(id, &format!("gslb-{id}-0"), inverted, version))
+        .build()
 }
 
 /// A change with `status`.
 pub fn change_info(status: ChangeStatus) -> ChangeInfo {
-    ChangeInfo::builder().id("/change/C0TEST").status(status).submitted_at(DateTime::from_secs(0)).build().unwrap()
+    ChangeInfo::builder()
+        .id("/change/C0TEST")
+        .status(status)
+        .submitted_at(DateTime::from_secs(0))
+        .build()
+        .unwrap()
 }
 
 /// A Route 53 error body as sent on the wire (restXml `ErrorResponse`).
