@@ -40,7 +40,10 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AdminState) -> std:
 }
 
 async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render())
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        s.metrics.render(),
+    )
 }
 
 async fn status(State(s): State<AdminState>) -> impl IntoResponse {

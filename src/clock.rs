@@ -20,13 +20,18 @@ pub struct Clock {
 impl Clock {
     /// A clock anchored at the current system time.
     pub fn system() -> Self {
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         Self::anchored_at(Millis(u64::try_from(wall.as_millis()).unwrap_or(u64::MAX)))
     }
 
     /// A clock that reads `wall` now (for tests and replays).
     pub fn anchored_at(wall: Millis) -> Self {
-        Self { anchor_wall: wall, anchor: Instant::now() }
+        Self {
+            anchor_wall: wall,
+            anchor: Instant::now(),
+        }
     }
 
     /// The current time.

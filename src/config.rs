@@ -51,7 +51,9 @@ pub struct AdminSettings {
 
 impl Default for AdminSettings {
     fn default() -> Self {
-        Self { listen: default_listen() }
+        Self {
+            listen: default_listen(),
+        }
     }
 }
 
@@ -97,7 +99,9 @@ pub struct ReconcileSettings {
 
 impl Default for ReconcileSettings {
     fn default() -> Self {
-        Self { resync: default_resync() }
+        Self {
+            resync: default_resync(),
+        }
     }
 }
 
@@ -128,7 +132,9 @@ fn default_resync() -> Duration {
 pub const NOT_SETTINGS: [&str; 2] = ["GSLB_CONFIG", "GSLB_LOG"];
 
 fn settings_env() -> config::Map<String, String> {
-    std::env::vars().filter(|(k, _)| k.starts_with("GSLB_") && !NOT_SETTINGS.contains(&k.as_str())).collect()
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("GSLB_") && !NOT_SETTINGS.contains(&k.as_str()))
+        .collect()
 }
 
 /// A settings problem, naming the file.
@@ -147,7 +153,10 @@ impl Settings {
     /// # Errors
     /// The file is missing or unreadable, a key is unknown, or a value has the wrong type.
     pub fn load(file: &Path) -> Result<Self, SettingsError> {
-        let err = |e: config::ConfigError| SettingsError { file: file.display().to_string(), reason: e.to_string() };
+        let err = |e: config::ConfigError| SettingsError {
+            file: file.display().to_string(),
+            reason: e.to_string(),
+        };
         let mut settings: Settings = config::Config::builder()
             .add_source(config::File::from(file).format(config::FileFormat::Toml))
             .add_source(

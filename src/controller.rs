@@ -23,10 +23,18 @@ const OBSERVATION_BUFFER: usize = 1024;
 /// The provider binding a policy's target describes: provider pool refs in priority order.
 pub fn binding(policy: &Policy, resync: Duration) -> Binding {
     let Target::Route53(r) = &policy.target;
-    let refs: BTreeMap<PoolId, String> = r.pools.iter().map(|p| (p.pool.clone(), p.set_identifier.clone())).collect();
+    let refs: BTreeMap<PoolId, String> = r
+        .pools
+        .iter()
+        .map(|p| (p.pool.clone(), p.set_identifier.clone()))
+        .collect();
     Binding {
         service: policy.service.clone(),
-        priority: policy.pools.iter().filter_map(|p| refs.get(&p.id).cloned()).collect(),
+        priority: policy
+            .pools
+            .iter()
+            .filter_map(|p| refs.get(&p.id).cloned())
+            .collect(),
         refs,
         resync,
     }
@@ -53,30 +61,54 @@ pub fn spawn_service<P: Provider>(
         }
     }
     for target in targets {
-        tasks.spawn(crate::probe::run_endpoint(prober.clone(), target, vantage.clone(), sinks.clock, obs_tx.clone()));
+        tasks.spawn(crate::probe::run_endpoint(
+            prober.clone(),
+            target,
+            vantage.clone(),
+            sinks.clock,
+            obs_tx.clone(),
+        ));
     }
     let (decision_tx, decision_rx) = watch::channel(None);
     let (adopt_tx, adopt_rx) = oneshot::channel();
     // Detached: it ends by itself once the provider answered or the service loop is gone.
     tokio::spawn(adopt(provider.clone(), binding.clone(), adopt_tx));
     let tick = policy.probe.interval;
-    tasks.spawn(service::run(Engine::new(policy), obs_rx, adopt_rx, decision_tx, sinks.clone(), tick));
+    tasks.spawn(service::run(
+        Engine::new(policy),
+        obs_rx,
+        adopt_rx,
+        decision_tx,
+        sinks.clone(),
+        tick,
+    ));
     tasks.spawn(reconcile::run(provider, binding, decision_rx, sinks));
     Ok(())
 }
 
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
-async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: oneshot::Sender<Option<PoolId>>) {
+async fn adopt<P: Provider>(
+    provider: Arc<P>,
+    binding: Binding,
+    tx: oneshot::Sender<Option<PoolId>>,
+) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
         match provider.observe().await {
             Ok(observed) => {
-                let pool = observed.active(&binding.priority).and_then(|r| binding.pool_of(r)).cloned();
+                let pool = observed
+                    .active(&binding.priority)
+                    .and_then(|r| binding.pool_of(r))
+                    .cloned();
                 let _ = tx.send(pool);
                 return;
             }
             Err(e) => {
-                let delay = if e.is_retryable() { backoff.next_delay(rand::random::<f64>(), None) } else { binding.resync };
+                let delay = if e.is_retryable() {
+                    backoff.next_delay(rand::random::<f64>(), None)
+                } else {
+                    binding.resync
+                };
                 tracing::warn!(service = %binding.service, error = %e, retry_in = ?delay, "cannot read the provider's state at start; probing goes on, no decision until it answers");
                 tokio::time::sleep(delay).await;
             }

@@ -17,6 +17,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
+use crate::controller;
 use crate::engine::Rule;
 use crate::events::{self, Event};
 use crate::metrics::Metrics;
@@ -26,7 +27,6 @@ use crate::policy::{self, Policy};
 use crate::probe::{DnsSettings, Prober};
 use crate::reconcile::Sinks;
 use crate::status::StatusBoard;
-use crate::controller;
 
 /// The embedded policy template.
 const POLICY: &str = include_str!("demo_policy.toml");
@@ -58,11 +58,16 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut seoul = Origin::start(loopback, "seoul").await?;
     let tokyo = Origin::start(loopback, "tokyo").await?;
-    let text = POLICY.replace("{seoul}", &seoul.addr().to_string()).replace("{tokyo}", &tokyo.addr().to_string());
+    let text = POLICY
+        .replace("{seoul}", &seoul.addr().to_string())
+        .replace("{tokyo}", &tokyo.addr().to_string());
     let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
 
     let clock = Clock::system();
-    let provider = Arc::new(MemoryProvider::new(FailoverStyle::Enablement, &["seoul".into(), "tokyo".into()]));
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
@@ -73,18 +78,34 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     let mut tasks = JoinSet::new();
     let binding = controller::binding(&policy, Duration::from_secs(5));
     let prober = Arc::new(Prober::new(&DnsSettings::default())?);
-    controller::spawn_service(&mut tasks, policy.clone(), provider.clone(), binding, prober, VantageId("demo".into()), sinks.clone())?;
+    controller::spawn_service(
+        &mut tasks,
+        policy.clone(),
+        provider.clone(),
+        binding,
+        prober,
+        VantageId("demo".into()),
+        sinks.clone(),
+    )?;
 
     say(out, &intro(&policy, seoul.addr(), tokyo.addr()));
     let mut healthy = std::collections::BTreeSet::new();
     wait_for(&mut rx, "seoul and tokyo healthy, seoul serving", |e| {
-        if let Event::EndpointVerdict { pool, verdict: Verdict::Healthy, .. } = e {
+        if let Event::EndpointVerdict {
+            pool,
+            verdict: Verdict::Healthy,
+            ..
+        } = e
+        {
             healthy.insert(pool.0.clone());
         }
         healthy.len() == 2
     })
     .await?;
-    say(out, "  steady state: both pools healthy, seoul serving, provider untouched\n");
+    say(
+        out,
+        "  steady state: both pools healthy, seoul serving, provider untouched\n",
+    );
 
     // Drill: stop Seoul.
     let injected = clock.now();
@@ -96,19 +117,37 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     })
     .await?;
     if let Event::Probe { observation, .. } = &first_fail {
-        report.mark(&format!("first failed probe ({})", observation.outcome.reason), observation.at);
+        report.mark(
+            &format!("first failed probe ({})", observation.outcome.reason),
+            observation.at,
+        );
     }
     let down = wait_for(&mut rx, "seoul marked down", |e| {
         matches!(e, Event::EndpointVerdict { pool, verdict: Verdict::Unhealthy, .. } if pool.0 == "seoul")
     })
     .await?;
-    let down_at = if let Event::EndpointVerdict { at, .. } = down { at } else { injected };
-    report.mark(&format!("seoul marked down (fall {})", policy.thresholds.fall), down_at);
-    let decision = wait_for(&mut rx, "failover decision", |e| matches!(e, Event::Decision(d) if d.rule == Rule::Failover)).await?;
+    let down_at = if let Event::EndpointVerdict { at, .. } = down {
+        at
+    } else {
+        injected
+    };
+    report.mark(
+        &format!("seoul marked down (fall {})", policy.thresholds.fall),
+        down_at,
+    );
+    let decision = wait_for(
+        &mut rx,
+        "failover decision",
+        |e| matches!(e, Event::Decision(d) if d.rule == Rule::Failover),
+    )
+    .await?;
     if let Event::Decision(d) = &decision {
         report.mark("decision: failover seoul -> tokyo", d.at);
     }
-    let applied = wait_for(&mut rx, "provider write", |e| matches!(e, Event::Applied { .. })).await?;
+    let applied = wait_for(&mut rx, "provider write", |e| {
+        matches!(e, Event::Applied { .. })
+    })
+    .await?;
     let applied_at = if let Event::Applied { at, plan, .. } = &applied {
         report.mark(&format!("provider write: {}", describe(plan)), *at);
         *at
@@ -142,26 +181,51 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
         matches!(e, Event::EndpointVerdict { pool, verdict: Verdict::Healthy, .. } if pool.0 == "seoul")
     })
     .await?;
-    let held = wait_for(&mut rx, "failback rule", |e| matches!(e, Event::Decision(d) if d.rule == Rule::FailbackManual)).await?;
+    let held = wait_for(
+        &mut rx,
+        "failback rule",
+        |e| matches!(e, Event::Decision(d) if d.rule == Rule::FailbackManual),
+    )
+    .await?;
     let mut fb = Timeline::new(restored);
     fb.mark("seoul origin restored", restored);
     if let Event::EndpointVerdict { at, .. } = up {
-        fb.mark(&format!("seoul healthy again (rise {})", policy.thresholds.rise), at);
+        fb.mark(
+            &format!("seoul healthy again (rise {})", policy.thresholds.rise),
+            at,
+        );
     }
     say(out, "\nFailback: Seoul origin restored\n");
     say(out, &fb.render());
     if let Event::Decision(d) = &held {
-        say(out, &format!("  decision: {} -> {} keeps serving\n", d.rule.as_str(), d.active.as_ref().map_or("-", |p| p.0.as_str())));
+        say(
+            out,
+            &format!(
+                "  decision: {} -> {} keeps serving\n",
+                d.rule.as_str(),
+                d.active.as_ref().map_or("-", |p| p.0.as_str())
+            ),
+        );
         for r in &d.reasons {
             say(out, &format!("    - {r}\n"));
         }
     }
-    let serving = provider.snapshot().active(&["seoul".into(), "tokyo".into()]).cloned().unwrap_or_default();
+    let serving = provider
+        .snapshot()
+        .active(&["seoul".into(), "tokyo".into()])
+        .cloned()
+        .unwrap_or_default();
     let writes = provider.writes().len();
-    say(out, &format!("  provider now serves {serving}; {writes} write(s) in total\n"));
+    say(
+        out,
+        &format!("  provider now serves {serving}; {writes} write(s) in total\n"),
+    );
     let board = sinks.board.snapshot();
     if let Some(s) = board.values().next() {
-        say(out, &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase());
+        say(
+            out,
+            &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase(),
+        );
     }
     say(
         out,
@@ -183,15 +247,27 @@ fn intro(policy: &Policy, seoul: SocketAddr, tokyo: SocketAddr) -> String {
         policy.probe.timeout.as_millis(),
         policy.thresholds.fall,
         policy.thresholds.rise,
-        if policy.failback == crate::policy::Failback::Manual { "manual" } else { "auto" },
+        if policy.failback == crate::policy::Failback::Manual {
+            "manual"
+        } else {
+            "auto"
+        },
     )
 }
 
 fn describe(plan: &[Change]) -> String {
     plan.iter()
         .map(|c| match c {
-            Change::SetEnabled { pool, enabled: false, .. } => format!("{pool} disabled (verdict check inverted)"),
-            Change::SetEnabled { pool, enabled: true, .. } => format!("{pool} enabled"),
+            Change::SetEnabled {
+                pool,
+                enabled: false,
+                ..
+            } => format!("{pool} disabled (verdict check inverted)"),
+            Change::SetEnabled {
+                pool,
+                enabled: true,
+                ..
+            } => format!("{pool} enabled"),
             Change::SetOrder { to, .. } => format!("order {}", to.join(", ")),
         })
         .collect::<Vec<_>>()
@@ -230,7 +306,10 @@ struct Timeline {
 
 impl Timeline {
     fn new(origin: Millis) -> Self {
-        Self { origin, rows: Vec::new() }
+        Self {
+            origin,
+            rows: Vec::new(),
+        }
     }
 
     fn mark(&mut self, what: &str, at: Millis) {

@@ -61,18 +61,27 @@ struct Failure {
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
-        Self { code: 1, error: e.into() }
+        Self {
+            code: 1,
+            error: e.into(),
+        }
     }
 }
 
 fn bad_config(e: impl Into<anyhow::Error>) -> Failure {
-    Failure { code: 2, error: e.into() }
+    Failure {
+        code: 2,
+        error: e.into(),
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(matches!(cli.command, Command::Demo));
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -93,7 +102,11 @@ fn init_tracing(quiet: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GSLB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 async fn dispatch(command: Command) -> Result<(), Failure> {
@@ -144,7 +157,10 @@ async fn route53(settings: &Settings, policy: &Policy) -> Route53Provider {
         pools: t
             .pools
             .iter()
-            .map(|p| Route53Pool { set_identifier: p.set_identifier.clone(), values: p.values.clone() })
+            .map(|p| Route53Pool {
+                set_identifier: p.set_identifier.clone(),
+                values: p.values.clone(),
+            })
             .collect(),
     };
     let s = &settings.route53;
@@ -161,7 +177,10 @@ async fn route53(settings: &Settings, policy: &Policy) -> Route53Provider {
 async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), Failure> {
     for p in policies {
         let provider = route53(settings, p).await;
-        let report = provider.provision().await.with_context(|| format!("provisioning service {}", p.service))?;
+        let report = provider
+            .provision()
+            .await
+            .with_context(|| format!("provisioning service {}", p.service))?;
         if report.is_noop() {
             println!("provisioned {}: nothing to change", p.service);
         }
@@ -171,8 +190,15 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
                 ProvisionAction::Created => "record created".to_owned(),
                 ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
             };
-            let check = if pool.created_health_check { "new verdict check" } else { "verdict check" };
-            println!("provisioned {} {}: {action}; {check} {}", p.service, pool.set_identifier, pool.health_check_id);
+            let check = if pool.created_health_check {
+                "new verdict check"
+            } else {
+                "verdict check"
+            };
+            println!(
+                "provisioned {} {}: {action}; {check} {}",
+                p.service, pool.set_identifier, pool.health_check_id
+            );
         }
     }
     Ok(())
@@ -201,7 +227,10 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         )
         .map_err(bad_config)?;
     }
-    let admin = gslb::admin::AdminState { board: sinks.board.clone(), metrics: sinks.metrics.clone() };
+    let admin = gslb::admin::AdminState {
+        board: sinks.board.clone(),
+        metrics: sinks.metrics.clone(),
+    };
     let listener = tokio::net::TcpListener::bind(settings.admin.listen)
         .await
         .with_context(|| format!("binding the admin API on {}", settings.admin.listen))?;
@@ -224,10 +253,11 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return ctrl_c.await.unwrap_or(()),
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return ctrl_c.await.unwrap_or(()),
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -47,38 +47,100 @@ impl Metrics {
         let registry = Registry::new();
         let gauge = |name: &str, help: &str, labels: &[&str]| {
             let g = GaugeVec::new(Opts::new(name, help), labels).expect("static metric definition");
-            registry.register(Box::new(g.clone())).expect("unique metric name");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric name");
             g
         };
         let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("static metric definition");
-            registry.register(Box::new(c.clone())).expect("unique metric name");
+            let c = IntCounterVec::new(Opts::new(name, help), labels)
+                .expect("static metric definition");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric name");
             c
         };
         Self {
-            probe_success: gauge("probe_success", "Whether the last probe of the endpoint succeeded (1) or not (0).", PROBE_LABELS),
-            probe_duration_seconds: gauge("probe_duration_seconds", "Duration of the last probe in seconds.", PROBE_LABELS),
-            probe_http_status_code: gauge("probe_http_status_code", "HTTP status of the last probe; 0 when no response arrived.", PROBE_LABELS),
-            probes_total: counter("gslb_probes_total", "Probes by outcome reason.", &["service", "pool", "endpoint", "reason"]),
-            pool_verdict: gauge("gslb_pool_verdict", "1 for the pool's current verdict (healthy, unhealthy, unknown), 0 otherwise.", &["service", "pool", "verdict"]),
-            active_pool: gauge("gslb_active_pool", "1 for the pool the engine wants serving the service, 0 otherwise.", &["service", "pool"]),
-            decisions_total: counter("gslb_decisions_total", "Decisions that changed the rule or the serving pool, by rule.", &["service", "rule"]),
-            decision_applied: gauge("gslb_decision_applied", "1 when the provider state matches the latest decision, 0 while decided but not applied.", &["service"]),
-            provider_calls_total: counter("gslb_provider_calls_total", "Provider calls by operation (observe, apply).", &["provider", "operation"]),
-            provider_errors_total: counter("gslb_provider_errors_total", "Failed provider calls by operation and error class.", &["provider", "operation", "code"]),
-            provider_writes_total: counter("gslb_provider_writes_total", "Changes written to a provider.", &["provider", "service"]),
+            probe_success: gauge(
+                "probe_success",
+                "Whether the last probe of the endpoint succeeded (1) or not (0).",
+                PROBE_LABELS,
+            ),
+            probe_duration_seconds: gauge(
+                "probe_duration_seconds",
+                "Duration of the last probe in seconds.",
+                PROBE_LABELS,
+            ),
+            probe_http_status_code: gauge(
+                "probe_http_status_code",
+                "HTTP status of the last probe; 0 when no response arrived.",
+                PROBE_LABELS,
+            ),
+            probes_total: counter(
+                "gslb_probes_total",
+                "Probes by outcome reason.",
+                &["service", "pool", "endpoint", "reason"],
+            ),
+            pool_verdict: gauge(
+                "gslb_pool_verdict",
+                "1 for the pool's current verdict (healthy, unhealthy, unknown), 0 otherwise.",
+                &["service", "pool", "verdict"],
+            ),
+            active_pool: gauge(
+                "gslb_active_pool",
+                "1 for the pool the engine wants serving the service, 0 otherwise.",
+                &["service", "pool"],
+            ),
+            decisions_total: counter(
+                "gslb_decisions_total",
+                "Decisions that changed the rule or the serving pool, by rule.",
+                &["service", "rule"],
+            ),
+            decision_applied: gauge(
+                "gslb_decision_applied",
+                "1 when the provider state matches the latest decision, 0 while decided but not applied.",
+                &["service"],
+            ),
+            provider_calls_total: counter(
+                "gslb_provider_calls_total",
+                "Provider calls by operation (observe, apply).",
+                &["provider", "operation"],
+            ),
+            provider_errors_total: counter(
+                "gslb_provider_errors_total",
+                "Failed provider calls by operation and error class.",
+                &["provider", "operation", "code"],
+            ),
+            provider_writes_total: counter(
+                "gslb_provider_writes_total",
+                "Changes written to a provider.",
+                &["provider", "service"],
+            ),
             registry,
         }
     }
 
     /// Records one probe result of `pool` in `service`.
     pub fn record_probe(&self, service: &str, pool: &str, obs: &Observation) {
-        let labels = [service, pool, obs.endpoint.0.as_str(), obs.vantage.0.as_str()];
+        let labels = [
+            service,
+            pool,
+            obs.endpoint.0.as_str(),
+            obs.vantage.0.as_str(),
+        ];
         let o = &obs.outcome;
-        self.probe_success.with_label_values(&labels).set(f64::from(u8::from(o.success)));
-        self.probe_duration_seconds.with_label_values(&labels).set(o.duration.as_secs_f64());
-        self.probe_http_status_code.with_label_values(&labels).set(f64::from(o.http_status.unwrap_or(0)));
-        self.probes_total.with_label_values(&[service, pool, obs.endpoint.0.as_str(), o.reason.as_str()]).inc();
+        self.probe_success
+            .with_label_values(&labels)
+            .set(f64::from(u8::from(o.success)));
+        self.probe_duration_seconds
+            .with_label_values(&labels)
+            .set(o.duration.as_secs_f64());
+        self.probe_http_status_code
+            .with_label_values(&labels)
+            .set(f64::from(o.http_status.unwrap_or(0)));
+        self.probes_total
+            .with_label_values(&[service, pool, obs.endpoint.0.as_str(), o.reason.as_str()])
+            .inc();
     }
 
     /// Sets pool verdict and active pool gauges from a decision.
@@ -87,20 +149,33 @@ impl Metrics {
         for (pool, v) in &d.pools {
             for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
                 let on = f64::from(u8::from(v.verdict == verdict));
-                self.pool_verdict.with_label_values(&[service, pool.0.as_str(), verdict.as_str()]).set(on);
+                self.pool_verdict
+                    .with_label_values(&[service, pool.0.as_str(), verdict.as_str()])
+                    .set(on);
             }
             let active = f64::from(u8::from(d.active.as_ref() == Some(pool)));
-            self.active_pool.with_label_values(&[service, pool.0.as_str()]).set(active);
+            self.active_pool
+                .with_label_values(&[service, pool.0.as_str()])
+                .set(active);
         }
         if counted {
-            self.decisions_total.with_label_values(&[service, d.rule.as_str()]).inc();
+            self.decisions_total
+                .with_label_values(&[service, d.rule.as_str()])
+                .inc();
         }
     }
 
     /// Pre-creates the per-rule decision counters of a service so they read 0, not absent.
     pub fn declare_service(&self, service: &str) {
-        for rule in [Rule::Failover, Rule::Failback, Rule::FailStatic, Rule::HoldUnknown, Rule::FailbackManual] {
-            self.decisions_total.with_label_values(&[service, rule.as_str()]);
+        for rule in [
+            Rule::Failover,
+            Rule::Failback,
+            Rule::FailStatic,
+            Rule::HoldUnknown,
+            Rule::FailbackManual,
+        ] {
+            self.decisions_total
+                .with_label_values(&[service, rule.as_str()]);
         }
     }
 

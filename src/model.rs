@@ -51,14 +51,19 @@ id!(
 ///
 /// The engine takes time only as an argument of this type, so tests pass explicit instants and
 /// recorded observations replay exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(transparent)]
 pub struct Millis(pub u64);
 
 impl Millis {
     /// `self + d`, saturating.
     pub fn plus(self, d: Duration) -> Self {
-        Self(self.0.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+        Self(
+            self.0
+                .saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        )
     }
 
     /// The time from `earlier` to `self`; zero when `earlier` is later.

@@ -78,7 +78,9 @@ pub async fn run<P: Provider>(
     sinks: Sinks,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
-    sinks.board.update_apply(&binding.service, |a| a.provider = provider.name().to_owned());
+    sinks.board.update_apply(&binding.service, |a| {
+        a.provider = provider.name().to_owned()
+    });
     loop {
         let decision = decisions.borrow_and_update().clone();
         let wait = match pass(provider.as_ref(), &binding, decision.as_ref(), &sinks).await {
@@ -106,11 +108,20 @@ pub async fn run<P: Provider>(
     }
 }
 
-async fn pass<P: Provider>(provider: &P, binding: &Binding, decision: Option<&Decision>, sinks: &Sinks) -> Pass {
+async fn pass<P: Provider>(
+    provider: &P,
+    binding: &Binding,
+    decision: Option<&Decision>,
+    sinks: &Sinks,
+) -> Pass {
     let name = provider.name();
     let service = &binding.service;
     let fail = |op: &str, e: ProviderError| {
-        sinks.metrics.provider_errors_total.with_label_values(&[name, op, e.code()]).inc();
+        sinks
+            .metrics
+            .provider_errors_total
+            .with_label_values(&[name, op, e.code()])
+            .inc();
         tracing::warn!(service = %service, provider = name, operation = op, error = %e, "provider call failed");
         let now = sinks.clock.now();
         let message = e.to_string();
@@ -120,16 +131,29 @@ async fn pass<P: Provider>(provider: &P, binding: &Binding, decision: Option<&De
                 a.pending_since.get_or_insert(now);
             }
         });
-        if e.is_retryable() { Pass::Retry(e) } else { Pass::Fatal }
+        if e.is_retryable() {
+            Pass::Retry(e)
+        } else {
+            Pass::Fatal
+        }
     };
 
-    sinks.metrics.provider_calls_total.with_label_values(&[name, "observe"]).inc();
+    sinks
+        .metrics
+        .provider_calls_total
+        .with_label_values(&[name, "observe"])
+        .inc();
     let observed = match provider.observe().await {
         Ok(o) => o,
         Err(e) => return fail("observe", e),
     };
-    let observed_active = observed.active(&binding.priority).and_then(|r| binding.pool_of(r)).cloned();
-    let target = decision.filter(|d| d.rule.pushes()).and_then(|d| d.active.as_ref());
+    let observed_active = observed
+        .active(&binding.priority)
+        .and_then(|r| binding.pool_of(r))
+        .cloned();
+    let target = decision
+        .filter(|d| d.rule.pushes())
+        .and_then(|d| d.active.as_ref());
     let Some(active) = target else {
         sinks.board.update_apply(service, |a| {
             a.observed_active = observed_active;
@@ -139,15 +163,27 @@ async fn pass<P: Provider>(provider: &P, binding: &Binding, decision: Option<&De
         return Pass::Settled;
     };
     let Some(active_ref) = binding.refs.get(active) else {
-        return fail("plan", ProviderError::Invalid(format!("pool {active} has no provider binding")));
+        return fail(
+            "plan",
+            ProviderError::Invalid(format!("pool {active} has no provider binding")),
+        );
     };
-    let desired = DesiredState::for_active(provider.style(), &binding.priority, active_ref, &BTreeSet::new());
+    let desired = DesiredState::for_active(
+        provider.style(),
+        &binding.priority,
+        active_ref,
+        &BTreeSet::new(),
+    );
     let plan = match diff(&desired, &observed) {
         Ok(p) => p,
         Err(e) => return fail("plan", e),
     };
     if plan.is_empty() {
-        sinks.metrics.decision_applied.with_label_values(&[service.0.as_str()]).set(1.0);
+        sinks
+            .metrics
+            .decision_applied
+            .with_label_values(&[service.0.as_str()])
+            .set(1.0);
         sinks.board.update_apply(service, |a| {
             a.observed_active = observed_active;
             a.state = ApplyState::Applied;
@@ -157,25 +193,42 @@ async fn pass<P: Provider>(provider: &P, binding: &Binding, decision: Option<&De
         return Pass::Settled;
     }
     let now = sinks.clock.now();
-    sinks.metrics.decision_applied.with_label_values(&[service.0.as_str()]).set(0.0);
+    sinks
+        .metrics
+        .decision_applied
+        .with_label_values(&[service.0.as_str()])
+        .set(0.0);
     sinks.board.update_apply(service, |a| {
         a.observed_active = observed_active;
         a.state = ApplyState::Pending;
         a.pending_since.get_or_insert(now);
     });
     tracing::info!(service = %service, provider = name, ?plan, "applying plan");
-    sinks.metrics.provider_calls_total.with_label_values(&[name, "apply"]).inc();
+    sinks
+        .metrics
+        .provider_calls_total
+        .with_label_values(&[name, "apply"])
+        .inc();
     match provider.apply(&plan).await {
         Ok(()) => {
             let at = sinks.clock.now();
             let count = plan.len() as u64;
-            sinks.metrics.provider_writes_total.with_label_values(&[name, service.0.as_str()]).inc_by(count);
+            sinks
+                .metrics
+                .provider_writes_total
+                .with_label_values(&[name, service.0.as_str()])
+                .inc_by(count);
             sinks.board.update_apply(service, |a| {
                 a.writes += count;
                 a.last_write_at = Some(at);
                 a.last_error = None;
             });
-            let _ = sinks.events.send(Event::Applied { service: service.clone(), provider: name.to_owned(), at, plan });
+            let _ = sinks.events.send(Event::Applied {
+                service: service.clone(),
+                provider: name.to_owned(),
+                at,
+                plan,
+            });
             Pass::Wrote
         }
         Err(e) => fail("apply", e),

@@ -29,8 +29,10 @@ pub async fn run(
     tick: Duration,
 ) {
     let service = engine.policy().service.clone();
-    let pools: BTreeMap<EndpointId, PoolId> =
-        engine.endpoints().map(|(e, p, _)| (e.clone(), p.clone())).collect();
+    let pools: BTreeMap<EndpointId, PoolId> = engine
+        .endpoints()
+        .map(|(e, p, _)| (e.clone(), p.clone()))
+        .collect();
     sinks.metrics.declare_service(&service.0);
     sinks.board.update_engine(&engine, None);
     let mut adopted = Some(adopted);
@@ -67,7 +69,9 @@ pub async fn run(
             continue;
         }
         let decision = engine.decide(sinks.clock.now());
-        let changed = last.as_ref().is_none_or(|l| l.rule != decision.rule || l.active != decision.active);
+        let changed = last
+            .as_ref()
+            .is_none_or(|l| l.rule != decision.rule || l.active != decision.active);
         sinks.metrics.record_decision(&decision, changed);
         sinks.board.update_engine(&engine, Some(&decision));
         if changed {

@@ -115,22 +115,30 @@ pub struct StatusBoard {
 impl StatusBoard {
     /// A snapshot of every service, by name.
     pub fn snapshot(&self) -> BTreeMap<ServiceId, ServiceStatus> {
-        self.services.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.services
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Refreshes a service's pools and decision from its engine.
     pub fn update_engine(&self, engine: &Engine, decision: Option<&Decision>) {
         let policy = engine.policy();
-        let mut guard = self.services.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let entry = guard.entry(policy.service.clone()).or_insert_with(|| ServiceStatus {
-            service: policy.service.clone(),
-            hostname: policy.hostname.clone(),
-            active: None,
-            pools: Vec::new(),
-            holding: None,
-            last_decision: None,
-            apply: ApplyStatus::default(),
-        });
+        let mut guard = self
+            .services
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = guard
+            .entry(policy.service.clone())
+            .or_insert_with(|| ServiceStatus {
+                service: policy.service.clone(),
+                hostname: policy.hostname.clone(),
+                active: None,
+                pools: Vec::new(),
+                holding: None,
+                last_decision: None,
+                apply: ApplyStatus::default(),
+            });
         let mut previous: BTreeMap<EndpointId, VecDeque<RecentProbe>> = entry
             .pools
             .drain(..)
@@ -143,7 +151,9 @@ impl StatusBoard {
                 pool: pool.id.clone(),
                 priority: pool.priority,
                 region: pool.region.clone(),
-                verdict: decision.and_then(|d| d.pools.get(&pool.id)).map_or(Verdict::Unknown, |v| v.verdict),
+                verdict: decision
+                    .and_then(|d| d.pools.get(&pool.id))
+                    .map_or(Verdict::Unknown, |v| v.verdict),
                 endpoints: engine
                     .endpoints()
                     .filter(|(_, p, _)| **p == pool.id)
@@ -151,7 +161,10 @@ impl StatusBoard {
                         let mut recent = previous.remove(id).unwrap_or_default();
                         if let (Some(at), Some(o)) = (h.last_at, &h.last) {
                             if recent.back().is_none_or(|r| r.at != at) {
-                                recent.push_back(RecentProbe { at, outcome: o.clone() });
+                                recent.push_back(RecentProbe {
+                                    at,
+                                    outcome: o.clone(),
+                                });
                                 if recent.len() > RECENT_PROBES {
                                     recent.pop_front();
                                 }
@@ -171,7 +184,11 @@ impl StatusBoard {
         if let Some(d) = decision {
             entry.active = d.active.clone();
             entry.holding = d.rule.is_hold().then(|| {
-                format!("{}: {}", d.rule.as_str(), d.reasons.last().map_or("", String::as_str))
+                format!(
+                    "{}: {}",
+                    d.rule.as_str(),
+                    d.reasons.last().map_or("", String::as_str)
+                )
             });
             entry.last_decision = Some(d.clone());
         }
@@ -179,7 +196,10 @@ impl StatusBoard {
 
     /// Updates a service's apply status.
     pub fn update_apply(&self, service: &ServiceId, f: impl FnOnce(&mut ApplyStatus)) {
-        let mut guard = self.services.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = self
+            .services
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(entry) = guard.get_mut(service) {
             f(&mut entry.apply);
         }

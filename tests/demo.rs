@@ -4,9 +4,16 @@ use std::process::Command;
 
 #[test]
 fn demo_prints_the_drill_report_and_exits_0() {
-    let out = Command::new(env!("CARGO_BIN_EXE_gslb")).arg("demo").output().expect("run gslb demo");
+    let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+        .arg("demo")
+        .output()
+        .expect("run gslb demo");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "demo failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "demo failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let order = [
         "Drill report: Seoul origin stopped",
         "failure injected: seoul origin stopped",
@@ -22,7 +29,9 @@ fn demo_prints_the_drill_report_and_exits_0() {
     ];
     let mut from = 0;
     for line in order {
-        let at = stdout[from..].find(line).unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
+        let at = stdout[from..]
+            .find(line)
+            .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
         from += at + line.len();
     }
 }

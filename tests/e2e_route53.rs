@@ -18,8 +18,8 @@ use aws_sdk_route53::config::{BehaviorVersion, Credentials, Region};
 use gslb::origin::Origin;
 use serde_json::Value;
 use support::emulators::{Emulator, Kind};
-use support::proxy::CountingProxy;
 use support::eventually;
+use support::proxy::CountingProxy;
 
 const INTERVAL_MS: u64 = 200;
 const FALL: u64 = 3;
@@ -35,7 +35,10 @@ fn sdk(endpoint: &str) -> Client {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 struct Daemon(Child);
@@ -55,7 +58,10 @@ fn gslb(dir: &Path, args: &[&str]) -> Command {
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("AWS_CONFIG_FILE", dir.join("no-aws-config"))
-        .env("AWS_SHARED_CREDENTIALS_FILE", dir.join("no-aws-credentials"))
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            dir.join("no-aws-credentials"),
+        )
         .env("GSLB_LOG", "info");
     cmd
 }
@@ -69,9 +75,13 @@ fn read_log(dir: &Path, name: &str) -> String {
 }
 
 async fn status(admin: SocketAddr) -> Option<Value> {
-    let r = reqwest::get(format!("http://{admin}/v1/status")).await.ok()?;
+    let r = reqwest::get(format!("http://{admin}/v1/status"))
+        .await
+        .ok()?;
     let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
-    v["services"]["api"].as_object().map(|_| v["services"]["api"].clone())
+    v["services"]["api"]
+        .as_object()
+        .map(|_| v["services"]["api"].clone())
 }
 
 /// The verdict check of `set_id`: (id, inverted).
@@ -87,9 +97,21 @@ async fn verdict_check(client: &Client, zone: &str, set_id: &str) -> (String, bo
         .iter()
         .find(|r| r.set_identifier() == Some(set_id))
         .unwrap_or_else(|| panic!("no record {set_id}"));
-    let id = rr.health_check_id().expect("record has a verdict check").to_owned();
-    let hc = client.get_health_check().health_check_id(&id).send().await.expect("get check");
-    let inverted = hc.health_check().and_then(|h| h.health_check_config()).and_then(|c| c.inverted()).unwrap_or(false);
+    let id = rr
+        .health_check_id()
+        .expect("record has a verdict check")
+        .to_owned();
+    let hc = client
+        .get_health_check()
+        .health_check_id(&id)
+        .send()
+        .await
+        .expect("get check");
+    let inverted = hc
+        .health_check()
+        .and_then(|h| h.health_check_config())
+        .and_then(|c| c.inverted())
+        .unwrap_or(false);
     (id, inverted)
 }
 
@@ -104,12 +126,21 @@ async fn failover_through_route53_verdict_checks() {
         .send()
         .await
         .expect("create zone");
-    let zone_id = zone.hosted_zone().expect("zone").id().trim_start_matches("/hostedzone/").to_owned();
+    let zone_id = zone
+        .hosted_zone()
+        .expect("zone")
+        .id()
+        .trim_start_matches("/hostedzone/")
+        .to_owned();
     let proxy = CountingProxy::start(&moto.endpoint()).await;
 
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul origin");
-    let mut tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo origin");
+    let mut seoul = Origin::start(loopback, "seoul")
+        .await
+        .expect("seoul origin");
+    let mut tokyo = Origin::start(loopback, "tokyo")
+        .await
+        .expect("tokyo origin");
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = format!(
         r#"service = "api"
@@ -149,51 +180,103 @@ values = ["192.0.2.2"]
     );
     std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
 
-    let out = gslb(dir.path(), &["provision", "--config", "gslb.toml"]).output().expect("provision");
-    assert!(out.status.success(), "provision failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = gslb(dir.path(), &["provision", "--config", "gslb.toml"])
+        .output()
+        .expect("provision");
+    assert!(
+        out.status.success(),
+        "provision failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (seoul_check, inverted) = verdict_check(&client, &zone_id, "seoul").await;
     assert!(!inverted);
 
     // Steady state: both healthy, the controller applied (nothing to change) and then keeps
     // reading on every resync without writing.
-    let daemon = Daemon(gslb(dir.path(), &["run", "--config", "gslb.toml"]).stderr(log(dir.path(), "run1.log")).spawn().expect("run"));
+    let daemon = Daemon(
+        gslb(dir.path(), &["run", "--config", "gslb.toml"])
+            .stderr(log(dir.path(), "run1.log"))
+            .spawn()
+            .expect("run"),
+    );
     let applied = eventually(Duration::from_secs(15), || async {
-        status(admin).await.filter(|s| s["apply"]["state"] == "applied" && s["active"] == "seoul")
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "seoul")
     })
     .await;
-    assert!(applied.is_some(), "controller never reached applied state:\n{}", read_log(dir.path(), "run1.log"));
+    assert!(
+        applied.is_some(),
+        "controller never reached applied state:\n{}",
+        read_log(dir.path(), "run1.log")
+    );
     let (reads0, writes0) = proxy.counts.get();
-    eventually(Duration::from_secs(15), || async { (proxy.counts.get().0 >= reads0 + 10).then_some(()) })
-        .await
-        .expect("resync passes keep reading");
-    assert_eq!(proxy.counts.get().1, writes0, "steady state must make zero writes");
+    eventually(Duration::from_secs(15), || async {
+        (proxy.counts.get().0 >= reads0 + 10).then_some(())
+    })
+    .await
+    .expect("resync passes keep reading");
+    assert_eq!(
+        proxy.counts.get().1,
+        writes0,
+        "steady state must make zero writes"
+    );
 
     // Stop the primary: its verdict check is inverted within fall × interval + 2 s.
     let stopped = Instant::now();
     seoul.stop().await;
     let deadline = Duration::from_millis(FALL * INTERVAL_MS + 2_000);
-    let flipped = eventually(deadline, || async { verdict_check(&client, &zone_id, "seoul").await.1.then_some(()) }).await;
+    let flipped = eventually(deadline, || async {
+        verdict_check(&client, &zone_id, "seoul")
+            .await
+            .1
+            .then_some(())
+    })
+    .await;
     let took = stopped.elapsed();
-    assert!(flipped.is_some(), "seoul's verdict check was not inverted within {deadline:?}");
+    assert!(
+        flipped.is_some(),
+        "seoul's verdict check was not inverted within {deadline:?}"
+    );
     assert!(took <= deadline, "took {took:?}");
     let (_, tokyo_inverted) = verdict_check(&client, &zone_id, "tokyo").await;
     assert!(!tokyo_inverted, "the secondary's check must be left alone");
     let (_, writes1) = proxy.counts.get();
-    assert_eq!(writes1 - writes0, 1, "exactly one write: invert seoul's verdict check");
-    assert_eq!(verdict_check(&client, &zone_id, "seoul").await.0, seoul_check, "same check, not a new one");
+    assert_eq!(
+        writes1 - writes0,
+        1,
+        "exactly one write: invert seoul's verdict check"
+    );
+    assert_eq!(
+        verdict_check(&client, &zone_id, "seoul").await.0,
+        seoul_check,
+        "same check, not a new one"
+    );
 
     // Every pool down: hold, say why, write nothing.
     tokyo.stop().await;
     let holding = eventually(Duration::from_secs(10), || async {
-        status(admin).await.filter(|s| s["holding"].as_str().is_some_and(|h| h.starts_with("fail_static")))
+        status(admin).await.filter(|s| {
+            s["holding"]
+                .as_str()
+                .is_some_and(|h| h.starts_with("fail_static"))
+        })
     })
     .await
     .expect("status says it is holding");
-    assert!(holding["holding"].as_str().unwrap_or("").contains("no pool is healthy"), "{holding}");
+    assert!(
+        holding["holding"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no pool is healthy"),
+        "{holding}"
+    );
     let (reads2, _) = proxy.counts.get();
-    eventually(Duration::from_secs(10), || async { (proxy.counts.get().0 >= reads2 + 5).then_some(()) })
-        .await
-        .expect("still reading");
+    eventually(Duration::from_secs(10), || async {
+        (proxy.counts.get().0 >= reads2 + 5).then_some(())
+    })
+    .await
+    .expect("still reading");
     assert_eq!(proxy.counts.get().1, writes1, "fail static writes nothing");
 
     // Restart mid-failover with seoul healthy again: adopt tokyo, no write, no flip back.
@@ -201,16 +284,32 @@ values = ["192.0.2.2"]
     seoul.start_again().await.expect("restart seoul");
     tokyo.start_again().await.expect("restart tokyo");
     let (reads3, writes3) = proxy.counts.get();
-    let _daemon = Daemon(gslb(dir.path(), &["run", "--config", "gslb.toml"]).stderr(log(dir.path(), "run2.log")).spawn().expect("run again"));
+    let _daemon = Daemon(
+        gslb(dir.path(), &["run", "--config", "gslb.toml"])
+            .stderr(log(dir.path(), "run2.log"))
+            .spawn()
+            .expect("run again"),
+    );
     let held = eventually(Duration::from_secs(15), || async {
-        status(admin).await.filter(|s| s["last_decision"]["rule"] == "failback_manual" && s["apply"]["state"] == "applied")
+        status(admin).await.filter(|s| {
+            s["last_decision"]["rule"] == "failback_manual" && s["apply"]["state"] == "applied"
+        })
     })
     .await
     .expect("restarted controller holds on tokyo under manual failback");
     assert_eq!(held["active"], "tokyo");
-    eventually(Duration::from_secs(10), || async { (proxy.counts.get().0 >= reads3 + 10).then_some(()) })
-        .await
-        .expect("restarted controller reads");
-    assert_eq!(proxy.counts.get().1, writes3, "a restarted controller writes nothing");
-    assert!(verdict_check(&client, &zone_id, "seoul").await.1, "seoul stays failed over");
+    eventually(Duration::from_secs(10), || async {
+        (proxy.counts.get().0 >= reads3 + 10).then_some(())
+    })
+    .await
+    .expect("restarted controller reads");
+    assert_eq!(
+        proxy.counts.get().1,
+        writes3,
+        "a restarted controller writes nothing"
+    );
+    assert!(
+        verdict_check(&client, &zone_id, "seoul").await.1,
+        "seoul stays failed over"
+    );
 }

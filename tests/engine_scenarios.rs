@@ -26,7 +26,11 @@ fn obs(endpoint: &str, at: u64, ok: bool) -> Observation {
             success: ok,
             duration: Duration::from_millis(20),
             http_status: ok.then_some(200),
-            reason: if ok { ProbeReason::Ok } else { ProbeReason::Timeout },
+            reason: if ok {
+                ProbeReason::Ok
+            } else {
+                ProbeReason::Timeout
+            },
         },
     }
 }
@@ -42,7 +46,11 @@ impl Sim {
     fn new(policy: Policy) -> Self {
         let mut engine = Engine::new(policy);
         engine.adopt(PoolId("seoul".into()));
-        Self { engine, now: 0, decisions: Vec::new() }
+        Self {
+            engine,
+            now: 0,
+            decisions: Vec::new(),
+        }
     }
 
     fn round(&mut self, seoul_ok: bool, tokyo_ok: bool) -> &Decision {
@@ -87,7 +95,11 @@ fn an_endpoint_alternating_pass_fail_causes_no_switch() {
     }
     assert_eq!(sim.switches(), 0);
     assert_eq!(sim.active(), "seoul");
-    assert_eq!(sim.decisions.last().expect("decisions").rule, Rule::Stay, "seoul stays healthy: never fall in a row");
+    assert_eq!(
+        sim.decisions.last().expect("decisions").rule,
+        Rule::Stay,
+        "seoul stays healthy: never fall in a row"
+    );
 }
 
 #[test]
@@ -102,9 +114,15 @@ fn fall_consecutive_failures_fail_over_with_reasons() {
     assert_eq!(d.active, Some(PoolId("tokyo".into())));
     assert_eq!(d.previous, Some(PoolId("seoul".into())));
     let text = d.reasons.join("\n");
-    assert!(text.contains("failed 3 consecutive probes (fall=3), last: timeout"), "{text}");
+    assert!(
+        text.contains("failed 3 consecutive probes (fall=3), last: timeout"),
+        "{text}"
+    );
     assert!(text.contains(SEOUL), "{text}");
-    assert!(text.contains("failover from seoul to the most preferred healthy pool tokyo"), "{text}");
+    assert!(
+        text.contains("failover from seoul to the most preferred healthy pool tokyo"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -119,7 +137,12 @@ fn all_pools_down_fails_static_and_says_why() {
     assert_eq!(d.rule, Rule::FailStatic);
     assert!(!d.rule.pushes(), "fail static must not push");
     assert_eq!(d.active, Some(PoolId("seoul".into())));
-    assert!(d.reasons.last().expect("reason").contains("no pool is healthy, keeping seoul"));
+    assert!(
+        d.reasons
+            .last()
+            .expect("reason")
+            .contains("no pool is healthy, keeping seoul")
+    );
     assert_eq!(sim.switches(), 0);
 }
 
@@ -144,7 +167,10 @@ fn stale_evidence_becomes_unknown_not_down() {
     // Nothing more arrives for longer than 3 intervals + timeout.
     let d = sim.engine.decide(Millis(sim.now + 3 * INTERVAL + 5_000));
     assert_eq!(d.rule, Rule::HoldUnknown);
-    assert_eq!(d.pools[&PoolId("seoul".into())].verdict, gslb::model::Verdict::Unknown);
+    assert_eq!(
+        d.pools[&PoolId("seoul".into())].verdict,
+        gslb::model::Verdict::Unknown
+    );
     assert_eq!(sim.active(), "seoul");
 }
 
@@ -162,12 +188,18 @@ fn manual_failback_holds_on_the_standby() {
     let d = sim.decisions.last().expect("decisions");
     assert_eq!(d.rule, Rule::FailbackManual);
     assert_eq!(sim.active(), "tokyo");
-    assert!(d.rule.pushes(), "holding a healthy standby is still enforced at the provider");
+    assert!(
+        d.rule.pushes(),
+        "holding a healthy standby is still enforced at the provider"
+    );
 }
 
 #[test]
 fn auto_failback_waits_for_min_dwell() {
-    let mut sim = Sim::new(policy(|t| t.replace("failback = \"manual\"", "failback = \"auto\"").replace("min_dwell = \"5m\"", "min_dwell = \"60s\"")));
+    let mut sim = Sim::new(policy(|t| {
+        t.replace("failback = \"manual\"", "failback = \"auto\"")
+            .replace("min_dwell = \"5m\"", "min_dwell = \"60s\"")
+    }));
     sim.round(true, true);
     for _ in 0..3 {
         sim.round(false, true);
@@ -181,16 +213,27 @@ fn auto_failback_waits_for_min_dwell() {
             failback_at = Some(sim.now);
             break;
         }
-        assert!(matches!(d.rule, Rule::Dwell | Rule::Stay), "unexpected rule {:?}", d.rule);
+        assert!(
+            matches!(d.rule, Rule::Dwell | Rule::Stay),
+            "unexpected rule {:?}",
+            d.rule
+        );
     }
     let at = failback_at.expect("auto failback happens");
-    assert!(at - switched_at >= 60_000, "failback after {} ms, min_dwell is 60 s", at - switched_at);
+    assert!(
+        at - switched_at >= 60_000,
+        "failback after {} ms, min_dwell is 60 s",
+        at - switched_at
+    );
     assert_eq!(sim.active(), "seoul");
 }
 
 #[test]
 fn failover_away_from_a_down_pool_ignores_min_dwell() {
-    let mut sim = Sim::new(policy(|t| t.replace("failback = \"manual\"", "failback = \"auto\"").replace("min_dwell = \"5m\"", "min_dwell = \"1h\"")));
+    let mut sim = Sim::new(policy(|t| {
+        t.replace("failback = \"manual\"", "failback = \"auto\"")
+            .replace("min_dwell = \"5m\"", "min_dwell = \"1h\"")
+    }));
     sim.round(true, true);
     for _ in 0..3 {
         sim.round(false, true);

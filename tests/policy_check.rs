@@ -18,14 +18,21 @@ fn errors(text: &str) -> Vec<PolicyError> {
 /// Asserts one error has exactly `key` and a reason containing `needle`.
 fn assert_error(errs: &[PolicyError], key: &str, needle: &str) {
     assert!(
-        errs.iter().any(|e| e.key == key && e.reason.contains(needle) && e.file == Path::new("p.toml")),
+        errs.iter()
+            .any(|e| e.key == key && e.reason.contains(needle) && e.file == Path::new("p.toml")),
         "no error at key {key:?} containing {needle:?}; got:\n{}",
-        errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+        errs.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
 fn with(from: &str, to: &str) -> String {
-    assert!(VALID.contains(from), "fixture text {from:?} not in the shipped policy");
+    assert!(
+        VALID.contains(from),
+        "fixture text {from:?} not in the shipped policy"
+    );
     VALID.replacen(from, to, 1)
 }
 
@@ -42,7 +49,8 @@ fn shipped_policy_is_valid_and_read_as_written() {
 
 #[test]
 fn unknown_keys_are_each_reported() {
-    let text = with("fall = 3", "fall = 3\nfal = 2").replace("tls_verify = true", "tls_verify = true\ntimeuot = \"1s\"");
+    let text = with("fall = 3", "fall = 3\nfal = 2")
+        .replace("tls_verify = true", "tls_verify = true\ntimeuot = \"1s\"");
     let errs = errors(&text);
     assert_error(&errs, "health.fal", "unknown key");
     assert_error(&errs, "probe.timeuot", "unknown key");
@@ -63,7 +71,10 @@ fn timeout_not_below_interval_is_rejected() {
 
 #[test]
 fn duplicate_pool_names_and_priorities_are_rejected() {
-    let text = with("name = \"tokyo\"\npriority = 2", "name = \"seoul\"\npriority = 1");
+    let text = with(
+        "name = \"tokyo\"\npriority = 2",
+        "name = \"seoul\"\npriority = 1",
+    );
     let errs = errors(&text);
     assert_error(&errs, "pools[1].name", "duplicate pool name 'seoul'");
     assert_error(&errs, "pools[1].priority", "duplicate priority 1");
@@ -71,30 +82,51 @@ fn duplicate_pool_names_and_priorities_are_rejected() {
 
 #[test]
 fn endpoint_on_the_public_failover_hostname_is_rejected() {
-    let errs = errors(&with("https://tokyo.api.example.com:443/api/v1/health", "https://API.example.com./api/v1/health"));
-    assert_error(&errs, "pools[1].endpoints[0]", "probes the public failover hostname 'api.example.com'");
+    let errs = errors(&with(
+        "https://tokyo.api.example.com:443/api/v1/health",
+        "https://API.example.com./api/v1/health",
+    ));
+    assert_error(
+        &errs,
+        "pools[1].endpoints[0]",
+        "probes the public failover hostname 'api.example.com'",
+    );
 }
 
 #[test]
 fn fewer_than_two_pools_is_rejected() {
-    let start = VALID.find("[[pools]]\nname = \"tokyo\"").expect("tokyo pool");
+    let start = VALID
+        .find("[[pools]]\nname = \"tokyo\"")
+        .expect("tokyo pool");
     let end = VALID.find("[target.route53]").expect("target");
     let text = format!("{}{}", &VALID[..start], &VALID[end..]);
     let errs = errors(&text);
-    assert_error(&errs, "pools", "needs at least two pools for failover, found 1");
+    assert_error(
+        &errs,
+        "pools",
+        "needs at least two pools for failover, found 1",
+    );
 }
 
 #[test]
 fn a_third_pool_is_rejected_for_route53() {
     let third = "[[pools]]\nname = \"osaka\"\npriority = 3\nregion = \"aws-ap-northeast-3\"\nendpoints = [\"https://osaka.api.example.com/health\"]\n\n[target.route53]";
     let errs = errors(&with("[target.route53]", third));
-    assert_error(&errs, "target.route53.pools", "pool 'osaka' (priority 3) would be a third pool");
+    assert_error(
+        &errs,
+        "target.route53.pools",
+        "pool 'osaka' (priority 3) would be a third pool",
+    );
 }
 
 #[test]
 fn detection_plus_ttl_beyond_the_rto_budget_is_rejected() {
     let errs = errors(&with("rto_budget = \"3m\"", "rto_budget = \"80s\""));
-    assert_error(&errs, "rto_budget", "TTL 1m + fall 3 x interval 10s = 1m 30s exceeds the RTO budget of 1m 20s");
+    assert_error(
+        &errs,
+        "rto_budget",
+        "TTL 1m + fall 3 x interval 10s = 1m 30s exceeds the RTO budget of 1m 20s",
+    );
 }
 
 #[test]
@@ -107,9 +139,15 @@ fn type_errors_name_the_key() {
 fn every_problem_is_reported_at_once() {
     let text = with("fall = 3\nrise = 2", "fall = 0\nrise = 2\nbogus = 1")
         .replace("timeout = \"4s\"", "timeout = \"20s\"")
-        .replace("https://tokyo.api.example.com:443/api/v1/health", "https://api.example.com/api/v1/health");
+        .replace(
+            "https://tokyo.api.example.com:443/api/v1/health",
+            "https://api.example.com/api/v1/health",
+        );
     let errs = errors(&text);
-    assert!(errs.len() >= 4, "expected at least four problems, got {errs:?}");
+    assert!(
+        errs.len() >= 4,
+        "expected at least four problems, got {errs:?}"
+    );
     assert_error(&errs, "health.bogus", "unknown key");
     assert_error(&errs, "health.fall", "at least 1");
     assert_error(&errs, "probe.timeout", "shorter than interval");
@@ -118,7 +156,10 @@ fn every_problem_is_reported_at_once() {
 
 #[test]
 fn target_pools_must_match_policy_pools() {
-    let errs = errors(&with("[target.route53.pools.tokyo]", "[target.route53.pools.osaka]"));
+    let errs = errors(&with(
+        "[target.route53.pools.tokyo]",
+        "[target.route53.pools.osaka]",
+    ));
     assert_error(&errs, "target.route53.pools.osaka", "no pool named 'osaka'");
     assert_error(&errs, "target.route53.pools.tokyo", "missing");
 }
@@ -130,11 +171,23 @@ fn gslb() -> Command {
 #[test]
 fn check_command_passes_every_shipped_policy() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let out = gslb().arg("check").arg(&dir).output().expect("run gslb check");
+    let out = gslb()
+        .arg("check")
+        .arg(&dir)
+        .output()
+        .expect("run gslb check");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "gslb check policies/ failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gslb check policies/ failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let files = std::fs::read_dir(&dir).expect("policies/").count();
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok: ")).count(), files, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        files,
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -142,17 +195,38 @@ fn check_and_run_refuse_a_bad_policy_with_exit_2_and_the_same_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, with("fall = 3", "fall = 0")).expect("write");
-    let out = gslb().arg("check").arg(&bad).output().expect("run gslb check");
+    let out = gslb()
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .expect("run gslb check");
     assert_eq!(out.status.code(), Some(2));
     let check_err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(check_err.contains(&format!("{}: health.fall: must be at least 1", bad.display())), "{check_err}");
+    assert!(
+        check_err.contains(&format!(
+            "{}: health.fall: must be at least 1",
+            bad.display()
+        )),
+        "{check_err}"
+    );
 
     let settings = dir.path().join("gslb.toml");
-    std::fs::write(&settings, "policies = [\"bad.toml\"]\n[admin]\nlisten = \"127.0.0.1:0\"\n").expect("write");
-    let out = gslb().args(["run", "--config"]).arg(&settings).output().expect("run gslb run");
+    std::fs::write(
+        &settings,
+        "policies = [\"bad.toml\"]\n[admin]\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .expect("write");
+    let out = gslb()
+        .args(["run", "--config"])
+        .arg(&settings)
+        .output()
+        .expect("run gslb run");
     assert_eq!(out.status.code(), Some(2));
     let run_err = String::from_utf8_lossy(&out.stderr);
-    assert!(run_err.contains("health.fall: must be at least 1"), "{run_err}");
+    assert!(
+        run_err.contains("health.fall: must be at least 1"),
+        "{run_err}"
+    );
 }
 
 #[test]
@@ -160,13 +234,24 @@ fn unknown_settings_keys_are_refused_with_exit_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let settings = dir.path().join("gslb.toml");
     std::fs::write(&settings, "vantage = \"x\"\nlisten = \"127.0.0.1:1\"\n").expect("write");
-    let out = gslb().args(["run", "--config"]).arg(&settings).output().expect("run gslb run");
+    let out = gslb()
+        .args(["run", "--config"])
+        .arg(&settings)
+        .output()
+        .expect("run gslb run");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("listen"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("listen"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn an_endpoint_in_two_pools_is_rejected() {
-    let errs = errors(&with("https://tokyo.api.example.com:443/api/v1/health", "https://seoul.api.example.com:443/api/v1/health"));
+    let errs = errors(&with(
+        "https://tokyo.api.example.com:443/api/v1/health",
+        "https://seoul.api.example.com:443/api/v1/health",
+    ));
     assert_error(&errs, "pools[1].endpoints[0]", "is listed twice");
 }

@@ -29,7 +29,10 @@ struct Faulty {
 impl Faulty {
     fn new(faults: Vec<ProviderError>, always_fail: Option<ProviderError>) -> Self {
         Self {
-            inner: MemoryProvider::new(FailoverStyle::Enablement, &["seoul".into(), "tokyo".into()]),
+            inner: MemoryProvider::new(
+                FailoverStyle::Enablement,
+                &["seoul".into(), "tokyo".into()],
+            ),
             apply_faults: Mutex::new(faults.into()),
             always_fail,
             applies: Mutex::new(0),
@@ -68,7 +71,10 @@ fn binding() -> Binding {
     Binding {
         service: ServiceId("api".into()),
         priority: vec!["seoul".into(), "tokyo".into()],
-        refs: BTreeMap::from([(PoolId("seoul".into()), "seoul".into()), (PoolId("tokyo".into()), "tokyo".into())]),
+        refs: BTreeMap::from([
+            (PoolId("seoul".into()), "seoul".into()),
+            (PoolId("tokyo".into()), "tokyo".into()),
+        ]),
         resync: Duration::from_secs(60),
     }
 }
@@ -94,7 +100,12 @@ fn sinks() -> Sinks {
     )
     .expect("policy");
     board.update_engine(&gslb::engine::Engine::new(policy), None);
-    Sinks { board, metrics: Metrics::new(), events: events::channel(64), clock: Clock::anchored_at(Millis(0)) }
+    Sinks {
+        board,
+        metrics: Metrics::new(),
+        events: events::channel(64),
+        clock: Clock::anchored_at(Millis(0)),
+    }
 }
 
 fn state(s: &Sinks) -> gslb::status::ApplyStatus {
@@ -111,53 +122,105 @@ async fn next_applied(rx: &mut tokio::sync::broadcast::Receiver<Event>) {
 
 #[tokio::test(start_paused = true)]
 async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
-    let limited = ProviderError::RateLimited { retry_after: Some(Duration::from_secs(30)) };
-    let provider = Arc::new(Faulty::new(vec![limited.clone(), limited.clone(), limited], None));
+    let limited = ProviderError::RateLimited {
+        retry_after: Some(Duration::from_secs(30)),
+    };
+    let provider = Arc::new(Faulty::new(
+        vec![limited.clone(), limited.clone(), limited],
+        None,
+    ));
     let sinks = sinks();
     let mut rx = sinks.events.subscribe();
     let (tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
     let start = tokio::time::Instant::now();
-    let task = tokio::spawn(reconcile::run(provider.clone(), binding(), drx, sinks.clone()));
+    let task = tokio::spawn(reconcile::run(
+        provider.clone(),
+        binding(),
+        drx,
+        sinks.clone(),
+    ));
 
     // While it is rate limited, the decision shows as decided but not applied.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let pending = state(&sinks);
     assert_eq!(pending.state, ApplyState::Pending);
-    assert!(pending.last_error.as_deref().unwrap_or("").contains("rate limited"), "{pending:?}");
+    assert!(
+        pending
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("rate limited"),
+        "{pending:?}"
+    );
 
     next_applied(&mut rx).await;
-    assert!(start.elapsed() >= Duration::from_secs(90), "three Retry-After of 30 s were honoured");
+    assert!(
+        start.elapsed() >= Duration::from_secs(90),
+        "three Retry-After of 30 s were honoured"
+    );
     assert_eq!(provider.applies(), 4);
-    assert_eq!(provider.inner.snapshot().active(&binding().priority).map(String::as_str), Some("tokyo"));
+    assert_eq!(
+        provider
+            .inner
+            .snapshot()
+            .active(&binding().priority)
+            .map(String::as_str),
+        Some("tokyo")
+    );
     tokio::time::sleep(Duration::from_secs(1)).await; // one read-back pass in paused time
     assert_eq!(state(&sinks).state, ApplyState::Applied);
     assert_eq!(provider.inner.writes().len(), 1);
     drop(tx);
-    task.await.expect("reconciler ends when the decision channel closes");
+    task.await
+        .expect("reconciler ends when the decision channel closes");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_conflict_is_re_observed_and_re_planned_not_retried_blindly() {
-    let provider = Arc::new(Faulty::new(vec![ProviderError::Conflict("version moved".into())], None));
+    let provider = Arc::new(Faulty::new(
+        vec![ProviderError::Conflict("version moved".into())],
+        None,
+    ));
     let sinks = sinks();
     let mut rx = sinks.events.subscribe();
     let (_tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
-    tokio::spawn(reconcile::run(provider.clone(), binding(), drx, sinks.clone()));
+    tokio::spawn(reconcile::run(
+        provider.clone(),
+        binding(),
+        drx,
+        sinks.clone(),
+    ));
     next_applied(&mut rx).await;
     assert_eq!(provider.applies(), 2);
-    let conflicts = sinks.metrics.provider_errors_total.with_label_values(&["faulty", "apply", "conflict"]).get();
+    let conflicts = sinks
+        .metrics
+        .provider_errors_total
+        .with_label_values(&["faulty", "apply", "conflict"])
+        .get();
     assert_eq!(conflicts, 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn auth_failures_are_not_retried_in_a_hot_loop() {
-    let provider = Arc::new(Faulty::new(vec![], Some(ProviderError::Auth("expired token".into()))));
+    let provider = Arc::new(Faulty::new(
+        vec![],
+        Some(ProviderError::Auth("expired token".into())),
+    ));
     let sinks = sinks();
     let (_tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
-    tokio::spawn(reconcile::run(provider.clone(), binding(), drx, sinks.clone()));
+    tokio::spawn(reconcile::run(
+        provider.clone(),
+        binding(),
+        drx,
+        sinks.clone(),
+    ));
     tokio::time::sleep(Duration::from_secs(600)).await;
     // One try, then one per 60 s resync: 11 in ten minutes at most.
-    assert!(provider.applies() <= 11, "{} applies in 10 minutes", provider.applies());
+    assert!(
+        provider.applies() <= 11,
+        "{} applies in 10 minutes",
+        provider.applies()
+    );
     assert!(provider.applies() >= 2, "it keeps trying on resync");
     assert_eq!(state(&sinks).state, ApplyState::Pending);
 }
@@ -169,7 +232,12 @@ async fn holds_write_nothing_and_the_latest_decision_wins() {
     let (tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
     // Replaced before the reconciler ever runs: the stale failover must never be applied.
     tx.send_replace(Some(decision("tokyo", Rule::FailStatic)));
-    tokio::spawn(reconcile::run(provider.clone(), binding(), drx, sinks.clone()));
+    tokio::spawn(reconcile::run(
+        provider.clone(),
+        binding(),
+        drx,
+        sinks.clone(),
+    ));
     tokio::time::sleep(Duration::from_secs(300)).await;
     assert_eq!(provider.applies(), 0);
     assert!(provider.inner.writes().is_empty());

@@ -50,12 +50,18 @@ impl Rule {
     /// Whether the decision may be pushed to a provider. Fail static, unknown evidence and
     /// awaiting evidence push nothing: the provider keeps what it has.
     pub fn pushes(self) -> bool {
-        !matches!(self, Self::AwaitingEvidence | Self::FailStatic | Self::HoldUnknown)
+        !matches!(
+            self,
+            Self::AwaitingEvidence | Self::FailStatic | Self::HoldUnknown
+        )
     }
 
     /// Whether the rule is a hold (the engine wanted to, or could not, act).
     pub fn is_hold(self) -> bool {
-        matches!(self, Self::FailStatic | Self::HoldUnknown | Self::FailbackManual | Self::Dwell)
+        matches!(
+            self,
+            Self::FailStatic | Self::HoldUnknown | Self::FailbackManual | Self::Dwell
+        )
     }
 }
 
@@ -112,14 +118,25 @@ pub struct DecideInput<'a> {
 /// Priority failover with rise/fall verdicts, failback rule, minimum dwell and fail static.
 pub fn decide(policy: &Policy, input: &DecideInput<'_>) -> Decision {
     let verdict = |p: &PoolId| input.pools.get(p).map_or(Verdict::Unknown, |v| v.verdict);
-    let best = policy.pools.iter().map(|p| &p.id).find(|p| verdict(p) == Verdict::Healthy);
+    let best = policy
+        .pools
+        .iter()
+        .map(|p| &p.id)
+        .find(|p| verdict(p) == Verdict::Healthy);
     let why = |p: &PoolId| {
-        format!("pool {p} {}: {}", verdict(p), input.explain.get(p).map_or("", String::as_str))
+        format!(
+            "pool {p} {}: {}",
+            verdict(p),
+            input.explain.get(p).map_or("", String::as_str)
+        )
     };
     let mut reasons = Vec::new();
     let (rule, active) = match input.current {
         None => {
-            let first_unknown = policy.pools.iter().position(|p| verdict(&p.id) == Verdict::Unknown);
+            let first_unknown = policy
+                .pools
+                .iter()
+                .position(|p| verdict(&p.id) == Verdict::Unknown);
             let best_rank = best.and_then(|b| policy.pools.iter().position(|p| &p.id == b));
             match (best, best_rank, first_unknown) {
                 (Some(b), Some(r), u) if u.is_none_or(|u| u > r) => {
@@ -139,17 +156,23 @@ pub fn decide(policy: &Policy, input: &DecideInput<'_>) -> Decision {
                 (Verdict::Unhealthy, Some(b)) => {
                     reasons.push(why(cur));
                     reasons.push(why(b));
-                    reasons.push(format!("rule: failover from {cur} to the most preferred healthy pool {b}"));
+                    reasons.push(format!(
+                        "rule: failover from {cur} to the most preferred healthy pool {b}"
+                    ));
                     (Rule::Failover, Some(b.clone()))
                 }
                 (Verdict::Unhealthy, None) => {
                     reasons.extend(policy.pools.iter().map(|p| why(&p.id)));
-                    reasons.push(format!("rule: fail static: no pool is healthy, keeping {cur} and writing nothing"));
+                    reasons.push(format!(
+                        "rule: fail static: no pool is healthy, keeping {cur} and writing nothing"
+                    ));
                     (Rule::FailStatic, Some(cur.clone()))
                 }
                 (Verdict::Unknown, _) => {
                     reasons.push(why(cur));
-                    reasons.push(format!("rule: evidence for {cur} is unknown; unknown never causes a switch"));
+                    reasons.push(format!(
+                        "rule: evidence for {cur} is unknown; unknown never causes a switch"
+                    ));
                     (Rule::HoldUnknown, Some(cur.clone()))
                 }
                 (Verdict::Healthy, Some(b)) if rank(b) < rank(cur) => {
@@ -173,7 +196,8 @@ pub fn decide(policy: &Policy, input: &DecideInput<'_>) -> Decision {
                                     (Rule::Dwell, Some(cur.clone()))
                                 }
                                 _ => {
-                                    reasons.push(format!("rule: failback (auto) from {cur} to {b}"));
+                                    reasons
+                                        .push(format!("rule: failback (auto) from {cur} to {b}"));
                                     (Rule::Failback, Some(b.clone()))
                                 }
                             }
@@ -182,13 +206,18 @@ pub fn decide(policy: &Policy, input: &DecideInput<'_>) -> Decision {
                 }
                 (Verdict::Healthy, _) => {
                     reasons.push(why(cur));
-                    reasons.push(format!("rule: {cur} is healthy and no more preferred pool is: stay"));
+                    reasons.push(format!(
+                        "rule: {cur} is healthy and no more preferred pool is: stay"
+                    ));
                     (Rule::Stay, Some(cur.clone()))
                 }
             }
         }
     };
-    let previous = input.current.filter(|c| Some(*c) != active.as_ref()).cloned();
+    let previous = input
+        .current
+        .filter(|c| Some(*c) != active.as_ref())
+        .cloned();
     Decision {
         service: policy.service.clone(),
         at: input.now,

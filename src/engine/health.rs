@@ -25,7 +25,12 @@ pub struct EndpointHealth {
 
 impl EndpointHealth {
     /// Records one probe. Returns the new verdict when it changed.
-    pub fn record(&mut self, outcome: &ProbeOutcome, at: Millis, th: Thresholds) -> Option<Verdict> {
+    pub fn record(
+        &mut self,
+        outcome: &ProbeOutcome,
+        at: Millis,
+        th: Thresholds,
+    ) -> Option<Verdict> {
         if self.last_at.is_some_and(|last| at < last) {
             return None; // an older result arriving late never overrides a newer one
         }
@@ -63,13 +68,19 @@ impl EndpointHealth {
         let last = self.last.as_ref().map_or(ProbeReason::Ok, |o| o.reason);
         match self.verdict {
             Verdict::Unhealthy => {
-                format!("failed {} consecutive probes (fall={}), last: {last}", self.consecutive_fail, th.fall)
+                format!(
+                    "failed {} consecutive probes (fall={}), last: {last}",
+                    self.consecutive_fail, th.fall
+                )
             }
             Verdict::Healthy if self.consecutive_fail > 0 => format!(
                 "healthy, {} failed probe(s) in a row (fall={}), last: {last}",
                 self.consecutive_fail, th.fall
             ),
-            Verdict::Healthy => format!("passed {} consecutive probes (rise={})", self.consecutive_ok, th.rise),
+            Verdict::Healthy => format!(
+                "passed {} consecutive probes (rise={})",
+                self.consecutive_ok, th.rise
+            ),
             Verdict::Unknown if self.last.is_none() => "no probe result yet".into(),
             Verdict::Unknown => format!(
                 "not yet decided: {} ok / {} failed in a row (rise={}, fall={})",
@@ -93,7 +104,11 @@ pub fn pool_verdict(endpoints: impl IntoIterator<Item = Verdict>) -> Verdict {
             Verdict::Unhealthy => {}
         }
     }
-    if any && all_down { Verdict::Unhealthy } else { Verdict::Unknown }
+    if any && all_down {
+        Verdict::Unhealthy
+    } else {
+        Verdict::Unknown
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +121,11 @@ mod tests {
             success: ok,
             duration: Duration::from_millis(5),
             http_status: ok.then_some(200),
-            reason: if ok { ProbeReason::Ok } else { ProbeReason::Timeout },
+            reason: if ok {
+                ProbeReason::Ok
+            } else {
+                ProbeReason::Timeout
+            },
         }
     }
 
@@ -116,14 +135,24 @@ mod tests {
     fn starts_unknown_and_needs_consecutive_results() {
         let mut h = EndpointHealth::default();
         assert_eq!(h.record(&outcome(true), Millis(1), TH), None);
-        assert_eq!(h.record(&outcome(true), Millis(2), TH), Some(Verdict::Healthy));
+        assert_eq!(
+            h.record(&outcome(true), Millis(2), TH),
+            Some(Verdict::Healthy)
+        );
         assert_eq!(h.record(&outcome(false), Millis(3), TH), None);
         assert_eq!(h.record(&outcome(false), Millis(4), TH), None);
-        assert_eq!(h.record(&outcome(true), Millis(5), TH), None, "a success resets the fall count");
+        assert_eq!(
+            h.record(&outcome(true), Millis(5), TH),
+            None,
+            "a success resets the fall count"
+        );
         for t in 6..8 {
             h.record(&outcome(false), Millis(t), TH);
         }
-        assert_eq!(h.record(&outcome(false), Millis(8), TH), Some(Verdict::Unhealthy));
+        assert_eq!(
+            h.record(&outcome(false), Millis(8), TH),
+            Some(Verdict::Unhealthy)
+        );
         assert_eq!(h.failing_since, Some(Millis(6)));
     }
 
@@ -132,8 +161,14 @@ mod tests {
         let mut h = EndpointHealth::default();
         h.record(&outcome(true), Millis(1_000), TH);
         h.record(&outcome(true), Millis(2_000), TH);
-        assert_eq!(h.verdict_at(Millis(3_000), Duration::from_secs(5)), Verdict::Healthy);
-        assert_eq!(h.verdict_at(Millis(8_000), Duration::from_secs(5)), Verdict::Unknown);
+        assert_eq!(
+            h.verdict_at(Millis(3_000), Duration::from_secs(5)),
+            Verdict::Healthy
+        );
+        assert_eq!(
+            h.verdict_at(Millis(8_000), Duration::from_secs(5)),
+            Verdict::Unknown
+        );
         assert_eq!(h.record(&outcome(false), Millis(500), TH), None);
         assert_eq!(h.consecutive_fail, 0);
     }

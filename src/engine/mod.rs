@@ -46,14 +46,32 @@ impl Engine {
         let endpoints = policy
             .pools
             .iter()
-            .flat_map(|p| p.endpoints.iter().map(|e| (e.id.clone(), (p.id.clone(), EndpointHealth::default()))))
+            .flat_map(|p| {
+                p.endpoints
+                    .iter()
+                    .map(|e| (e.id.clone(), (p.id.clone(), EndpointHealth::default())))
+            })
             .collect();
         let pools = policy
             .pools
             .iter()
-            .map(|p| (p.id.clone(), PoolVerdict { verdict: Verdict::Unknown, since: Millis(0) }))
+            .map(|p| {
+                (
+                    p.id.clone(),
+                    PoolVerdict {
+                        verdict: Verdict::Unknown,
+                        since: Millis(0),
+                    },
+                )
+            })
             .collect();
-        Self { policy, endpoints, pools, active: None, last_switch: None }
+        Self {
+            policy,
+            endpoints,
+            pools,
+            active: None,
+            last_switch: None,
+        }
     }
 
     /// The policy this engine evaluates.
@@ -81,11 +99,13 @@ impl Engine {
     pub fn observe(&mut self, obs: &Observation) -> Option<EndpointTransition> {
         let th = self.policy.thresholds;
         let (pool, health) = self.endpoints.get_mut(&obs.endpoint)?;
-        health.record(&obs.outcome, obs.at, th).map(|verdict| EndpointTransition {
-            pool: pool.clone(),
-            endpoint: obs.endpoint.clone(),
-            verdict,
-        })
+        health
+            .record(&obs.outcome, obs.at, th)
+            .map(|verdict| EndpointTransition {
+                pool: pool.clone(),
+                endpoint: obs.endpoint.clone(),
+                verdict,
+            })
     }
 
     /// Evidence older than this is stale: `STALE_INTERVALS × interval + timeout`.
@@ -100,11 +120,22 @@ impl Engine {
         let th = self.policy.thresholds;
         let mut explain = BTreeMap::new();
         for pool in &self.policy.pools {
-            let members: Vec<_> = self.endpoints.values().filter(|(p, _)| *p == pool.id).map(|(_, h)| h).collect();
+            let members: Vec<_> = self
+                .endpoints
+                .values()
+                .filter(|(p, _)| *p == pool.id)
+                .map(|(_, h)| h)
+                .collect();
             let verdict = pool_verdict(members.iter().map(|h| h.verdict_at(now, stale)));
-            let slot = self.pools.entry(pool.id.clone()).or_insert(PoolVerdict { verdict, since: now });
+            let slot = self.pools.entry(pool.id.clone()).or_insert(PoolVerdict {
+                verdict,
+                since: now,
+            });
             if slot.verdict != verdict {
-                *slot = PoolVerdict { verdict, since: now };
+                *slot = PoolVerdict {
+                    verdict,
+                    since: now,
+                };
             }
             let text = pool
                 .endpoints
@@ -112,7 +143,11 @@ impl Engine {
                 .filter_map(|e| self.endpoints.get(&e.id).map(|(_, h)| (e, h)))
                 .map(|(e, h)| match h.verdict_at(now, stale) {
                     Verdict::Unknown if h.last_at.is_some() && h.verdict != Verdict::Unknown => {
-                        format!("endpoint {} stale (no result for over {})", e.id, humantime::format_duration(stale))
+                        format!(
+                            "endpoint {} stale (no result for over {})",
+                            e.id,
+                            humantime::format_duration(stale)
+                        )
                     }
                     _ => format!("endpoint {} {}", e.id, h.explain(th)),
                 })

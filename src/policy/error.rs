@@ -50,10 +50,17 @@ pub(super) struct Report {
 
 impl Report {
     pub(super) fn new(file: PathBuf) -> Self {
-        Self { file, errors: Vec::new() }
+        Self {
+            file,
+            errors: Vec::new(),
+        }
     }
 
     pub(super) fn add(&mut self, key: impl Into<String>, reason: impl Into<String>) {
-        self.errors.push(PolicyError { file: self.file.clone(), key: key.into(), reason: reason.into() });
+        self.errors.push(PolicyError {
+            file: self.file.clone(),
+            key: key.into(),
+            reason: reason.into(),
+        });
     }
 }

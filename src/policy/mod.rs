@@ -45,7 +45,10 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
         },
         Err(e) => {
             let key = e.path().to_string();
-            report.add(if key == "." { String::new() } else { key }, e.into_inner().to_string());
+            report.add(
+                if key == "." { String::new() } else { key },
+                e.into_inner().to_string(),
+            );
             Err(PolicyErrors(report.errors))
         }
     }
@@ -67,7 +70,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
                 reason: "folder holds no *.toml policy".into(),
             }),
             Ok(found) => files.extend(found),
-            Err(e) => errors.push(PolicyError { file: path.clone(), key: String::new(), reason: e.to_string() }),
+            Err(e) => errors.push(PolicyError {
+                file: path.clone(),
+                key: String::new(),
+                reason: e.to_string(),
+            }),
         }
     }
     let mut policies = Vec::new();
@@ -76,7 +83,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
             Err(e) => {
-                errors.push(PolicyError { file, key: String::new(), reason: format!("cannot read: {e}") });
+                errors.push(PolicyError {
+                    file,
+                    key: String::new(),
+                    reason: format!("cannot read: {e}"),
+                });
                 continue;
             }
         };
@@ -86,7 +97,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
                     errors.push(PolicyError {
                         file: file.clone(),
                         key: "service".into(),
-                        reason: format!("service '{}' is already defined in {}", policy.service, first.display()),
+                        reason: format!(
+                            "service '{}' is already defined in {}",
+                            policy.service,
+                            first.display()
+                        ),
                     });
                 }
                 policies.push((file, policy));
@@ -94,7 +109,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
             Err(PolicyErrors(mut e)) => errors.append(&mut e),
         }
     }
-    if errors.is_empty() { Ok(policies) } else { Err(PolicyErrors(errors)) }
+    if errors.is_empty() {
+        Ok(policies)
+    } else {
+        Err(PolicyErrors(errors))
+    }
 }
 
 fn policy_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {

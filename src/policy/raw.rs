@@ -77,7 +77,10 @@ pub struct RawHealth {
 
 impl Default for RawHealth {
     fn default() -> Self {
-        Self { fall: default_fall(), rise: default_rise() }
+        Self {
+            fall: default_fall(),
+            rise: default_rise(),
+        }
     }
 }
 

@@ -23,16 +23,31 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
     let before = report.errors.len();
     let hostname = normalise_name(&raw.hostname);
     if raw.service.is_empty()
-        || !raw.service.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        || !raw
+            .service
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        report.add("service", "must be non-empty and use only letters, digits, '-' and '_'");
+        report.add(
+            "service",
+            "must be non-empty and use only letters, digits, '-' and '_'",
+        );
     }
     if hostname.is_empty() || !hostname.contains('.') {
-        report.add("hostname", format!("'{}' is not a fully qualified hostname", raw.hostname));
+        report.add(
+            "hostname",
+            format!("'{}' is not a fully qualified hostname", raw.hostname),
+        );
     }
     let probe = probe_spec(raw.probe, report);
-    let thresholds = Thresholds { fall: raw.health.fall, rise: raw.health.rise };
-    for (key, value) in [("health.fall", thresholds.fall), ("health.rise", thresholds.rise)] {
+    let thresholds = Thresholds {
+        fall: raw.health.fall,
+        rise: raw.health.rise,
+    };
+    for (key, value) in [
+        ("health.fall", thresholds.fall),
+        ("health.rise", thresholds.rise),
+    ] {
         if value == 0 {
             report.add(key, "must be at least 1 (0 would never change a verdict)");
         }
@@ -73,7 +88,13 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
 
 fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
     if raw.interval < MIN_INTERVAL {
-        report.add("probe.interval", format!("must be at least {}", humantime::format_duration(MIN_INTERVAL)));
+        report.add(
+            "probe.interval",
+            format!(
+                "must be at least {}",
+                humantime::format_duration(MIN_INTERVAL)
+            ),
+        );
     }
     if raw.timeout.is_zero() {
         report.add("probe.timeout", "must be more than 0s");
@@ -89,15 +110,24 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
         );
     }
     if raw.expected_status.is_empty() {
-        report.add("probe.expected_status", "must list at least one status code");
+        report.add(
+            "probe.expected_status",
+            "must list at least one status code",
+        );
     }
     for (i, code) in raw.expected_status.iter().enumerate() {
         if !(100..=599).contains(code) {
-            report.add(format!("probe.expected_status[{i}]"), format!("{code} is not an HTTP status (100-599)"));
+            report.add(
+                format!("probe.expected_status[{i}]"),
+                format!("{code} is not an HTTP status (100-599)"),
+            );
         }
     }
     if raw.body_contains.as_deref() == Some("") {
-        report.add("probe.body_contains", "must not be empty (leave it out to skip the body check)");
+        report.add(
+            "probe.body_contains",
+            "must not be empty (leave it out to skip the body check)",
+        );
     }
     ProbeSpec {
         interval: raw.interval,
@@ -113,7 +143,10 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
 
 fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Vec<Pool> {
     if raw.len() < 2 {
-        report.add("pools", format!("needs at least two pools for failover, found {}", raw.len()));
+        report.add(
+            "pools",
+            format!("needs at least two pools for failover, found {}", raw.len()),
+        );
     }
     let mut names = BTreeSet::new();
     let mut priorities = BTreeSet::new();
@@ -121,32 +154,60 @@ fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Ve
     let mut pools = Vec::new();
     for (i, p) in raw.iter().enumerate() {
         let key = format!("pools[{i}]");
-        if p.name.is_empty() || !p.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            report.add(format!("{key}.name"), "must be non-empty and use only letters, digits, '-' and '_'");
+        if p.name.is_empty()
+            || !p
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            report.add(
+                format!("{key}.name"),
+                "must be non-empty and use only letters, digits, '-' and '_'",
+            );
         } else if !names.insert(p.name.as_str()) {
-            report.add(format!("{key}.name"), format!("duplicate pool name '{}'", p.name));
+            report.add(
+                format!("{key}.name"),
+                format!("duplicate pool name '{}'", p.name),
+            );
         }
         if p.priority == 0 {
-            report.add(format!("{key}.priority"), "must be at least 1 (1 = most preferred)");
+            report.add(
+                format!("{key}.priority"),
+                "must be at least 1 (1 = most preferred)",
+            );
         } else if !priorities.insert(p.priority) {
             report.add(
                 format!("{key}.priority"),
-                format!("duplicate priority {} (pool '{}'): failover order must be total", p.priority, p.name),
+                format!(
+                    "duplicate priority {} (pool '{}'): failover order must be total",
+                    p.priority, p.name
+                ),
             );
         }
         if p.endpoints.is_empty() {
-            report.add(format!("{key}.endpoints"), "must list at least one endpoint");
+            report.add(
+                format!("{key}.endpoints"),
+                "must list at least one endpoint",
+            );
         }
         let mut endpoints = Vec::new();
         for (j, e) in p.endpoints.iter().enumerate() {
             let ekey = format!("{key}.endpoints[{j}]");
             if !seen_endpoints.insert(e.as_str()) {
-                report.add(ekey, format!("'{e}' is listed twice: an endpoint belongs to one pool"));
+                report.add(
+                    ekey,
+                    format!("'{e}' is listed twice: an endpoint belongs to one pool"),
+                );
             } else if let Some(ep) = endpoint(e, hostname, &ekey, report) {
                 endpoints.push(ep);
             }
         }
-        pools.push(Pool { id: PoolId(p.name.clone()), priority: p.priority, region: p.region.clone(), endpoints });
+        pools.push(Pool {
+            id: PoolId(p.name.clone()),
+            priority: p.priority,
+            region: p.region.clone(),
+            endpoints,
+        });
     }
     pools.sort_by_key(|p| p.priority);
     pools
@@ -184,11 +245,17 @@ fn endpoint(raw: &str, hostname: &str, key: &str, report: &mut Report) -> Option
             }
         },
         other => {
-            report.add(key, format!("scheme '{other}' is not supported (use http, https or tcp)"));
+            report.add(
+                key,
+                format!("scheme '{other}' is not supported (use http, https or tcp)"),
+            );
             return None;
         }
     };
-    Some(Endpoint { id: EndpointId(raw.to_owned()), kind })
+    Some(Endpoint {
+        id: EndpointId(raw.to_owned()),
+        kind,
+    })
 }
 
 fn target(
@@ -213,10 +280,16 @@ fn target(
     }
     let record_type = r.record_type.to_ascii_uppercase();
     if !matches!(record_type.as_str(), "A" | "AAAA" | "CNAME") {
-        report.add("target.route53.record_type", format!("'{}' is not one of A, AAAA, CNAME", r.record_type));
+        report.add(
+            "target.route53.record_type",
+            format!("'{}' is not one of A, AAAA, CNAME", r.record_type),
+        );
     }
     if r.ttl.as_secs() > MAX_TTL_SECS || r.ttl.subsec_nanos() != 0 {
-        report.add("target.route53.ttl", "must be a whole number of seconds up to 2147483647 (Route 53 limit)");
+        report.add(
+            "target.route53.ttl",
+            "must be a whole number of seconds up to 2147483647 (Route 53 limit)",
+        );
     }
     if pools.len() > 2 {
         for extra in &pools[2..] {
@@ -232,18 +305,30 @@ fn target(
     }
     for name in r.pools.keys() {
         if !pools.iter().any(|p| p.id.0 == *name) {
-            report.add(format!("target.route53.pools.{name}"), format!("no pool named '{name}' in [[pools]]"));
+            report.add(
+                format!("target.route53.pools.{name}"),
+                format!("no pool named '{name}' in [[pools]]"),
+            );
         }
     }
     let mut out = Vec::new();
     for pool in pools.iter().take(2) {
         let key = format!("target.route53.pools.{}", pool.id);
         let Some(rp) = r.pools.get(&pool.id.0) else {
-            report.add(key, format!("missing: every pool needs its failover record (pool '{}')", pool.id));
+            report.add(
+                key,
+                format!(
+                    "missing: every pool needs its failover record (pool '{}')",
+                    pool.id
+                ),
+            );
             continue;
         };
         if rp.values.is_empty() {
-            report.add(format!("{key}.values"), "must list the record's values (addresses, or one name for CNAME)");
+            report.add(
+                format!("{key}.values"),
+                "must list the record's values (addresses, or one name for CNAME)",
+            );
         }
         for (i, v) in rp.values.iter().enumerate() {
             let ok = match record_type.as_str() {
@@ -252,12 +337,18 @@ fn target(
                 _ => rp.values.len() == 1 && normalise_name(v) != hostname,
             };
             if !ok {
-                report.add(format!("{key}.values[{i}]"), format!("'{v}' is not a valid {record_type} value here"));
+                report.add(
+                    format!("{key}.values[{i}]"),
+                    format!("'{v}' is not a valid {record_type} value here"),
+                );
             }
         }
         out.push(Route53Pool {
             pool: pool.id.clone(),
-            set_identifier: rp.set_identifier.clone().unwrap_or_else(|| pool.id.0.clone()),
+            set_identifier: rp
+                .set_identifier
+                .clone()
+                .unwrap_or_else(|| pool.id.0.clone()),
             values: rp.values.clone(),
         });
     }

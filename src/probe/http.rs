@@ -13,8 +13,8 @@ use crate::model::ProbeReason;
 use super::classify::classify;
 use super::dns::Dns;
 
-/// Bytes of the body read and searched for `body_contains`: 64 KiB (blackbox_exporter reads
-/// whole bodies; Cloudflare monitors match within the first 10 KB; 64 KiB covers both).
+/// Bytes of the body read and searched for `body_contains`: 64 KiB (the limit documented on
+/// `ProbeSpec::body_contains`; Route 53 string matching looks at only the first 5,120 bytes).
 pub const BODY_LIMIT: usize = 64 * 1024;
 
 /// Redirects followed when `follow_redirects` is on: 10 (reqwest's default limit).

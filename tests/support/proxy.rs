@@ -21,7 +21,10 @@ pub struct Counts {
 impl Counts {
     /// (reads, writes) now.
     pub fn get(&self) -> (u64, u64) {
-        (self.reads.load(Ordering::SeqCst), self.writes.load(Ordering::SeqCst))
+        (
+            self.reads.load(Ordering::SeqCst),
+            self.writes.load(Ordering::SeqCst),
+        )
     }
 }
 
@@ -57,7 +60,9 @@ impl CountingProxy {
             counts: counts.clone(),
         };
         let app = axum::Router::new().fallback(forward).with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind proxy");
         let url = format!("http://{}", listener.local_addr().expect("proxy addr"));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -67,9 +72,17 @@ impl CountingProxy {
 }
 
 async fn forward(State(up): State<Upstream>, req: Request) -> Response {
-    let counter = if req.method() == Method::GET || req.method() == Method::HEAD { &up.counts.reads } else { &up.counts.writes };
+    let counter = if req.method() == Method::GET || req.method() == Method::HEAD {
+        &up.counts.reads
+    } else {
+        &up.counts.writes
+    };
     counter.fetch_add(1, Ordering::SeqCst);
-    let url = format!("{}{}", up.base, req.uri().path_and_query().map_or("/", |p| p.as_str()));
+    let url = format!(
+        "{}{}",
+        up.base,
+        req.uri().path_and_query().map_or("/", |p| p.as_str())
+    );
     let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes()).expect("method");
     let mut headers = reqwest::header::HeaderMap::new();
     for (k, v) in req.headers() {
@@ -82,10 +95,20 @@ async fn forward(State(up): State<Upstream>, req: Request) -> Response {
             }
         }
     }
-    let body = to_bytes(req.into_body(), 16 << 20).await.unwrap_or_default();
-    match up.client.request(method, url).headers(headers).body(body.to_vec()).send().await {
+    let body = to_bytes(req.into_body(), 16 << 20)
+        .await
+        .unwrap_or_default();
+    match up
+        .client
+        .request(method, url)
+        .headers(headers)
+        .body(body.to_vec())
+        .send()
+        .await
+    {
         Ok(r) => {
-            let status = StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let status =
+                StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
             let mut builder = Response::builder().status(status);
             for (k, v) in r.headers() {
                 if k != "transfer-encoding" && k != "content-length" && k != "connection" {
@@ -95,6 +118,9 @@ async fn forward(State(up): State<Upstream>, req: Request) -> Response {
             let bytes = r.bytes().await.unwrap_or_default();
             builder.body(Body::from(bytes)).unwrap_or_default()
         }
-        Err(_) => Response::builder().status(StatusCode::BAD_GATEWAY).body(Body::empty()).unwrap_or_default(),
+        Err(_) => Response::builder()
+            .status(StatusCode::BAD_GATEWAY)
+            .body(Body::empty())
+            .unwrap_or_default(),
     }
 }

@@ -15,7 +15,11 @@ pub struct Backoff {
 impl Backoff {
     /// A backoff starting at `base` and capped at `max`.
     pub fn new(base: Duration, max: Duration) -> Self {
-        Self { base, max, attempt: 0 }
+        Self {
+            base,
+            max,
+            attempt: 0,
+        }
     }
 
     /// The delay before the next try. `jitter` is a number in `[0, 1)` (from the caller's RNG,
@@ -53,7 +57,10 @@ mod tests {
             b.next_delay(1.0, None);
         }
         assert_eq!(b.next_delay(1.0, None), Duration::from_secs(1));
-        assert_eq!(b.next_delay(0.0, Some(Duration::from_secs(7))), Duration::from_secs(7));
+        assert_eq!(
+            b.next_delay(0.0, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
         b.reset();
         assert_eq!(b.attempts(), 0);
         assert_eq!(b.next_delay(0.5, None), Duration::from_millis(50));

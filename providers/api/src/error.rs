@@ -40,7 +40,10 @@ impl ProviderError {
     /// Whether the same call may succeed if tried again after a backoff. Conflicts are
     /// retryable too, but only after a fresh observe and a new plan.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::RateLimited { .. } | Self::Transient(_) | Self::Conflict(_))
+        matches!(
+            self,
+            Self::RateLimited { .. } | Self::Transient(_) | Self::Conflict(_)
+        )
     }
 
     /// A short, bounded label for metrics: `rate_limited`, `transient`, `conflict`, `auth`,

@@ -17,7 +17,9 @@ mod state;
 pub use backoff::Backoff;
 pub use error::ProviderError;
 pub use memory::{MemoryProvider, RecordedWrite};
-pub use state::{Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff};
+pub use state::{
+    Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff,
+};
 
 use std::future::Future;
 

@@ -3,7 +3,9 @@
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use crate::{Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError};
+use crate::{
+    Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
+};
 
 /// One accepted write, with the wall-clock time it was accepted.
 #[derive(Debug, Clone)]
@@ -29,10 +31,21 @@ impl MemoryProvider {
             order: (style == FailoverStyle::Order).then(|| pools.to_vec()),
             pools: pools
                 .iter()
-                .map(|p| (p.clone(), ObservedPool { enabled: true, version: Some("1".into()) }))
+                .map(|p| {
+                    (
+                        p.clone(),
+                        ObservedPool {
+                            enabled: true,
+                            version: Some("1".into()),
+                        },
+                    )
+                })
                 .collect(),
         };
-        Self { style, state: Mutex::new((state, Vec::new())) }
+        Self {
+            style,
+            state: Mutex::new((state, Vec::new())),
+        }
     }
 
     /// Every write accepted so far, oldest first.
@@ -47,7 +60,9 @@ impl MemoryProvider {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, (ObservedState, Vec<RecordedWrite>)> {
         // A poisoned lock only means a panic elsewhere; the state itself is always whole.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -67,16 +82,30 @@ impl Provider for MemoryProvider {
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
         let mut guard = self.lock();
         for change in plan {
-            if let Change::SetEnabled { pool, expected_version, .. } = change {
-                let current = guard.0.pools.get(pool).ok_or_else(|| ProviderError::NotFound(pool.clone()))?;
+            if let Change::SetEnabled {
+                pool,
+                expected_version,
+                ..
+            } = change
+            {
+                let current = guard
+                    .0
+                    .pools
+                    .get(pool)
+                    .ok_or_else(|| ProviderError::NotFound(pool.clone()))?;
                 if current.version != *expected_version {
-                    return Err(ProviderError::Conflict(format!("pool {pool} version moved")));
+                    return Err(ProviderError::Conflict(format!(
+                        "pool {pool} version moved"
+                    )));
                 }
             }
         }
         guard.0 = guard.0.applied(plan);
         let at = SystemTime::now();
-        guard.1.extend(plan.iter().map(|change| RecordedWrite { at, change: change.clone() }));
+        guard.1.extend(plan.iter().map(|change| RecordedWrite {
+            at,
+            change: change.clone(),
+        }));
         Ok(())
     }
 }

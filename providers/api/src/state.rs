@@ -54,7 +54,8 @@ impl DesiredState {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let above_active = style == FailoverStyle::Enablement && rank.is_some_and(|r| i < r);
+                let above_active =
+                    style == FailoverStyle::Enablement && rank.is_some_and(|r| i < r);
                 (p.clone(), !above_active && !drained.contains(p))
             })
             .collect();
@@ -156,21 +157,27 @@ pub type Plan = Vec<Change>;
 pub fn diff(desired: &DesiredState, observed: &ObservedState) -> Result<Plan, ProviderError> {
     let mut plan = Plan::new();
     if let Some(order) = observed.order.as_ref().filter(|o| **o != desired.order) {
-        plan.push(Change::SetOrder { from: order.clone(), to: desired.order.clone() });
+        plan.push(Change::SetOrder {
+            from: order.clone(),
+            to: desired.order.clone(),
+        });
     }
     let mut disables = Vec::new();
     for (pool, &want) in &desired.enabled {
-        let seen = observed
-            .pools
-            .get(pool)
-            .ok_or_else(|| ProviderError::NotFound(format!("pool {pool} is not at the provider")))?;
+        let seen = observed.pools.get(pool).ok_or_else(|| {
+            ProviderError::NotFound(format!("pool {pool} is not at the provider"))
+        })?;
         if seen.enabled != want {
             let change = Change::SetEnabled {
                 pool: pool.clone(),
                 enabled: want,
                 expected_version: seen.version.clone(),
             };
-            if want { plan.push(change) } else { disables.push(change) }
+            if want {
+                plan.push(change)
+            } else {
+                disables.push(change)
+            }
         }
     }
     plan.extend(disables);
@@ -190,7 +197,15 @@ mod tests {
             order: order.map(refs),
             pools: enabled
                 .iter()
-                .map(|(p, e)| (p.to_string(), ObservedPool { enabled: *e, version: Some("7".into()) }))
+                .map(|(p, e)| {
+                    (
+                        p.to_string(),
+                        ObservedPool {
+                            enabled: *e,
+                            version: Some("7".into()),
+                        },
+                    )
+                })
                 .collect(),
         }
     }
@@ -198,16 +213,24 @@ mod tests {
     #[test]
     fn enablement_disables_only_pools_above_active() {
         let prio = refs(&["seoul", "tokyo"]);
-        let d = DesiredState::for_active(FailoverStyle::Enablement, &prio, "tokyo", &BTreeSet::new());
+        let d =
+            DesiredState::for_active(FailoverStyle::Enablement, &prio, "tokyo", &BTreeSet::new());
         assert!(!d.enabled["seoul"]);
         assert!(d.enabled["tokyo"]);
         let o = observed(&[("seoul", true), ("tokyo", true)], None);
         let plan = diff(&d, &o).unwrap();
         assert_eq!(
             plan,
-            vec![Change::SetEnabled { pool: "seoul".into(), enabled: false, expected_version: Some("7".into()) }]
+            vec![Change::SetEnabled {
+                pool: "seoul".into(),
+                enabled: false,
+                expected_version: Some("7".into())
+            }]
         );
-        assert_eq!(o.applied(&plan).active(&prio).map(String::as_str), Some("tokyo"));
+        assert_eq!(
+            o.applied(&plan).active(&prio).map(String::as_str),
+            Some("tokyo")
+        );
         assert!(diff(&d, &o.applied(&plan)).unwrap().is_empty());
     }
 
