@@ -15,6 +15,7 @@ COPY --from=build /src/target/release/gslb /usr/local/bin/gslb
 USER 10001
 # /etc/gslb/gslb.toml and /etc/gslb/policies/ are mounted read-only; AWS credentials come from
 # the environment or the platform role, never from the image.
-ENV GSLB_CONFIG=/etc/gslb/gslb.toml
+ENV GSLB_CONFIG=/etc/gslb/gslb.toml \
+    GSLB_ADMIN__LISTEN=0.0.0.0:9464
 EXPOSE 9464
 ENTRYPOINT ["gslb", "run"]

@@ -172,6 +172,26 @@ impl Settings {
             .map_err(err)?
             .try_deserialize()
             .map_err(err)?;
+        let invalid = |reason: String| SettingsError {
+            file: file.display().to_string(),
+            reason,
+        };
+        if settings.policies.is_empty() {
+            return Err(invalid("policies: lists no policy file or folder".into()));
+        }
+        if let Some(u) = &settings.route53.endpoint_url {
+            if url::Url::parse(u).map_or(true, |u| !matches!(u.scheme(), "http" | "https")) {
+                return Err(invalid(format!(
+                    "route53.endpoint_url: '{u}' is not an http(s) URL"
+                )));
+            }
+        }
+        if settings.route53.region.is_empty() {
+            return Err(invalid("route53.region: must not be empty".into()));
+        }
+        if settings.reconcile.resync < Duration::from_secs(1) {
+            return Err(invalid("reconcile.resync: must be at least 1s".into()));
+        }
         let base = file.parent().unwrap_or(Path::new("."));
         for p in &mut settings.policies {
             if p.is_relative() {

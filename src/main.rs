@@ -99,14 +99,22 @@ fn main() -> ExitCode {
 
 fn init_tracing(quiet: bool) {
     let default = if quiet { "warn" } else { "info" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("GSLB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let (filter, bad) = match std::env::var("GSLB_LOG") {
+        Ok(v) => match tracing_subscriber::EnvFilter::try_new(&v) {
+            Ok(f) if !v.trim().is_empty() => (f, None),
+            _ => (tracing_subscriber::EnvFilter::new(default), Some(v)),
+        },
+        Err(_) => (tracing_subscriber::EnvFilter::new(default), None),
+    };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .init();
+    if let Some(v) = bad {
+        tracing::warn!(GSLB_LOG = %v, "not a valid log filter; using {default}");
+    }
 }
 
 async fn dispatch(command: Command) -> Result<(), Failure> {

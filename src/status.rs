@@ -8,7 +8,7 @@ use std::sync::RwLock;
 
 use serde::Serialize;
 
-use crate::engine::{Decision, Engine};
+use crate::engine::{Decision, Engine, pool_verdict};
 use crate::model::{EndpointId, Millis, PoolId, ProbeOutcome, ServiceId, Verdict};
 
 /// How many recent probes each endpoint keeps in the status.
@@ -151,9 +151,17 @@ impl StatusBoard {
                 pool: pool.id.clone(),
                 priority: pool.priority,
                 region: pool.region.clone(),
-                verdict: decision
-                    .and_then(|d| d.pools.get(&pool.id))
-                    .map_or(Verdict::Unknown, |v| v.verdict),
+                verdict: decision.and_then(|d| d.pools.get(&pool.id)).map_or_else(
+                    || {
+                        pool_verdict(
+                            engine
+                                .endpoints()
+                                .filter(|(_, p, _)| **p == pool.id)
+                                .map(|(_, _, h)| h.verdict),
+                        )
+                    },
+                    |v| v.verdict,
+                ),
                 endpoints: engine
                     .endpoints()
                     .filter(|(_, p, _)| **p == pool.id)
@@ -181,6 +189,11 @@ impl StatusBoard {
                     .collect(),
             })
             .collect();
+        if decision.is_none() {
+            entry.holding = Some(
+                "awaiting_provider: waiting to read the provider's current state; no decision until it answers".into(),
+            );
+        }
         if let Some(d) = decision {
             entry.active = d.active.clone();
             entry.holding = d.rule.is_hold().then(|| {

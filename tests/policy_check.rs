@@ -121,11 +121,11 @@ fn a_third_pool_is_rejected_for_route53() {
 
 #[test]
 fn detection_plus_ttl_beyond_the_rto_budget_is_rejected() {
-    let errs = errors(&with("rto_budget = \"3m\"", "rto_budget = \"80s\""));
+    let errs = errors(&with("rto_budget = \"3m\"", "rto_budget = \"90s\""));
     assert_error(
         &errs,
         "rto_budget",
-        "TTL 1m + fall 3 x interval 10s = 1m 30s exceeds the RTO budget of 1m 20s",
+        "TTL 1m + fall 3 x interval 10s + timeout 4s = 1m 34s exceeds the RTO budget of 1m 30s",
     );
 }
 
@@ -254,4 +254,74 @@ fn an_endpoint_in_two_pools_is_rejected() {
         "https://seoul.api.example.com:443/api/v1/health",
     ));
     assert_error(&errs, "pools[1].endpoints[0]", "is listed twice");
+}
+
+#[test]
+fn a_hostname_that_is_not_a_dns_name_is_rejected() {
+    for bad in [
+        "https://api.example.com/",
+        "203.0.113.1",
+        "api..example.com",
+    ] {
+        let errs = errors(&with(
+            "hostname = \"api.example.com\"",
+            &format!("hostname = \"{bad}\""),
+        ));
+        assert_error(&errs, "hostname", "is not a fully qualified DNS name");
+    }
+}
+
+#[test]
+fn credentials_in_endpoint_urls_are_rejected_without_echoing_them() {
+    let errs = errors(&with(
+        "https://tokyo.api.example.com",
+        "https://admin:s3cret@tokyo.api.example.com",
+    ));
+    assert_error(
+        &errs,
+        "pools[1].endpoints[0]",
+        "must not carry user:password",
+    );
+    assert!(errs.iter().all(|e| !e.reason.contains("s3cret")));
+}
+
+#[test]
+fn probe_header_and_server_name_are_checked_by_check_not_at_run_time() {
+    let errs = errors(&with(
+        "tls_verify = true",
+        "tls_verify = true\nhost_header = \"bad\\r\\nX-Evil: 1\"\ntls_server_name = \"not a name!\"",
+    ));
+    assert_error(&errs, "probe.host_header", "visible ASCII");
+    assert_error(&errs, "probe.tls_server_name", "is not a DNS name");
+}
+
+#[test]
+fn tls_server_name_needs_https_endpoints() {
+    let text = with(
+        "tls_verify = true",
+        "tls_verify = true\ntls_server_name = \"api.example.com\"",
+    )
+    .replace(
+        "https://tokyo.api.example.com:443/api/v1/health",
+        "http://tokyo.api.example.com/health",
+    );
+    let errs = errors(&text);
+    assert_error(
+        &errs,
+        "probe.tls_server_name",
+        "applies to https:// endpoints only, but pools[1].endpoints[0]",
+    );
+}
+
+#[test]
+fn set_identifiers_must_be_distinct() {
+    let errs = errors(&with(
+        "set_identifier = \"tokyo\"",
+        "set_identifier = \"seoul\"",
+    ));
+    assert_error(
+        &errs,
+        "target.route53.pools.tokyo.set_identifier",
+        "'seoul' is used by another pool",
+    );
 }

@@ -69,7 +69,13 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
                 key: String::new(),
                 reason: "folder holds no *.toml policy".into(),
             }),
-            Ok(found) => files.extend(found),
+            Ok(found) => {
+                for f in found {
+                    if !files.contains(&f) {
+                        files.push(f);
+                    }
+                }
+            }
             Err(e) => errors.push(PolicyError {
                 file: path.clone(),
                 key: String::new(),

@@ -33,10 +33,13 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
             "must be non-empty and use only letters, digits, '-' and '_'",
         );
     }
-    if hostname.is_empty() || !hostname.contains('.') {
+    if !is_dns_name(&hostname) || !hostname.contains('.') {
         report.add(
             "hostname",
-            format!("'{}' is not a fully qualified hostname", raw.hostname),
+            format!(
+                "'{}' is not a fully qualified DNS name (no scheme, path or IP address)",
+                raw.hostname
+            ),
         );
     }
     let probe = probe_spec(raw.probe, report);
@@ -53,18 +56,31 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
         }
     }
     let pools = pools(&raw.pools, &hostname, report);
+    if probe.tls_server_name.is_some() {
+        for (i, pool) in pools.iter().enumerate() {
+            for (j, e) in pool.endpoints.iter().enumerate() {
+                if !matches!(&e.kind, EndpointKind::Http(u) if u.scheme() == "https") {
+                    report.add(
+                        "probe.tls_server_name",
+                        format!("applies to https:// endpoints only, but pools[{i}].endpoints[{j}] is '{}'", e.id),
+                    );
+                }
+            }
+        }
+    }
     let target = target(raw.target.route53, &hostname, &pools, report);
     if let (Some(budget), Some(Target::Route53(r))) = (raw.rto_budget, &target) {
-        let detect = probe.interval * thresholds.fall;
-        if r.ttl + detect > budget {
+        let worst = r.ttl + probe.interval * thresholds.fall + probe.timeout;
+        if worst > budget {
             report.add(
                 "rto_budget",
                 format!(
-                    "TTL {} + fall {} x interval {} = {} exceeds the RTO budget of {}",
+                    "TTL {} + fall {} x interval {} + timeout {} = {} exceeds the RTO budget of {}",
                     humantime::format_duration(r.ttl),
                     thresholds.fall,
                     humantime::format_duration(probe.interval),
-                    humantime::format_duration(r.ttl + detect),
+                    humantime::format_duration(probe.timeout),
+                    humantime::format_duration(worst),
                     humantime::format_duration(budget),
                 ),
             );
@@ -121,6 +137,19 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
                 format!("probe.expected_status[{i}]"),
                 format!("{code} is not an HTTP status (100-599)"),
             );
+        }
+    }
+    if let Some(h) = &raw.host_header {
+        if h.is_empty() || !h.bytes().all(|b| b.is_ascii_graphic()) {
+            report.add(
+                "probe.host_header",
+                "must be a non-empty host[:port] of visible ASCII characters",
+            );
+        }
+    }
+    if let Some(n) = &raw.tls_server_name {
+        if !is_dns_name(&normalise_name(n)) {
+            report.add("probe.tls_server_name", format!("'{n}' is not a DNS name"));
         }
     }
     if raw.body_contains.as_deref() == Some("") {
@@ -221,10 +250,21 @@ fn endpoint(raw: &str, hostname: &str, key: &str, report: &mut Report) -> Option
             return None;
         }
     };
-    let Some(host) = url.host_str().map(normalise_name) else {
+    if !url.username().is_empty() || url.password().is_some() {
+        report.add(
+            key,
+            "must not carry user:password: it would show in logs, labels and status; use an allow-listed health path",
+        );
+        return None;
+    }
+    let Some(host) = url.host_str().filter(|h| !h.is_empty()).map(normalise_name) else {
         report.add(key, format!("'{raw}' has no host"));
         return None;
     };
+    if url.port() == Some(0) {
+        report.add(key, format!("'{raw}' has port 0"));
+        return None;
+    }
     if host == hostname {
         report.add(
             key,
@@ -312,6 +352,7 @@ fn target(
         }
     }
     let mut out = Vec::new();
+    let mut set_ids: BTreeSet<String> = BTreeSet::new();
     for pool in pools.iter().take(2) {
         let key = format!("target.route53.pools.{}", pool.id);
         let Some(rp) = r.pools.get(&pool.id.0) else {
@@ -324,17 +365,38 @@ fn target(
             );
             continue;
         };
+        let set_identifier = rp
+            .set_identifier
+            .clone()
+            .unwrap_or_else(|| pool.id.0.clone());
+        if set_identifier.is_empty() || set_identifier.len() > 128 {
+            report.add(
+                format!("{key}.set_identifier"),
+                "must be 1 to 128 characters (Route 53 limit)",
+            );
+        } else if !set_ids.insert(set_identifier.clone()) {
+            report.add(
+                format!("{key}.set_identifier"),
+                format!("'{set_identifier}' is used by another pool"),
+            );
+        }
         if rp.values.is_empty() {
             report.add(
                 format!("{key}.values"),
                 "must list the record's values (addresses, or one name for CNAME)",
             );
         }
+        if record_type == "CNAME" && rp.values.len() > 1 {
+            report.add(
+                format!("{key}.values"),
+                "a CNAME record takes exactly one value",
+            );
+        }
         for (i, v) in rp.values.iter().enumerate() {
             let ok = match record_type.as_str() {
                 "A" => v.parse::<Ipv4Addr>().is_ok(),
                 "AAAA" => v.parse::<Ipv6Addr>().is_ok(),
-                _ => rp.values.len() == 1 && normalise_name(v) != hostname,
+                _ => is_dns_name(&normalise_name(v)) && normalise_name(v) != hostname,
             };
             if !ok {
                 report.add(
@@ -345,10 +407,7 @@ fn target(
         }
         out.push(Route53Pool {
             pool: pool.id.clone(),
-            set_identifier: rp
-                .set_identifier
-                .clone()
-                .unwrap_or_else(|| pool.id.0.clone()),
+            set_identifier,
             values: rp.values.clone(),
         });
     }
@@ -359,6 +418,21 @@ fn target(
         ttl: r.ttl,
         pools: out,
     }))
+}
+
+/// Whether `name` (normalised) is a DNS name: dot-separated labels of 1-63 letters, digits and
+/// hyphens, not starting or ending with a hyphen, 253 characters at most, and not an IP address.
+fn is_dns_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.parse::<std::net::IpAddr>().is_err()
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
 }
 
 /// Lower-case, without a trailing dot.
