@@ -325,3 +325,34 @@ fn set_identifiers_must_be_distinct() {
         "'seoul' is used by another pool",
     );
 }
+
+#[test]
+fn settings_that_cannot_work_are_refused_at_start_with_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("api.toml"), VALID).expect("write");
+    for (body, needle) in [
+        (
+            "policies = []\n",
+            "policies: lists no policy file or folder",
+        ),
+        (
+            "policies = [\"api.toml\"]\n[route53]\nendpoint_url = \"not a url\"\n",
+            "route53.endpoint_url",
+        ),
+        (
+            "policies = [\"api.toml\"]\n[reconcile]\nresync = \"0s\"\n",
+            "reconcile.resync: must be at least 1s",
+        ),
+    ] {
+        let settings = dir.path().join("gslb.toml");
+        std::fs::write(&settings, body).expect("write");
+        let out = gslb()
+            .args(["run", "--config"])
+            .arg(&settings)
+            .output()
+            .expect("run gslb run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+        assert!(stderr.contains(needle), "{body}: {stderr}");
+    }
+}

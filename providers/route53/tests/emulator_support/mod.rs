@@ -12,10 +12,13 @@ use std::time::Duration;
 use aws_sdk_route53::Client;
 use aws_sdk_route53::config::SharedInterceptor;
 use aws_sdk_route53::types::ResourceRecordSet;
-use gslb_route53::{Route53Binding, Route53Pool, Route53Settings};
+use gslb_route53::{Route53Binding, Route53Settings};
+
+#[path = "../fixture.rs"]
+mod fixture;
 
 /// The record name every emulator test uses.
-pub const NAME: &str = "api.example.com";
+pub use fixture::NAME;
 
 /// [`gslb_route53::testing::emulator_client`] for `endpoint`, plus `interceptors`.
 pub fn client(endpoint: &str, interceptors: Vec<SharedInterceptor>) -> Client {
@@ -43,22 +46,7 @@ pub async fn hosted_zone(client: &Client) -> String {
 
 /// `api.example.com A`, seoul PRIMARY (192.0.2.1), tokyo SECONDARY (192.0.2.2), TTL 60 s.
 pub fn binding(zone: &str) -> Route53Binding {
-    Route53Binding {
-        hosted_zone_id: zone.to_owned(),
-        record_name: NAME.into(),
-        record_type: "A".into(),
-        ttl: Duration::from_secs(60),
-        pools: vec![
-            Route53Pool {
-                set_identifier: "seoul".into(),
-                values: vec!["192.0.2.1".into()],
-            },
-            Route53Pool {
-                set_identifier: "tokyo".into(),
-                values: vec!["192.0.2.2".into()],
-            },
-        ],
-    }
+    fixture::binding(zone)
 }
 
 /// Fast settings for an emulator on loopback: no meaningful rate limit, 20 ms polls.

@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::num::NonZeroU32;
-use std::time::Duration;
 
 use aws_sdk_route53::Client;
 use aws_sdk_route53::operation::get_health_check::GetHealthCheckOutput;
@@ -14,26 +13,14 @@ use aws_sdk_route53::types::{
     ChangeInfo, ChangeStatus, HealthCheck, HealthCheckConfig, HealthCheckType, ResourceRecord,
     ResourceRecordSet, ResourceRecordSetFailover, RrType,
 };
-use gslb_route53::{Route53Binding, Route53Pool, Route53Provider, Route53Settings};
+use gslb_route53::{Route53Binding, Route53Provider, Route53Settings};
+
+#[path = "../fixture.rs"]
+mod fixture;
 
 /// The binding every mocked test steers: `api.example.com A`, seoul PRIMARY, tokyo SECONDARY.
 pub fn binding() -> Route53Binding {
-    Route53Binding {
-        hosted_zone_id: "Z0TEST".into(),
-        record_name: "api.example.com".into(),
-        record_type: "A".into(),
-        ttl: Duration::from_secs(60),
-        pools: vec![
-            Route53Pool {
-                set_identifier: "seoul".into(),
-                values: vec!["192.0.2.1".into()],
-            },
-            Route53Pool {
-                set_identifier: "tokyo".into(),
-                values: vec!["192.0.2.2".into()],
-            },
-        ],
-    }
+    fixture::binding("Z0TEST")
 }
 
 /// Production settings except a rate limit high enough not to matter in a test.
