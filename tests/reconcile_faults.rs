@@ -2,7 +2,9 @@
 //! write conflicts, fatal auth errors, stale decisions, and holds that must not write.
 //!
 //! The provider here is the in-memory provider wrapped with a fault script: these tests are
-//! about the reconciler's error policy, not about a provider's wire protocol.
+//! about the reconciler's error policy, not about a provider's wire protocol. Every
+//! `tokio::time::sleep` below runs in paused time: it advances the simulated clock instantly
+//! (auto-advance when idle) and stands for "this much time passes", never for a condition.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
