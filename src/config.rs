@@ -92,7 +92,7 @@ impl Default for Route53Settings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReconcileSettings {
-    /// Period of the resync read when nothing changes. Default 60 s.
+    /// Period of the resync read when nothing changes. Default 60 s; at least 100 ms.
     #[serde(default = "default_resync", with = "humantime_serde")]
     pub resync: Duration,
 }
@@ -189,8 +189,8 @@ impl Settings {
         if settings.route53.region.is_empty() {
             return Err(invalid("route53.region: must not be empty".into()));
         }
-        if settings.reconcile.resync < Duration::from_secs(1) {
-            return Err(invalid("reconcile.resync: must be at least 1s".into()));
+        if settings.reconcile.resync < Duration::from_millis(100) {
+            return Err(invalid("reconcile.resync: must be at least 100ms".into()));
         }
         let base = file.parent().unwrap_or(Path::new("."));
         for p in &mut settings.policies {

@@ -341,7 +341,7 @@ fn settings_that_cannot_work_are_refused_at_start_with_exit_2() {
         ),
         (
             "policies = [\"api.toml\"]\n[reconcile]\nresync = \"0s\"\n",
-            "reconcile.resync: must be at least 1s",
+            "reconcile.resync: must be at least 100ms",
         ),
     ] {
         let settings = dir.path().join("gslb.toml");
