@@ -72,7 +72,12 @@ pub fn spawn_service<P: Provider>(
     let (decision_tx, decision_rx) = watch::channel(None);
     let (adopt_tx, adopt_rx) = oneshot::channel();
     // Detached: it ends by itself once the provider answered or the service loop is gone.
-    tokio::spawn(adopt(provider.clone(), binding.clone(), adopt_tx));
+    tokio::spawn(adopt(
+        provider.clone(),
+        binding.clone(),
+        adopt_tx,
+        sinks.clone(),
+    ));
     let tick = policy.probe.interval;
     tasks.spawn(service::run(
         Engine::new(policy),
@@ -87,29 +92,33 @@ pub fn spawn_service<P: Provider>(
 }
 
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
+/// Failed reads are recorded like the reconciler's, so the status shows why no decision is
+/// made yet.
 async fn adopt<P: Provider>(
     provider: Arc<P>,
     binding: Binding,
     tx: oneshot::Sender<Option<PoolId>>,
+    sinks: Sinks,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
+        sinks
+            .metrics
+            .provider_calls_total
+            .with_label_values(&[provider.name(), "observe"])
+            .inc();
         match provider.observe().await {
             Ok(observed) => {
-                let pool = observed
-                    .active(&binding.priority)
-                    .and_then(|r| binding.pool_of(r))
-                    .cloned();
-                let _ = tx.send(pool);
+                let _ = tx.send(binding.serving(&observed));
                 return;
             }
             Err(e) => {
+                sinks.provider_failed(&binding.service, provider.name(), "observe", &e);
                 let delay = if e.is_retryable() {
                     backoff.next_delay(rand::random::<f64>(), None)
                 } else {
                     binding.resync
                 };
-                tracing::warn!(service = %binding.service, error = %e, retry_in = ?delay, "cannot read the provider's state at start; probing goes on, no decision until it answers");
                 tokio::time::sleep(delay).await;
             }
         }

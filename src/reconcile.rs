@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_provider::{Backoff, DesiredState, PoolRef, Provider, ProviderError, diff};
+use gslb_provider::{Backoff, DesiredState, ObservedState, PoolRef, Provider, ProviderError, diff};
 use tokio::sync::watch;
 
 use crate::clock::Clock;
@@ -40,9 +40,13 @@ pub struct Binding {
 }
 
 impl Binding {
-    /// The gslb pool a provider ref stands for.
-    pub fn pool_of(&self, r: &PoolRef) -> Option<&PoolId> {
-        self.refs.iter().find(|(_, v)| *v == r).map(|(k, _)| k)
+    /// The gslb pool the provider serves in `observed`, judged as the provider does.
+    pub fn serving(&self, observed: &ObservedState) -> Option<PoolId> {
+        let r = observed.active(&self.priority)?;
+        self.refs
+            .iter()
+            .find(|(_, v)| *v == r)
+            .map(|(k, _)| k.clone())
     }
 }
 
@@ -57,6 +61,33 @@ pub struct Sinks {
     pub events: EventSender,
     /// Wall clock for timestamps.
     pub clock: Clock,
+}
+
+impl Sinks {
+    /// Records a failed provider call of `service` in one place: the error metric by class,
+    /// a warning log, and the status board's `last_error` (starting `pending_since` when a
+    /// decision is waiting).
+    pub fn provider_failed(
+        &self,
+        service: &ServiceId,
+        provider: &str,
+        operation: &str,
+        e: &ProviderError,
+    ) {
+        self.metrics
+            .provider_errors_total
+            .with_label_values(&[provider, operation, e.code()])
+            .inc();
+        tracing::warn!(service = %service, provider, operation, error = %e, "provider call failed");
+        let now = self.clock.now();
+        let message = e.to_string();
+        self.board.update_apply(service, |a| {
+            a.last_error = Some(message);
+            if a.state == ApplyState::Pending {
+                a.pending_since.get_or_insert(now);
+            }
+        });
+    }
 }
 
 enum Pass {
@@ -81,6 +112,13 @@ pub async fn run<P: Provider>(
     sinks.board.update_apply(&binding.service, |a| {
         a.provider = provider.name().to_owned()
     });
+    // Nothing to reconcile before the first decision: the adoption read at start is the only
+    // read until then.
+    while decisions.borrow_and_update().is_none() {
+        if decisions.changed().await.is_err() {
+            return;
+        }
+    }
     loop {
         let decision = decisions.borrow_and_update().clone();
         let wait = match pass(provider.as_ref(), &binding, decision.as_ref(), &sinks).await {
@@ -117,20 +155,7 @@ async fn pass<P: Provider>(
     let name = provider.name();
     let service = &binding.service;
     let fail = |op: &str, e: ProviderError| {
-        sinks
-            .metrics
-            .provider_errors_total
-            .with_label_values(&[name, op, e.code()])
-            .inc();
-        tracing::warn!(service = %service, provider = name, operation = op, error = %e, "provider call failed");
-        let now = sinks.clock.now();
-        let message = e.to_string();
-        sinks.board.update_apply(service, |a| {
-            a.last_error = Some(message);
-            if a.state == ApplyState::Pending {
-                a.pending_since.get_or_insert(now);
-            }
-        });
+        sinks.provider_failed(service, name, op, &e);
         if e.is_retryable() {
             Pass::Retry(e)
         } else {
@@ -147,10 +172,7 @@ async fn pass<P: Provider>(
         Ok(o) => o,
         Err(e) => return fail("observe", e),
     };
-    let observed_active = observed
-        .active(&binding.priority)
-        .and_then(|r| binding.pool_of(r))
-        .cloned();
+    let observed_active = binding.serving(&observed);
     let target = decision
         .filter(|d| d.rule.pushes())
         .and_then(|d| d.active.as_ref());
