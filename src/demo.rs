@@ -99,7 +99,7 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
         {
             healthy.insert(pool.0.clone());
         }
-        healthy.len() == 2
+        (healthy.len() == 2).then_some(())
     })
     .await?;
     say(
@@ -112,48 +112,44 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     seoul.stop().await;
     let mut report = Timeline::new(injected);
     report.mark("failure injected: seoul origin stopped", injected);
-    let first_fail = wait_for(&mut rx, "first failed probe of seoul", |e| {
-        matches!(e, Event::Probe { pool, observation, .. } if pool.0 == "seoul" && !observation.outcome.success && observation.at >= injected)
+    let (reason, failed_at) = wait_for(&mut rx, "first failed probe of seoul", |e| match e {
+        Event::Probe {
+            pool,
+            observation: o,
+            ..
+        } if pool.0 == "seoul" && !o.outcome.success && o.at >= injected => {
+            Some((o.outcome.reason, o.at))
+        }
+        _ => None,
     })
     .await?;
-    if let Event::Probe { observation, .. } = &first_fail {
-        report.mark(
-            &format!("first failed probe ({})", observation.outcome.reason),
-            observation.at,
-        );
-    }
-    let down = wait_for(&mut rx, "seoul marked down", |e| {
-        matches!(e, Event::EndpointVerdict { pool, verdict: Verdict::Unhealthy, .. } if pool.0 == "seoul")
+    report.mark(&format!("first failed probe ({reason})"), failed_at);
+    let down_at = wait_for(&mut rx, "seoul marked down", |e| match e {
+        Event::EndpointVerdict {
+            pool,
+            verdict: Verdict::Unhealthy,
+            at,
+            ..
+        } if pool.0 == "seoul" => Some(*at),
+        _ => None,
     })
     .await?;
-    let down_at = if let Event::EndpointVerdict { at, .. } = down {
-        at
-    } else {
-        injected
-    };
     report.mark(
         &format!("seoul marked down (fall {})", policy.thresholds.fall),
         down_at,
     );
-    let decision = wait_for(
-        &mut rx,
-        "failover decision",
-        |e| matches!(e, Event::Decision(d) if d.rule == Rule::Failover),
-    )
-    .await?;
-    if let Event::Decision(d) = &decision {
-        report.mark("decision: failover seoul -> tokyo", d.at);
-    }
-    let applied = wait_for(&mut rx, "provider write", |e| {
-        matches!(e, Event::Applied { .. })
+    let failover = wait_for(&mut rx, "failover decision", |e| match e {
+        Event::Decision(d) if d.rule == Rule::Failover => Some(d.clone()),
+        _ => None,
     })
     .await?;
-    let applied_at = if let Event::Applied { at, plan, .. } = &applied {
-        report.mark(&format!("provider write: {}", describe(plan)), *at);
-        *at
-    } else {
-        injected
-    };
+    report.mark("decision: failover seoul -> tokyo", failover.at);
+    let (applied_at, plan) = wait_for(&mut rx, "provider write", |e| match e {
+        Event::Applied { at, plan, .. } => Some((*at, plan.clone())),
+        _ => None,
+    })
+    .await?;
+    report.mark(&format!("provider write: {}", describe(&plan)), applied_at);
     say(out, "\nDrill report: Seoul origin stopped\n");
     say(out, &report.render());
     say(
@@ -167,49 +163,44 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
             applied_at.since(injected).as_millis(),
         ),
     );
-    if let Event::Decision(d) = &decision {
-        say(out, "  reasons:\n");
-        for r in &d.reasons {
-            say(out, &format!("    - {r}\n"));
-        }
-    }
+    say(out, "  reasons:\n");
+    say_reasons(out, &failover.reasons);
 
     // Restore Seoul: the failback rule decides what happens next.
     let restored = clock.now();
     seoul.start_again().await?;
-    let up = wait_for(&mut rx, "seoul healthy again", |e| {
-        matches!(e, Event::EndpointVerdict { pool, verdict: Verdict::Healthy, .. } if pool.0 == "seoul")
+    let up_at = wait_for(&mut rx, "seoul healthy again", |e| match e {
+        Event::EndpointVerdict {
+            pool,
+            verdict: Verdict::Healthy,
+            at,
+            ..
+        } if pool.0 == "seoul" => Some(*at),
+        _ => None,
     })
     .await?;
-    let held = wait_for(
-        &mut rx,
-        "failback rule",
-        |e| matches!(e, Event::Decision(d) if d.rule == Rule::FailbackManual),
-    )
+    let held = wait_for(&mut rx, "failback rule", |e| match e {
+        Event::Decision(d) if d.rule == Rule::FailbackManual => Some(d.clone()),
+        _ => None,
+    })
     .await?;
     let mut fb = Timeline::new(restored);
     fb.mark("seoul origin restored", restored);
-    if let Event::EndpointVerdict { at, .. } = up {
-        fb.mark(
-            &format!("seoul healthy again (rise {})", policy.thresholds.rise),
-            at,
-        );
-    }
+    fb.mark(
+        &format!("seoul healthy again (rise {})", policy.thresholds.rise),
+        up_at,
+    );
     say(out, "\nFailback: Seoul origin restored\n");
     say(out, &fb.render());
-    if let Event::Decision(d) = &held {
-        say(
-            out,
-            &format!(
-                "  decision: {} -> {} keeps serving\n",
-                d.rule.as_str(),
-                d.active.as_ref().map_or("-", |p| p.0.as_str())
-            ),
-        );
-        for r in &d.reasons {
-            say(out, &format!("    - {r}\n"));
-        }
-    }
+    say(
+        out,
+        &format!(
+            "  decision: {} -> {} keeps serving\n",
+            held.rule.as_str(),
+            held.active.as_ref().map_or("-", |p| p.0.as_str())
+        ),
+    );
+    say_reasons(out, &held.reasons);
     let serving = provider
         .snapshot()
         .active(&["seoul".into(), "tokyo".into()])
@@ -274,27 +265,38 @@ fn describe(plan: &[Change]) -> String {
         .join("; ")
 }
 
+fn say_reasons(out: &mut impl std::io::Write, reasons: &[String]) {
+    for r in reasons {
+        say(out, &format!("    - {r}\n"));
+    }
+}
+
 fn say(out: &mut impl std::io::Write, text: &str) {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
 
-async fn wait_for(
+/// Waits for the first event `pick` extracts something from, within [`PHASE_DEADLINE`].
+async fn wait_for<T>(
     rx: &mut broadcast::Receiver<Event>,
     what: &'static str,
-    mut pred: impl FnMut(&Event) -> bool,
-) -> Result<Event, DemoError> {
+    mut pick: impl FnMut(&Event) -> Option<T>,
+) -> Result<T, DemoError> {
     let found = async {
         loop {
             match rx.recv().await {
-                Ok(e) if pred(&e) => return Some(e),
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(e) => {
+                    if let Some(t) = pick(&e) {
+                        return Some(t);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     };
     match tokio::time::timeout(PHASE_DEADLINE, found).await {
-        Ok(Some(e)) => Ok(e),
+        Ok(Some(t)) => Ok(t),
         _ => Err(DemoError::Timeout(what)),
     }
 }
