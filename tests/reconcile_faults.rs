@@ -122,25 +122,52 @@ async fn next_applied(rx: &mut tokio::sync::broadcast::Receiver<Event>) {
     }
 }
 
+/// A reconciler running against `provider` with `decision` as the latest decision.
+struct Harness {
+    provider: Arc<Faulty>,
+    sinks: Sinks,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    decisions: watch::Sender<Option<Decision>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Spawns the reconciler; it first runs when the test next yields.
+fn start(provider: Faulty, decision: Decision) -> Harness {
+    let provider = Arc::new(provider);
+    let sinks = sinks();
+    let events = sinks.events.subscribe();
+    let (decisions, rx) = watch::channel(Some(decision));
+    let task = tokio::spawn(reconcile::run(
+        provider.clone(),
+        binding(),
+        rx,
+        sinks.clone(),
+    ));
+    Harness {
+        provider,
+        sinks,
+        events,
+        decisions,
+        task,
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
     let limited = ProviderError::RateLimited {
         retry_after: Some(Duration::from_secs(30)),
     };
-    let provider = Arc::new(Faulty::new(
-        vec![limited.clone(), limited.clone(), limited],
-        None,
-    ));
-    let sinks = sinks();
-    let mut rx = sinks.events.subscribe();
-    let (tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
-    let start = tokio::time::Instant::now();
-    let task = tokio::spawn(reconcile::run(
-        provider.clone(),
-        binding(),
-        drx,
-        sinks.clone(),
-    ));
+    let started = tokio::time::Instant::now();
+    let Harness {
+        provider,
+        sinks,
+        events: mut rx,
+        decisions: tx,
+        task,
+    } = start(
+        Faulty::new(vec![limited.clone(), limited.clone(), limited], None),
+        decision("tokyo", Rule::Failover),
+    );
 
     // While it is rate limited, the decision shows as decided but not applied.
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -157,7 +184,7 @@ async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
 
     next_applied(&mut rx).await;
     assert!(
-        start.elapsed() >= Duration::from_secs(90),
+        started.elapsed() >= Duration::from_secs(90),
         "three Retry-After of 30 s were honoured"
     );
     assert_eq!(provider.applies(), 4);
@@ -179,20 +206,12 @@ async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
 
 #[tokio::test(start_paused = true)]
 async fn a_conflict_is_re_observed_and_re_planned_not_retried_blindly() {
-    let provider = Arc::new(Faulty::new(
-        vec![ProviderError::Conflict("version moved".into())],
-        None,
-    ));
-    let sinks = sinks();
-    let mut rx = sinks.events.subscribe();
-    let (_tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
-    tokio::spawn(reconcile::run(
-        provider.clone(),
-        binding(),
-        drx,
-        sinks.clone(),
-    ));
-    next_applied(&mut rx).await;
+    let mut h = start(
+        Faulty::new(vec![ProviderError::Conflict("version moved".into())], None),
+        decision("tokyo", Rule::Failover),
+    );
+    next_applied(&mut h.events).await;
+    let (provider, sinks) = (h.provider, h.sinks);
     assert_eq!(provider.applies(), 2);
     let conflicts = sinks
         .metrics
@@ -204,18 +223,11 @@ async fn a_conflict_is_re_observed_and_re_planned_not_retried_blindly() {
 
 #[tokio::test(start_paused = true)]
 async fn auth_failures_are_not_retried_in_a_hot_loop() {
-    let provider = Arc::new(Faulty::new(
-        vec![],
-        Some(ProviderError::Auth("expired token".into())),
-    ));
-    let sinks = sinks();
-    let (_tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
-    tokio::spawn(reconcile::run(
-        provider.clone(),
-        binding(),
-        drx,
-        sinks.clone(),
-    ));
+    let h = start(
+        Faulty::new(vec![], Some(ProviderError::Auth("expired token".into()))),
+        decision("tokyo", Rule::Failover),
+    );
+    let (provider, sinks) = (&h.provider, &h.sinks);
     tokio::time::sleep(Duration::from_secs(600)).await;
     // One try, then one per 60 s resync: 11 in ten minutes at most.
     assert!(
@@ -224,24 +236,18 @@ async fn auth_failures_are_not_retried_in_a_hot_loop() {
         provider.applies()
     );
     assert!(provider.applies() >= 2, "it keeps trying on resync");
-    assert_eq!(state(&sinks).state, ApplyState::Pending);
+    assert_eq!(state(sinks).state, ApplyState::Pending);
 }
 
 #[tokio::test(start_paused = true)]
 async fn holds_write_nothing_and_the_latest_decision_wins() {
-    let provider = Arc::new(Faulty::new(vec![], None));
-    let sinks = sinks();
-    let (tx, drx) = watch::channel(Some(decision("tokyo", Rule::Failover)));
+    let h = start(Faulty::new(vec![], None), decision("tokyo", Rule::Failover));
     // Replaced before the reconciler ever runs: the stale failover must never be applied.
-    tx.send_replace(Some(decision("tokyo", Rule::FailStatic)));
-    tokio::spawn(reconcile::run(
-        provider.clone(),
-        binding(),
-        drx,
-        sinks.clone(),
-    ));
+    h.decisions
+        .send_replace(Some(decision("tokyo", Rule::FailStatic)));
+    let (provider, sinks) = (&h.provider, &h.sinks);
     tokio::time::sleep(Duration::from_secs(300)).await;
     assert_eq!(provider.applies(), 0);
     assert!(provider.inner.writes().is_empty());
-    assert_eq!(state(&sinks).state, ApplyState::NotPushed);
+    assert_eq!(state(sinks).state, ApplyState::NotPushed);
 }
