@@ -25,6 +25,7 @@
 pub mod admin;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod controller;
 pub mod demo;
 pub mod engine;

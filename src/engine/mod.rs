@@ -6,12 +6,17 @@
 
 mod decide;
 mod health;
+mod overrides;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use decide::{DecideInput, Decision, PoolVerdict, Rule, decide};
 pub use health::{EndpointHealth, pool_verdict};
+pub use overrides::{
+    DEFAULT_OVERRIDE_TTL, MAX_OVERRIDE_TTL, Override, OverrideAction, OverrideError, OverrideId,
+    OverrideRequest, Overrides,
+};
 
 use crate::model::{EndpointId, Millis, Observation, PoolId, Verdict};
 use crate::policy::Policy;

@@ -1,0 +1,284 @@
+//! Manual drills: `drain(pool)`, `restore(pool)` and `force(pool)` overrides, each with a
+//! reason and an expiry. PURE: the store only validates, lists and expires; the decision rules
+//! that honour overrides live in [`super::decide`], and files, audit log and API live at the
+//! I/O edges.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Millis, PoolId, ServiceId};
+use crate::policy::Policy;
+
+/// How long an override lasts when the request names no duration: 4 hours, long enough for a
+/// DR drill, short enough that a forgotten toggle cannot silently disable failover for a day.
+pub const DEFAULT_OVERRIDE_TTL: Duration = Duration::from_secs(4 * 3600);
+/// The longest an override may last: 24 hours.
+pub const MAX_OVERRIDE_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// What an override does to a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverrideAction {
+    /// Take the pool out of service: it is never chosen, and traffic on it moves to the most
+    /// preferred other healthy pool (through the safety rails; with no other healthy pool the
+    /// drain holds). Providers that can disable a pool (Cloudflare) disable it.
+    Drain,
+    /// Bring the pool back: ends any drain of it and authorises a failback to it even when the
+    /// policy's failback is `manual` (the operator is the one deciding). The override ends by
+    /// itself once the pool serves.
+    Restore,
+    /// Pin traffic to the pool while it is healthy by quorum. A forced pool that goes down
+    /// fails over as usual: a drill never outranks a real outage.
+    Force,
+}
+
+impl OverrideAction {
+    /// The label value: `drain`, `restore` or `force`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Drain => "drain",
+            Self::Restore => "restore",
+            Self::Force => "force",
+        }
+    }
+}
+
+impl fmt::Display for OverrideAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An override's id, chosen by the edge that creates it (unique within a controller).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OverrideId(pub String);
+
+impl fmt::Display for OverrideId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A request for an override, as an operator makes it (API or CLI).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverrideRequest {
+    /// The id to give it (the edge makes it unique, e.g. from the time and a counter).
+    pub id: OverrideId,
+    /// The service.
+    pub service: ServiceId,
+    /// What to do.
+    pub action: OverrideAction,
+    /// The pool it applies to.
+    pub pool: PoolId,
+    /// Why: required, shown in status and the audit log.
+    pub reason: String,
+    /// Who asked (the API's caller as it names itself, the CLI user).
+    pub actor: String,
+    /// How long it lasts; default [`DEFAULT_OVERRIDE_TTL`], at most [`MAX_OVERRIDE_TTL`].
+    #[serde(default, with = "humantime_serde")]
+    pub duration: Option<Duration>,
+}
+
+/// An active override.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Override {
+    /// Its id.
+    pub id: OverrideId,
+    /// The service.
+    pub service: ServiceId,
+    /// What it does.
+    pub action: OverrideAction,
+    /// The pool.
+    pub pool: PoolId,
+    /// Why.
+    pub reason: String,
+    /// Who created it.
+    pub actor: String,
+    /// When it was created.
+    pub created: Millis,
+    /// When it ends by itself.
+    pub expires: Millis,
+}
+
+/// Why an override request or end was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "error", content = "message", rename_all = "snake_case")]
+pub enum OverrideError {
+    /// The service is not one of the loaded policies.
+    #[error("unknown service '{0}'")]
+    UnknownService(ServiceId),
+    /// The pool is not one of the service's pools.
+    #[error("service '{service}' has no pool '{pool}'")]
+    UnknownPool {
+        /// The service.
+        service: ServiceId,
+        /// The pool asked for.
+        pool: PoolId,
+    },
+    /// The reason is empty.
+    #[error("a reason is required")]
+    MissingReason,
+    /// The duration is zero or longer than [`MAX_OVERRIDE_TTL`].
+    #[error("duration must be between 1s and 24h, got {0}")]
+    BadDuration(String),
+    /// The id is already used.
+    #[error("override id '{0}' already exists")]
+    DuplicateId(OverrideId),
+    /// The request contradicts an active override (e.g. a second `force`, or draining a forced
+    /// pool); end that one first.
+    #[error("conflicts with active override {id} ({action} {pool}); end it first")]
+    Conflict {
+        /// The active override.
+        id: OverrideId,
+        /// Its action.
+        action: OverrideAction,
+        /// Its pool.
+        pool: PoolId,
+    },
+    /// No active override has this id.
+    #[error("no active override '{0}'")]
+    NotFound(OverrideId),
+}
+
+/// The active overrides of every service, by id. Deterministic order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    active: BTreeMap<OverrideId, Override>,
+}
+
+impl Overrides {
+    /// Validates `req` against `policy` and the active overrides and adds it at `now`.
+    ///
+    /// A `restore` ends the drains of its pool (they are returned in the second element).
+    ///
+    /// # Errors
+    /// See [`OverrideError`]; nothing changes on error.
+    pub fn add(
+        &mut self,
+        policy: &Policy,
+        req: &OverrideRequest,
+        now: Millis,
+    ) -> Result<(Override, Vec<Override>), OverrideError> {
+        if policy.pool(&req.pool).is_none() {
+            return Err(OverrideError::UnknownPool {
+                service: req.service.clone(),
+                pool: req.pool.clone(),
+            });
+        }
+        if req.reason.trim().is_empty() {
+            return Err(OverrideError::MissingReason);
+        }
+        let duration = req.duration.unwrap_or(DEFAULT_OVERRIDE_TTL);
+        if duration < Duration::from_secs(1) || duration > MAX_OVERRIDE_TTL {
+            return Err(OverrideError::BadDuration(
+                humantime::format_duration(duration).to_string(),
+            ));
+        }
+        if self.active.contains_key(&req.id) {
+            return Err(OverrideError::DuplicateId(req.id.clone()));
+        }
+        if let Some(c) = self
+            .for_service(&req.service)
+            .find(|o| conflicts(o, req.action, &req.pool))
+        {
+            return Err(OverrideError::Conflict {
+                id: c.id.clone(),
+                action: c.action,
+                pool: c.pool.clone(),
+            });
+        }
+        let ended = if req.action == OverrideAction::Restore {
+            let ids: Vec<_> = self
+                .for_service(&req.service)
+                .filter(|o| o.action == OverrideAction::Drain && o.pool == req.pool)
+                .map(|o| o.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| self.active.remove(id)).collect()
+        } else {
+            Vec::new()
+        };
+        let o = Override {
+            id: req.id.clone(),
+            service: req.service.clone(),
+            action: req.action,
+            pool: req.pool.clone(),
+            reason: req.reason.trim().to_owned(),
+            actor: req.actor.clone(),
+            created: now,
+            expires: now.plus(duration),
+        };
+        self.active.insert(o.id.clone(), o.clone());
+        Ok((o, ended))
+    }
+
+    /// Ends an override before its expiry.
+    ///
+    /// # Errors
+    /// [`OverrideError::NotFound`] when no active override has this id.
+    pub fn end(&mut self, id: &OverrideId) -> Result<Override, OverrideError> {
+        self.active
+            .remove(id)
+            .ok_or_else(|| OverrideError::NotFound(id.clone()))
+    }
+
+    /// Removes and returns every override whose expiry is at or before `now`.
+    pub fn expire(&mut self, now: Millis) -> Vec<Override> {
+        let due: Vec<_> = self
+            .active
+            .values()
+            .filter(|o| o.expires <= now)
+            .map(|o| o.id.clone())
+            .collect();
+        due.iter().filter_map(|id| self.active.remove(id)).collect()
+    }
+
+    /// Re-installs overrides read back from the state file (at start). Overrides for which
+    /// `known` is false (unknown service or pool) and duplicates are skipped and returned so
+    /// the caller can log them.
+    pub fn restore_all(
+        &mut self,
+        saved: Vec<Override>,
+        known: impl Fn(&Override) -> bool,
+    ) -> Vec<Override> {
+        let mut skipped = Vec::new();
+        for o in saved {
+            if known(&o) && !self.active.contains_key(&o.id) {
+                self.active.insert(o.id.clone(), o);
+            } else {
+                skipped.push(o);
+            }
+        }
+        skipped
+    }
+
+    /// Every active override, by id.
+    pub fn all(&self) -> impl Iterator<Item = &Override> {
+        self.active.values()
+    }
+
+    /// The active overrides of one service.
+    pub fn for_service<'a>(&'a self, service: &'a ServiceId) -> impl Iterator<Item = &'a Override> {
+        self.active.values().filter(move |o| &o.service == service)
+    }
+
+    /// Whether no override is active.
+    pub fn is_empty(&self) -> bool {
+        self.active.is_empty()
+    }
+}
+
+/// Whether an active override `o` contradicts a new `action` on `pool` of the same service.
+fn conflicts(o: &Override, action: OverrideAction, pool: &PoolId) -> bool {
+    use OverrideAction::{Drain, Force, Restore};
+    match (o.action, action) {
+        (Force, Force) => true,
+        (Force, Drain) | (Drain, Force) => &o.pool == pool,
+        (Restore, Drain) => &o.pool == pool,
+        (Drain, Drain) | (Restore, Restore) => &o.pool == pool,
+        _ => false,
+    }
+}
