@@ -38,6 +38,95 @@ pub struct Settings {
     /// Reconciler settings.
     #[serde(default)]
     pub reconcile: ReconcileSettings,
+    /// Controller-wide engine settings.
+    #[serde(default)]
+    pub engine: EngineConfig,
+}
+
+/// `[engine]`: what the engine decides controller-wide.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// The suspect-vantage window: every pool going down within it makes this vantage point
+    /// suspect; it is also the half-life of the prober-side failure share. Default 1 min.
+    #[serde(default = "default_suspect_window", with = "humantime_serde")]
+    pub suspect_window: Duration,
+    /// Canary targets (`https://…`, `http://…`, `tcp://host:port`) outside every policy that
+    /// this vantage point probes to check its own network; all of them failing makes it
+    /// suspect. Any HTTP answer passes. Default none.
+    #[serde(default)]
+    pub canaries: Vec<String>,
+    /// How often canaries are probed. Default 10 s.
+    #[serde(default = "default_canary_interval", with = "humantime_serde")]
+    pub canary_interval: Duration,
+    /// Controller-wide velocity limit: at most `services` automatic switches within
+    /// `window`. Default off (a real regional outage moves every service of the region).
+    #[serde(default)]
+    pub global_velocity: Option<GlobalVelocity>,
+}
+
+/// `[engine.global_velocity]`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalVelocity {
+    /// Switches allowed within the window.
+    pub services: u32,
+    /// The sliding window, e.g. `"10m"`.
+    #[serde(with = "humantime_serde")]
+    pub window: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            suspect_window: default_suspect_window(),
+            canaries: Vec::new(),
+            canary_interval: default_canary_interval(),
+            global_velocity: None,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The engine's settings.
+    pub fn engine_settings(&self) -> crate::engine::EngineSettings {
+        crate::engine::EngineSettings {
+            suspect_window: self.suspect_window,
+            canaries: self
+                .canaries
+                .iter()
+                .map(|c| crate::model::EndpointId(c.clone()))
+                .collect(),
+            global_velocity: self.global_velocity.map(|g| (g.services, g.window)),
+        }
+    }
+
+    /// The canary targets as probe endpoints, with the probe settings they use: every HTTP
+    /// status passes (a canary checks reachability, not an application), 5 s timeout.
+    ///
+    /// # Errors
+    /// A canary that is not a valid endpoint, naming `engine.canaries[i]`.
+    pub fn canary_endpoints(
+        &self,
+    ) -> Result<(crate::policy::ProbeSpec, Vec<crate::policy::Endpoint>), String> {
+        let spec = crate::policy::ProbeSpec {
+            interval: self.canary_interval,
+            timeout: (self.canary_interval / 2).min(Duration::from_secs(5)),
+            expected_status: (100..=599).collect(),
+            body_contains: None,
+            host_header: None,
+            tls_server_name: None,
+            tls_verify: true,
+            follow_redirects: false,
+        };
+        let endpoints = self
+            .canaries
+            .iter()
+            .enumerate()
+            .map(|(i, c)| crate::policy::endpoint(c, &format!("engine.canaries[{i}]")))
+            .collect::<Result<_, _>>()?;
+        Ok((spec, endpoints))
+    }
 }
 
 /// `[admin]`.
@@ -126,6 +215,12 @@ fn default_change_timeout() -> Duration {
 fn default_resync() -> Duration {
     Duration::from_secs(60)
 }
+fn default_suspect_window() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_canary_interval() -> Duration {
+    Duration::from_secs(10)
+}
 
 /// Environment variables that configure the command line, not the settings, and so are not
 /// read as settings keys.
@@ -192,6 +287,21 @@ impl Settings {
         if settings.reconcile.resync < Duration::from_millis(100) {
             return Err(invalid("reconcile.resync: must be at least 100ms".into()));
         }
+        if settings.engine.suspect_window < Duration::from_secs(1) {
+            return Err(invalid("engine.suspect_window: must be at least 1s".into()));
+        }
+        if settings.engine.canary_interval < Duration::from_secs(1) {
+            return Err(invalid("engine.canary_interval: must be at least 1s".into()));
+        }
+        if let Some(g) = settings.engine.global_velocity {
+            if g.services == 0 || g.window < Duration::from_secs(1) {
+                return Err(invalid(
+                    "engine.global_velocity: services must be at least 1 and window at least 1s"
+                        .into(),
+                ));
+            }
+        }
+        settings.engine.canary_endpoints().map_err(invalid)?;
         let base = file.parent().unwrap_or(Path::new("."));
         for p in &mut settings.policies {
             if p.is_relative() {

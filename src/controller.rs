@@ -1,4 +1,7 @@
-//! Wiring of one service: probe loops -> service loop (engine) -> reconciler -> provider.
+//! Wiring: one engine loop for every service, and per service its probe loops, the adoption
+//! read and the reconciler. Probes of every service feed the one engine loop, so what is
+//! controller-wide (suspect vantage points, the controller-wide velocity limit, drills) is
+//! decided in one place, in order.
 //!
 //! Generic over the provider; only `main.rs` names concrete providers.
 
@@ -7,18 +10,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb_provider::{Backoff, Provider};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::engine::Engine;
-use crate::model::{PoolId, VantageId};
+use crate::engine::{Decision, Engine, EngineSettings, Override};
+use crate::engine_loop::{self, MESSAGE_BUFFER, Message, MessageSender};
+use crate::journal::Journal;
+use crate::model::{PoolId, ServiceId, VantageId};
 use crate::policy::{Policy, Target};
-use crate::probe::{ProbeError, Prober};
+use crate::probe::{ProbeError, ProbeTarget, Prober};
 use crate::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, Binding, Sinks};
-use crate::service;
 
-/// Buffered probe results per service before probe loops wait for the engine.
-const OBSERVATION_BUFFER: usize = 1024;
+/// Longest time between two evaluations of a service without new input: 1 s, so expiries,
+/// staleness and holds are noticed promptly even with long probe intervals.
+pub const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// The provider binding a policy's target describes: provider pool refs in priority order.
 pub fn binding(policy: &Policy, resync: Duration) -> Binding {
@@ -37,69 +42,142 @@ pub fn binding(policy: &Policy, resync: Duration) -> Binding {
             .collect(),
         refs,
         resync,
+        shadow: policy.mode == crate::policy::Mode::Shadow,
     }
 }
 
-/// Starts probing, deciding and reconciling one service on `tasks`.
-///
-/// # Errors
-/// A probe target that cannot be built (e.g. an invalid TLS server name).
-pub fn spawn_service<P: Provider>(
-    tasks: &mut JoinSet<()>,
-    policy: Policy,
-    provider: Arc<P>,
-    binding: Binding,
-    prober: Arc<Prober>,
-    vantage: VantageId,
+/// A running engine loop, to which services are attached.
+#[derive(Debug)]
+pub struct Controller {
+    messages: MessageSender,
+    decisions: BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>,
     sinks: Sinks,
-) -> Result<(), ProbeError> {
-    let (obs_tx, obs_rx) = mpsc::channel(OBSERVATION_BUFFER);
-    let mut targets = Vec::new();
-    for pool in &policy.pools {
-        for endpoint in &pool.endpoints {
-            targets.push(prober.target(&policy.probe, endpoint)?);
+}
+
+impl Controller {
+    /// Starts the engine loop for `policies` on `tasks`. `saved` overrides (from the drill
+    /// state file) are loaded first, through the loop, so they are recorded like any input.
+    pub fn start(
+        tasks: &mut JoinSet<()>,
+        policies: &[Policy],
+        settings: &EngineSettings,
+        sinks: Sinks,
+        journal: Journal,
+        saved: Vec<Override>,
+    ) -> Self {
+        let engine = Engine::new(policies.iter().cloned(), settings);
+        let (tx, rx) = mpsc::channel(MESSAGE_BUFFER);
+        let mut senders = BTreeMap::new();
+        let mut decisions = BTreeMap::new();
+        for p in policies {
+            let (dtx, drx) = watch::channel(None);
+            senders.insert(p.service.clone(), dtx);
+            decisions.insert(p.service.clone(), drx);
+        }
+        let tick = policies
+            .iter()
+            .map(|p| p.probe.interval)
+            .min()
+            .unwrap_or(MAX_TICK)
+            .min(MAX_TICK);
+        if !saved.is_empty() {
+            // The channel is empty: this cannot fail for lack of room.
+            let _ = tx.try_send(Message::LoadOverrides(saved));
+        }
+        tasks.spawn(engine_loop::run(
+            engine,
+            rx,
+            senders,
+            sinks.clone(),
+            tick,
+            journal,
+        ));
+        Self {
+            messages: tx,
+            decisions,
+            sinks,
         }
     }
-    for target in targets {
-        tasks.spawn(crate::probe::run_endpoint(
-            prober.clone(),
-            target,
-            vantage.clone(),
-            sinks.clock,
-            obs_tx.clone(),
-        ));
+
+    /// Where operator commands and other inputs go.
+    pub fn messages(&self) -> MessageSender {
+        self.messages.clone()
     }
-    let (decision_tx, decision_rx) = watch::channel(None);
-    let (adopt_tx, adopt_rx) = oneshot::channel();
-    // Detached: it ends by itself once the provider answered or the service loop is gone.
-    tokio::spawn(adopt(
-        provider.clone(),
-        binding.clone(),
-        adopt_tx,
-        sinks.clone(),
-    ));
-    let tick = policy.probe.interval;
-    tasks.spawn(service::run(
-        Engine::new(policy),
-        obs_rx,
-        adopt_rx,
-        decision_tx,
-        sinks.clone(),
-        tick,
-    ));
-    tasks.spawn(reconcile::run(provider, binding, decision_rx, sinks));
-    Ok(())
+
+    /// Starts probing `policy`'s endpoints from `vantage`, the adoption read and the
+    /// reconciler that pushes its decisions to `provider`.
+    ///
+    /// # Errors
+    /// A probe target that cannot be built (e.g. an invalid TLS server name).
+    pub fn attach<P: Provider>(
+        &self,
+        tasks: &mut JoinSet<()>,
+        policy: &Policy,
+        provider: Arc<P>,
+        binding: Binding,
+        prober: &Arc<Prober>,
+        vantage: &VantageId,
+    ) -> Result<(), ProbeError> {
+        let mut targets = Vec::new();
+        for pool in &policy.pools {
+            for endpoint in &pool.endpoints {
+                targets.push(prober.target(&policy.probe, endpoint)?);
+            }
+        }
+        for target in targets {
+            let service = policy.service.clone();
+            tasks.spawn(crate::probe::run_endpoint(
+                prober.clone(),
+                target,
+                vantage.clone(),
+                self.sinks.clock,
+                self.messages.clone(),
+                move |observation| Message::Observation {
+                    service: service.clone(),
+                    observation,
+                },
+            ));
+        }
+        // Detached: it ends by itself once the provider answered or the loop is gone.
+        tokio::spawn(adopt(
+            provider.clone(),
+            binding.clone(),
+            self.messages.clone(),
+            self.sinks.clone(),
+        ));
+        let Some(decisions) = self.decisions.get(&policy.service).cloned() else {
+            return Ok(());
+        };
+        tasks.spawn(reconcile::run(provider, binding, decisions, self.sinks.clone()));
+        Ok(())
+    }
+
+    /// Starts probing the vantage point's canary targets (see
+    /// [`EngineSettings::canaries`]).
+    pub fn attach_canaries(
+        &self,
+        tasks: &mut JoinSet<()>,
+        targets: Vec<ProbeTarget>,
+        prober: &Arc<Prober>,
+        vantage: &VantageId,
+    ) {
+        for target in targets {
+            tasks.spawn(crate::probe::run_endpoint(
+                prober.clone(),
+                target,
+                vantage.clone(),
+                self.sinks.clock,
+                self.messages.clone(),
+                Message::Canary,
+            ));
+        }
+    }
 }
 
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
 /// Failed reads are recorded like the reconciler's, so the status shows why no decision is
 /// made yet.
-async fn adopt<P: Provider>(
-    provider: Arc<P>,
-    binding: Binding,
-    tx: oneshot::Sender<Option<PoolId>>,
-    sinks: Sinks,
-) {
+async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: MessageSender, sinks: Sinks) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
         sinks
@@ -109,7 +187,12 @@ async fn adopt<P: Provider>(
             .inc();
         match provider.observe().await {
             Ok(observed) => {
-                let _ = tx.send(binding.serving(&observed));
+                let _ = tx
+                    .send(Message::Adopted {
+                        service: binding.service.clone(),
+                        pool: binding.serving(&observed),
+                    })
+                    .await;
                 return;
             }
             Err(e) => {

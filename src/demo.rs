@@ -17,8 +17,9 @@ use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
-use crate::controller;
-use crate::engine::Rule;
+use crate::controller::{self, Controller};
+use crate::engine::{EngineSettings, Rule};
+use crate::journal::Journal;
 use crate::events::{self, Event};
 use crate::metrics::Metrics;
 use crate::model::{Millis, VantageId, Verdict};
@@ -78,14 +79,21 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     let mut tasks = JoinSet::new();
     let binding = controller::binding(&policy, Duration::from_secs(5));
     let prober = Arc::new(Prober::new(&DnsSettings::default())?);
-    controller::spawn_service(
+    let controller = Controller::start(
         &mut tasks,
-        policy.clone(),
+        std::slice::from_ref(&policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::default(),
+        Vec::new(),
+    );
+    controller.attach(
+        &mut tasks,
+        &policy,
         provider.clone(),
         binding,
-        prober,
-        VantageId("demo".into()),
-        sinks.clone(),
+        &prober,
+        &VantageId("demo".into()),
     )?;
 
     say(out, &intro(&policy, seoul.addr(), tokyo.addr()));

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::engine::Decision;
+use crate::engine::{Decision, OverrideChange};
 use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, Verdict};
 use gslb_provider::Plan;
 
@@ -35,6 +35,8 @@ pub enum Event {
     },
     /// The engine's decision changed rule or serving pool.
     Decision(Decision),
+    /// A drill override started, ended, expired or completed.
+    Override(OverrideChange),
     /// A provider accepted a plan.
     Applied {
         /// The service.
@@ -44,6 +46,17 @@ pub enum Event {
         /// When the provider accepted it.
         at: Millis,
         /// What was written.
+        plan: Plan,
+    },
+    /// Shadow mode: a plan that would have been written, but was not.
+    ShadowPlan {
+        /// The service.
+        service: ServiceId,
+        /// The provider.
+        provider: String,
+        /// When it was planned.
+        at: Millis,
+        /// What would have been written.
         plan: Plan,
     },
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use gslb::config::Settings;
-use gslb::controller;
+use gslb::controller::{self, Controller};
+use gslb::journal::Journal;
 use gslb::metrics::Metrics;
 use gslb::policy::{self, Policy, Target};
 use gslb::probe::Prober;
@@ -221,19 +222,37 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     };
     let prober = Arc::new(Prober::new(&settings.dns).context("building the prober")?);
     let mut tasks = JoinSet::new();
-    for policy in policies {
-        let provider = Arc::new(route53(&settings, &policy).await);
-        let binding = controller::binding(&policy, settings.reconcile.resync);
-        controller::spawn_service(
-            &mut tasks,
-            policy,
-            provider,
-            binding,
-            prober.clone(),
-            settings.vantage.clone(),
-            sinks.clone(),
-        )
+    let controller = Controller::start(
+        &mut tasks,
+        &policies,
+        &settings.engine.engine_settings(),
+        sinks.clone(),
+        Journal::default(),
+        Vec::new(),
+    );
+    let (canary_spec, canaries) = settings
+        .engine
+        .canary_endpoints()
+        .map_err(|e| bad_config(anyhow::anyhow!(e)))?;
+    let canaries = canaries
+        .iter()
+        .map(|e| prober.target(&canary_spec, e))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(bad_config)?;
+    controller.attach_canaries(&mut tasks, canaries, &prober, &settings.vantage);
+    for policy in &policies {
+        let provider = Arc::new(route53(&settings, policy).await);
+        let binding = controller::binding(policy, settings.reconcile.resync);
+        controller
+            .attach(
+                &mut tasks,
+                policy,
+                provider,
+                binding,
+                &prober,
+                &settings.vantage,
+            )
+            .map_err(bad_config)?;
     }
     let admin = gslb::admin::AdminState {
         board: sinks.board.clone(),

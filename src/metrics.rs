@@ -5,8 +5,9 @@
 
 use prometheus::{Encoder, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
 
-use crate::engine::{Decision, Rule};
-use crate::model::{Observation, Verdict};
+use crate::engine::{Decision, OverrideAction, Overrides, Rule, Suspicion};
+use crate::model::{Millis, Observation, VantageId, Verdict};
+use crate::policy::Policy;
 
 /// The metric set of one controller process.
 #[derive(Debug, Clone)]
@@ -34,6 +35,30 @@ pub struct Metrics {
     pub provider_errors_total: IntCounterVec,
     /// `gslb_provider_writes_total{provider,service}`: changes written to a provider.
     pub provider_writes_total: IntCounterVec,
+    /// `gslb_holds_total{service,rule}`: decisions that entered a hold, by rule.
+    pub holds_total: IntCounterVec,
+    /// `gslb_velocity_limited_total{service}`: switches blocked by a velocity limit.
+    pub velocity_limited_total: IntCounterVec,
+    /// `gslb_velocity_available{service}`: automatic switches left in the budget.
+    pub velocity_available: GaugeVec,
+    /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail.
+    pub rail_holds_total: IntCounterVec,
+    /// `gslb_pool_flap_percent{service,pool}`: weighted state-change percentage.
+    pub pool_flap_percent: GaugeVec,
+    /// `gslb_pool_flapping{service,pool}`: 1 while the pool flaps.
+    pub pool_flapping: GaugeVec,
+    /// `gslb_pool_damping_penalty{service,pool}`: flap-damping penalty.
+    pub pool_damping_penalty: GaugeVec,
+    /// `gslb_pool_suppressed{service,pool}`: 1 while flap damping suppresses the pool.
+    pub pool_suppressed: GaugeVec,
+    /// `gslb_vantage_suspect{vantage,reason}`: 1 while the vantage point is suspect.
+    pub vantage_suspect: GaugeVec,
+    /// `gslb_overrides_active{service,action}`: active drill overrides.
+    pub overrides_active: GaugeVec,
+    /// `gslb_override_oldest_age_seconds{service}`: age of the oldest active override.
+    pub override_oldest_age_seconds: GaugeVec,
+    /// `gslb_shadow_plans_total{service}`: plans shadow mode did not write.
+    pub shadow_plans_total: IntCounterVec,
 }
 
 const PROBE_LABELS: &[&str] = &["service", "pool", "endpoint", "vantage"];
@@ -116,6 +141,66 @@ impl Metrics {
                 "Changes written to a provider.",
                 &["provider", "service"],
             ),
+            holds_total: counter(
+                "gslb_holds_total",
+                "Decisions that entered a hold (fail static, unknown, suspect, velocity, rails, ...), by rule.",
+                &["service", "rule"],
+            ),
+            velocity_limited_total: counter(
+                "gslb_velocity_limited_total",
+                "Automatic switches blocked by the service's or the controller's velocity limit.",
+                &["service"],
+            ),
+            velocity_available: gauge(
+                "gslb_velocity_available",
+                "Automatic switches left in the service's velocity budget.",
+                &["service"],
+            ),
+            rail_holds_total: counter(
+                "gslb_rail_holds_total",
+                "Switches refused by a safety rail (rail_hold: no serving pool or not healthy; dwell: spacing).",
+                &["service", "rule"],
+            ),
+            pool_flap_percent: gauge(
+                "gslb_pool_flap_percent",
+                "Weighted state-change percentage over the last 21 results of the pool's most flapping endpoint.",
+                &["service", "pool"],
+            ),
+            pool_flapping: gauge(
+                "gslb_pool_flapping",
+                "1 while the pool flaps (above flapping.high until below flapping.low).",
+                &["service", "pool"],
+            ),
+            pool_damping_penalty: gauge(
+                "gslb_pool_damping_penalty",
+                "Flap-damping penalty of the pool.",
+                &["service", "pool"],
+            ),
+            pool_suppressed: gauge(
+                "gslb_pool_suppressed",
+                "1 while flap damping suppresses automatic failback to the pool.",
+                &["service", "pool"],
+            ),
+            vantage_suspect: gauge(
+                "gslb_vantage_suspect",
+                "1 while the vantage point is suspect (its down votes are discounted), by reason.",
+                &["vantage", "reason"],
+            ),
+            overrides_active: gauge(
+                "gslb_overrides_active",
+                "Active drill overrides by action.",
+                &["service", "action"],
+            ),
+            override_oldest_age_seconds: gauge(
+                "gslb_override_oldest_age_seconds",
+                "Age of the service's oldest active drill override; 0 without one.",
+                &["service"],
+            ),
+            shadow_plans_total: counter(
+                "gslb_shadow_plans_total",
+                "Plans that shadow mode recorded instead of writing.",
+                &["service"],
+            ),
             registry,
         }
     }
@@ -153,30 +238,99 @@ impl Metrics {
                     .with_label_values(&[service, pool.0.as_str(), verdict.as_str()])
                     .set(on);
             }
+            let labels = [service, pool.0.as_str()];
             let active = f64::from(u8::from(d.active.as_ref() == Some(pool)));
-            self.active_pool
-                .with_label_values(&[service, pool.0.as_str()])
-                .set(active);
+            self.active_pool.with_label_values(&labels).set(active);
+            self.pool_flap_percent
+                .with_label_values(&labels)
+                .set(f64::from(v.flap_percent));
+            self.pool_flapping
+                .with_label_values(&labels)
+                .set(f64::from(u8::from(v.flapping)));
+            self.pool_damping_penalty
+                .with_label_values(&labels)
+                .set(f64::from(v.penalty));
+            self.pool_suppressed
+                .with_label_values(&labels)
+                .set(f64::from(u8::from(v.suppressed)));
         }
         if counted {
             self.decisions_total
                 .with_label_values(&[service, d.rule.as_str()])
                 .inc();
+            if d.rule.is_hold() {
+                self.holds_total
+                    .with_label_values(&[service, d.rule.as_str()])
+                    .inc();
+            }
+            match d.rule {
+                Rule::VelocityLimited => self.velocity_limited_total.with_label_values(&[service]).inc(),
+                Rule::RailHold | Rule::Dwell if d.blocked.is_some() => self
+                    .rail_holds_total
+                    .with_label_values(&[service, d.rule.as_str()])
+                    .inc(),
+                _ => {}
+            }
         }
     }
 
-    /// Pre-creates the per-rule decision counters of a service so they read 0, not absent.
-    pub fn declare_service(&self, service: &str) {
+    /// Sets the velocity budget gauge of a service.
+    pub fn record_velocity(&self, service: &crate::model::ServiceId, available: u32) {
+        self.velocity_available
+            .with_label_values(&[service.0.as_str()])
+            .set(f64::from(available));
+    }
+
+    /// Sets the suspect gauges: 1 for each suspect vantage point's reason, 0 for the others.
+    pub fn record_vantage_points(&self, points: &[(VantageId, Option<Suspicion>)]) {
+        for (v, s) in points {
+            for reason in ["all_pools_down", "canaries_down", "prober_side_failures"] {
+                let on = s.as_ref().is_some_and(|s| s.as_str() == reason);
+                self.vantage_suspect
+                    .with_label_values(&[v.0.as_str(), reason])
+                    .set(f64::from(u8::from(on)));
+            }
+        }
+    }
+
+    /// Sets the override gauges from the active set at `now`.
+    pub fn record_overrides(&self, overrides: &Overrides, now: Millis) {
+        self.overrides_active.reset();
+        self.override_oldest_age_seconds.reset();
+        for o in overrides.all() {
+            let service = o.service.0.as_str();
+            self.overrides_active
+                .with_label_values(&[service, o.action.as_str()])
+                .inc();
+            let age = self.override_oldest_age_seconds.with_label_values(&[service]);
+            age.set(age.get().max(now.since(o.created).as_secs_f64()));
+        }
+    }
+
+    /// Pre-creates a service's counters and gauges so they read 0, not absent.
+    pub fn declare_service(&self, policy: &Policy) {
+        let service = policy.service.0.as_str();
         for rule in [
             Rule::Failover,
             Rule::Failback,
             Rule::FailStatic,
             Rule::HoldUnknown,
             Rule::FailbackManual,
+            Rule::VelocityLimited,
         ] {
             self.decisions_total
                 .with_label_values(&[service, rule.as_str()]);
         }
+        for rule in [Rule::FailStatic, Rule::VelocityLimited, Rule::RailHold, Rule::ProberSuspect] {
+            self.holds_total.with_label_values(&[service, rule.as_str()]);
+        }
+        self.velocity_limited_total.with_label_values(&[service]);
+        self.shadow_plans_total.with_label_values(&[service]);
+        for action in [OverrideAction::Drain, OverrideAction::Restore, OverrideAction::Force] {
+            self.overrides_active
+                .with_label_values(&[service, action.as_str()]);
+        }
+        self.override_oldest_age_seconds.with_label_values(&[service]);
     }
 
     /// The Prometheus text exposition of every metric.
@@ -199,7 +353,14 @@ mod tests {
     #[test]
     fn every_metric_registers_once() {
         let m = super::Metrics::new();
-        m.declare_service("api");
+        let policy = crate::policy::parse(
+            std::path::Path::new("demo.toml"),
+            &include_str!("demo_policy.toml")
+                .replace("{seoul}", "127.0.0.1:1")
+                .replace("{tokyo}", "127.0.0.1:2"),
+        )
+        .expect("the demo policy is valid");
+        m.declare_service(&policy);
         assert!(m.render().contains("gslb_decisions_total"));
     }
 }

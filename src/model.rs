@@ -93,8 +93,16 @@ pub enum ProbeReason {
     HttpStatus,
     /// The body did not contain the expected substring.
     BodyMismatch,
-    /// Any other failure (no route, malformed response).
+    /// Any other failure (malformed response, host unreachable).
     Other,
+    /// Prober-side: the vantage point's own resolver failed (no answer could be had from it at
+    /// all, as opposed to an answer saying the name does not exist).
+    ResolverUnavailable,
+    /// Prober-side: the vantage point has no route to the network (`ENETUNREACH`).
+    NetworkUnreachable,
+    /// Prober-side: the vantage point ran out of local resources (sockets, file descriptors,
+    /// ephemeral ports, buffers).
+    LocalResources,
 }
 
 impl ProbeReason {
@@ -110,7 +118,20 @@ impl ProbeReason {
             Self::HttpStatus => "http_status",
             Self::BodyMismatch => "body_mismatch",
             Self::Other => "other",
+            Self::ResolverUnavailable => "resolver_unavailable",
+            Self::NetworkUnreachable => "network_unreachable",
+            Self::LocalResources => "local_resources",
         }
+    }
+
+    /// Whether the failure points at the prober itself rather than the origin. Such results
+    /// never count toward `fall` (nor reset it); they count toward marking the vantage point
+    /// suspect instead.
+    pub fn is_prober_side(self) -> bool {
+        matches!(
+            self,
+            Self::ResolverUnavailable | Self::NetworkUnreachable | Self::LocalResources
+        )
     }
 }
 

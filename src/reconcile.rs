@@ -37,6 +37,9 @@ pub struct Binding {
     pub refs: BTreeMap<PoolId, PoolRef>,
     /// Period of the resync pass when nothing else wakes the reconciler.
     pub resync: Duration,
+    /// Shadow mode (`mode = "shadow"`): plan as usual, record what would be written, never
+    /// write.
+    pub shadow: bool,
 }
 
 impl Binding {
@@ -190,12 +193,13 @@ async fn pass<P: Provider>(
             ProviderError::Invalid(format!("pool {active} has no provider binding")),
         );
     };
-    let desired = DesiredState::for_active(
-        provider.style(),
-        &binding.priority,
-        active_ref,
-        &BTreeSet::new(),
-    );
+    let drained: BTreeSet<PoolRef> = decision
+        .into_iter()
+        .flat_map(|d| &d.drained)
+        .filter_map(|p| binding.refs.get(p).cloned())
+        .collect();
+    let desired =
+        DesiredState::for_active(provider.style(), &binding.priority, active_ref, &drained);
     let plan = match diff(&desired, &observed) {
         Ok(p) => p,
         Err(e) => return fail("plan", e),
@@ -213,6 +217,9 @@ async fn pass<P: Provider>(
             a.last_error = None;
         });
         return Pass::Settled;
+    }
+    if binding.shadow {
+        return shadow(binding, name, observed_active, plan, sinks);
     }
     let now = sinks.clock.now();
     sinks
@@ -255,4 +262,40 @@ async fn pass<P: Provider>(
         }
         Err(e) => fail("apply", e),
     }
+}
+
+/// Shadow mode: records the plan that would have been written, once per distinct plan.
+fn shadow(
+    binding: &Binding,
+    provider: &str,
+    observed_active: Option<PoolId>,
+    plan: gslb_provider::Plan,
+    sinks: &Sinks,
+) -> Pass {
+    let service = &binding.service;
+    let mut fresh = false;
+    sinks.board.update_apply(service, |a| {
+        a.observed_active = observed_active;
+        a.state = ApplyState::Shadow;
+        a.last_error = None;
+        if a.would_write.as_ref() != Some(&plan) {
+            a.would_write = Some(plan.clone());
+            fresh = true;
+        }
+    });
+    if fresh {
+        sinks
+            .metrics
+            .shadow_plans_total
+            .with_label_values(&[service.0.as_str()])
+            .inc();
+        tracing::info!(service = %service, provider, ?plan, "shadow mode: would apply plan (not written)");
+        let _ = sinks.events.send(Event::ShadowPlan {
+            service: service.clone(),
+            provider: provider.to_owned(),
+            at: sinks.clock.now(),
+            plan,
+        });
+    }
+    Pass::Settled
 }

@@ -8,8 +8,11 @@ use std::sync::RwLock;
 
 use serde::Serialize;
 
-use crate::engine::{Decision, Engine, pool_verdict};
-use crate::model::{EndpointId, Millis, PoolId, ProbeOutcome, ServiceId, Verdict};
+use gslb_provider::Plan;
+
+use crate::engine::{Decision, Override, PoolVerdict, ServiceEngine};
+use crate::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict};
+use crate::policy::Mode;
 
 /// How many recent probes each endpoint keeps in the status.
 pub const RECENT_PROBES: usize = 5;
@@ -25,6 +28,9 @@ pub enum ApplyState {
     Applied,
     /// Decided but not applied: the reconciler is still trying (see `last_error`).
     Pending,
+    /// Shadow mode: the provider differs from the decision and `would_write` says how; nothing
+    /// is written.
+    Shadow,
 }
 
 /// What the reconciler last saw and did.
@@ -44,19 +50,25 @@ pub struct ApplyStatus {
     pub last_write_at: Option<Millis>,
     /// Changes written since start.
     pub writes: u64,
+    /// Shadow mode: the plan that would be written now.
+    pub would_write: Option<Plan>,
 }
 
-/// One endpoint in the status.
+/// One endpoint as one vantage point sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct EndpointStatus {
     /// The endpoint.
     pub endpoint: EndpointId,
-    /// Its thresholded verdict.
+    /// The vantage point.
+    pub vantage: VantageId,
+    /// Its thresholded verdict from that vantage point.
     pub verdict: Verdict,
     /// Consecutive successes.
     pub consecutive_ok: u32,
     /// Consecutive failures.
     pub consecutive_fail: u32,
+    /// Weighted state-change percentage of its last 21 results.
+    pub flap_percent: u32,
     /// The last probes, newest last.
     pub recent: VecDeque<RecentProbe>,
 }
@@ -80,9 +92,9 @@ pub struct PoolStatus {
     pub priority: u32,
     /// Its region label.
     pub region: String,
-    /// Its verdict at the last decision.
-    pub verdict: Verdict,
-    /// Its endpoints.
+    /// Its quorum verdict, votes and damping at the last decision.
+    pub state: Option<PoolVerdict>,
+    /// Its endpoints, one entry per endpoint and vantage point.
     pub endpoints: Vec<EndpointStatus>,
 }
 
@@ -93,13 +105,19 @@ pub struct ServiceStatus {
     pub service: ServiceId,
     /// Its public hostname.
     pub hostname: String,
+    /// `enforce` or `shadow`.
+    pub mode: Mode,
     /// The pool the engine wants serving.
     pub active: Option<PoolId>,
     /// Pools in priority order.
     pub pools: Vec<PoolStatus>,
-    /// Set while the engine holds (fail static, unknown evidence, manual failback, dwell):
-    /// the rule and why.
+    /// Set while the engine holds (fail static, unknown evidence, velocity, rails, ...): the
+    /// rule and why.
     pub holding: Option<String>,
+    /// Automatic switches left in the velocity budget.
+    pub velocity_available: u32,
+    /// Active drill overrides.
+    pub overrides: Vec<Override>,
     /// The last decision with its reasons.
     pub last_decision: Option<Decision>,
     /// Whether the provider has applied it.
@@ -110,111 +128,117 @@ pub struct ServiceStatus {
 #[derive(Debug, Default)]
 pub struct StatusBoard {
     services: RwLock<BTreeMap<ServiceId, ServiceStatus>>,
+    recent: RwLock<BTreeMap<(ServiceId, EndpointId, VantageId), VecDeque<RecentProbe>>>,
 }
 
 impl StatusBoard {
     /// A snapshot of every service, by name.
     pub fn snapshot(&self) -> BTreeMap<ServiceId, ServiceStatus> {
-        self.services
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        let mut services = read(&self.services).clone();
+        let recent = read(&self.recent);
+        for s in services.values_mut() {
+            for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
+                if let Some(r) = recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone())) {
+                    e.recent = r.clone();
+                }
+            }
+        }
+        services
     }
 
-    /// Refreshes a service's pools and decision from its engine.
-    pub fn update_engine(&self, engine: &Engine, decision: Option<&Decision>) {
-        let policy = engine.policy();
-        let mut guard = self
-            .services
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let entry = guard
-            .entry(policy.service.clone())
-            .or_insert_with(|| ServiceStatus {
-                service: policy.service.clone(),
-                hostname: policy.hostname.clone(),
-                active: None,
-                pools: Vec::new(),
-                holding: None,
-                last_decision: None,
-                apply: ApplyStatus::default(),
-            });
-        let mut previous: BTreeMap<EndpointId, VecDeque<RecentProbe>> = entry
-            .pools
-            .drain(..)
-            .flat_map(|p| p.endpoints.into_iter().map(|e| (e.endpoint, e.recent)))
-            .collect();
-        entry.pools = policy
-            .pools
-            .iter()
-            .map(|pool| PoolStatus {
-                pool: pool.id.clone(),
-                priority: pool.priority,
-                region: pool.region.clone(),
-                verdict: decision.and_then(|d| d.pools.get(&pool.id)).map_or_else(
-                    || {
-                        pool_verdict(
-                            engine
-                                .endpoints()
-                                .filter(|(_, p, _)| **p == pool.id)
-                                .map(|(_, _, h)| h.verdict),
-                        )
-                    },
-                    |v| v.verdict,
-                ),
-                endpoints: engine
-                    .endpoints()
-                    .filter(|(_, p, _)| **p == pool.id)
-                    .map(|(id, _, h)| {
-                        let mut recent = previous.remove(id).unwrap_or_default();
-                        if let (Some(at), Some(o)) = (h.last_at, &h.last) {
-                            if recent.back().is_none_or(|r| r.at != at) {
-                                recent.push_back(RecentProbe {
-                                    at,
-                                    outcome: o.clone(),
-                                });
-                                if recent.len() > RECENT_PROBES {
-                                    recent.pop_front();
-                                }
-                            }
-                        }
-                        EndpointStatus {
-                            endpoint: id.clone(),
-                            verdict: h.verdict,
-                            consecutive_ok: h.consecutive_ok,
-                            consecutive_fail: h.consecutive_fail,
-                            recent,
-                        }
-                    })
-                    .collect(),
-            })
-            .collect();
-        if decision.is_none() {
-            entry.holding = Some(
-                "awaiting_provider: waiting to read the provider's current state; no decision until it answers".into(),
-            );
+    /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point.
+    pub fn record_probe(&self, service: &ServiceId, _pool: &PoolId, obs: &Observation) {
+        let mut recent = write(&self.recent);
+        let r = recent
+            .entry((service.clone(), obs.endpoint.clone(), obs.vantage.clone()))
+            .or_default();
+        r.push_back(RecentProbe {
+            at: obs.at,
+            outcome: obs.outcome.clone(),
+        });
+        if r.len() > RECENT_PROBES {
+            r.pop_front();
         }
-        if let Some(d) = decision {
-            entry.active = d.active.clone();
-            entry.holding = d.rule.is_hold().then(|| {
-                format!(
+    }
+
+    /// Refreshes a service's pools, decision, budget and overrides from its engine.
+    pub fn update_service<'a>(
+        &self,
+        engine: &ServiceEngine,
+        overrides: impl Iterator<Item = &'a Override>,
+        now: Millis,
+    ) {
+        let policy = engine.policy();
+        let decision = engine.last_decision();
+        let mut endpoints: BTreeMap<&PoolId, Vec<EndpointStatus>> = BTreeMap::new();
+        for (e, pool, by_vantage) in engine.evidence() {
+            for (v, h) in by_vantage {
+                endpoints.entry(pool).or_default().push(EndpointStatus {
+                    endpoint: e.clone(),
+                    vantage: v.clone(),
+                    verdict: h.verdict,
+                    consecutive_ok: h.consecutive_ok,
+                    consecutive_fail: h.consecutive_fail,
+                    flap_percent: h.flap.percent().round() as u32,
+                    recent: VecDeque::new(),
+                });
+            }
+        }
+        let status = ServiceStatus {
+            service: policy.service.clone(),
+            hostname: policy.hostname.clone(),
+            mode: policy.mode,
+            active: engine.active().cloned(),
+            pools: policy
+                .pools
+                .iter()
+                .map(|pool| PoolStatus {
+                    pool: pool.id.clone(),
+                    priority: pool.priority,
+                    region: pool.region.clone(),
+                    state: decision.and_then(|d| d.pools.get(&pool.id)).cloned(),
+                    endpoints: endpoints.remove(&pool.id).unwrap_or_default(),
+                })
+                .collect(),
+            holding: match decision {
+                _ if !engine.ready() => Some(
+                    "awaiting_provider: waiting to read the provider's current state; no decision until it answers".into(),
+                ),
+                Some(d) if d.rule.is_hold() => Some(format!(
                     "{}: {}",
                     d.rule.as_str(),
                     d.reasons.last().map_or("", String::as_str)
-                )
-            });
-            entry.last_decision = Some(d.clone());
-        }
+                )),
+                _ => None,
+            },
+            velocity_available: engine.velocity_available(now),
+            overrides: overrides
+                .filter(|o| o.service == policy.service)
+                .cloned()
+                .collect(),
+            last_decision: decision.cloned(),
+            apply: ApplyStatus::default(),
+        };
+        let mut guard = write(&self.services);
+        let apply = guard
+            .remove(&policy.service)
+            .map(|s| s.apply)
+            .unwrap_or_default();
+        guard.insert(policy.service.clone(), ServiceStatus { apply, ..status });
     }
 
     /// Updates a service's apply status.
     pub fn update_apply(&self, service: &ServiceId, f: impl FnOnce(&mut ApplyStatus)) {
-        let mut guard = self
-            .services
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(entry) = guard.get_mut(service) {
+        if let Some(entry) = write(&self.services).get_mut(service) {
             f(&mut entry.apply);
         }
     }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

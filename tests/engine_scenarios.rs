@@ -1,75 +1,11 @@
 //! Engine scenarios with explicit time: rise/fall, failover, fail static, unknown evidence,
-//! failback rules and minimum dwell. No clock, no I/O: every instant is given.
+//! failback rules and spacing. No clock, no I/O: every instant is given.
 
-use std::path::Path;
-use std::time::Duration;
+mod support;
 
-use gslb::engine::{Decision, Engine, Rule};
-use gslb::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, VantageId};
-use gslb::policy::{self, Policy};
-
-const SEOUL: &str = "https://seoul.api.example.com:443/api/v1/health";
-const TOKYO: &str = "https://tokyo.api.example.com:443/api/v1/health";
-const INTERVAL: u64 = 10_000;
-
-fn policy(edit: impl Fn(String) -> String) -> Policy {
-    let text = edit(include_str!("../policies/api-seoul-tokyo.toml").to_owned());
-    policy::parse(Path::new("api.toml"), &text).expect("valid policy")
-}
-
-fn obs(endpoint: &str, at: u64, ok: bool) -> Observation {
-    Observation {
-        endpoint: EndpointId(endpoint.into()),
-        vantage: VantageId("test".into()),
-        at: Millis(at),
-        outcome: ProbeOutcome {
-            success: ok,
-            duration: Duration::from_millis(20),
-            http_status: ok.then_some(200),
-            reason: if ok {
-                ProbeReason::Ok
-            } else {
-                ProbeReason::Timeout
-            },
-        },
-    }
-}
-
-/// Drives an engine one probe round at a time: each round probes both endpoints.
-struct Sim {
-    engine: Engine,
-    now: u64,
-    decisions: Vec<Decision>,
-}
-
-impl Sim {
-    fn new(policy: Policy) -> Self {
-        let mut engine = Engine::new(policy);
-        engine.adopt(PoolId("seoul".into()));
-        Self {
-            engine,
-            now: 0,
-            decisions: Vec::new(),
-        }
-    }
-
-    fn round(&mut self, seoul_ok: bool, tokyo_ok: bool) -> &Decision {
-        self.now += INTERVAL;
-        self.engine.observe(&obs(SEOUL, self.now, seoul_ok));
-        self.engine.observe(&obs(TOKYO, self.now, tokyo_ok));
-        let d = self.engine.decide(Millis(self.now));
-        self.decisions.push(d);
-        self.decisions.last().expect("just pushed")
-    }
-
-    fn switches(&self) -> usize {
-        self.decisions.iter().filter(|d| d.switched()).count()
-    }
-
-    fn active(&self) -> &str {
-        self.engine.active().map_or("", |p| p.0.as_str())
-    }
-}
+use gslb::engine::{Input, Rule};
+use gslb::model::{Millis, PoolId, ProbeReason, Verdict};
+use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, policy};
 
 #[test]
 fn one_failed_probe_causes_no_switch() {
@@ -148,12 +84,17 @@ fn all_pools_down_fails_static_and_says_why() {
 
 #[test]
 fn unknown_evidence_never_switches() {
-    let mut engine = Engine::new(policy(|t| t));
-    engine.adopt(PoolId("tokyo".into()));
+    let mut sim = Sim::with(
+        vec![policy(|t| t)],
+        &Default::default(),
+        Some("tokyo"),
+    );
     // Seoul (preferred) is healthy, tokyo has never been probed: unknown -> hold.
-    engine.observe(&obs(SEOUL, 1_000, true));
-    engine.observe(&obs(SEOUL, 2_000, true));
-    let d = engine.decide(Millis(2_000));
+    sim.now = 1_000;
+    sim.probe(HERE, SEOUL, ProbeReason::Ok);
+    sim.now = 2_000;
+    sim.probe(HERE, SEOUL, ProbeReason::Ok);
+    let d = sim.last();
     assert_eq!(d.rule, Rule::HoldUnknown);
     assert_eq!(d.active, Some(PoolId("tokyo".into())));
     assert!(!d.rule.pushes());
@@ -165,12 +106,10 @@ fn stale_evidence_becomes_unknown_not_down() {
     sim.round(true, true);
     sim.round(true, true);
     // Nothing more arrives for longer than 3 intervals + timeout.
-    let d = sim.engine.decide(Millis(sim.now + 3 * INTERVAL + 5_000));
+    let d = sim.tick_at(sim.now + 3 * INTERVAL + 5_000).clone();
     assert_eq!(d.rule, Rule::HoldUnknown);
-    assert_eq!(
-        d.pools[&PoolId("seoul".into())].verdict,
-        gslb::model::Verdict::Unknown
-    );
+    assert_eq!(d.pools[&PoolId("seoul".into())].verdict, Verdict::Unknown);
+    assert!(d.reasons.join("\n").contains("stale (no result for over"), "{:?}", d.reasons);
     assert_eq!(sim.active(), "seoul");
 }
 
@@ -195,7 +134,7 @@ fn manual_failback_holds_on_the_standby() {
 }
 
 #[test]
-fn auto_failback_waits_for_min_dwell() {
+fn auto_failback_waits_for_the_failback_hold() {
     let mut sim = Sim::new(policy(|t| {
         t.replace("failback = \"manual\"", "failback = \"auto\"")
             .replace("min_dwell = \"5m\"", "min_dwell = \"60s\"")
@@ -204,28 +143,54 @@ fn auto_failback_waits_for_min_dwell() {
     for _ in 0..3 {
         sim.round(false, true);
     }
-    let switched_at = sim.now;
     assert_eq!(sim.active(), "tokyo");
+    sim.round(true, true);
+    sim.round(true, true);
+    let healthy_at = sim.now;
     let mut failback_at = None;
-    for _ in 0..20 {
+    for _ in 0..60 {
         let d = sim.round(true, true).clone();
         if d.rule == Rule::Failback {
             failback_at = Some(sim.now);
             break;
         }
-        assert!(
-            matches!(d.rule, Rule::Dwell | Rule::Stay),
-            "unexpected rule {:?}",
-            d.rule
-        );
+        assert_eq!(d.rule, Rule::FailbackHold, "{:?}", d.reasons);
     }
     let at = failback_at.expect("auto failback happens");
     assert!(
-        at - switched_at >= 60_000,
-        "failback after {} ms, min_dwell is 60 s",
-        at - switched_at
+        at - healthy_at >= 300_000,
+        "failback {} ms after seoul was healthy again; the hold after one failover is 5 min",
+        at - healthy_at
     );
     assert_eq!(sim.active(), "seoul");
+}
+
+#[test]
+fn the_failback_hold_grows_with_consecutive_failovers() {
+    let mut sim = Sim::new(policy(|t| {
+        t.replace("failback = \"manual\"", "failback = \"auto\"")
+            .replace("min_dwell = \"5m\"", "min_dwell = \"60s\"")
+            .replace("[health]", "[velocity]\nburst = 10\n\n[health]")
+    }));
+    // Two outages of seoul: the second failback waits 2 x 5 min.
+    let mut waits = Vec::new();
+    for _ in 0..2 {
+        sim.round(true, true);
+        for _ in 0..3 {
+            sim.round(false, true);
+        }
+        assert_eq!(sim.active(), "tokyo");
+        sim.round(true, true);
+        sim.round(true, true);
+        let healthy_at = sim.now;
+        while sim.active() != "seoul" {
+            sim.round(true, true);
+            assert!(sim.now - healthy_at < 3_600_000, "no failback within an hour");
+        }
+        waits.push(sim.now - healthy_at);
+    }
+    assert!(waits[0] >= 300_000 && waits[0] < 600_000, "{waits:?}");
+    assert!(waits[1] >= 600_000, "{waits:?}");
 }
 
 #[test]
@@ -249,15 +214,31 @@ fn failover_away_from_a_down_pool_ignores_min_dwell() {
 
 #[test]
 fn without_adoption_the_engine_waits_for_preferred_evidence() {
-    let mut engine = Engine::new(policy(|t| t));
-    engine.observe(&obs(TOKYO, 1_000, true));
-    engine.observe(&obs(TOKYO, 2_000, true));
-    assert_eq!(engine.decide(Millis(2_000)).rule, Rule::AwaitingEvidence);
-    engine.observe(&obs(SEOUL, 3_000, true));
-    engine.observe(&obs(SEOUL, 4_000, true));
-    let d = engine.decide(Millis(4_000));
+    let mut sim = Sim::with(vec![policy(|t| t)], &Default::default(), None);
+    for at in [1_000, 2_000] {
+        sim.now = at;
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+    }
+    assert_eq!(sim.last().rule, Rule::AwaitingEvidence);
+    for at in [3_000, 4_000] {
+        sim.now = at;
+        sim.probe(HERE, SEOUL, ProbeReason::Ok);
+    }
+    let d = sim.last();
     assert_eq!(d.rule, Rule::ServePreferred);
     assert_eq!(d.active, Some(PoolId("seoul".into())));
+}
+
+#[test]
+fn before_adoption_nothing_is_decided() {
+    let mut sim = Sim::with(vec![policy(|t| t)], &Default::default(), None);
+    let service = sim.service.clone();
+    // A fresh engine that has not been told what the provider serves decides nothing.
+    let mut fresh = gslb::engine::Engine::new(vec![policy(|t| t)], &Default::default());
+    let out = fresh.step(Millis(1), &Input::Tick);
+    assert!(out.decisions.is_empty());
+    sim.round(true, true);
+    assert_eq!(sim.last().service, service);
 }
 
 #[test]

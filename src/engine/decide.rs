@@ -1,11 +1,18 @@
 //! Priority failover: which pool should serve, and why. Pure.
+//!
+//! [`choose`] applies the rules (drills, failover, fail static, failback) to quorum verdicts and
+//! returns a candidate. The service engine then passes a switching candidate through the safety
+//! rails and the velocity limit, which may turn it into a hold.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::model::{Millis, PoolId, ServiceId, Verdict};
 use crate::policy::{Failback, Policy};
+
+use super::quorum::Tally;
 
 /// The rule a decision followed. Holds keep the current pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -17,7 +24,7 @@ pub enum Rule {
     ServePreferred,
     /// The serving pool is healthy and no better pool is: stay.
     Stay,
-    /// The serving pool is down by `fall`: move to the most preferred healthy pool.
+    /// The serving pool is down by quorum: move to the most preferred healthy pool.
     Failover,
     /// A more preferred pool is healthy again and failback is `auto`: return to it.
     Failback,
@@ -25,10 +32,31 @@ pub enum Rule {
     FailStatic,
     /// Hold: the serving pool's verdict is unknown (no or stale evidence). Unknown never switches.
     HoldUnknown,
+    /// Hold: the serving pool looks down only from suspect vantage points ("everything looks
+    /// down from here"); their down votes are discounted and nothing is pushed.
+    ProberSuspect,
     /// Hold: a more preferred pool is healthy again, but failback is `manual`.
     FailbackManual,
-    /// Hold: a failback is due but `min_dwell` has not passed since the last switch.
+    /// Hold: an automatic failback waits until the preferred pool has been healthy for the
+    /// failback hold (`failback_hold × consecutive failovers`, capped).
+    FailbackHold,
+    /// Hold: an automatic failback is blocked because the preferred pool is flap-suppressed.
+    Suppressed,
+    /// Hold: the spacing rail: the previous change to the record is less than
+    /// `max(2 × TTL, min_dwell)` ago.
     Dwell,
+    /// Hold: the service's (or the controller's) velocity budget of automatic switches is
+    /// spent; the blocked decision is recorded. An operator re-arm releases it.
+    VelocityLimited,
+    /// Hold: a safety rail refused the plan (it would leave no serving pool, or switch to a
+    /// pool that is not healthy by quorum).
+    RailHold,
+    /// Drill: traffic leaves a drained pool.
+    Drain,
+    /// Drill: traffic is pinned to a forced pool.
+    Force,
+    /// Drill: traffic returns to a restored pool (the operator's failback).
+    Restore,
 }
 
 impl Rule {
@@ -42,17 +70,25 @@ impl Rule {
             Self::Failback => "failback",
             Self::FailStatic => "fail_static",
             Self::HoldUnknown => "hold_unknown",
+            Self::ProberSuspect => "prober_suspect",
             Self::FailbackManual => "failback_manual",
+            Self::FailbackHold => "failback_hold",
+            Self::Suppressed => "suppressed",
             Self::Dwell => "dwell",
+            Self::VelocityLimited => "velocity_limited",
+            Self::RailHold => "rail_hold",
+            Self::Drain => "drain",
+            Self::Force => "force",
+            Self::Restore => "restore",
         }
     }
 
-    /// Whether the decision may be pushed to a provider. Fail static, unknown evidence and
-    /// awaiting evidence push nothing: the provider keeps what it has.
+    /// Whether the decision may be pushed to a provider. Fail static, unknown or suspect
+    /// evidence and awaiting evidence push nothing: the provider keeps what it has.
     pub fn pushes(self) -> bool {
         !matches!(
             self,
-            Self::AwaitingEvidence | Self::FailStatic | Self::HoldUnknown
+            Self::AwaitingEvidence | Self::FailStatic | Self::HoldUnknown | Self::ProberSuspect
         )
     }
 
@@ -60,18 +96,66 @@ impl Rule {
     pub fn is_hold(self) -> bool {
         matches!(
             self,
-            Self::FailStatic | Self::HoldUnknown | Self::FailbackManual | Self::Dwell
+            Self::FailStatic
+                | Self::HoldUnknown
+                | Self::ProberSuspect
+                | Self::FailbackManual
+                | Self::FailbackHold
+                | Self::Suppressed
+                | Self::Dwell
+                | Self::VelocityLimited
+                | Self::RailHold
         )
+    }
+
+    /// Whether a switch by this rule is automatic (counted by the velocity limit). Drills are
+    /// operator actions and are not.
+    pub fn is_automatic(self) -> bool {
+        matches!(self, Self::Failover | Self::Failback)
     }
 }
 
-/// One pool's verdict as the decision saw it.
+/// One pool's state as the decision saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PoolVerdict {
-    /// The verdict.
+    /// The quorum verdict.
     pub verdict: Verdict,
     /// When the pool entered this verdict (as far as this engine has seen).
     pub since: Millis,
+    /// The fresh votes behind it.
+    pub votes: Tally,
+    /// The flap-damping penalty, rounded.
+    pub penalty: u32,
+    /// Whether flap damping suppresses the pool (no automatic failback to it).
+    pub suppressed: bool,
+    /// The weighted state-change percentage of its most flapping endpoint, rounded.
+    pub flap_percent: u32,
+    /// Whether any of its endpoints is flapping (above `flapping.high`, until below `low`).
+    pub flapping: bool,
+}
+
+impl PoolVerdict {
+    /// An unknown pool as of `since`.
+    pub fn unknown(since: Millis) -> Self {
+        Self {
+            verdict: Verdict::Unknown,
+            since,
+            votes: Tally::default(),
+            penalty: 0,
+            suppressed: false,
+            flap_percent: 0,
+            flapping: false,
+        }
+    }
+}
+
+/// A switch that a hold blocked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blocked {
+    /// The rule the blocked decision followed.
+    pub rule: Rule,
+    /// The pool it would have switched to.
+    pub to: PoolId,
 }
 
 /// The outcome of one evaluation: deterministic and self-explaining.
@@ -87,9 +171,13 @@ pub struct Decision {
     pub previous: Option<PoolId>,
     /// The rule followed.
     pub rule: Rule,
-    /// Human-readable reasons: which endpoints, which thresholds, which rule.
+    /// The switch a hold blocked (velocity limit, rails, spacing), if any.
+    pub blocked: Option<Blocked>,
+    /// Pools a drill drains (never the active pool): providers that can disable a pool do.
+    pub drained: BTreeSet<PoolId>,
+    /// Human-readable reasons: which endpoints, votes, thresholds, rule.
     pub reasons: Vec<String>,
-    /// Every pool's verdict, by pool.
+    /// Every pool's state, by pool.
     pub pools: BTreeMap<PoolId, PoolVerdict>,
 }
 
@@ -100,131 +188,245 @@ impl Decision {
     }
 }
 
-/// Inputs to [`decide`] besides the policy.
-#[derive(Debug, Clone)]
-pub struct DecideInput<'a> {
+/// What the rules see besides the policy.
+#[derive(Debug)]
+pub struct RuleInput<'a> {
     /// The pool serving now (adopted from the provider or chosen earlier).
     pub current: Option<&'a PoolId>,
-    /// When traffic last switched, if ever (for `min_dwell`).
-    pub last_switch: Option<Millis>,
-    /// Each pool's verdict and since when.
+    /// Each pool's state.
     pub pools: &'a BTreeMap<PoolId, PoolVerdict>,
-    /// Per pool, an explanation of its verdict (from its endpoints).
-    pub explain: &'a BTreeMap<PoolId, String>,
+    /// Pools drained by a drill.
+    pub drained: &'a BTreeSet<PoolId>,
+    /// The pool a drill forces, if any.
+    pub forced: Option<&'a PoolId>,
+    /// Pools a drill restores (failback authorised by an operator).
+    pub restored: &'a BTreeSet<PoolId>,
+    /// The automatic failback hold now (grows with consecutive failovers).
+    pub failback_hold: Duration,
     /// Now.
     pub now: Millis,
 }
 
-/// Priority failover with rise/fall verdicts, failback rule, minimum dwell and fail static.
-pub fn decide(policy: &Policy, input: &DecideInput<'_>) -> Decision {
-    let verdict = |p: &PoolId| input.pools.get(p).map_or(Verdict::Unknown, |v| v.verdict);
+/// A rule's choice, before rails and velocity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The rule.
+    pub rule: Rule,
+    /// The pool it wants serving.
+    pub active: Option<PoolId>,
+    /// Why, for the decision's reasons (the last one names the rule).
+    pub reasons: Vec<String>,
+}
+
+/// Applies the failover rules, in this order: drills (force, drain), then the serving pool's
+/// quorum verdict (failover, fail static, unknown, suspect), then failback (restore drills,
+/// manual, auto with hold and damping). `explain(pool)` describes a pool's evidence.
+pub fn choose(
+    policy: &Policy,
+    input: &RuleInput<'_>,
+    explain: &dyn Fn(&PoolId) -> String,
+) -> Candidate {
+    let state = |p: &PoolId| input.pools.get(p);
+    let verdict = |p: &PoolId| state(p).map_or(Verdict::Unknown, |v| v.verdict);
+    let eligible = |p: &PoolId| !input.drained.contains(p);
+    let rank = |p: &PoolId| policy.pools.iter().position(|x| &x.id == p);
     let best = policy
         .pools
         .iter()
         .map(|p| &p.id)
-        .find(|p| verdict(p) == Verdict::Healthy);
-    let why = |p: &PoolId| {
-        format!(
-            "pool {p} {}: {}",
-            verdict(p),
-            input.explain.get(p).map_or("", String::as_str)
-        )
-    };
+        .find(|p| eligible(p) && verdict(p) == Verdict::Healthy);
     let mut reasons = Vec::new();
-    let (rule, active) = match input.current {
-        None => {
-            let first_unknown = policy
+    let done = |rule: Rule, active: Option<&PoolId>, why: String, reasons: &mut Vec<String>| {
+        reasons.push(format!("rule: {why}"));
+        Candidate {
+            rule,
+            active: active.cloned(),
+            reasons: std::mem::take(reasons),
+        }
+    };
+
+    if let Some(f) = input.forced {
+        match verdict(f) {
+            Verdict::Healthy => {
+                reasons.push(explain(f));
+                return done(
+                    Rule::Force,
+                    Some(f),
+                    format!("a drill forces {f}, which is healthy"),
+                    &mut reasons,
+                );
+            }
+            v => reasons.push(format!(
+                "a drill forces {f}, but it is {v}: a drill never outranks the evidence"
+            )),
+        }
+    }
+
+    let Some(cur) = input.current else {
+        let first_unknown = policy
+            .pools
+            .iter()
+            .position(|p| eligible(&p.id) && verdict(&p.id) == Verdict::Unknown);
+        return match best {
+            Some(b) if first_unknown.is_none_or(|u| Some(u) > rank(b)) => {
+                reasons.push(explain(b));
+                done(
+                    Rule::ServePreferred,
+                    Some(b),
+                    format!("serve the most preferred healthy pool ({b})"),
+                    &mut reasons,
+                )
+            }
+            _ => done(
+                Rule::AwaitingEvidence,
+                None,
+                "wait until every more preferred pool has a verdict".into(),
+                &mut reasons,
+            ),
+        };
+    };
+
+    if !eligible(cur) {
+        reasons.push(explain(cur));
+        return match best {
+            Some(b) => {
+                reasons.push(explain(b));
+                done(
+                    Rule::Drain,
+                    Some(b),
+                    format!("a drill drains {cur}: move to the most preferred healthy pool {b}"),
+                    &mut reasons,
+                )
+            }
+            None => done(
+                Rule::RailHold,
+                Some(cur),
+                format!(
+                    "a drill drains {cur} but no other pool is healthy: keeping {cur} (never zero serving pools)"
+                ),
+                &mut reasons,
+            ),
+        };
+    }
+
+    let discounted = state(cur).is_some_and(|s| s.votes.discounted > 0);
+    match (verdict(cur), best) {
+        (Verdict::Unhealthy, Some(b)) => {
+            reasons.push(explain(cur));
+            reasons.push(explain(b));
+            done(
+                Rule::Failover,
+                Some(b),
+                format!("failover from {cur} to the most preferred healthy pool {b}"),
+                &mut reasons,
+            )
+        }
+        (Verdict::Unhealthy, None) => {
+            reasons.extend(policy.pools.iter().map(|p| explain(&p.id)));
+            done(
+                Rule::FailStatic,
+                Some(cur),
+                format!("fail static: no pool is healthy, keeping {cur} and writing nothing"),
+                &mut reasons,
+            )
+        }
+        (Verdict::Unknown, None) if discounted => {
+            reasons.extend(policy.pools.iter().map(|p| explain(&p.id)));
+            done(
+                Rule::FailStatic,
+                Some(cur),
+                format!(
+                    "fail static: no pool is healthy (down votes of suspect vantage points discounted), keeping {cur} and writing nothing"
+                ),
+                &mut reasons,
+            )
+        }
+        (Verdict::Unknown, Some(_)) if discounted => {
+            reasons.push(explain(cur));
+            done(
+                Rule::ProberSuspect,
+                Some(cur),
+                format!(
+                    "{cur} looks down only from suspect vantage points: the evidence points at the prober, not the region, so hold"
+                ),
+                &mut reasons,
+            )
+        }
+        (Verdict::Unknown, _) => {
+            reasons.push(explain(cur));
+            done(
+                Rule::HoldUnknown,
+                Some(cur),
+                format!("evidence for {cur} is unknown; unknown never causes a switch"),
+                &mut reasons,
+            )
+        }
+        (Verdict::Healthy, _) => {
+            let better = |p: &&PoolId| {
+                rank(p) < rank(cur) && eligible(p) && verdict(p) == Verdict::Healthy
+            };
+            if let Some(r) = policy
                 .pools
                 .iter()
-                .position(|p| verdict(&p.id) == Verdict::Unknown);
-            let best_rank = best.and_then(|b| policy.pools.iter().position(|p| &p.id == b));
-            match (best, best_rank, first_unknown) {
-                (Some(b), Some(r), u) if u.is_none_or(|u| u > r) => {
-                    reasons.push(why(b));
-                    reasons.push(format!("rule: serve the most preferred healthy pool ({b})"));
-                    (Rule::ServePreferred, Some(b.clone()))
-                }
-                _ => {
-                    reasons.push("rule: wait until every more preferred pool has a verdict".into());
-                    (Rule::AwaitingEvidence, None)
-                }
+                .map(|p| &p.id)
+                .filter(|p| input.restored.contains(*p))
+                .find(better)
+            {
+                reasons.push(explain(r));
+                return done(
+                    Rule::Restore,
+                    Some(r),
+                    format!("a drill restores {r}: return from {cur}"),
+                    &mut reasons,
+                );
+            }
+            let Some(b) = best.filter(better) else {
+                reasons.push(explain(cur));
+                return done(
+                    Rule::Stay,
+                    Some(cur),
+                    format!("{cur} is healthy and no more preferred pool is: stay"),
+                    &mut reasons,
+                );
+            };
+            reasons.push(explain(b));
+            let healthy_for = input.now.since(state(b).map_or(input.now, |s| s.since));
+            match policy.failback {
+                Failback::Manual => done(
+                    Rule::FailbackManual,
+                    Some(cur),
+                    format!(
+                        "failback is manual: {b} is healthy again but {cur} keeps serving until an operator restores {b}"
+                    ),
+                    &mut reasons,
+                ),
+                Failback::Auto if state(b).is_some_and(|s| s.suppressed) => done(
+                    Rule::Suppressed,
+                    Some(cur),
+                    format!(
+                        "failback to {b} is suppressed by flap damping (penalty {} above reuse {})",
+                        state(b).map_or(0, |s| s.penalty),
+                        policy.damping.reuse
+                    ),
+                    &mut reasons,
+                ),
+                Failback::Auto if healthy_for < input.failback_hold => done(
+                    Rule::FailbackHold,
+                    Some(cur),
+                    format!(
+                        "failback to {b} waits until it has been healthy for {} (healthy for {})",
+                        humantime::format_duration(input.failback_hold),
+                        humantime::format_duration(healthy_for)
+                    ),
+                    &mut reasons,
+                ),
+                Failback::Auto => done(
+                    Rule::Failback,
+                    Some(b),
+                    format!("failback (auto) from {cur} to {b}"),
+                    &mut reasons,
+                ),
             }
         }
-        Some(cur) => {
-            let rank = |p: &PoolId| policy.pools.iter().position(|x| &x.id == p);
-            match (verdict(cur), best) {
-                (Verdict::Unhealthy, Some(b)) => {
-                    reasons.push(why(cur));
-                    reasons.push(why(b));
-                    reasons.push(format!(
-                        "rule: failover from {cur} to the most preferred healthy pool {b}"
-                    ));
-                    (Rule::Failover, Some(b.clone()))
-                }
-                (Verdict::Unhealthy, None) => {
-                    reasons.extend(policy.pools.iter().map(|p| why(&p.id)));
-                    reasons.push(format!(
-                        "rule: fail static: no pool is healthy, keeping {cur} and writing nothing"
-                    ));
-                    (Rule::FailStatic, Some(cur.clone()))
-                }
-                (Verdict::Unknown, _) => {
-                    reasons.push(why(cur));
-                    reasons.push(format!(
-                        "rule: evidence for {cur} is unknown; unknown never causes a switch"
-                    ));
-                    (Rule::HoldUnknown, Some(cur.clone()))
-                }
-                (Verdict::Healthy, Some(b)) if rank(b) < rank(cur) => {
-                    reasons.push(why(b));
-                    match policy.failback {
-                        Failback::Manual => {
-                            reasons.push(format!(
-                                "rule: failback is manual: {b} is healthy again but {cur} keeps serving until an operator moves it"
-                            ));
-                            (Rule::FailbackManual, Some(cur.clone()))
-                        }
-                        Failback::Auto => {
-                            let since = input.last_switch.map(|t| input.now.since(t));
-                            match since {
-                                Some(s) if s < policy.min_dwell => {
-                                    reasons.push(format!(
-                                        "rule: failback to {b} waits for min_dwell {} (last switch {} ago)",
-                                        humantime::format_duration(policy.min_dwell),
-                                        humantime::format_duration(s)
-                                    ));
-                                    (Rule::Dwell, Some(cur.clone()))
-                                }
-                                _ => {
-                                    reasons
-                                        .push(format!("rule: failback (auto) from {cur} to {b}"));
-                                    (Rule::Failback, Some(b.clone()))
-                                }
-                            }
-                        }
-                    }
-                }
-                (Verdict::Healthy, _) => {
-                    reasons.push(why(cur));
-                    reasons.push(format!(
-                        "rule: {cur} is healthy and no more preferred pool is: stay"
-                    ));
-                    (Rule::Stay, Some(cur.clone()))
-                }
-            }
-        }
-    };
-    let previous = input
-        .current
-        .filter(|c| Some(*c) != active.as_ref())
-        .cloned();
-    Decision {
-        service: policy.service.clone(),
-        at: input.now,
-        active,
-        previous,
-        rule,
-        reasons,
-        pools: input.pools.clone(),
     }
 }

@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 use crate::model::{Millis, ProbeOutcome, ProbeReason, Verdict};
-use crate::policy::Thresholds;
+use crate::policy::{Flapping, Thresholds};
+
+use super::damping::FlapHistory;
 
 /// One endpoint's rise/fall state (HAProxy semantics: `fall` consecutive failures mark it
 /// down, `rise` consecutive successes mark it up; it starts `unknown`).
@@ -21,19 +23,26 @@ pub struct EndpointHealth {
     pub last: Option<ProbeOutcome>,
     /// When the first failure of the current failing streak was seen.
     pub failing_since: Option<Millis>,
+    /// The last 21 results, for the flapping percentage.
+    pub flap: FlapHistory,
 }
 
 impl EndpointHealth {
     /// Records one probe. Returns the new verdict when it changed.
+    ///
+    /// Prober-side failures ([`ProbeReason::is_prober_side`]) say nothing about the endpoint:
+    /// they neither count toward `fall` nor reset it, and do not refresh the evidence.
     pub fn record(
         &mut self,
         outcome: &ProbeOutcome,
         at: Millis,
         th: Thresholds,
+        flapping: &Flapping,
     ) -> Option<Verdict> {
-        if self.last_at.is_some_and(|last| at < last) {
+        if self.last_at.is_some_and(|last| at < last) || outcome.reason.is_prober_side() {
             return None; // an older result arriving late never overrides a newer one
         }
+        self.flap.record(outcome.success, flapping);
         self.last_at = Some(at);
         self.last = Some(outcome.clone());
         let before = self.verdict;
@@ -130,27 +139,31 @@ mod tests {
     }
 
     const TH: Thresholds = Thresholds { fall: 3, rise: 2 };
+    const F: Flapping = Flapping {
+        high: 30.0,
+        low: 20.0,
+    };
 
     #[test]
     fn starts_unknown_and_needs_consecutive_results() {
         let mut h = EndpointHealth::default();
-        assert_eq!(h.record(&outcome(true), Millis(1), TH), None);
+        assert_eq!(h.record(&outcome(true), Millis(1), TH, &F), None);
         assert_eq!(
-            h.record(&outcome(true), Millis(2), TH),
+            h.record(&outcome(true), Millis(2), TH, &F),
             Some(Verdict::Healthy)
         );
-        assert_eq!(h.record(&outcome(false), Millis(3), TH), None);
-        assert_eq!(h.record(&outcome(false), Millis(4), TH), None);
+        assert_eq!(h.record(&outcome(false), Millis(3), TH, &F), None);
+        assert_eq!(h.record(&outcome(false), Millis(4), TH, &F), None);
         assert_eq!(
-            h.record(&outcome(true), Millis(5), TH),
+            h.record(&outcome(true), Millis(5), TH, &F),
             None,
             "a success resets the fall count"
         );
         for t in 6..8 {
-            h.record(&outcome(false), Millis(t), TH);
+            h.record(&outcome(false), Millis(t), TH, &F);
         }
         assert_eq!(
-            h.record(&outcome(false), Millis(8), TH),
+            h.record(&outcome(false), Millis(8), TH, &F),
             Some(Verdict::Unhealthy)
         );
         assert_eq!(h.failing_since, Some(Millis(6)));
@@ -159,8 +172,8 @@ mod tests {
     #[test]
     fn stale_results_count_as_unknown_and_late_results_are_ignored() {
         let mut h = EndpointHealth::default();
-        h.record(&outcome(true), Millis(1_000), TH);
-        h.record(&outcome(true), Millis(2_000), TH);
+        h.record(&outcome(true), Millis(1_000), TH, &F);
+        h.record(&outcome(true), Millis(2_000), TH, &F);
         assert_eq!(
             h.verdict_at(Millis(3_000), Duration::from_secs(5)),
             Verdict::Healthy
@@ -169,8 +182,25 @@ mod tests {
             h.verdict_at(Millis(8_000), Duration::from_secs(5)),
             Verdict::Unknown
         );
-        assert_eq!(h.record(&outcome(false), Millis(500), TH), None);
+        assert_eq!(h.record(&outcome(false), Millis(500), TH, &F), None);
         assert_eq!(h.consecutive_fail, 0);
+    }
+
+    #[test]
+    fn prober_side_failures_do_not_count_toward_fall() {
+        let mut h = EndpointHealth::default();
+        h.record(&outcome(true), Millis(1), TH, &F);
+        h.record(&outcome(true), Millis(2), TH, &F);
+        let local = ProbeOutcome {
+            reason: ProbeReason::ResolverUnavailable,
+            ..outcome(false)
+        };
+        for t in 3..10 {
+            assert_eq!(h.record(&local, Millis(t), TH, &F), None);
+        }
+        assert_eq!(h.verdict, Verdict::Healthy);
+        assert_eq!(h.consecutive_fail, 0);
+        assert_eq!(h.last_at, Some(Millis(2)), "no fresh evidence either");
     }
 
     #[test]

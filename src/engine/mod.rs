@@ -1,181 +1,298 @@
 //! The policy engine. PURE: no I/O, no clock reads, no await. Time is an argument.
 //!
-//! [`Engine`] keeps one service's evidence (per-endpoint rise/fall state) and its serving
-//! pool; [`Engine::observe`] feeds it probe results and [`Engine::decide`] evaluates the policy
-//! at a given instant into a [`Decision`] with its reasons.
+//! [`Engine`] holds every service's evidence and state plus what is controller-wide (suspect
+//! vantage points, the optional controller-wide velocity limit, drill overrides). It is driven
+//! by [`Engine::step`], one recordable [`Input`] at a time, and answers with the decisions it
+//! evaluated and what happened to overrides. Replaying the same steps gives the same output.
+//!
+//! Files: `health` (rise/fall), `quorum` (vantage votes), `vantage` (suspect vantage points),
+//! `damping` (flap penalty, flapping percentage), `velocity` (budgets), `overrides` (drills),
+//! `decide` (failover rules), `rails` (safety rails), `service` (one service), `input`.
 
+mod damping;
 mod decide;
 mod health;
+mod input;
 mod overrides;
+mod quorum;
+mod rails;
+mod service;
+mod vantage;
+mod velocity;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-pub use decide::{DecideInput, Decision, PoolVerdict, Rule, decide};
+pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
+pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput, choose};
 pub use health::{EndpointHealth, pool_verdict};
+pub use input::{Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
     DEFAULT_OVERRIDE_TTL, MAX_OVERRIDE_TTL, Override, OverrideAction, OverrideError, OverrideId,
     OverrideRequest, Overrides,
 };
+pub use quorum::{Tally, Vote};
+pub use rails::Violation;
+pub use service::{EndpointTransition, ServiceEngine};
+pub use vantage::{Suspicion, Vantages};
+pub use velocity::{SwitchWindow, TokenBucket};
 
-use crate::model::{EndpointId, Millis, Observation, PoolId, Verdict};
-use crate::policy::Policy;
+use crate::model::{EndpointId, Millis, ServiceId, VantageId};
+use crate::policy::{Flapping, Policy};
 
-/// How many probe intervals without a result make an endpoint's evidence stale (unknown).
-pub const STALE_INTERVALS: u32 = 3;
+use service::Context;
 
-/// What changed when an observation was recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EndpointTransition {
-    /// The pool of the endpoint.
-    pub pool: PoolId,
-    /// The endpoint.
-    pub endpoint: EndpointId,
-    /// Its new verdict.
-    pub verdict: Verdict,
+/// Controller-wide engine settings (from the daemon settings, not a policy).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineSettings {
+    /// The window of the suspect rules: pools all going down within it, and the half-life of
+    /// the prober-side failure share. Default 1 min.
+    pub suspect_window: Duration,
+    /// Canary targets every vantage point probes besides the pools; all of them failing makes
+    /// the vantage point suspect. Default none.
+    pub canaries: Vec<EndpointId>,
+    /// At most this many services switching automatically within the window, controller-wide.
+    /// Default off: a real regional outage legitimately moves every service of the region.
+    pub global_velocity: Option<(u32, Duration)>,
 }
 
-/// One service's engine state.
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            suspect_window: Duration::from_secs(60),
+            canaries: Vec::new(),
+            global_velocity: None,
+        }
+    }
+}
+
+/// Nagios' flapping thresholds, for canaries (which have no policy).
+const CANARY_FLAPPING: Flapping = Flapping {
+    high: 30.0,
+    low: 20.0,
+};
+
+/// Every service's engine, and what is controller-wide.
 #[derive(Debug, Clone)]
 pub struct Engine {
-    policy: Policy,
-    endpoints: BTreeMap<EndpointId, (PoolId, EndpointHealth)>,
-    pools: BTreeMap<PoolId, PoolVerdict>,
-    active: Option<PoolId>,
-    last_switch: Option<Millis>,
+    services: BTreeMap<ServiceId, ServiceEngine>,
+    vantages: Vantages,
+    global: Option<SwitchWindow>,
+    overrides: Overrides,
 }
 
 impl Engine {
-    /// An engine with every endpoint `unknown` and no serving pool.
-    pub fn new(policy: Policy) -> Self {
-        let endpoints = policy
-            .pools
-            .iter()
-            .flat_map(|p| {
-                p.endpoints
-                    .iter()
-                    .map(|e| (e.id.clone(), (p.id.clone(), EndpointHealth::default())))
-            })
-            .collect();
-        let pools = policy
-            .pools
-            .iter()
-            .map(|p| {
-                (
-                    p.id.clone(),
-                    PoolVerdict {
-                        verdict: Verdict::Unknown,
-                        since: Millis(0),
-                    },
-                )
-            })
-            .collect();
+    /// An engine for `policies` (service names unique, as [`crate::policy::load`] ensures).
+    pub fn new(policies: impl IntoIterator<Item = Policy>, settings: &EngineSettings) -> Self {
         Self {
-            policy,
-            endpoints,
-            pools,
-            active: None,
-            last_switch: None,
+            services: policies
+                .into_iter()
+                .map(|p| (p.service.clone(), ServiceEngine::new(p)))
+                .collect(),
+            vantages: Vantages::new(settings.suspect_window, settings.canaries.iter().cloned()),
+            global: settings
+                .global_velocity
+                .map(|(max, window)| SwitchWindow::new(max, window)),
+            overrides: Overrides::default(),
         }
     }
 
-    /// The policy this engine evaluates.
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    /// One service's engine.
+    pub fn service(&self, id: &ServiceId) -> Option<&ServiceEngine> {
+        self.services.get(id)
     }
 
-    /// Adopts the pool the provider serves now (read at start), so a restarted controller
-    /// continues from the provider's state instead of its own preference.
-    pub fn adopt(&mut self, active: PoolId) {
-        self.active = Some(active);
+    /// Every service's engine, by name.
+    pub fn services(&self) -> impl Iterator<Item = &ServiceEngine> {
+        self.services.values()
     }
 
-    /// The pool serving now, as far as the engine knows.
-    pub fn active(&self) -> Option<&PoolId> {
-        self.active.as_ref()
+    /// The active overrides.
+    pub fn overrides(&self) -> &Overrides {
+        &self.overrides
     }
 
-    /// Every endpoint's state, with its pool.
-    pub fn endpoints(&self) -> impl Iterator<Item = (&EndpointId, &PoolId, &EndpointHealth)> {
-        self.endpoints.iter().map(|(id, (pool, h))| (id, pool, h))
+    /// Every vantage point seen, with why it is suspect at `now` (if it is).
+    pub fn vantage_points(&self, now: Millis) -> Vec<(VantageId, Option<Suspicion>)> {
+        self.vantages
+            .known()
+            .map(|v| (v.clone(), self.vantages.suspect(v, now)))
+            .collect()
     }
 
-    /// Records one probe result. Observations of endpoints the policy does not name are ignored.
-    pub fn observe(&mut self, obs: &Observation) -> Option<EndpointTransition> {
-        let th = self.policy.thresholds;
-        let (pool, health) = self.endpoints.get_mut(&obs.endpoint)?;
-        health
-            .record(&obs.outcome, obs.at, th)
-            .map(|verdict| EndpointTransition {
-                pool: pool.clone(),
-                endpoint: obs.endpoint.clone(),
-                verdict,
-            })
-    }
-
-    /// Evidence older than this is stale: `STALE_INTERVALS × interval + timeout`.
-    pub fn stale_after(&self) -> Duration {
-        self.policy.probe.interval * STALE_INTERVALS + self.policy.probe.timeout
-    }
-
-    /// Evaluates the policy at `now`, updates the serving pool when the decision switches,
-    /// and returns the decision.
-    pub fn decide(&mut self, now: Millis) -> Decision {
-        let stale = self.stale_after();
-        let th = self.policy.thresholds;
-        let mut explain = BTreeMap::new();
-        for pool in &self.policy.pools {
-            let members: Vec<_> = self
-                .endpoints
-                .values()
-                .filter(|(p, _)| *p == pool.id)
-                .map(|(_, h)| h)
-                .collect();
-            let verdict = pool_verdict(members.iter().map(|h| h.verdict_at(now, stale)));
-            let slot = self.pools.entry(pool.id.clone()).or_insert(PoolVerdict {
-                verdict,
-                since: now,
-            });
-            if slot.verdict != verdict {
-                *slot = PoolVerdict {
-                    verdict,
-                    since: now,
-                };
+    /// Applies one input at `at` and evaluates the services it concerns.
+    pub fn step(&mut self, at: Millis, input: &Input) -> Output {
+        let mut out = Output::default();
+        let mut touched: BTreeSet<ServiceId> = BTreeSet::new();
+        for o in self.overrides.expire(at) {
+            touched.insert(o.service.clone());
+            out.overrides.push(OverrideChange::Expired(o.clone()));
+            self.revert(&o, at, &mut out);
+        }
+        match input {
+            Input::Observe {
+                service,
+                observation,
+            } => {
+                if let Some(s) = self.services.get_mut(service) {
+                    out.transitions
+                        .extend(s.observe(observation, &mut self.vantages));
+                    touched.insert(service.clone());
+                }
             }
-            let text = pool
-                .endpoints
-                .iter()
-                .filter_map(|e| self.endpoints.get(&e.id).map(|(_, h)| (e, h)))
-                .map(|(e, h)| match h.verdict_at(now, stale) {
-                    Verdict::Unknown if h.last_at.is_some() && h.verdict != Verdict::Unknown => {
-                        format!(
-                            "endpoint {} stale (no result for over {})",
-                            e.id,
-                            humantime::format_duration(stale)
-                        )
+            Input::Canary { observation } => {
+                self.vantages.record_canary(observation, &CANARY_FLAPPING);
+            }
+            Input::ProviderHealth {
+                service,
+                pool,
+                healthy,
+            } => {
+                if let Some(s) = self.services.get_mut(service) {
+                    s.provider_health(pool, *healthy, at);
+                    touched.insert(service.clone());
+                }
+            }
+            Input::Adopt { service, pool } => {
+                if let Some(s) = self.services.get_mut(service) {
+                    s.adopt(pool.clone());
+                    touched.insert(service.clone());
+                }
+            }
+            Input::Tick => touched.extend(self.services.keys().cloned()),
+            Input::AddOverride(req) => {
+                let result = match self.services.get(&req.service) {
+                    None => Err(OverrideError::UnknownService(req.service.clone())),
+                    Some(s) => self.overrides.add(s.policy(), req, at),
+                };
+                let reply = result.map(|(o, ended)| {
+                    touched.insert(o.service.clone());
+                    for e in ended {
+                        out.overrides.push(OverrideChange::Ended {
+                            ended: e,
+                            actor: o.actor.clone(),
+                            reason: format!("restored by {}", o.id),
+                        });
                     }
-                    _ => format!("endpoint {} {}", e.id, h.explain(th)),
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            explain.insert(pool.id.clone(), text);
+                    out.overrides.push(OverrideChange::Added(o.clone()));
+                    o
+                });
+                out.reply = Some(Reply::Override(reply));
+            }
+            Input::EndOverride { id, actor, reason } => {
+                let reply = self.overrides.end(id).inspect(|o| {
+                    touched.insert(o.service.clone());
+                    out.overrides.push(OverrideChange::Ended {
+                        ended: o.clone(),
+                        actor: actor.clone(),
+                        reason: reason.clone(),
+                    });
+                });
+                if let Ok(o) = &reply {
+                    self.revert(o, at, &mut out);
+                }
+                out.reply = Some(Reply::Override(reply));
+            }
+            Input::Rearm { service, .. } => {
+                let reply = match service {
+                    Some(id) => match self.services.get_mut(id) {
+                        Some(s) => {
+                            s.rearm(at);
+                            Ok(vec![id.clone()])
+                        }
+                        None => Err(OverrideError::UnknownService(id.clone())),
+                    },
+                    None => {
+                        if let Some(g) = &mut self.global {
+                            g.rearm();
+                        }
+                        for s in self.services.values_mut() {
+                            s.rearm(at);
+                        }
+                        Ok(self.services.keys().cloned().collect())
+                    }
+                };
+                if let Ok(ids) = &reply {
+                    touched.extend(ids.iter().cloned());
+                }
+                out.reply = Some(Reply::Rearmed(reply));
+            }
+            Input::LoadOverrides(saved) => {
+                let services = &self.services;
+                let skipped = self.overrides.restore_all(saved.clone(), |o| {
+                    services
+                        .get(&o.service)
+                        .is_some_and(|s| s.policy().pool(&o.pool).is_some())
+                });
+                out.overrides
+                    .extend(skipped.into_iter().map(OverrideChange::Skipped));
+                touched.extend(self.services.keys().cloned());
+            }
         }
-        let decision = decide(
-            &self.policy,
-            &DecideInput {
-                current: self.active.as_ref(),
-                last_switch: self.last_switch,
-                pools: &self.pools,
-                explain: &explain,
-                now,
-            },
-        );
-        if decision.switched() {
-            self.last_switch = Some(now);
+        for id in touched {
+            self.evaluate(&id, at, &mut out);
         }
-        if decision.active.is_some() {
-            self.active = decision.active.clone();
+        out
+    }
+
+    fn evaluate(&mut self, id: &ServiceId, at: Millis, out: &mut Output) {
+        let Some(s) = self.services.get_mut(id) else {
+            return;
+        };
+        let mut ctx = Context {
+            vantages: &self.vantages,
+            global: self.global.as_mut(),
+            overrides: &self.overrides,
+        };
+        let Some((decision, changed)) = s.decide(at, &mut ctx) else {
+            return;
+        };
+        let done: Vec<OverrideId> = self
+            .overrides
+            .for_service(id)
+            .filter(|o| {
+                o.action == OverrideAction::Restore && decision.active.as_ref() == Some(&o.pool)
+            })
+            .map(|o| o.id.clone())
+            .collect();
+        for oid in done {
+            if let Ok(o) = self.overrides.end(&oid) {
+                out.overrides.push(OverrideChange::Completed(o));
+            }
         }
-        decision
+        out.decisions.push((decision, changed));
+    }
+
+    /// When a drain or a force ends, traffic returns to normal through the same rules and
+    /// rails: a restore of the service's most preferred pool, so manual failback does not
+    /// strand traffic where the drill put it.
+    fn revert(&mut self, ended: &Override, at: Millis, out: &mut Output) {
+        if ended.action == OverrideAction::Restore {
+            return;
+        }
+        let Some(policy) = self.services.get(&ended.service).map(ServiceEngine::policy) else {
+            return;
+        };
+        let Some(preferred) = policy.pools.first() else {
+            return;
+        };
+        let drained = self.overrides.for_service(&ended.service).any(|o| {
+            o.action == OverrideAction::Drain && o.pool == preferred.id
+        });
+        if drained {
+            return;
+        }
+        let req = OverrideRequest {
+            id: OverrideId(format!("{}-revert", ended.id)),
+            service: ended.service.clone(),
+            action: OverrideAction::Restore,
+            pool: preferred.id.clone(),
+            reason: format!("revert of {} {} ({})", ended.action, ended.pool, ended.id),
+            actor: "gslb".into(),
+            duration: None,
+        };
+        if let Ok((o, _)) = self.overrides.add(policy, &req, at) {
+            out.overrides.push(OverrideChange::Added(o));
+        }
     }
 }

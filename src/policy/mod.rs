@@ -6,6 +6,7 @@
 
 mod error;
 mod raw;
+mod tuning;
 mod types;
 mod validate;
 
@@ -52,6 +53,21 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
             Err(PolicyErrors(report.errors))
         }
     }
+}
+
+/// Parses one endpoint written as in a policy (`https://…`, `http://…`, `tcp://host:port`),
+/// for endpoints outside policies (canaries).
+///
+/// # Errors
+/// `key: reason` when it is not a valid endpoint.
+pub fn endpoint(raw: &str, key: &str) -> Result<Endpoint, String> {
+    let mut report = Report::new(PathBuf::new());
+    validate::endpoint(raw, "", key, &mut report).ok_or_else(|| {
+        report
+            .errors
+            .first()
+            .map_or_else(String::new, |e| format!("{key}: {}", e.reason))
+    })
 }
 
 /// Loads every policy in `paths`: files as given, folders as their `*.toml` files in name

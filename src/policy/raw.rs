@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::types::Failback;
+use super::types::{Failback, Mode};
 
 /// A policy file, top level.
 #[derive(Debug, Deserialize)]
@@ -17,7 +17,13 @@ pub struct RawPolicy {
     pub service: String,
     pub hostname: String,
     #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
     pub failback: Failback,
+    #[serde(default = "default_failback_hold", with = "humantime_serde")]
+    pub failback_hold: Duration,
+    #[serde(default = "default_failback_hold_max", with = "humantime_serde")]
+    pub failback_hold_max: Duration,
     #[serde(default = "default_min_dwell", with = "humantime_serde")]
     pub min_dwell: Duration,
     #[serde(default, with = "humantime_serde")]
@@ -26,6 +32,14 @@ pub struct RawPolicy {
     pub probe: RawProbe,
     #[serde(default)]
     pub health: RawHealth,
+    #[serde(default)]
+    pub quorum: RawQuorum,
+    #[serde(default)]
+    pub damping: RawDamping,
+    #[serde(default)]
+    pub flapping: RawFlapping,
+    #[serde(default)]
+    pub velocity: RawVelocity,
     pub pools: Vec<RawPool>,
     pub target: RawTarget,
 }
@@ -84,6 +98,87 @@ impl Default for RawHealth {
     }
 }
 
+/// `[quorum]`.
+#[derive(Debug, Deserialize)]
+pub struct RawQuorum {
+    #[serde(default = "default_fresh_intervals")]
+    pub fresh_intervals: u32,
+    #[serde(default)]
+    pub provider_vote: bool,
+}
+
+impl Default for RawQuorum {
+    fn default() -> Self {
+        Self {
+            fresh_intervals: default_fresh_intervals(),
+            provider_vote: false,
+        }
+    }
+}
+
+/// `[damping]`.
+#[derive(Debug, Deserialize)]
+pub struct RawDamping {
+    #[serde(default = "default_penalty")]
+    pub penalty: u32,
+    #[serde(default = "default_half_life", with = "humantime_serde")]
+    pub half_life: Duration,
+    #[serde(default = "default_suppress")]
+    pub suppress: u32,
+    #[serde(default = "default_reuse")]
+    pub reuse: u32,
+    #[serde(default = "default_max_suppress", with = "humantime_serde")]
+    pub max_suppress: Duration,
+}
+
+impl Default for RawDamping {
+    fn default() -> Self {
+        Self {
+            penalty: default_penalty(),
+            half_life: default_half_life(),
+            suppress: default_suppress(),
+            reuse: default_reuse(),
+            max_suppress: default_max_suppress(),
+        }
+    }
+}
+
+/// `[flapping]`.
+#[derive(Debug, Deserialize)]
+pub struct RawFlapping {
+    #[serde(default = "default_flap_high")]
+    pub high: f64,
+    #[serde(default = "default_flap_low")]
+    pub low: f64,
+}
+
+impl Default for RawFlapping {
+    fn default() -> Self {
+        Self {
+            high: default_flap_high(),
+            low: default_flap_low(),
+        }
+    }
+}
+
+/// `[velocity]`.
+#[derive(Debug, Deserialize)]
+pub struct RawVelocity {
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+    #[serde(default = "default_refill", with = "humantime_serde")]
+    pub refill: Duration,
+}
+
+impl Default for RawVelocity {
+    fn default() -> Self {
+        Self {
+            burst: default_burst(),
+            refill: default_refill(),
+        }
+    }
+}
+
 /// `[[pools]]`.
 #[derive(Debug, Deserialize)]
 pub struct RawPool {
@@ -127,6 +222,67 @@ pub struct RawRoute53Pool {
 /// 5 minutes: long enough that a recovered region is not trusted after one good minute.
 pub fn default_min_dwell() -> Duration {
     Duration::from_secs(300)
+}
+
+/// 5 minutes per consecutive failover before an automatic failback.
+pub fn default_failback_hold() -> Duration {
+    Duration::from_secs(300)
+}
+
+/// 30 minutes: the longest the failback hold grows.
+pub fn default_failback_hold_max() -> Duration {
+    Duration::from_secs(1800)
+}
+
+/// 3 intervals: the staleness window of issue 2's engine, kept for vantage freshness.
+pub fn default_fresh_intervals() -> u32 {
+    3
+}
+
+/// 1000 per flap: RFC 2439 / Cisco IOS `bgp dampening` figure of merit per flap.
+pub fn default_penalty() -> u32 {
+    1000
+}
+
+/// 15 minutes: RFC 2439 / Cisco IOS `bgp dampening` default half-life.
+pub fn default_half_life() -> Duration {
+    Duration::from_secs(15 * 60)
+}
+
+/// 3000: three flaps in quick succession suppress (Cisco's 2000 suppresses after two; RIPE-580
+/// argues for higher thresholds).
+pub fn default_suppress() -> u32 {
+    3000
+}
+
+/// 750: RFC 2439 / Cisco IOS `bgp dampening` default reuse limit.
+pub fn default_reuse() -> u32 {
+    750
+}
+
+/// 60 minutes: RFC 2439 / Cisco IOS `bgp dampening` default maximum suppress time.
+pub fn default_max_suppress() -> Duration {
+    Duration::from_secs(3600)
+}
+
+/// 30 %: Nagios' default `high_service_flap_threshold`.
+pub fn default_flap_high() -> f64 {
+    30.0
+}
+
+/// 20 %: Nagios' default `low_service_flap_threshold`.
+pub fn default_flap_low() -> f64 {
+    20.0
+}
+
+/// 2 switches in a burst: the first failover and one return are never blocked.
+pub fn default_burst() -> u32 {
+    2
+}
+
+/// One more switch per 30 minutes.
+pub fn default_refill() -> Duration {
+    Duration::from_secs(1800)
 }
 
 /// 10 s: Route 53's "fast" health-check interval.

@@ -20,8 +20,20 @@ pub struct Policy {
     pub probe: ProbeSpec,
     /// Consecutive thresholds.
     pub thresholds: Thresholds,
+    /// `enforce` pushes decisions; `shadow` runs everything and records what it would push.
+    pub mode: Mode,
     /// Whether traffic returns to a recovered preferred pool by itself.
     pub failback: Failback,
+    /// How long a recovered preferred pool must stay healthy before an automatic failback.
+    pub failback_hold: FailbackHold,
+    /// Vantage-point quorum.
+    pub quorum: Quorum,
+    /// Flap damping of pools.
+    pub damping: Damping,
+    /// Flapping detection thresholds (for alerts).
+    pub flapping: Flapping,
+    /// The service's velocity limit on automatic switches.
+    pub velocity: Velocity,
     /// Minimum time between two switches that are not a failover away from a down pool.
     pub min_dwell: Duration,
     /// The recovery-time objective the detection settings must fit in, if any.
@@ -105,8 +117,96 @@ pub enum Failback {
     /// Never return automatically; an operator decides (default).
     #[default]
     Manual,
-    /// Return to the most preferred healthy pool once `min_dwell` has passed.
+    /// Return to the most preferred healthy pool once it has been healthy for the failback
+    /// hold, is not flap-suppressed, and the spacing rail allows it.
     Auto,
+}
+
+/// What the controller does with a policy's decisions (`mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Push decisions to the provider (default).
+    #[default]
+    Enforce,
+    /// Probe, decide and plan, but never write: what would have been pushed is recorded in the
+    /// status, the events and the log.
+    Shadow,
+}
+
+/// Automatic failback hold (`failback_hold`, `failback_hold_max`): `step × n` where `n` is the
+/// number of consecutive failovers, capped at `max`. Defaults 5 min and 30 min.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailbackHold {
+    /// Added per consecutive failover. Default 5 min.
+    pub step: Duration,
+    /// The cap. Default 30 min; failovers further apart than this are not consecutive.
+    pub max: Duration,
+}
+
+impl FailbackHold {
+    /// The hold after `n` consecutive failovers (at least one step).
+    pub fn after(self, n: u32) -> Duration {
+        (self.step * n.max(1)).min(self.max)
+    }
+}
+
+/// Vantage-point quorum (`[quorum]`). A pool is down (or up) when more than half of the
+/// vantage points that reported freshly say so; a tie keeps the pool's current verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quorum {
+    /// A vantage point's report is fresh for `fresh_intervals × interval + timeout`. Default 3.
+    pub fresh_intervals: u32,
+    /// Count the provider's own health signal (Cloudflare pool health, Route 53 health check
+    /// status) as one more vote. Default `false`.
+    pub provider_vote: bool,
+}
+
+/// Flap damping (`[damping]`), after BGP route flap damping (RFC 2439). A pool collects
+/// `penalty` at each healthy→unhealthy transition; the penalty halves every `half_life`;
+/// above `suppress` the pool cannot be chosen by automatic failback until the penalty decays
+/// below `reuse`; the penalty is capped so no suppression outlasts `max_suppress`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Damping {
+    /// Added per flap. Default 1000.
+    pub penalty: u32,
+    /// Decay half-life. Default 15 min.
+    pub half_life: Duration,
+    /// Suppress above this. Default 3000.
+    pub suppress: u32,
+    /// Reuse below this. Default 750.
+    pub reuse: u32,
+    /// Longest suppression. Default 60 min.
+    pub max_suppress: Duration,
+}
+
+impl Damping {
+    /// The penalty ceiling `reuse × 2^(max_suppress / half_life)` (RFC 2439 section 4.8): a
+    /// penalty at the ceiling decays to `reuse` in exactly `max_suppress`.
+    pub fn ceiling(&self) -> f64 {
+        f64::from(self.reuse)
+            * (self.max_suppress.as_secs_f64() / self.half_life.as_secs_f64()).exp2()
+    }
+}
+
+/// Flapping detection (`[flapping]`), after Nagios: a weighted state-change percentage over the
+/// last 21 probe results (recent changes weigh more); flapping starts above `high` and stops
+/// below `low`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Flapping {
+    /// Percent. Default 30 (Nagios).
+    pub high: f64,
+    /// Percent. Default 20 (Nagios).
+    pub low: f64,
+}
+
+/// The per-service velocity limit (`[velocity]`): a token bucket of automatic switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Velocity {
+    /// Switches allowed at once. Default 2.
+    pub burst: u32,
+    /// One more switch becomes available per `refill`. Default 30 min.
+    pub refill: Duration,
 }
 
 /// Where a policy's decisions go.
@@ -148,10 +248,28 @@ impl Policy {
         self.pools.iter().find(|p| &p.id == id)
     }
 
+    /// The TTL of the record or load balancer the target steers.
+    pub fn ttl(&self) -> Duration {
+        match &self.target {
+            Target::Route53(r) => r.ttl,
+        }
+    }
+
+    /// The spacing rail: failbacks and switches between two healthy pools are at least
+    /// `max(2 × TTL, min_dwell)` apart, so resolvers that cached the previous answer expire it
+    /// before the next change.
+    pub fn spacing(&self) -> Duration {
+        (self.ttl() * 2).max(self.min_dwell)
+    }
+
+    /// How long a vantage point's report stays fresh: `fresh_intervals × interval + timeout`.
+    pub fn fresh_for(&self) -> Duration {
+        self.probe.interval * self.quorum.fresh_intervals + self.probe.timeout
+    }
+
     /// Worst-case time from the first failed probe to a DNS answer that names the new region,
     /// ignoring provider apply time: `fall × interval + timeout + TTL`.
     pub fn worst_case_failover(&self) -> Duration {
-        let Target::Route53(r) = &self.target;
-        self.probe.interval * self.thresholds.fall + self.probe.timeout + r.ttl
+        self.probe.interval * self.thresholds.fall + self.probe.timeout + self.ttl()
     }
 }

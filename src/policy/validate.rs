@@ -42,6 +42,7 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
             ),
         );
     }
+    let tuning = super::tuning::tuning(&raw, report);
     let probe = probe_spec(raw.probe, report);
     let thresholds = Thresholds {
         fall: raw.health.fall,
@@ -95,7 +96,13 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
         pools,
         probe,
         thresholds,
+        mode: raw.mode,
         failback: raw.failback,
+        failback_hold: tuning.failback_hold,
+        quorum: tuning.quorum,
+        damping: tuning.damping,
+        flapping: tuning.flapping,
+        velocity: tuning.velocity,
         min_dwell: raw.min_dwell,
         rto_budget: raw.rto_budget,
         target: target?,
@@ -242,7 +249,12 @@ fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Ve
     pools
 }
 
-fn endpoint(raw: &str, hostname: &str, key: &str, report: &mut Report) -> Option<Endpoint> {
+pub(super) fn endpoint(
+    raw: &str,
+    hostname: &str,
+    key: &str,
+    report: &mut Report,
+) -> Option<Endpoint> {
     let url = match Url::parse(raw) {
         Ok(u) => u,
         Err(e) => {

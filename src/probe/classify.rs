@@ -14,10 +14,15 @@ use super::dns::DnsError;
 /// The reason for a failed probe, from its error.
 ///
 /// Rules, first match along the chain wins (outermost first):
-/// - our [`DnsError`] → `dns_resolution`;
+/// - our [`DnsError`]: an answer that the name has no records (NXDOMAIN, NODATA, SERVFAIL
+///   relayed by the resolver) or no answer in time → `dns_resolution` (the origin's side); the
+///   resolver itself failing (I/O error, no usable nameserver, protocol error) →
+///   `resolver_unavailable` (the prober's side);
 /// - a `rustls::Error` (handshake, protocol, certificate) → `tls`;
 /// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
+/// - an I/O `NetworkUnreachable` → `network_unreachable`; `AddrNotAvailable`, `OutOfMemory`,
+///   `EMFILE`, `ENFILE` or `ENOBUFS` → `local_resources` (both the prober's side);
 /// - an I/O `ConnectionReset`, `ConnectionAborted`, `BrokenPipe` or `UnexpectedEof`, or hyper's
 ///   "connection closed before message completed" (`IncompleteMessage`) → `connection_reset`;
 /// - anything else → `other`.
@@ -39,8 +44,13 @@ pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
 }
 
 fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
-    if e.is::<DnsError>() {
-        return Some(ProbeReason::DnsResolution);
+    if let Some(dns) = e.downcast_ref::<DnsError>() {
+        return Some(match dns {
+            DnsError::Lookup { source, .. } if !source.is_no_records_found() => {
+                ProbeReason::ResolverUnavailable
+            }
+            _ => ProbeReason::DnsResolution,
+        });
     }
     if e.is::<rustls::Error>() {
         return Some(ProbeReason::Tls);
@@ -65,6 +75,17 @@ fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
             | io::ErrorKind::BrokenPipe
             | io::ErrorKind::UnexpectedEof => Some(ProbeReason::ConnectionReset),
             io::ErrorKind::TimedOut => Some(ProbeReason::Timeout),
+            io::ErrorKind::NetworkUnreachable => Some(ProbeReason::NetworkUnreachable),
+            io::ErrorKind::AddrNotAvailable | io::ErrorKind::OutOfMemory => {
+                Some(ProbeReason::LocalResources)
+            }
+            _ if matches!(
+                io.raw_os_error(),
+                Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS)
+            ) =>
+            {
+                Some(ProbeReason::LocalResources)
+            }
             _ => None,
         };
     }
@@ -116,6 +137,11 @@ mod tests {
             (io::ErrorKind::BrokenPipe, ProbeReason::ConnectionReset),
             (io::ErrorKind::UnexpectedEof, ProbeReason::ConnectionReset),
             (io::ErrorKind::TimedOut, ProbeReason::Timeout),
+            (
+                io::ErrorKind::NetworkUnreachable,
+                ProbeReason::NetworkUnreachable,
+            ),
+            (io::ErrorKind::AddrNotAvailable, ProbeReason::LocalResources),
             (io::ErrorKind::PermissionDenied, ProbeReason::Other),
         ];
         for (kind, want) in cases {
@@ -126,6 +152,14 @@ mod tests {
                 "{kind:?} wrapped"
             );
         }
+    }
+
+    #[test]
+    fn exhausted_descriptors_are_prober_side() {
+        let e = io::Error::from_raw_os_error(libc::EMFILE);
+        assert_eq!(classify(&wrapped(e)), ProbeReason::LocalResources);
+        assert!(ProbeReason::LocalResources.is_prober_side());
+        assert!(!ProbeReason::Timeout.is_prober_side());
     }
 
     #[test]
@@ -145,7 +179,11 @@ mod tests {
             host: "seoul.example.test".into(),
             source: inner,
         };
-        assert_eq!(classify(&wrapped(dns)), ProbeReason::DnsResolution);
+        assert_eq!(
+            classify(&wrapped(dns)),
+            ProbeReason::ResolverUnavailable,
+            "the resolver itself refused: the prober's side"
+        );
         let dns = DnsError::Timeout {
             host: "x.test".into(),
             timeout: Duration::from_secs(2),

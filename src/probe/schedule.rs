@@ -46,18 +46,20 @@ pub fn jittered(interval: Duration, rng: &mut impl Rng) -> Duration {
 }
 
 /// Probes `target` forever, sending one [`Observation`] per probe (stamped with `clock.now()`
-/// when the probe finished) to `tx`. Returns when the receiver is dropped.
+/// when the probe finished), wrapped by `wrap` into the receiver's message type, to `tx`.
+/// Returns when the receiver is dropped.
 ///
 /// Schedule: the first probe after [`start_phase`], then one every [`jittered`] interval,
 /// planned from the previous plan. A probe ends within its timeout, which is below the interval,
 /// so probes never overlap; if sending blocks (a full channel) past the next plan, the next
 /// probe is planned one interval from then (like `MissedTickBehavior::Delay`): no burst.
-pub async fn run_endpoint(
+pub async fn run_endpoint<M: Send + 'static>(
     prober: Arc<Prober>,
     target: ProbeTarget,
     vantage: VantageId,
     clock: Clock,
-    tx: mpsc::Sender<Observation>,
+    tx: mpsc::Sender<M>,
+    wrap: impl Fn(Observation) -> M + Send + 'static,
 ) {
     let interval = target.interval();
     let mut plan = Instant::now() + start_phase(interval, &mut rand::rng());
@@ -74,7 +76,7 @@ pub async fn run_endpoint(
             at: clock.now(),
             outcome,
         };
-        if tx.send(observation).await.is_err() {
+        if tx.send(wrap(observation)).await.is_err() {
             return;
         }
         plan += jittered(interval, &mut rand::rng());

@@ -4,6 +4,7 @@
 
 pub mod emulators;
 pub mod proxy;
+pub mod sim;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

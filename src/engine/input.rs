@@ -1,0 +1,133 @@
+//! Everything the engine is fed, as recordable data: one [`Step`] per input, with the time the
+//! engine evaluated it. Recording the steps of a live controller (JSON lines) and feeding them
+//! to a fresh engine reproduces its decisions exactly; `gslb replay` does that with a policy
+//! of the team's choosing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Millis, Observation, PoolId, ServiceId};
+
+use super::decide::Decision;
+use super::overrides::{Override, OverrideError, OverrideId, OverrideRequest};
+use super::service::EndpointTransition;
+
+/// One input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case")]
+pub enum Input {
+    /// A probe result of one of a service's endpoints.
+    Observe {
+        /// The service.
+        service: ServiceId,
+        /// The result.
+        observation: Observation,
+    },
+    /// A probe result of a vantage point's canary target.
+    Canary {
+        /// The result.
+        observation: Observation,
+    },
+    /// The provider's own health signal for a pool (counted when `quorum.provider_vote`).
+    ProviderHealth {
+        /// The service.
+        service: ServiceId,
+        /// The pool.
+        pool: PoolId,
+        /// What the provider says.
+        healthy: bool,
+    },
+    /// The provider's serving pool, read at start; decisions for the service start here.
+    Adopt {
+        /// The service.
+        service: ServiceId,
+        /// The pool, or `None` when the provider serves none of the policy's pools.
+        pool: Option<PoolId>,
+    },
+    /// Re-evaluate every service (staleness, expiries, holds running out).
+    Tick,
+    /// Start a drill override.
+    AddOverride(OverrideRequest),
+    /// End an override before its expiry.
+    EndOverride {
+        /// Which one.
+        id: OverrideId,
+        /// Who.
+        actor: String,
+        /// Why.
+        reason: String,
+    },
+    /// Refill velocity budgets: one service's, or every service's and the controller's.
+    Rearm {
+        /// The service, or all.
+        service: Option<ServiceId>,
+        /// Who.
+        actor: String,
+        /// Why.
+        reason: String,
+    },
+    /// Overrides read back from the state file at start.
+    LoadOverrides(Vec<Override>),
+}
+
+/// One input at the time the engine evaluated it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// When (Unix ms).
+    pub at: Millis,
+    /// What.
+    #[serde(flatten)]
+    pub input: Input,
+}
+
+/// What happened to an override in a step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum OverrideChange {
+    /// Created.
+    Added(Override),
+    /// Ended by an operator, or (a drain) by a restore of its pool.
+    Ended {
+        /// The override.
+        #[serde(rename = "override")]
+        ended: Override,
+        /// Who ended it.
+        actor: String,
+        /// Why.
+        reason: String,
+    },
+    /// Reached its expiry.
+    Expired(Override),
+    /// A restore whose pool serves again: done.
+    Completed(Override),
+    /// Skipped when loading the state file (unknown service or pool, duplicate id).
+    Skipped(Override),
+}
+
+/// The answer to an operator command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The created or ended override, or why not.
+    Override(Result<Override, OverrideError>),
+    /// The services re-armed, or why not.
+    Rearmed(Result<Vec<ServiceId>, OverrideError>),
+}
+
+/// What one step produced.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    /// Every decision evaluated, with whether it changed (only changed ones are published).
+    pub decisions: Vec<(Decision, bool)>,
+    /// Endpoint verdict changes from the observation.
+    pub transitions: Vec<EndpointTransition>,
+    /// Override changes.
+    pub overrides: Vec<OverrideChange>,
+    /// The answer to a command.
+    pub reply: Option<Reply>,
+}
+
+impl Output {
+    /// The decisions that changed, in evaluation order.
+    pub fn changed(&self) -> impl Iterator<Item = &Decision> {
+        self.decisions.iter().filter(|(_, c)| *c).map(|(d, _)| d)
+    }
+}

@@ -1,0 +1,288 @@
+//! The engine loop: the one task that owns the [`Engine`]. It turns probe results, adoption
+//! reads, provider health and operator commands into recorded [`Step`]s, feeds them to the
+//! engine in arrival order, ticks it (staleness, expiries, holds running out), and publishes
+//! what comes out: decisions to each service's reconciler (`watch`: the latest wins), metrics,
+//! status, events, the journal (observation recording, audit log, drill state file).
+//!
+//! It never talks to a provider and never waits on one: a slow reconciler cannot delay a
+//! decision.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::control::Command;
+use crate::engine::{
+    Decision, Engine, Input, Output, Override, OverrideChange, OverrideError, Reply, Step,
+};
+use crate::events::Event;
+use crate::journal::Journal;
+use crate::model::{Observation, PoolId, ServiceId};
+use crate::reconcile::Sinks;
+
+/// Buffered messages before probe loops wait for the engine loop.
+pub const MESSAGE_BUFFER: usize = 4096;
+
+/// One message to the engine loop.
+#[derive(Debug)]
+pub enum Message {
+    /// A probe result of a service's endpoint.
+    Observation {
+        /// The service.
+        service: ServiceId,
+        /// The result.
+        observation: Observation,
+    },
+    /// A canary probe result.
+    Canary(Observation),
+    /// The provider's serving pool, read at start.
+    Adopted {
+        /// The service.
+        service: ServiceId,
+        /// The pool, or none of the policy's pools.
+        pool: Option<PoolId>,
+    },
+    /// The provider's own health signal for a pool.
+    ProviderHealth {
+        /// The service.
+        service: ServiceId,
+        /// The pool.
+        pool: PoolId,
+        /// What the provider says.
+        healthy: bool,
+    },
+    /// Overrides read back from the drill state file at start.
+    LoadOverrides(Vec<Override>),
+    /// An operator command.
+    Command(Command),
+}
+
+/// The sending side, cloned into probe loops, adoption reads and the admin API.
+pub type MessageSender = mpsc::Sender<Message>;
+
+/// Where an operator's answer goes.
+enum Answer {
+    Override(oneshot::Sender<Result<Override, OverrideError>>),
+    Rearmed(oneshot::Sender<Result<Vec<ServiceId>, OverrideError>>),
+}
+
+/// Runs until every sender is dropped. `tick` is how often every service is re-evaluated
+/// without new input.
+pub async fn run(
+    mut engine: Engine,
+    mut messages: mpsc::Receiver<Message>,
+    decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    sinks: Sinks,
+    tick: Duration,
+    mut journal: Journal,
+) {
+    for s in engine.services() {
+        sinks.metrics.declare_service(s.policy());
+        sinks
+            .board
+            .update_service(s, engine.overrides().all(), sinks.clock.now());
+    }
+    let mut ticker = tokio::time::interval(tick);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let (input, answer) = tokio::select! {
+            m = messages.recv() => {
+                let Some(m) = m else { return };
+                match into_input(m, &engine, &sinks) {
+                    Some(x) => x,
+                    None => continue,
+                }
+            }
+            _ = ticker.tick() => (Input::Tick, None),
+        };
+        let step = Step {
+            at: sinks.clock.now(),
+            input,
+        };
+        journal.record(&step);
+        let out = engine.step(step.at, &step.input);
+        publish(&engine, &step, &out, &decisions, &sinks, &mut journal);
+        match (answer, out.reply) {
+            (Some(Answer::Override(tx)), Some(Reply::Override(r))) => {
+                let _ = tx.send(r);
+            }
+            (Some(Answer::Rearmed(tx)), Some(Reply::Rearmed(r))) => {
+                let _ = tx.send(r);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Turns a message into an engine input (and where its answer goes). Read-only commands are
+/// answered here and produce no input.
+fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Option<Answer>)> {
+    Some(match m {
+        Message::Observation {
+            service,
+            observation,
+        } => {
+            if let Some(pool) = engine
+                .service(&service)
+                .and_then(|s| s.pool_of(&observation.endpoint))
+            {
+                sinks
+                    .metrics
+                    .record_probe(&service.0, &pool.0, &observation);
+                sinks.board.record_probe(&service, pool, &observation);
+                let _ = sinks.events.send(Event::Probe {
+                    service: service.clone(),
+                    pool: pool.clone(),
+                    observation: observation.clone(),
+                });
+            }
+            (
+                Input::Observe {
+                    service,
+                    observation,
+                },
+                None,
+            )
+        }
+        Message::Canary(observation) => (Input::Canary { observation }, None),
+        Message::LoadOverrides(saved) => (Input::LoadOverrides(saved), None),
+        Message::Adopted { service, pool } => {
+            if let Some(p) = &pool {
+                tracing::info!(service = %service, pool = %p, "adopted the provider's serving pool");
+            }
+            (Input::Adopt { service, pool }, None)
+        }
+        Message::ProviderHealth {
+            service,
+            pool,
+            healthy,
+        } => (
+            Input::ProviderHealth {
+                service,
+                pool,
+                healthy,
+            },
+            None,
+        ),
+        Message::Command(c) => match c {
+            Command::AddOverride { request, reply } => (
+                Input::AddOverride(request),
+                Some(Answer::Override(reply)),
+            ),
+            Command::EndOverride {
+                id,
+                actor,
+                reason,
+                reply,
+            } => (
+                Input::EndOverride { id, actor, reason },
+                Some(Answer::Override(reply)),
+            ),
+            Command::Rearm {
+                service,
+                actor,
+                reason,
+                reply,
+            } => (
+                Input::Rearm {
+                    service,
+                    actor,
+                    reason,
+                },
+                Some(Answer::Rearmed(reply)),
+            ),
+            Command::ListOverrides { reply } => {
+                let _ = reply.send(engine.overrides().all().cloned().collect());
+                return None;
+            }
+        },
+    })
+}
+
+fn publish(
+    engine: &Engine,
+    step: &Step,
+    out: &Output,
+    decisions: &BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    sinks: &Sinks,
+    journal: &mut Journal,
+) {
+    for t in &out.transitions {
+        if let Input::Observe { service, .. } = &step.input {
+            tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
+            let _ = sinks.events.send(Event::EndpointVerdict {
+                service: service.clone(),
+                pool: t.pool.clone(),
+                endpoint: t.endpoint.clone(),
+                verdict: t.verdict,
+                at: step.at,
+            });
+        }
+    }
+    if let Input::Rearm {
+        service,
+        actor,
+        reason,
+    } = &step.input
+    {
+        journal.rearmed(step.at, service.as_ref(), actor, reason, out.reply.as_ref());
+    }
+    for c in &out.overrides {
+        log_override(c);
+        let _ = sinks.events.send(Event::Override(c.clone()));
+    }
+    if !out.overrides.is_empty() {
+        journal.overrides(step.at, &out.overrides, engine.overrides());
+        sinks.metrics.record_overrides(engine.overrides(), step.at);
+    }
+    if let Input::AddOverride(req) = &step.input {
+        if let Some(Reply::Override(Err(e))) = &out.reply {
+            journal.refused(step.at, req, e);
+        }
+    }
+    for (decision, changed) in &out.decisions {
+        sinks.metrics.record_decision(decision, *changed);
+        if let Some(s) = engine.service(&decision.service) {
+            sinks
+                .board
+                .update_service(s, engine.overrides().all(), step.at);
+            sinks
+                .metrics
+                .record_velocity(&decision.service, s.velocity_available(step.at));
+        }
+        if *changed {
+            tracing::info!(service = %decision.service, rule = decision.rule.as_str(), active = ?decision.active, blocked = ?decision.blocked, reasons = ?decision.reasons, "decision");
+            journal.decision(decision);
+            let _ = sinks.events.send(Event::Decision(decision.clone()));
+            if let Some(tx) = decisions.get(&decision.service) {
+                tx.send_replace(Some(decision.clone()));
+            }
+        }
+    }
+    if matches!(step.input, Input::Tick) {
+        sinks
+            .metrics
+            .record_vantage_points(&engine.vantage_points(step.at));
+    }
+}
+
+fn log_override(c: &OverrideChange) {
+    match c {
+        OverrideChange::Added(o) => {
+            tracing::warn!(id = %o.id, service = %o.service, action = %o.action, pool = %o.pool, actor = %o.actor, reason = %o.reason, expires = o.expires.0, "drill override started");
+        }
+        OverrideChange::Ended { ended, actor, reason } => {
+            tracing::warn!(id = %ended.id, service = %ended.service, actor, reason, "drill override ended");
+        }
+        OverrideChange::Expired(o) => {
+            tracing::warn!(id = %o.id, service = %o.service, action = %o.action, pool = %o.pool, "drill override expired");
+        }
+        OverrideChange::Completed(o) => {
+            tracing::info!(id = %o.id, service = %o.service, pool = %o.pool, "restore complete: the pool serves again");
+        }
+        OverrideChange::Skipped(o) => {
+            tracing::warn!(id = %o.id, service = %o.service, pool = %o.pool, "saved override skipped: its service or pool is not in the policies");
+        }
+    }
+}

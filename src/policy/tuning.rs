@@ -1,0 +1,122 @@
+//! Validation of the engine's tuning keys: `mode`, `failback_hold*`, `[quorum]`, `[damping]`,
+//! `[flapping]` and `[velocity]`. Reports every problem; builds nothing when one is found.
+
+use std::time::Duration;
+
+use super::error::Report;
+use super::raw::RawPolicy;
+use super::types::{Damping, FailbackHold, Flapping, Quorum, Velocity};
+
+/// The tuning of one policy, validated.
+pub(super) struct Tuning {
+    pub failback_hold: FailbackHold,
+    pub quorum: Quorum,
+    pub damping: Damping,
+    pub flapping: Flapping,
+    pub velocity: Velocity,
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// Checks the tuning keys of `raw`, adding every problem to `report`.
+pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
+    let failback_hold = FailbackHold {
+        step: raw.failback_hold,
+        max: raw.failback_hold_max,
+    };
+    if failback_hold.max < failback_hold.step {
+        report.add(
+            "failback_hold_max",
+            format!(
+                "{} is shorter than failback_hold {}",
+                humantime::format_duration(failback_hold.max),
+                humantime::format_duration(failback_hold.step)
+            ),
+        );
+    }
+    let q = &raw.quorum;
+    if q.fresh_intervals == 0 {
+        report.add(
+            "quorum.fresh_intervals",
+            "must be at least 1 (0 would make every report stale)",
+        );
+    }
+    let d = &raw.damping;
+    let damping = Damping {
+        penalty: d.penalty,
+        half_life: d.half_life,
+        suppress: d.suppress,
+        reuse: d.reuse,
+        max_suppress: d.max_suppress,
+    };
+    if d.penalty == 0 {
+        report.add("damping.penalty", "must be at least 1");
+    }
+    if d.half_life < SECOND {
+        report.add("damping.half_life", "must be at least 1s");
+    }
+    if d.reuse == 0 || d.reuse >= d.suppress {
+        report.add(
+            "damping.reuse",
+            format!(
+                "must be above 0 and below damping.suppress ({}), got {}",
+                d.suppress, d.reuse
+            ),
+        );
+    }
+    if d.max_suppress < d.half_life {
+        report.add(
+            "damping.max_suppress",
+            format!(
+                "{} is shorter than damping.half_life {}",
+                humantime::format_duration(d.max_suppress),
+                humantime::format_duration(d.half_life)
+            ),
+        );
+    } else if d.half_life >= SECOND && damping.ceiling() <= f64::from(d.suppress) {
+        report.add(
+            "damping.max_suppress",
+            format!(
+                "too short to ever suppress: the penalty ceiling reuse x 2^(max_suppress/half_life) = {:.0} is not above suppress {}",
+                damping.ceiling(),
+                d.suppress
+            ),
+        );
+    }
+    let f = &raw.flapping;
+    if !(0.0..=100.0).contains(&f.low) || !(0.0..=100.0).contains(&f.high) || f.low >= f.high {
+        report.add(
+            "flapping",
+            format!(
+                "low and high are percentages with low < high, got low {} and high {}",
+                f.low, f.high
+            ),
+        );
+    }
+    let v = &raw.velocity;
+    if v.burst == 0 {
+        report.add(
+            "velocity.burst",
+            "must be at least 1 (0 would block even the first failover)",
+        );
+    }
+    if v.refill < SECOND {
+        report.add("velocity.refill", "must be at least 1s");
+    }
+    Tuning {
+        failback_hold,
+        quorum: Quorum {
+            fresh_intervals: q.fresh_intervals,
+            provider_vote: q.provider_vote,
+        },
+        damping,
+        flapping: Flapping {
+            high: f.high,
+            low: f.low,
+        },
+        velocity: Velocity {
+            burst: v.burst,
+            refill: v.refill,
+        },
+    }
+}
