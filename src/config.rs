@@ -291,7 +291,9 @@ impl Settings {
             return Err(invalid("engine.suspect_window: must be at least 1s".into()));
         }
         if settings.engine.canary_interval < Duration::from_secs(1) {
-            return Err(invalid("engine.canary_interval: must be at least 1s".into()));
+            return Err(invalid(
+                "engine.canary_interval: must be at least 1s".into(),
+            ));
         }
         if let Some(g) = settings.engine.global_velocity {
             if g.services == 0 || g.window < Duration::from_secs(1) {

@@ -148,7 +148,12 @@ impl Controller {
         let Some(decisions) = self.decisions.get(&policy.service).cloned() else {
             return Ok(());
         };
-        tasks.spawn(reconcile::run(provider, binding, decisions, self.sinks.clone()));
+        tasks.spawn(reconcile::run(
+            provider,
+            binding,
+            decisions,
+            self.sinks.clone(),
+        ));
         Ok(())
     }
 

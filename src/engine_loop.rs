@@ -166,10 +166,9 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
             None,
         ),
         Message::Command(c) => match c {
-            Command::AddOverride { request, reply } => (
-                Input::AddOverride(request),
-                Some(Answer::Override(reply)),
-            ),
+            Command::AddOverride { request, reply } => {
+                (Input::AddOverride(request), Some(Answer::Override(reply)))
+            }
             Command::EndOverride {
                 id,
                 actor,
@@ -272,7 +271,11 @@ fn log_override(c: &OverrideChange) {
         OverrideChange::Added(o) => {
             tracing::warn!(id = %o.id, service = %o.service, action = %o.action, pool = %o.pool, actor = %o.actor, reason = %o.reason, expires = o.expires.0, "drill override started");
         }
-        OverrideChange::Ended { ended, actor, reason } => {
+        OverrideChange::Ended {
+            ended,
+            actor,
+            reason,
+        } => {
             tracing::warn!(id = %ended.id, service = %ended.service, actor, reason, "drill override ended");
         }
         OverrideChange::Expired(o) => {

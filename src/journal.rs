@@ -2,7 +2,9 @@
 //! audit log (every override and every decision) and the drill state file (active overrides,
 //! so they survive a restart). Each part is optional; none of them may block the loop.
 
-use crate::engine::{Decision, OverrideChange, OverrideError, OverrideRequest, Overrides, Reply, Step};
+use crate::engine::{
+    Decision, OverrideChange, OverrideError, OverrideRequest, Overrides, Reply, Step,
+};
 use crate::model::{Millis, ServiceId};
 
 /// Where the engine loop writes what it did. `Journal::default()` writes nothing.

@@ -264,7 +264,10 @@ impl Metrics {
                     .inc();
             }
             match d.rule {
-                Rule::VelocityLimited => self.velocity_limited_total.with_label_values(&[service]).inc(),
+                Rule::VelocityLimited => self
+                    .velocity_limited_total
+                    .with_label_values(&[service])
+                    .inc(),
                 Rule::RailHold | Rule::Dwell if d.blocked.is_some() => self
                     .rail_holds_total
                     .with_label_values(&[service, d.rule.as_str()])
@@ -302,7 +305,9 @@ impl Metrics {
             self.overrides_active
                 .with_label_values(&[service, o.action.as_str()])
                 .inc();
-            let age = self.override_oldest_age_seconds.with_label_values(&[service]);
+            let age = self
+                .override_oldest_age_seconds
+                .with_label_values(&[service]);
             age.set(age.get().max(now.since(o.created).as_secs_f64()));
         }
     }
@@ -321,16 +326,27 @@ impl Metrics {
             self.decisions_total
                 .with_label_values(&[service, rule.as_str()]);
         }
-        for rule in [Rule::FailStatic, Rule::VelocityLimited, Rule::RailHold, Rule::ProberSuspect] {
-            self.holds_total.with_label_values(&[service, rule.as_str()]);
+        for rule in [
+            Rule::FailStatic,
+            Rule::VelocityLimited,
+            Rule::RailHold,
+            Rule::ProberSuspect,
+        ] {
+            self.holds_total
+                .with_label_values(&[service, rule.as_str()]);
         }
         self.velocity_limited_total.with_label_values(&[service]);
         self.shadow_plans_total.with_label_values(&[service]);
-        for action in [OverrideAction::Drain, OverrideAction::Restore, OverrideAction::Force] {
+        for action in [
+            OverrideAction::Drain,
+            OverrideAction::Restore,
+            OverrideAction::Force,
+        ] {
             self.overrides_active
                 .with_label_values(&[service, action.as_str()]);
         }
-        self.override_oldest_age_seconds.with_label_values(&[service]);
+        self.override_oldest_age_seconds
+            .with_label_values(&[service]);
     }
 
     /// The Prometheus text exposition of every metric.

@@ -11,7 +11,9 @@ use serde::Serialize;
 use gslb_provider::Plan;
 
 use crate::engine::{Decision, Override, PoolVerdict, ServiceEngine};
-use crate::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict};
+use crate::model::{
+    EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict,
+};
 use crate::policy::Mode;
 
 /// How many recent probes each endpoint keeps in the status.
@@ -138,7 +140,9 @@ impl StatusBoard {
         let recent = read(&self.recent);
         for s in services.values_mut() {
             for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
-                if let Some(r) = recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone())) {
+                if let Some(r) =
+                    recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone()))
+                {
                     e.recent = r.clone();
                 }
             }

@@ -84,11 +84,7 @@ fn all_pools_down_fails_static_and_says_why() {
 
 #[test]
 fn unknown_evidence_never_switches() {
-    let mut sim = Sim::with(
-        vec![policy(|t| t)],
-        &Default::default(),
-        Some("tokyo"),
-    );
+    let mut sim = Sim::with(vec![policy(|t| t)], &Default::default(), Some("tokyo"));
     // Seoul (preferred) is healthy, tokyo has never been probed: unknown -> hold.
     sim.now = 1_000;
     sim.probe(HERE, SEOUL, ProbeReason::Ok);
@@ -109,7 +105,11 @@ fn stale_evidence_becomes_unknown_not_down() {
     let d = sim.tick_at(sim.now + 3 * INTERVAL + 5_000).clone();
     assert_eq!(d.rule, Rule::HoldUnknown);
     assert_eq!(d.pools[&PoolId("seoul".into())].verdict, Verdict::Unknown);
-    assert!(d.reasons.join("\n").contains("stale (no result for over"), "{:?}", d.reasons);
+    assert!(
+        d.reasons.join("\n").contains("stale (no result for over"),
+        "{:?}",
+        d.reasons
+    );
     assert_eq!(sim.active(), "seoul");
 }
 
@@ -185,7 +185,10 @@ fn the_failback_hold_grows_with_consecutive_failovers() {
         let healthy_at = sim.now;
         while sim.active() != "seoul" {
             sim.round(true, true);
-            assert!(sim.now - healthy_at < 3_600_000, "no failback within an hour");
+            assert!(
+                sim.now - healthy_at < 3_600_000,
+                "no failback within an hour"
+            );
         }
         waits.push(sim.now - healthy_at);
     }

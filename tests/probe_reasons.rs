@@ -638,6 +638,7 @@ async fn loop_keeps_the_interval_and_uses_a_fresh_connection_per_probe() {
         VantageId::from("test"),
         Clock::anchored_at(t0),
         tx,
+        |o| o,
     ));
     let mut at = Vec::new();
     for _ in 0..5 {
@@ -683,6 +684,7 @@ async fn loop_on_a_hung_origin_times_out_each_probe_without_overlap() {
         VantageId::from("test"),
         Clock::system(),
         tx,
+        |o| o,
     ));
     let mut at = Vec::new();
     for n in 1..=4 {

@@ -6,7 +6,7 @@
 //! `tokio::time::sleep` below runs in paused time: it advances the simulated clock instantly
 //! (auto-advance when idle) and stands for "this much time passes", never for a condition.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -71,6 +71,7 @@ impl Provider for Faulty {
 
 fn binding() -> Binding {
     Binding {
+        shadow: false,
         service: ServiceId("api".into()),
         priority: vec!["seoul".into(), "tokyo".into()],
         refs: BTreeMap::from([
@@ -88,6 +89,8 @@ fn decision(active: &str, rule: Rule) -> Decision {
         active: Some(PoolId(active.into())),
         previous: None,
         rule,
+        blocked: None,
+        drained: BTreeSet::new(),
         reasons: vec![],
         pools: BTreeMap::new(),
     }
@@ -95,13 +98,17 @@ fn decision(active: &str, rule: Rule) -> Decision {
 
 fn sinks() -> Sinks {
     let board = Arc::new(StatusBoard::default());
-    // The board only tracks services it has seen: register one through an engine.
+    // The board only tracks services it has seen: register one from its engine.
     let policy = gslb::policy::parse(
         std::path::Path::new("api.toml"),
         include_str!("../policies/api-seoul-tokyo.toml"),
     )
     .expect("policy");
-    board.update_engine(&gslb::engine::Engine::new(policy), None);
+    board.update_service(
+        &gslb::engine::ServiceEngine::new(policy),
+        std::iter::empty(),
+        Millis(0),
+    );
     Sinks {
         board,
         metrics: Metrics::new(),
@@ -133,16 +140,15 @@ struct Harness {
 
 /// Spawns the reconciler; it first runs when the test next yields.
 fn start(provider: Faulty, decision: Decision) -> Harness {
+    start_with(provider, decision, binding())
+}
+
+fn start_with(provider: Faulty, decision: Decision, binding: Binding) -> Harness {
     let provider = Arc::new(provider);
     let sinks = sinks();
     let events = sinks.events.subscribe();
     let (decisions, rx) = watch::channel(Some(decision));
-    let task = tokio::spawn(reconcile::run(
-        provider.clone(),
-        binding(),
-        rx,
-        sinks.clone(),
-    ));
+    let task = tokio::spawn(reconcile::run(provider.clone(), binding, rx, sinks.clone()));
     Harness {
         provider,
         sinks,
@@ -250,4 +256,47 @@ async fn holds_write_nothing_and_the_latest_decision_wins() {
     assert_eq!(provider.applies(), 0);
     assert!(provider.inner.writes().is_empty());
     assert_eq!(state(sinks).state, ApplyState::NotPushed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shadow_mode_records_the_plan_and_writes_nothing() {
+    let binding = Binding {
+        shadow: true,
+        ..binding()
+    };
+    let mut h = start_with(
+        Faulty::new(vec![], None),
+        decision("tokyo", Rule::Failover),
+        binding,
+    );
+    let plan = loop {
+        if let Ok(Event::ShadowPlan { plan, .. }) = h.events.recv().await {
+            break plan;
+        }
+    };
+    assert_eq!(plan.len(), 1, "{plan:?}");
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert_eq!(h.provider.applies(), 0);
+    assert!(h.provider.inner.writes().is_empty());
+    let status = state(&h.sinks);
+    assert_eq!(status.state, ApplyState::Shadow);
+    assert_eq!(status.would_write, Some(plan));
+    let counted = h
+        .sinks
+        .metrics
+        .shadow_plans_total
+        .with_label_values(&["api"])
+        .get();
+    assert_eq!(counted, 1, "one distinct plan, counted once across resyncs");
+}
+
+#[tokio::test(start_paused = true)]
+async fn drained_pools_are_disabled_but_never_the_active_one() {
+    let mut d = decision("seoul", Rule::Drain);
+    d.drained = [PoolId("tokyo".into())].into();
+    let mut h = start(Faulty::new(vec![], None), d);
+    next_applied(&mut h.events).await;
+    let observed = h.provider.inner.snapshot();
+    assert!(!observed.pools["tokyo"].enabled);
+    assert!(observed.pools["seoul"].enabled);
 }

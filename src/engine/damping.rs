@@ -140,16 +140,17 @@ mod tests {
     };
 
     #[test]
-    fn three_quick_flaps_suppress_and_decay_releases() {
+    fn a_fourth_quick_flap_suppresses_and_decay_releases() {
         let mut p = FlapPenalty::default();
-        p.flap(Millis(0), &D);
-        p.flap(Millis(1_000), &D);
-        assert!(!p.suppressed(), "two flaps stay under 3000");
-        p.flap(Millis(2_000), &D);
-        assert!(p.update(Millis(2_000), &D), "a third flap crosses 3000");
-        let reuse = p.reuse_at(Millis(2_000), &D);
-        // ~2998 -> 750 is two half-lives: 30 minutes.
-        assert!(reuse.since(Millis(2_000)) > Duration::from_secs(29 * 60));
+        for t in 0..3 {
+            p.flap(Millis(t * 1_000), &D);
+        }
+        assert!(!p.suppressed(), "three flaps decay to just under 3000");
+        p.flap(Millis(3_000), &D);
+        assert!(p.update(Millis(3_000), &D), "a fourth flap crosses 3000");
+        let reuse = p.reuse_at(Millis(3_000), &D);
+        // ~3997 -> 750 is about 2.4 half-lives: 36 minutes.
+        assert!(reuse.since(Millis(3_000)) > Duration::from_secs(35 * 60));
         assert!(p.update(Millis(reuse.0 - 1_000), &D), "still above reuse");
         assert!(!p.update(reuse.plus(Duration::from_secs(1)), &D));
     }

@@ -30,6 +30,11 @@ pub enum Rule {
     Failback,
     /// Fail static: the serving pool is down but no pool is healthy, so nothing changes.
     FailStatic,
+    /// Hold: the serving pool is down and a healthy pool is ready, but no probe of that pool
+    /// has passed since the serving pool went down. Waiting for one (at most one interval)
+    /// confirms the prober still reaches the regions: a prober that lost its network sees the
+    /// standby fail next, and never moves traffic.
+    ConfirmTarget,
     /// Hold: the serving pool's verdict is unknown (no or stale evidence). Unknown never switches.
     HoldUnknown,
     /// Hold: the serving pool looks down only from suspect vantage points ("everything looks
@@ -69,6 +74,7 @@ impl Rule {
             Self::Failover => "failover",
             Self::Failback => "failback",
             Self::FailStatic => "fail_static",
+            Self::ConfirmTarget => "confirm_target",
             Self::HoldUnknown => "hold_unknown",
             Self::ProberSuspect => "prober_suspect",
             Self::FailbackManual => "failback_manual",
@@ -97,6 +103,7 @@ impl Rule {
         matches!(
             self,
             Self::FailStatic
+                | Self::ConfirmTarget
                 | Self::HoldUnknown
                 | Self::ProberSuspect
                 | Self::FailbackManual
@@ -132,6 +139,8 @@ pub struct PoolVerdict {
     pub flap_percent: u32,
     /// Whether any of its endpoints is flapping (above `flapping.high`, until below `low`).
     pub flapping: bool,
+    /// When a probe of it last passed (from a vantage point that is not suspect).
+    pub last_ok: Option<Millis>,
 }
 
 impl PoolVerdict {
@@ -145,6 +154,7 @@ impl PoolVerdict {
             suppressed: false,
             flap_percent: 0,
             flapping: false,
+            last_ok: None,
         }
     }
 }
@@ -311,6 +321,22 @@ pub fn choose(
 
     let discounted = state(cur).is_some_and(|s| s.votes.discounted > 0);
     match (verdict(cur), best) {
+        (Verdict::Unhealthy, Some(b))
+            if state(b)
+                .and_then(|s| s.last_ok)
+                .is_none_or(|ok| state(cur).is_some_and(|c| ok < c.since)) =>
+        {
+            reasons.push(explain(cur));
+            reasons.push(explain(b));
+            done(
+                Rule::ConfirmTarget,
+                Some(cur),
+                format!(
+                    "failover from {cur} to {b} waits for a probe of {b} to pass after {cur} went down (confirms the prober still reaches the regions)"
+                ),
+                &mut reasons,
+            )
+        }
         (Verdict::Unhealthy, Some(b)) => {
             reasons.push(explain(cur));
             reasons.push(explain(b));
@@ -336,7 +362,7 @@ pub fn choose(
                 Rule::FailStatic,
                 Some(cur),
                 format!(
-                    "fail static: no pool is healthy (down votes of suspect vantage points discounted), keeping {cur} and writing nothing"
+                    "fail static: no pool is healthy, keeping {cur} and writing nothing (down votes of suspect vantage points are discounted)"
                 ),
                 &mut reasons,
             )
@@ -362,9 +388,8 @@ pub fn choose(
             )
         }
         (Verdict::Healthy, _) => {
-            let better = |p: &&PoolId| {
-                rank(p) < rank(cur) && eligible(p) && verdict(p) == Verdict::Healthy
-            };
+            let better =
+                |p: &&PoolId| rank(p) < rank(cur) && eligible(p) && verdict(p) == Verdict::Healthy;
             if let Some(r) = policy
                 .pools
                 .iter()

@@ -276,9 +276,10 @@ impl Engine {
         let Some(preferred) = policy.pools.first() else {
             return;
         };
-        let drained = self.overrides.for_service(&ended.service).any(|o| {
-            o.action == OverrideAction::Drain && o.pool == preferred.id
-        });
+        let drained = self
+            .overrides
+            .for_service(&ended.service)
+            .any(|o| o.action == OverrideAction::Drain && o.pool == preferred.id);
         if drained {
             return;
         }

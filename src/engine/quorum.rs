@@ -105,7 +105,10 @@ mod tests {
         let t = Tally::of([suspect]);
         assert_eq!(t.discounted, 1);
         assert_eq!(t.verdict(Healthy), Unknown);
-        assert_eq!(Tally::of([suspect, vote(Healthy)]).verdict(Unknown), Healthy);
+        assert_eq!(
+            Tally::of([suspect, vote(Healthy)]).verdict(Unknown),
+            Healthy
+        );
         let t = Tally::of([vote(Unhealthy), vote(Unknown), vote(Unknown)]);
         assert_eq!(t.verdict(Healthy), Unknown);
     }

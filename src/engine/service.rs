@@ -215,7 +215,11 @@ impl ServiceEngine {
     /// Evaluates the policy at `now` and commits the result (serving pool, budget, spacing).
     /// Returns the decision and whether it differs from the previous one (rule, pool, blocked
     /// switch or drained pools); `None` before adoption.
-    pub(super) fn decide(&mut self, now: Millis, ctx: &mut Context<'_>) -> Option<(Decision, bool)> {
+    pub(super) fn decide(
+        &mut self,
+        now: Millis,
+        ctx: &mut Context<'_>,
+    ) -> Option<(Decision, bool)> {
         if !self.ready {
             return None;
         }
@@ -250,7 +254,10 @@ impl ServiceEngine {
                 }
             }
             let votes = Tally::of(votes);
-            let prev = self.pools.get(&pool).map_or(Verdict::Unknown, |p| p.verdict);
+            let prev = self
+                .pools
+                .get(&pool)
+                .map_or(Verdict::Unknown, |p| p.verdict);
             let verdict = votes.verdict(prev);
             let penalty = self.penalties.entry(pool.clone()).or_default();
             if prev == Verdict::Healthy && verdict == Verdict::Unhealthy {
@@ -265,6 +272,14 @@ impl ServiceEngine {
                     .map(|h| &h.flap)
             };
             let flap = histories().map(|h| h.percent()).fold(0.0, f64::max);
+            let last_ok = self
+                .members(&pool)
+                .filter_map(|e| self.evidence.get(e))
+                .flat_map(|m| m.iter())
+                .filter(|(v, _)| suspects.get(*v).is_none_or(Option::is_none))
+                .filter(|(_, h)| h.last.as_ref().is_some_and(|o| o.success))
+                .filter_map(|(_, h)| h.last_at)
+                .max();
             let flapping = histories().any(|h| h.flapping());
             let slot = self
                 .pools
@@ -279,6 +294,7 @@ impl ServiceEngine {
             slot.suppressed = suppressed;
             slot.flap_percent = flap.round() as u32;
             slot.flapping = flapping;
+            slot.last_ok = last_ok;
         }
 
         let service = self.policy.service.clone();
@@ -302,10 +318,7 @@ impl ServiceEngine {
             drained: &drained,
             forced: forced.as_ref(),
             restored: &restored,
-            failback_hold: self
-                .policy
-                .failback_hold
-                .after(self.consecutive_failovers),
+            failback_hold: self.policy.failback_hold.after(self.consecutive_failovers),
             now,
         };
         let explain = |p: &PoolId| self.explain(p, now);
@@ -490,12 +503,7 @@ impl ServiceEngine {
                 parts.push(format!("endpoint {e}{from} {text}"));
             }
         }
-        let mut votes = format!(
-            "{} up, {} down of {} fresh",
-            t.up,
-            t.down,
-            t.voters()
-        );
+        let mut votes = format!("{} up, {} down of {} fresh", t.up, t.down, t.voters());
         if t.discounted > 0 {
             votes.push_str(&format!(", {} suspect discounted", t.discounted));
         }

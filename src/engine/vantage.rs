@@ -168,10 +168,12 @@ impl Vantages {
             return;
         }
         let s = self.map.entry(obs.vantage.clone()).or_default();
-        s.canaries
-            .entry(obs.endpoint.clone())
-            .or_default()
-            .record(&obs.outcome, obs.at, CANARY_THRESHOLDS, flapping);
+        s.canaries.entry(obs.endpoint.clone()).or_default().record(
+            &obs.outcome,
+            obs.at,
+            CANARY_THRESHOLDS,
+            flapping,
+        );
     }
 
     /// Whether `vantage` is suspect at `now`, and why.

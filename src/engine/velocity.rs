@@ -28,7 +28,9 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A full bucket as of `now`.
     pub fn full(v: Velocity, now: Millis) -> Self {
-        let refill_ms = u64::try_from(v.refill.as_millis()).unwrap_or(u64::MAX).max(1);
+        let refill_ms = u64::try_from(v.refill.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
         Self {
             credit_ms: refill_ms.saturating_mul(u64::from(v.burst)),
             at: now,
@@ -136,9 +138,10 @@ mod tests {
         assert!(b.try_take(Millis(0)));
         assert!(b.try_take(Millis(60_000)));
         assert!(!b.try_take(Millis(120_000)), "burst of 2 used");
-        assert_eq!(b.next_at(Millis(120_000)), Millis(60_000 + 1_800_000));
-        assert!(!b.try_take(Millis(60_000 + 1_799_999)));
-        assert!(b.try_take(Millis(60_000 + 1_800_000)));
+        // Credit accrues continuously: the third switch is available 30 min after the first.
+        assert_eq!(b.next_at(Millis(120_000)), Millis(1_800_000));
+        assert!(!b.try_take(Millis(1_799_999)));
+        assert!(b.try_take(Millis(1_800_000)));
         assert_eq!(b.available(Millis(100_000_000)), 2, "never above burst");
     }
 

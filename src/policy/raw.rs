@@ -249,8 +249,8 @@ pub fn default_half_life() -> Duration {
     Duration::from_secs(15 * 60)
 }
 
-/// 3000: three flaps in quick succession suppress (Cisco's 2000 suppresses after two; RIPE-580
-/// argues for higher thresholds).
+/// 3000: a pool must flap four times within about one half-life to be suppressed (Cisco's
+/// default 2000 suppresses on the third; RIPE-580 argues for higher thresholds).
 pub fn default_suppress() -> u32 {
     3000
 }

@@ -1,0 +1,442 @@
+//! Issue 3's scenarios with explicit time: vantage-point quorum, suspect vantage points,
+//! staleness, flap damping, velocity limits, drills with expiry, and replay.
+
+mod support;
+
+use gslb::engine::{Engine, EngineSettings, Input, OverrideAction, OverrideChange, Rule};
+use gslb::model::{EndpointId, Millis, PoolId, ProbeReason, Verdict};
+use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, obs, policy};
+
+fn pool(p: &str) -> PoolId {
+    PoolId(p.into())
+}
+
+#[test]
+fn one_of_three_vantage_points_cut_off_from_the_primary_does_not_fail_over() {
+    let mut sim = Sim::new(policy(|t| t));
+    let all_ok = [
+        ("aws-seoul", true, true),
+        ("gcp-tokyo", true, true),
+        ("ncp", true, true),
+    ];
+    sim.round_from(&all_ok);
+    sim.round_from(&all_ok);
+    for _ in 0..20 {
+        sim.round_from(&[
+            ("aws-seoul", true, true),
+            ("gcp-tokyo", false, true),
+            ("ncp", true, true),
+        ]);
+    }
+    let d = sim.last();
+    assert_eq!(sim.switches(), 0);
+    assert_eq!(sim.active(), "seoul");
+    assert_eq!(d.rule, Rule::Stay);
+    let seoul = &d.pools[&pool("seoul")];
+    assert_eq!(seoul.verdict, Verdict::Healthy);
+    assert_eq!(
+        (seoul.votes.up, seoul.votes.down),
+        (2, 1),
+        "{:?}",
+        seoul.votes
+    );
+}
+
+#[test]
+fn two_of_three_vantage_points_seeing_the_primary_down_fail_over() {
+    let mut sim = Sim::new(policy(|t| t));
+    let all_ok = [("a", true, true), ("b", true, true), ("c", true, true)];
+    sim.round_from(&all_ok);
+    sim.round_from(&all_ok);
+    let mut rules = Vec::new();
+    for _ in 0..4 {
+        rules.push(
+            sim.round_from(&[("a", false, true), ("b", false, true), ("c", true, true)])
+                .rule,
+        );
+    }
+    assert!(rules.contains(&Rule::Failover), "{rules:?}");
+    assert_eq!(sim.active(), "tokyo");
+}
+
+#[test]
+fn a_vantage_point_that_sees_everything_down_is_suspect_and_causes_no_failover() {
+    let mut sim = Sim::new(policy(|t| t));
+    let all_ok = [("a", true, true), ("b", true, true), ("c", true, true)];
+    sim.round_from(&all_ok);
+    sim.round_from(&all_ok);
+    for _ in 0..6 {
+        sim.round_from(&[("a", false, false), ("b", true, true), ("c", true, true)]);
+    }
+    assert_eq!(sim.switches(), 0);
+    let suspects = sim.engine.vantage_points(Millis(sim.now));
+    let a = suspects
+        .iter()
+        .find(|(v, _)| v.0 == "a")
+        .and_then(|(_, s)| s.as_ref())
+        .expect("a is suspect");
+    assert_eq!(a.as_str(), "all_pools_down");
+    assert!(suspects.iter().filter(|(_, s)| s.is_some()).count() == 1);
+    let seoul = &sim.last().pools[&pool("seoul")];
+    assert_eq!(seoul.votes.discounted, 1, "{:?}", seoul.votes);
+    assert_eq!(seoul.verdict, Verdict::Healthy);
+}
+
+#[test]
+fn a_single_vantage_point_that_loses_its_network_holds() {
+    // Probes of both pools fail in the same rounds: the standby's next probe fails before
+    // traffic could move, and then everything is down from here.
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let mut rules = Vec::new();
+    for _ in 0..6 {
+        rules.push(sim.round(false, false).rule);
+    }
+    assert_eq!(sim.switches(), 0, "{rules:?}");
+    assert!(!rules.contains(&Rule::Failover));
+    assert_eq!(sim.last().rule, Rule::FailStatic);
+    assert!(!sim.last().rule.pushes());
+    let suspects = sim.engine.vantage_points(Millis(sim.now));
+    assert!(suspects[0].1.is_some(), "{suspects:?}");
+}
+
+#[test]
+fn with_one_vantage_point_the_primary_going_dark_while_the_standby_answers_fails_over() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let mut rules = Vec::new();
+    for _ in 0..4 {
+        rules.push(sim.round(false, true).rule);
+    }
+    assert!(rules.contains(&Rule::Failover), "{rules:?}");
+    assert_eq!(sim.active(), "tokyo");
+    assert!(
+        sim.engine.vantage_points(Millis(sim.now))[0].1.is_none(),
+        "not suspect"
+    );
+}
+
+#[test]
+fn prober_side_failures_never_count_toward_fall_and_make_the_vantage_suspect() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..6 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, SEOUL, ProbeReason::ResolverUnavailable);
+        sim.probe(HERE, TOKYO, ProbeReason::ResolverUnavailable);
+    }
+    assert_eq!(sim.switches(), 0);
+    let d = sim.last();
+    assert_eq!(
+        d.pools[&pool("seoul")].verdict,
+        Verdict::Unknown,
+        "stale, never down"
+    );
+    assert_eq!(d.rule, Rule::HoldUnknown);
+    let (_, s) = &sim.engine.vantage_points(Millis(sim.now))[0];
+    assert_eq!(s.as_ref().map(|s| s.as_str()), Some("prober_side_failures"));
+}
+
+#[test]
+fn failing_canaries_discount_the_vantage_points_down_votes() {
+    let canary = "tcp://192.0.2.53:53";
+    let settings = EngineSettings {
+        canaries: vec![EndpointId(canary.into())],
+        ..EngineSettings::default()
+    };
+    let mut sim = Sim::with(vec![policy(|t| t)], &settings, Some("seoul"));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..6 {
+        sim.now += INTERVAL;
+        let observation = obs(HERE, canary, sim.now, ProbeReason::Timeout);
+        sim.step(Input::Canary { observation });
+        sim.probe(HERE, SEOUL, ProbeReason::Timeout);
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+    }
+    assert_eq!(sim.switches(), 0);
+    let d = sim.last();
+    assert_eq!(d.rule, Rule::ProberSuspect, "{:?}", d.reasons);
+    assert!(!d.rule.pushes());
+    assert!(
+        d.reasons.iter().any(|r| r.contains("canary")),
+        "{:?}",
+        d.reasons
+    );
+}
+
+#[test]
+fn a_stale_vantage_point_is_unknown_not_down() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round_from(&[("a", true, true), ("b", true, true)]);
+    sim.round_from(&[("a", true, true), ("b", true, true)]);
+    // a goes silent; b sees seoul down. While a is fresh it is a tie (seoul stays healthy);
+    // once a is stale its vote no longer counts at all, and b alone decides.
+    for _ in 0..3 {
+        sim.round_from(&[("b", false, true)]);
+    }
+    assert_eq!(sim.active(), "seoul", "a tie with a fresh healthy vote");
+    for _ in 0..3 {
+        sim.round_from(&[("b", false, true)]);
+    }
+    assert_eq!(sim.active(), "tokyo", "b is the only fresh voter");
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..2 {
+        sim.round(false, true);
+    }
+    // Silence for longer than the freshness window: neither down nor healthy.
+    let d = sim.tick_at(sim.now + 3 * INTERVAL + 5_000).clone();
+    assert_eq!(d.pools[&pool("seoul")].verdict, Verdict::Unknown);
+    assert_eq!(d.rule, Rule::HoldUnknown);
+    assert_eq!(sim.switches(), 0);
+}
+
+#[test]
+fn a_tie_between_vantage_points_keeps_the_current_verdict() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round_from(&[("a", true, true), ("b", true, true)]);
+    sim.round_from(&[("a", true, true), ("b", true, true)]);
+    for _ in 0..5 {
+        sim.round_from(&[("a", false, true), ("b", true, true)]);
+    }
+    assert_eq!(sim.last().pools[&pool("seoul")].verdict, Verdict::Healthy);
+    assert_eq!(sim.switches(), 0);
+}
+
+#[test]
+fn a_flapping_pool_is_damped_and_gets_no_failback_while_suppressed() {
+    let mut sim = Sim::new(policy(|t| {
+        t.replace("failback = \"manual\"", "failback = \"auto\"")
+            .replace(
+                "min_dwell = \"5m\"",
+                "min_dwell = \"10s\"\nfailback_hold = \"30s\"\nfailback_hold_max = \"30s\"",
+            )
+            .replace("ttl = \"60s\"", "ttl = \"5s\"")
+            .replace("[health]", "[velocity]\nburst = 100\n\n[health]")
+    }));
+    sim.round(true, true);
+    sim.round(true, true);
+    // Seoul flaps: down for 4 rounds, up for 8, over and over.
+    let mut suppressed_at = None;
+    for _ in 0..10 {
+        for _ in 0..4 {
+            sim.round(false, true);
+        }
+        for _ in 0..8 {
+            let d = sim.round(true, true).clone();
+            if d.rule == Rule::Suppressed && suppressed_at.is_none() {
+                suppressed_at = Some(sim.now);
+            }
+        }
+        if suppressed_at.is_some() {
+            break;
+        }
+    }
+    let at = suppressed_at.expect("damping suppresses the flapping pool");
+    assert_eq!(sim.active(), "tokyo");
+    let seoul = sim.last().pools[&pool("seoul")].clone();
+    assert!(seoul.suppressed && seoul.penalty > 750, "{seoul:?}");
+    // Seoul stays healthy: no failback until the penalty decays below reuse (750).
+    let mut back = None;
+    while back.is_none() && sim.now - at < 3 * 3_600_000 {
+        let d = sim.round(true, true).clone();
+        if d.rule == Rule::Failback {
+            back = Some((sim.now, d.pools[&pool("seoul")].penalty));
+        } else {
+            assert!(matches!(d.rule, Rule::Suppressed), "{:?}", d.rule);
+        }
+    }
+    let (back_at, penalty) = back.expect("failback once the penalty decays");
+    assert!(penalty < 750, "released at penalty {penalty}");
+    assert!(back_at - at <= 3_600_000, "max suppress time is 60 min");
+}
+
+#[test]
+fn three_outages_within_ten_minutes_hit_the_velocity_limit_and_a_rearm_releases() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let start = sim.now;
+    // Outage 1: seoul.
+    for _ in 0..3 {
+        sim.round(false, true);
+    }
+    assert_eq!(sim.active(), "tokyo");
+    sim.round(true, true);
+    sim.round(true, true);
+    // Outage 2: tokyo, traffic goes back to seoul.
+    for _ in 0..3 {
+        sim.round(true, false);
+    }
+    assert_eq!(sim.active(), "seoul");
+    sim.round(true, true);
+    sim.round(true, true);
+    // Outage 3: seoul again, within 10 minutes: held.
+    for _ in 0..3 {
+        sim.round(false, true);
+    }
+    assert!(sim.now - start < 600_000);
+    let d = sim.last().clone();
+    assert_eq!(d.rule, Rule::VelocityLimited, "{:?}", d.reasons);
+    assert_eq!(sim.active(), "seoul");
+    let blocked = d.blocked.expect("records the blocked decision");
+    assert_eq!((blocked.rule, blocked.to), (Rule::Failover, pool("tokyo")));
+    assert_eq!(sim.switches(), 2);
+    sim.rearm();
+    assert_eq!(sim.last().rule, Rule::Failover);
+    assert_eq!(sim.active(), "tokyo");
+}
+
+#[test]
+fn a_drain_moves_traffic_and_its_expiry_reverts_through_the_rails() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let id = sim.drill(OverrideAction::Drain, "seoul", 30);
+    let expires = sim.now + 30 * 60_000;
+    let d = sim.last().clone();
+    assert_eq!(d.rule, Rule::Drain);
+    assert_eq!(sim.active(), "tokyo");
+    assert!(d.drained.contains(&pool("seoul")));
+    while sim.now + INTERVAL < expires {
+        sim.round(true, true);
+        assert_eq!(sim.active(), "tokyo");
+    }
+    sim.round(true, true);
+    assert_eq!(sim.active(), "seoul", "the expiry reverted the drill");
+    assert!(sim.last().drained.is_empty());
+    let expired = sim
+        .overrides
+        .iter()
+        .any(|c| matches!(c, OverrideChange::Expired(o) if o.id == id));
+    assert!(expired, "{:?}", sim.overrides);
+    assert!(
+        sim.overrides
+            .iter()
+            .any(|c| matches!(c, OverrideChange::Completed(o) if o.pool == pool("seoul"))),
+        "the revert restore completed"
+    );
+    assert!(sim.engine.overrides().is_empty(), "every override ended");
+    // Velocity is for automatic switches: drills do not spend it.
+    assert_eq!(
+        sim.engine
+            .service(&sim.service)
+            .map(|s| s.velocity_available(Millis(sim.now))),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_drain_without_another_healthy_pool_holds() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, false);
+    sim.round(true, false);
+    for _ in 0..3 {
+        sim.round(true, false);
+    }
+    sim.drill(OverrideAction::Drain, "seoul", 30);
+    let d = sim.last();
+    assert_eq!(d.rule, Rule::RailHold);
+    assert_eq!(sim.active(), "seoul");
+    assert!(d.drained.is_empty(), "the serving pool is never disabled");
+}
+
+#[test]
+fn force_pins_a_healthy_pool_but_never_outranks_an_outage() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    sim.drill(OverrideAction::Force, "tokyo", 60);
+    assert_eq!(sim.last().rule, Rule::Force);
+    assert_eq!(sim.active(), "tokyo");
+    for _ in 0..3 {
+        sim.round(true, false);
+    }
+    assert_eq!(
+        sim.active(),
+        "seoul",
+        "tokyo down: failover despite the drill"
+    );
+}
+
+#[test]
+fn manual_failback_happens_by_restore() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    for _ in 0..3 {
+        sim.round(false, true);
+    }
+    for _ in 0..40 {
+        sim.round(true, true);
+    }
+    assert_eq!(sim.last().rule, Rule::FailbackManual);
+    sim.drill(OverrideAction::Restore, "seoul", 60);
+    assert_eq!(sim.last().rule, Rule::Restore);
+    assert_eq!(sim.active(), "seoul");
+    assert!(
+        sim.engine.overrides().is_empty(),
+        "a restore ends once its pool serves"
+    );
+}
+
+#[test]
+fn restored_overrides_decide_the_same_after_a_restart() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    sim.drill(OverrideAction::Drain, "seoul", 60);
+    let saved: Vec<_> = sim.engine.overrides().all().cloned().collect();
+    // A restarted controller: adopts what the provider serves and reloads the state file.
+    let mut again = Sim::with(
+        vec![policy(|t| t)],
+        &EngineSettings::default(),
+        Some("tokyo"),
+    );
+    again.now = sim.now;
+    again.step(Input::LoadOverrides(saved.clone()));
+    again.round(true, true);
+    again.round(true, true);
+    assert_eq!(again.active(), "tokyo");
+    assert_eq!(again.last().drained, [pool("seoul")].into());
+    assert_eq!(
+        again.engine.overrides().all().cloned().collect::<Vec<_>>(),
+        saved
+    );
+}
+
+#[test]
+fn replaying_the_recorded_steps_reproduces_the_decisions_exactly() {
+    let mut sim = Sim::new(policy(|t| t));
+    for i in 0..40 {
+        sim.round_from(&[
+            ("a", i % 9 != 0 && !(10..16).contains(&i), true),
+            ("b", !(12..=20).contains(&i), i % 4 != 0),
+        ]);
+        if i == 25 {
+            sim.drill(OverrideAction::Drain, "tokyo", 5);
+        }
+    }
+    sim.tick_at(sim.now + 3_600_000);
+    let text: String = sim
+        .steps
+        .iter()
+        .map(|s| serde_json::to_string(s).expect("serialises") + "\n")
+        .collect();
+    let mut replay = Engine::new(vec![policy(|t| t)], &EngineSettings::default());
+    let mut decisions = Vec::new();
+    for line in text.lines() {
+        let step: gslb::engine::Step = serde_json::from_str(line).expect("parses");
+        let out = replay.step(step.at, &step.input);
+        decisions.extend(out.decisions.into_iter().map(|(d, _)| d));
+    }
+    assert_eq!(decisions, sim.decisions);
+    assert!(
+        sim.decisions.iter().any(|d| d.switched()),
+        "the recording has switches"
+    );
+}
