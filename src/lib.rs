@@ -23,13 +23,16 @@
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
 
 pub mod admin;
+pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod control;
 pub mod controller;
 pub mod demo;
+pub mod drills;
 pub mod engine;
 pub mod events;
+pub mod jsonl;
 pub mod metrics;
 pub mod model;
 pub mod origin;
