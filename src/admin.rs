@@ -59,8 +59,12 @@ pub fn router(state: AdminState) -> Router {
 /// Serves on `listener` until the task is dropped.
 ///
 /// # Errors
-/// Accepting connections fails.
+/// Accepting connections fails, or (`InvalidInput`) `listener` is on a non-loopback address
+/// and `state` has no token: [`crate::config::check_admin_listen`] is enforced here too, so no
+/// wiring can expose the drill routes unauthenticated.
 pub async fn serve(listener: tokio::net::TcpListener, state: AdminState) -> std::io::Result<()> {
+    crate::config::check_admin_listen(listener.local_addr()?, state.token.as_ref())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     tracing::info!(
         addr = %listener.local_addr()?,
         drills = state.commands.is_some(),

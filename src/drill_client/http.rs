@@ -176,7 +176,7 @@ impl AdminClient {
         }
         let unreachable = |e: reqwest::Error| ClientError::Unreachable {
             url: url.to_string(),
-            reason: causes(&e),
+            reason: innermost_cause(&e),
         };
         let response = builder.send().await.map_err(unreachable)?;
         let status = response.status();
@@ -210,16 +210,14 @@ impl AdminClient {
     }
 }
 
-/// The error and its causes, `a: b: c`.
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(c) = source {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        source = c.source();
+/// The innermost cause (`Connection refused (os error 111)`, `operation timed out`): reqwest's
+/// outer messages repeat the URL the caller already shows.
+fn innermost_cause(e: &dyn std::error::Error) -> String {
+    let mut innermost = e;
+    while let Some(c) = innermost.source() {
+        innermost = c;
     }
-    s
+    innermost.to_string()
 }
 
 #[cfg(test)]
