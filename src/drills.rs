@@ -184,6 +184,24 @@ impl StateFile {
         sync_dir(&dir).map_err(write_err(&dir))
     }
 
+    /// [`save`](Self::save) on tokio's blocking pool, for the engine loop: the loop awaits the
+    /// write (so an override is durable before it is acknowledged) without blocking a runtime
+    /// thread.
+    ///
+    /// # Errors
+    /// As [`save`](Self::save); a panicked or cancelled write is [`StateFileError::Write`].
+    pub async fn save_async(&self, overrides: Vec<Override>) -> Result<(), StateFileError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.save(&overrides))
+            .await
+            .unwrap_or_else(|e| {
+                Err(StateFileError::Write {
+                    path: self.path.clone(),
+                    source: io::Error::other(e.to_string()),
+                })
+            })
+    }
+
     /// `.<name>.tmp` next to the file.
     fn temp_path(&self) -> PathBuf {
         let name = self
@@ -256,6 +274,15 @@ mod tests {
         assert_eq!(files_in(&dir.path().join("state")), ["overrides.json"]);
         sf.save(&[]).expect("save empty");
         assert_eq!(sf.load().expect("load"), Vec::new());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn save_async_writes_off_the_runtime_threads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sf = StateFile::new(dir.path().join("overrides.json"));
+        let saved = vec![sample("d-1", OverrideAction::Drain)];
+        sf.save_async(saved.clone()).await.expect("save");
+        assert_eq!(sf.load().expect("load"), saved);
     }
 
     #[test]
