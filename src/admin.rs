@@ -1,14 +1,25 @@
-//! The admin HTTP API (axum): `GET /metrics` (Prometheus text), `GET /healthz`,
-//! `GET /v1/status` (JSON). Read-only; it never changes a decision.
+//! The admin HTTP API (axum).
+//!
+//! Open, read-only: `GET /metrics` (Prometheus text), `GET /healthz`, `GET /v1/status` (JSON).
+//! Drills ([`drills`]), behind the bearer token when one is configured ([`auth`]):
+//! `POST /v1/drills`, `GET /v1/drills`, `DELETE /v1/drills/{id}`, `POST /v1/rearm`. The API
+//! never changes a decision itself: drill routes send [`crate::control::Command`]s to the
+//! engine loop and relay its answer.
+
+pub mod auth;
+pub mod drills;
 
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router, middleware};
 
+pub use auth::{AdminToken, TokenError};
+
+use crate::control::CommandSender;
 use crate::metrics::Metrics;
 use crate::status::StatusBoard;
 
@@ -19,23 +30,47 @@ pub struct AdminState {
     pub board: Arc<StatusBoard>,
     /// Metrics.
     pub metrics: Metrics,
+    /// Commands to the engine loop. `None`: the drill routes answer `503` ("drills
+    /// unavailable").
+    pub commands: Option<CommandSender>,
+    /// The bearer token the drill routes require. `None`: they are open, which
+    /// [`crate::config::check_admin_listen`] allows on loopback addresses only.
+    pub token: Option<AdminToken>,
 }
 
 /// The router.
 pub fn router(state: AdminState) -> Router {
+    let guarded = Router::new()
+        .route("/v1/drills", get(drills::list).post(drills::create))
+        .route("/v1/drills/{id}", delete(drills::end))
+        .route("/v1/rearm", post(drills::rearm))
+        .route_layer(middleware::from_fn_with_state(
+            state.token.clone(),
+            auth::require_token,
+        ));
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/v1/status", get(status))
+        .merge(guarded)
         .with_state(state)
 }
 
 /// Serves on `listener` until the task is dropped.
 ///
 /// # Errors
-/// Accepting connections fails.
+/// Accepting connections fails, or (`InvalidInput`) `listener` is on a non-loopback address
+/// and `state` has no token: [`crate::config::check_admin_listen`] is enforced here too, so no
+/// wiring can expose the drill routes unauthenticated.
 pub async fn serve(listener: tokio::net::TcpListener, state: AdminState) -> std::io::Result<()> {
-    tracing::info!(addr = %listener.local_addr()?, "admin API listening");
+    crate::config::check_admin_listen(listener.local_addr()?, state.token.as_ref())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        drills = state.commands.is_some(),
+        token = state.token.is_some(),
+        "admin API listening"
+    );
     axum::serve(listener, router(state)).await
 }
 

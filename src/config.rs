@@ -3,15 +3,18 @@
 //! `GSLB_ROUTE53__ENDPOINT_URL`, `GSLB_POLICIES=a.toml,b/`; `__` separates nesting levels).
 //!
 //! Credentials are never in this file: Route 53 uses the standard AWS credential chain
-//! (environment, shared profile, web identity, container or instance role).
+//! (environment, shared profile, web identity, container or instance role), and the admin
+//! token comes from `admin.token_file` or `GSLB_ADMIN_TOKEN` (read directly, never a settings
+//! key, never logged).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::admin::{AdminToken, TokenError};
 use crate::model::VantageId;
 use crate::probe::DnsSettings;
 
@@ -41,6 +44,12 @@ pub struct Settings {
     /// Controller-wide engine settings.
     #[serde(default)]
     pub engine: EngineConfig,
+    /// Where drill state and the audit log live.
+    #[serde(default)]
+    pub state: StateSettings,
+    /// Recording of observations (for `gslb replay`).
+    #[serde(default)]
+    pub record: RecordSettings,
 }
 
 /// `[engine]`: what the engine decides controller-wide.
@@ -133,17 +142,69 @@ impl EngineConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdminSettings {
-    /// Listen address of `/metrics`, `/healthz`, `/v1/status`. Default `127.0.0.1:9464`.
+    /// Listen address of the admin API (`/metrics`, `/healthz`, `/v1/status`, `/v1/drills`,
+    /// `/v1/rearm`). Default `127.0.0.1:9464`. A non-loopback address requires a token (see
+    /// [`check_admin_listen`]).
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// File holding the bearer token of the drill routes (contents trimmed); relative to the
+    /// settings file. Default: none. `GSLB_ADMIN_TOKEN` takes precedence over it.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
 }
 
 impl Default for AdminSettings {
     fn default() -> Self {
         Self {
             listen: default_listen(),
+            token_file: None,
         }
     }
+}
+
+/// `[state]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSettings {
+    /// Folder of the drill state file ([`OVERRIDES_FILE`]) and the audit log ([`AUDIT_LOG`]);
+    /// relative to the settings file, created when missing. Default `state`.
+    #[serde(default = "default_state_dir")]
+    pub dir: PathBuf,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        Self {
+            dir: default_state_dir(),
+        }
+    }
+}
+
+/// The drill state file's name in [`StateSettings::dir`].
+pub const OVERRIDES_FILE: &str = "overrides.json";
+/// The audit log's name in [`StateSettings::dir`].
+pub const AUDIT_LOG: &str = "audit.jsonl";
+
+impl StateSettings {
+    /// `<dir>/overrides.json`: the active drills (see [`crate::drills::StateFile`]).
+    pub fn overrides_file(&self) -> PathBuf {
+        self.dir.join(OVERRIDES_FILE)
+    }
+
+    /// `<dir>/audit.jsonl`: the audit log (see [`crate::audit`]).
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join(AUDIT_LOG)
+    }
+}
+
+/// `[record]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordSettings {
+    /// JSON-lines file every observation is appended to, for `gslb replay`; relative to the
+    /// settings file. Default: none (recording off).
+    #[serde(default)]
+    pub observations: Option<PathBuf>,
 }
 
 /// `[route53]`.
@@ -203,6 +264,9 @@ fn default_policies() -> Vec<PathBuf> {
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 9464))
 }
+fn default_state_dir() -> PathBuf {
+    PathBuf::from("state")
+}
 fn default_region() -> String {
     "us-east-1".into()
 }
@@ -222,9 +286,12 @@ fn default_canary_interval() -> Duration {
     Duration::from_secs(10)
 }
 
-/// Environment variables that configure the command line, not the settings, and so are not
-/// read as settings keys.
-pub const NOT_SETTINGS: [&str; 2] = ["GSLB_CONFIG", "GSLB_LOG"];
+/// The environment variable holding the admin API's bearer token (daemon and CLI).
+pub const ADMIN_TOKEN_ENV: &str = "GSLB_ADMIN_TOKEN";
+
+/// Environment variables that configure the command line, a secret, or the CLI client, not the
+/// settings, and so are not read as settings keys.
+pub const NOT_SETTINGS: [&str; 4] = ["GSLB_CONFIG", "GSLB_LOG", ADMIN_TOKEN_ENV, "GSLB_ADMIN_URL"];
 
 fn settings_env() -> config::Map<String, String> {
     std::env::vars()
@@ -305,11 +372,230 @@ impl Settings {
         }
         settings.engine.canary_endpoints().map_err(invalid)?;
         let base = file.parent().unwrap_or(Path::new("."));
-        for p in &mut settings.policies {
+        let relative_to_file = |p: &mut PathBuf| {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
-        }
+        };
+        settings.policies.iter_mut().for_each(relative_to_file);
+        relative_to_file(&mut settings.state.dir);
+        settings
+            .admin
+            .token_file
+            .iter_mut()
+            .for_each(relative_to_file);
+        settings
+            .record
+            .observations
+            .iter_mut()
+            .for_each(relative_to_file);
         Ok(settings)
+    }
+
+    /// The admin token ([`resolve_admin_token`] with `GSLB_ADMIN_TOKEN` from the environment),
+    /// checked against the listen address ([`check_admin_listen`]). Call once at start.
+    ///
+    /// # Errors
+    /// See [`AdminAuthError`]; every one is a configuration error (exit code 2).
+    pub fn admin_auth(&self) -> Result<Option<AdminToken>, AdminAuthError> {
+        let token = resolve_admin_token(&self.admin, std::env::var(ADMIN_TOKEN_ENV).ok())?;
+        check_admin_listen(self.admin.listen, token.as_ref())?;
+        Ok(token)
+    }
+}
+
+/// The admin token could not be resolved, or the admin API would be exposed without one.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminAuthError {
+    /// `admin.token_file` is unreadable or empty.
+    #[error("admin.token_file: {0}")]
+    TokenFile(TokenError),
+    /// `GSLB_ADMIN_TOKEN` is set but empty (unset it to use `admin.token_file`).
+    #[error("{ADMIN_TOKEN_ENV} is set but empty")]
+    EmptyTokenEnv,
+    /// `admin.listen` is not a loopback address and no token is configured.
+    #[error(
+        "admin.listen: {listen} is not a loopback address and no admin token is configured; \
+         set admin.token_file or {ADMIN_TOKEN_ENV}, or listen on 127.0.0.1 (the drill API \
+         must not be reachable without authentication)"
+    )]
+    ExposedWithoutToken {
+        /// The configured address.
+        listen: SocketAddr,
+    },
+}
+
+/// The admin token: `env` (the value of `GSLB_ADMIN_TOKEN`, when set) takes precedence over
+/// `admin.token_file`; `None` when neither is set. Both are trimmed.
+///
+/// # Errors
+/// [`AdminAuthError::TokenFile`] when the file is unreadable or empty,
+/// [`AdminAuthError::EmptyTokenEnv`].
+pub fn resolve_admin_token(
+    admin: &AdminSettings,
+    env: Option<String>,
+) -> Result<Option<AdminToken>, AdminAuthError> {
+    if let Some(v) = env {
+        return AdminToken::new(&v, ADMIN_TOKEN_ENV)
+            .map(Some)
+            .map_err(|_| AdminAuthError::EmptyTokenEnv);
+    }
+    match &admin.token_file {
+        Some(path) => AdminToken::read_file(path)
+            .map(Some)
+            .map_err(AdminAuthError::TokenFile),
+        None => Ok(None),
+    }
+}
+
+/// Refuses a non-loopback `listen` address (including `0.0.0.0` and `::`) without a token.
+///
+/// # Errors
+/// [`AdminAuthError::ExposedWithoutToken`].
+pub fn check_admin_listen(
+    listen: SocketAddr,
+    token: Option<&AdminToken>,
+) -> Result<(), AdminAuthError> {
+    let loopback = match listen.ip() {
+        IpAddr::V4(ip) => ip.is_loopback(),
+        IpAddr::V6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    };
+    if loopback || token.is_some() {
+        Ok(())
+    } else {
+        Err(AdminAuthError::ExposedWithoutToken { listen })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> (tempfile::TempDir, Result<Settings, SettingsError>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gslb.toml");
+        std::fs::write(&file, text).expect("write");
+        let s = Settings::load(&file);
+        (dir, s)
+    }
+
+    #[test]
+    fn state_and_record_default_next_to_the_settings_file() {
+        let (dir, s) = load("");
+        let s = s.expect("defaults");
+        assert_eq!(s.state.dir, dir.path().join("state"));
+        assert_eq!(
+            s.state.overrides_file(),
+            dir.path().join("state/overrides.json")
+        );
+        assert_eq!(s.state.audit_log(), dir.path().join("state/audit.jsonl"));
+        assert_eq!(s.record.observations, None);
+        assert_eq!(s.admin.token_file, None);
+    }
+
+    #[test]
+    fn relative_paths_are_relative_to_the_settings_file_and_absolute_ones_stay() {
+        let (dir, s) = load(
+            "[admin]\ntoken_file = \"secrets/token\"\n[state]\ndir = \"/var/lib/gslb\"\n\
+             [record]\nobservations = \"rec/obs.jsonl\"\n",
+        );
+        let s = s.expect("valid");
+        assert_eq!(s.admin.token_file, Some(dir.path().join("secrets/token")));
+        assert_eq!(s.state.dir, PathBuf::from("/var/lib/gslb"));
+        assert_eq!(
+            s.record.observations,
+            Some(dir.path().join("rec/obs.jsonl"))
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_the_new_sections_are_refused() {
+        let (_dir, s) = load("[state]\nfolder = \"x\"\n");
+        let e = s.expect_err("unknown key").to_string();
+        assert!(e.contains("folder"), "{e}");
+        let (_dir, s) = load("[admin]\ntoken = \"inline secrets are not a key\"\n");
+        assert!(s.is_err());
+    }
+
+    #[test]
+    fn the_environment_token_wins_over_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("token");
+        std::fs::write(&file, "from-file\n").expect("write");
+        let admin = AdminSettings {
+            token_file: Some(file.clone()),
+            ..AdminSettings::default()
+        };
+        let t = resolve_admin_token(&admin, None)
+            .expect("file")
+            .expect("some");
+        assert!(t.matches("from-file"));
+        let t = resolve_admin_token(&admin, Some(" from-env ".into()))
+            .expect("env")
+            .expect("some");
+        assert!(t.matches("from-env"));
+        assert!(
+            resolve_admin_token(&AdminSettings::default(), None)
+                .expect("none")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn unreadable_or_empty_tokens_are_clear_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("missing");
+        let admin = AdminSettings {
+            token_file: Some(missing.clone()),
+            ..AdminSettings::default()
+        };
+        let e = resolve_admin_token(&admin, None)
+            .expect_err("missing")
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "admin.token_file: cannot read the admin token file {}: ",
+                missing.display()
+            )),
+            "{e}"
+        );
+        let e = resolve_admin_token(&admin, Some("  ".into())).expect_err("empty env");
+        assert_eq!(e.to_string(), "GSLB_ADMIN_TOKEN is set but empty");
+    }
+
+    #[test]
+    fn a_non_loopback_listen_address_needs_a_token() {
+        let token = AdminToken::new("t", "test").expect("token");
+        for ok in [
+            "127.0.0.1:9464",
+            "127.3.4.5:1",
+            "[::1]:9464",
+            "[::ffff:127.0.0.1]:9464",
+        ] {
+            let addr: SocketAddr = ok.parse().expect("addr");
+            assert!(check_admin_listen(addr, None).is_ok(), "{ok}");
+        }
+        for exposed in [
+            "0.0.0.0:9464",
+            "10.0.0.5:9464",
+            "[::]:9464",
+            "[2001:db8::1]:9464",
+        ] {
+            let addr: SocketAddr = exposed.parse().expect("addr");
+            let e = check_admin_listen(addr, None)
+                .expect_err(exposed)
+                .to_string();
+            assert!(
+                e.starts_with(&format!("admin.listen: {addr} is not a loopback address")),
+                "{e}"
+            );
+            assert!(
+                e.contains("GSLB_ADMIN_TOKEN") && e.contains("admin.token_file"),
+                "{e}"
+            );
+            assert!(check_admin_listen(addr, Some(&token)).is_ok(), "{exposed}");
+        }
     }
 }

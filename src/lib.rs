@@ -17,21 +17,29 @@
 //! - [`service`]: one service's loop around its engine; publishes decisions.
 //! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight.
 //! - [`controller`]: wires probes, service loop and reconciler for one policy.
-//! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see.
+//! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes
+//!   drills and re-arms and hands them to the engine loop as [`control`] commands.
+//! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
+//!   the audit log and the observation recording use): drill I/O edges.
+//! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API.
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
 
 pub mod admin;
+pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod control;
 pub mod controller;
 pub mod demo;
+pub mod drill_client;
+pub mod drills;
 pub mod engine;
 pub mod engine_loop;
 pub mod events;
 pub mod journal;
+pub mod jsonl;
 pub mod metrics;
 pub mod model;
 pub mod origin;

@@ -1,4 +1,4 @@
-//! The `gslb` command: run, check, provision, demo.
+//! The `gslb` command: run, check, provision, demo, drill, rearm.
 //!
 //! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy. This is the only place
 //! that names concrete providers.
@@ -52,6 +52,11 @@ enum Command {
     },
     /// Run the whole loop on loopback with an in-process provider and print a drill report.
     Demo,
+    /// Manual drills through the admin API of a running `gslb run`: drain, restore or force a
+    /// pool for a while; list or end them.
+    Drill(gslb::drill_client::DrillArgs),
+    /// Refill the velocity budget (of one service, or all) after a velocity-limited hold.
+    Rearm(gslb::drill_client::RearmArgs),
 }
 
 /// A failure with its exit code.
@@ -72,6 +77,13 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 fn bad_config(e: impl Into<anyhow::Error>) -> Failure {
     Failure {
         code: 2,
+        error: e.into(),
+    }
+}
+
+fn client_failure(e: gslb::drill_client::ClientError) -> Failure {
+    Failure {
+        code: e.exit_code(),
         error: e.into(),
     }
 }
@@ -122,6 +134,14 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
     match command {
         Command::Check { paths } => check(&paths),
         Command::Demo => Ok(gslb::demo::run(&mut std::io::stdout()).await?),
+        Command::Drill(args) => gslb::drill_client::drill(args)
+            .await
+            .map(|out| print!("{out}"))
+            .map_err(client_failure),
+        Command::Rearm(args) => gslb::drill_client::rearm(args)
+            .await
+            .map(|out| print!("{out}"))
+            .map_err(client_failure),
         Command::Provision { config } => {
             let (settings, policies) = load(&config)?;
             provision_all(&settings, &policies).await
@@ -214,6 +234,7 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
 }
 
 async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
+    let token = settings.admin_auth().map_err(bad_config)?;
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
@@ -257,6 +278,8 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     let admin = gslb::admin::AdminState {
         board: sinks.board.clone(),
         metrics: sinks.metrics.clone(),
+        commands: None,
+        token,
     };
     let listener = tokio::net::TcpListener::bind(settings.admin.listen)
         .await
