@@ -13,6 +13,7 @@ use gslb_provider::{Backoff, Provider};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::control::{Command, CommandSender};
 use crate::engine::{Decision, Engine, EngineSettings, Override};
 use crate::engine_loop::{self, MESSAGE_BUFFER, Message, MessageSender};
 use crate::journal::Journal;
@@ -49,16 +50,19 @@ pub fn binding(policy: &Policy, resync: Duration) -> Binding {
 /// A running engine loop, to which services are attached.
 #[derive(Debug)]
 pub struct Controller {
+    engine_loop: tokio::task::JoinHandle<()>,
+    /// Adoption reads: they end by themselves, so they are kept apart from the tasks whose end
+    /// means trouble.
+    adoptions: std::sync::Mutex<JoinSet<()>>,
     messages: MessageSender,
     decisions: BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>,
     sinks: Sinks,
 }
 
 impl Controller {
-    /// Starts the engine loop for `policies` on `tasks`. `saved` overrides (from the drill
+    /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides (from the drill
     /// state file) are loaded first, through the loop, so they are recorded like any input.
     pub fn start(
-        tasks: &mut JoinSet<()>,
         policies: &[Policy],
         settings: &EngineSettings,
         sinks: Sinks,
@@ -84,7 +88,7 @@ impl Controller {
             // The channel is empty: this cannot fail for lack of room.
             let _ = tx.try_send(Message::LoadOverrides(saved));
         }
-        tasks.spawn(engine_loop::run(
+        let engine_loop = tokio::spawn(engine_loop::run(
             engine,
             rx,
             senders,
@@ -93,15 +97,40 @@ impl Controller {
             journal,
         ));
         Self {
+            engine_loop,
+            adoptions: std::sync::Mutex::new(JoinSet::new()),
             messages: tx,
             decisions,
             sinks,
         }
     }
 
-    /// Where operator commands and other inputs go.
-    pub fn messages(&self) -> MessageSender {
-        self.messages.clone()
+    /// Stops every task on `tasks` (probes, reconcilers, the command forwarder), then lets the
+    /// engine loop finish what it has received and flush its journal.
+    pub async fn stop(self, tasks: &mut JoinSet<()>) {
+        tasks.shutdown().await;
+        let mut adoptions = self
+            .adoptions
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        adoptions.shutdown().await;
+        drop(self.messages);
+        let _ = self.engine_loop.await;
+    }
+
+    /// Where operator commands go (the admin API's side): a channel forwarded into the engine
+    /// loop by a small task that ends when either side is gone.
+    pub fn commands(&self, tasks: &mut JoinSet<()>) -> CommandSender {
+        let (tx, mut rx) = mpsc::channel::<Command>(64);
+        let messages = self.messages.clone();
+        tasks.spawn(async move {
+            while let Some(c) = rx.recv().await {
+                if messages.send(Message::Command(c)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        tx
     }
 
     /// Starts probing `policy`'s endpoints from `vantage`, the adoption read and the
@@ -138,13 +167,15 @@ impl Controller {
                 },
             ));
         }
-        // Detached: it ends by itself once the provider answered or the loop is gone.
-        tokio::spawn(adopt(
-            provider.clone(),
-            binding.clone(),
-            self.messages.clone(),
-            self.sinks.clone(),
-        ));
+        self.adoptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .spawn(adopt(
+                provider.clone(),
+                binding.clone(),
+                self.messages.clone(),
+                self.sinks.clone(),
+            ));
         let Some(decisions) = self.decisions.get(&policy.service).cloned() else {
             return Ok(());
         };

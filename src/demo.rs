@@ -80,7 +80,6 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     let binding = controller::binding(&policy, Duration::from_secs(5));
     let prober = Arc::new(Prober::new(&DnsSettings::default())?);
     let controller = Controller::start(
-        &mut tasks,
         std::slice::from_ref(&policy),
         &EngineSettings::default(),
         sinks.clone(),
@@ -233,7 +232,7 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
             humantime::format_duration(policy.min_dwell)
         ),
     );
-    tasks.abort_all();
+    controller.stop(&mut tasks).await;
     Ok(())
 }
 

@@ -88,7 +88,10 @@ pub async fn run(
     loop {
         let (input, answer) = tokio::select! {
             m = messages.recv() => {
-                let Some(m) = m else { return };
+                let Some(m) = m else {
+                    journal.flush().await;
+                    return;
+                };
                 match into_input(m, &engine, &sinks) {
                     Some(x) => x,
                     None => continue,
@@ -146,7 +149,7 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
             )
         }
         Message::Canary(observation) => (Input::Canary { observation }, None),
-        Message::LoadOverrides(saved) => (Input::LoadOverrides(saved), None),
+        Message::LoadOverrides(overrides) => (Input::LoadOverrides { overrides }, None),
         Message::Adopted { service, pool } => {
             if let Some(p) = &pool {
                 tracing::info!(service = %service, pool = %p, "adopted the provider's serving pool");
@@ -235,10 +238,14 @@ fn publish(
         journal.overrides(step.at, &out.overrides, engine.overrides());
         sinks.metrics.record_overrides(engine.overrides(), step.at);
     }
-    if let Input::AddOverride(req) = &step.input {
-        if let Some(Reply::Override(Err(e))) = &out.reply {
-            journal.refused(step.at, req, e);
+    match (&step.input, &out.reply) {
+        (Input::AddOverride(req), Some(Reply::Override(Err(e)))) => {
+            journal.refused(step.at, req, e)
         }
+        (Input::EndOverride { id, actor, reason }, Some(Reply::Override(Err(e)))) => {
+            journal.end_refused(step.at, id, actor, reason, e);
+        }
+        _ => {}
     }
     for (decision, changed) in &out.decisions {
         sinks.metrics.record_decision(decision, *changed);

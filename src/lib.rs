@@ -22,6 +22,7 @@
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
 //!   the audit log and the observation recording use): drill I/O edges.
 //! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API.
+//! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
@@ -46,4 +47,5 @@ pub mod origin;
 pub mod policy;
 pub mod probe;
 pub mod reconcile;
+pub mod replay;
 pub mod status;

@@ -9,9 +9,12 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use gslb::audit::AuditLog;
 use gslb::config::Settings;
 use gslb::controller::{self, Controller};
+use gslb::drills::StateFile;
 use gslb::journal::Journal;
+use gslb::jsonl::JsonlWriter;
 use gslb::metrics::Metrics;
 use gslb::policy::{self, Policy, Target};
 use gslb::probe::Prober;
@@ -57,6 +60,18 @@ enum Command {
     Drill(gslb::drill_client::DrillArgs),
     /// Refill the velocity budget (of one service, or all) after a velocity-limited hold.
     Rearm(gslb::drill_client::RearmArgs),
+    /// Run the engine over a recorded observation log and print its decisions with reasons.
+    Replay {
+        /// Policy files or folders to evaluate with (e.g. a copy with tuned thresholds).
+        #[arg(long, required = true)]
+        policy: Vec<PathBuf>,
+        /// The recording (`[record] observations` of the daemon settings).
+        #[arg(long)]
+        observations: PathBuf,
+        /// Daemon settings whose `[engine]` table to use (suspect window, canaries, velocity).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
 }
 
 /// A failure with its exit code.
@@ -142,6 +157,11 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             .await
             .map(|out| print!("{out}"))
             .map_err(client_failure),
+        Command::Replay {
+            policy,
+            observations,
+            config,
+        } => replay(&policy, &observations, config.as_deref()),
         Command::Provision { config } => {
             let (settings, policies) = load(&config)?;
             provision_all(&settings, &policies).await
@@ -167,6 +187,50 @@ fn check(paths: &[PathBuf]) -> Result<(), Failure> {
             humantime::format_duration(p.worst_case_failover())
         );
     }
+    Ok(())
+}
+
+fn replay(
+    policies: &[PathBuf],
+    observations: &std::path::Path,
+    config: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    let policies = policy::load(policies).map_err(bad_config)?;
+    let engine = match config {
+        Some(c) => Settings::load(c).map_err(bad_config)?.engine,
+        None => gslb::config::EngineConfig::default(),
+    };
+    let file = std::fs::File::open(observations)
+        .with_context(|| format!("opening {}", observations.display()))?;
+    let decisions = gslb::replay::replay(
+        policies.into_iter().map(|(_, p)| p).collect(),
+        &engine.engine_settings(),
+        std::io::BufReader::new(file),
+    )
+    .with_context(|| format!("replaying {}", observations.display()))?;
+    for d in &decisions {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(d.at.0);
+        println!(
+            "{} {} {} -> {}{}",
+            humantime::format_rfc3339_millis(at),
+            d.service,
+            d.rule.as_str(),
+            d.active.as_ref().map_or("-", |p| p.0.as_str()),
+            d.blocked.as_ref().map_or_else(String::new, |b| format!(
+                " (blocked: {} to {})",
+                b.rule.as_str(),
+                b.to
+            )),
+        );
+        for r in &d.reasons {
+            println!("    - {r}");
+        }
+    }
+    println!(
+        "{} decision(s), {} switch(es)",
+        decisions.len(),
+        decisions.iter().filter(|d| d.switched()).count()
+    );
     Ok(())
 }
 
@@ -243,14 +307,27 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     };
     let prober = Arc::new(Prober::new(&settings.dns).context("building the prober")?);
     let mut tasks = JoinSet::new();
+    let state = StateFile::new(settings.state.overrides_file());
+    let saved = state.load().map_err(bad_config)?;
+    let audit = AuditLog::open(settings.state.audit_log())
+        .await
+        .context("opening the audit log")?;
+    let recording = match &settings.record.observations {
+        Some(path) => Some(
+            JsonlWriter::open(path, gslb::jsonl::DEFAULT_CAPACITY)
+                .await
+                .context("opening the observation recording")?,
+        ),
+        None => None,
+    };
     let controller = Controller::start(
-        &mut tasks,
         &policies,
         &settings.engine.engine_settings(),
         sinks.clone(),
-        Journal::default(),
-        Vec::new(),
+        Journal::new(recording, Some(audit), Some(state)),
+        saved,
     );
+    let commands = controller.commands(&mut tasks);
     let (canary_spec, canaries) = settings
         .engine
         .canary_endpoints()
@@ -278,7 +355,7 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     let admin = gslb::admin::AdminState {
         board: sinks.board.clone(),
         metrics: sinks.metrics.clone(),
-        commands: None,
+        commands: Some(commands),
         token,
     };
     let listener = tokio::net::TcpListener::bind(settings.admin.listen)
@@ -290,13 +367,15 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         }
     });
     tracing::info!(vantage = %settings.vantage, "gslb running");
-    tokio::select! {
+    let outcome = tokio::select! {
         _ = shutdown_signal() => {
             tracing::info!("shutting down");
             Ok(())
         }
         _ = tasks.join_next() => Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
-    }
+    };
+    controller.stop(&mut tasks).await;
+    outcome
 }
 
 async fn shutdown_signal() {

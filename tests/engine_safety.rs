@@ -398,7 +398,9 @@ fn restored_overrides_decide_the_same_after_a_restart() {
         Some("tokyo"),
     );
     again.now = sim.now;
-    again.step(Input::LoadOverrides(saved.clone()));
+    again.step(Input::LoadOverrides {
+        overrides: saved.clone(),
+    });
     again.round(true, true);
     again.round(true, true);
     assert_eq!(again.active(), "tokyo");

@@ -66,7 +66,10 @@ pub enum Input {
         reason: String,
     },
     /// Overrides read back from the state file at start.
-    LoadOverrides(Vec<Override>),
+    LoadOverrides {
+        /// The saved overrides.
+        overrides: Vec<Override>,
+    },
 }
 
 /// One input at the time the engine evaluated it.
@@ -129,5 +132,83 @@ impl Output {
     /// The decisions that changed, in evaluation order.
     pub fn changed(&self) -> impl Iterator<Item = &Decision> {
         self.decisions.iter().filter(|(_, c)| *c).map(|(d, _)| d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::OverrideAction;
+    use crate::model::{EndpointId, ProbeOutcome, ProbeReason, VantageId};
+
+    /// Every input kind survives the recording format, so a replay sees every step.
+    #[test]
+    fn every_input_round_trips_through_json() {
+        let o = Override {
+            id: OverrideId("d-1".into()),
+            service: ServiceId("api".into()),
+            action: OverrideAction::Drain,
+            pool: PoolId("seoul".into()),
+            reason: "drill".into(),
+            actor: "alice".into(),
+            created: Millis(1),
+            expires: Millis(2),
+        };
+        let observation = Observation {
+            endpoint: EndpointId("tcp://192.0.2.1:443".into()),
+            vantage: VantageId("v".into()),
+            at: Millis(5),
+            outcome: ProbeOutcome {
+                success: false,
+                duration: Duration::from_millis(3),
+                http_status: None,
+                reason: ProbeReason::LocalResources,
+            },
+        };
+        let inputs = [
+            Input::Observe {
+                service: o.service.clone(),
+                observation: observation.clone(),
+            },
+            Input::Canary { observation },
+            Input::ProviderHealth {
+                service: o.service.clone(),
+                pool: o.pool.clone(),
+                healthy: true,
+            },
+            Input::Adopt {
+                service: o.service.clone(),
+                pool: None,
+            },
+            Input::Tick,
+            Input::AddOverride(OverrideRequest {
+                id: o.id.clone(),
+                service: o.service.clone(),
+                action: OverrideAction::Force,
+                pool: o.pool.clone(),
+                reason: "r".into(),
+                actor: "a".into(),
+                duration: Some(Duration::from_secs(60)),
+            }),
+            Input::EndOverride {
+                id: o.id.clone(),
+                actor: "a".into(),
+                reason: "r".into(),
+            },
+            Input::Rearm {
+                service: None,
+                actor: "a".into(),
+                reason: "r".into(),
+            },
+            Input::LoadOverrides { overrides: vec![o] },
+        ];
+        for input in inputs {
+            let step = Step { at: Millis(9), input };
+            let line = serde_json::to_string(&step).expect("serialises");
+            let back: Step = serde_json::from_str(&line).expect("parses");
+            assert_eq!(back, step, "{line}");
+        }
     }
 }

@@ -217,7 +217,7 @@ impl Engine {
                 }
                 out.reply = Some(Reply::Rearmed(reply));
             }
-            Input::LoadOverrides(saved) => {
+            Input::LoadOverrides { overrides: saved } => {
                 let services = &self.services;
                 let skipped = self.overrides.restore_all(saved.clone(), |o| {
                     services
