@@ -343,6 +343,18 @@ fn settings_that_cannot_work_are_refused_at_start_with_exit_2() {
             "policies = [\"api.toml\"]\n[reconcile]\nresync = \"0s\"\n",
             "reconcile.resync: must be at least 100ms",
         ),
+        (
+            "policies = [\"api.toml\"]\n[engine]\nsuspect_window = \"0s\"\n",
+            "engine.suspect_window: must be at least 1s",
+        ),
+        (
+            "policies = [\"api.toml\"]\n[engine]\ncanaries = [\"ftp://192.0.2.1/\"]\n",
+            "engine.canaries[0]: scheme 'ftp' is not supported",
+        ),
+        (
+            "policies = [\"api.toml\"]\n[engine.global_velocity]\nservices = 0\nwindow = \"10m\"\n",
+            "engine.global_velocity: services must be at least 1",
+        ),
     ] {
         let settings = dir.path().join("gslb.toml");
         std::fs::write(&settings, body).expect("write");
@@ -355,4 +367,76 @@ fn settings_that_cannot_work_are_refused_at_start_with_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
         assert!(stderr.contains(needle), "{body}: {stderr}");
     }
+}
+
+#[test]
+fn engine_tuning_defaults_come_from_their_sources() {
+    let text = VALID.replace("[health]", "[health]\n");
+    let p = policy::parse(Path::new("api.toml"), &text).expect("valid");
+    let minutes = |m: u64| std::time::Duration::from_secs(60 * m);
+    assert_eq!(p.mode, gslb::policy::Mode::Enforce);
+    assert_eq!(
+        (p.failback_hold.step, p.failback_hold.max),
+        (minutes(5), minutes(30))
+    );
+    assert_eq!(p.failback_hold.after(3), minutes(15));
+    assert_eq!(p.failback_hold.after(9), minutes(30), "capped");
+    assert_eq!(
+        (p.quorum.fresh_intervals, p.quorum.provider_vote),
+        (3, false)
+    );
+    let d = p.damping;
+    assert_eq!(
+        (d.penalty, d.half_life, d.suppress, d.reuse, d.max_suppress),
+        (1000, minutes(15), 3000, 750, minutes(60))
+    );
+    assert_eq!((p.flapping.high, p.flapping.low), (30.0, 20.0));
+    assert_eq!((p.velocity.burst, p.velocity.refill), (2, minutes(30)));
+    assert_eq!(
+        p.spacing(),
+        minutes(5),
+        "max(2 x TTL 60 s, min_dwell 5 min)"
+    );
+}
+
+#[test]
+fn engine_tuning_that_cannot_work_is_rejected() {
+    let text = with("[health]", "[damping]\nreuse = 3000\nsuppress = 3000\nhalf_life = \"0s\"\n\n[flapping]\nhigh = 20\nlow = 30\n\n[velocity]\nburst = 0\nrefill = \"10ms\"\n\n[quorum]\nfresh_intervals = 0\n\n[health]")
+        .replace("min_dwell = \"5m\"", "min_dwell = \"5m\"\nfailback_hold = \"10m\"\nfailback_hold_max = \"5m\"");
+    let errs = errors(&text);
+    assert_error(&errs, "damping.reuse", "below damping.suppress (3000)");
+    assert_error(&errs, "damping.half_life", "at least 1s");
+    assert_error(&errs, "flapping", "low < high");
+    assert_error(
+        &errs,
+        "velocity.burst",
+        "would block even the first failover",
+    );
+    assert_error(&errs, "velocity.refill", "at least 1s");
+    assert_error(&errs, "quorum.fresh_intervals", "at least 1");
+    assert_error(&errs, "failback_hold_max", "shorter than failback_hold");
+}
+
+#[test]
+fn a_max_suppress_too_short_to_ever_suppress_is_rejected() {
+    let errs = errors(&with(
+        "[health]",
+        "[damping]\nhalf_life = \"15m\"\nmax_suppress = \"20m\"\n\n[health]",
+    ));
+    assert_error(&errs, "damping.max_suppress", "too short to ever suppress");
+}
+
+#[test]
+fn mode_accepts_enforce_and_shadow_only() {
+    let p = policy::parse(
+        Path::new("p.toml"),
+        &with("service = \"api\"", "service = \"api\"\nmode = \"shadow\""),
+    )
+    .expect("shadow is valid");
+    assert_eq!(p.mode, gslb::policy::Mode::Shadow);
+    let errs = errors(&with(
+        "service = \"api\"",
+        "service = \"api\"\nmode = \"dry-run\"",
+    ));
+    assert_error(&errs, "mode", "unknown variant `dry-run`");
 }

@@ -205,7 +205,10 @@ mod tests {
             Input::LoadOverrides { overrides: vec![o] },
         ];
         for input in inputs {
-            let step = Step { at: Millis(9), input };
+            let step = Step {
+                at: Millis(9),
+                input,
+            };
             let line = serde_json::to_string(&step).expect("serialises");
             let back: Step = serde_json::from_str(&line).expect("parses");
             assert_eq!(back, step, "{line}");
