@@ -1,22 +1,24 @@
 //! gslb: a multi-cloud GSLB health controller.
 //!
 //! Independent probers check each region's own endpoints; a pure engine decides priority
-//! failover with rise/fall thresholds, failback rules, minimum dwell and fail static; provider
-//! adapters push the decision with fenced, idempotent writes.
+//! failover with rise/fall thresholds, vantage-point quorum, flap damping, velocity limits,
+//! safety rails and drills, and fails static when the evidence is bad; provider adapters push
+//! the decision with fenced, idempotent writes.
 //!
 //! ## Layout
 //!
 //! Dependencies point one way: `model` <- `policy` <- `engine`; `model` <- `probe`;
-//! `engine` + `gslb-provider` <- `reconcile` <- `service`/`controller`; `main.rs` is the only
-//! place that names concrete providers.
+//! `engine` + `gslb-provider` <- `reconcile`, `engine_loop` <- `controller`; `main.rs` is the
+//! only place that names concrete providers.
 //!
 //! - [`model`]: vocabulary (ids, observations, verdicts, time as [`model::Millis`]).
 //! - [`policy`]: TOML policies -> validated [`policy::Policy`], every error at once.
-//! - [`engine`]: PURE rise/fall health and the failover decision.
+//! - [`engine`]: PURE: evidence, quorum, damping, velocity, drills, rails and the decision.
 //! - [`probe`]: HTTP/TCP probers and their loops (the I/O edge).
-//! - [`service`]: one service's loop around its engine; publishes decisions.
+//! - [`engine_loop`]: the one task owning the engine; records inputs, publishes decisions.
+//! - [`journal`]: the engine loop's recording, audit log and drill state file.
 //! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight.
-//! - [`controller`]: wires probes, service loop and reconciler for one policy.
+//! - [`controller`]: wires the engine loop, and per service its probes and reconciler.
 //! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes
 //!   drills and re-arms and hands them to the engine loop as [`control`] commands.
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
