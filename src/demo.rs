@@ -228,8 +228,10 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     say(
         out,
         &format!(
-            "\nfailback = \"manual\": an operator moves traffic back; with failback = \"auto\" it returns once seoul has been healthy past min_dwell ({}).\n",
-            humantime::format_duration(policy.min_dwell)
+            "\nfailback = \"manual\": an operator moves traffic back (gslb drill restore --service {} --pool seoul --reason ...); with failback = \"auto\" it returns once seoul has been healthy for the failback hold ({} per consecutive failover), is not flap-suppressed, and the spacing rail ({}) allows it.\n",
+            policy.service,
+            humantime::format_duration(policy.failback_hold.step),
+            humantime::format_duration(policy.spacing())
         ),
     );
     controller.stop(&mut tasks).await;
