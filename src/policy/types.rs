@@ -114,6 +114,19 @@ pub enum Failback {
 pub enum Target {
     /// A Route 53 failover pair.
     Route53(Route53Target),
+    /// A Cloudflare load balancer.
+    Cloudflare(super::CloudflareTarget),
+}
+
+impl Target {
+    /// The TTL of the answers the target serves: the records' TTL (Route 53) or the load
+    /// balancer's (Cloudflare).
+    pub fn ttl(&self) -> Duration {
+        match self {
+            Self::Route53(r) => r.ttl,
+            Self::Cloudflare(c) => c.ttl,
+        }
+    }
 }
 
 /// A Route 53 failover pair (`[target.route53]`).
@@ -151,7 +164,6 @@ impl Policy {
     /// Worst-case time from the first failed probe to a DNS answer that names the new region,
     /// ignoring provider apply time: `fall × interval + timeout + TTL`.
     pub fn worst_case_failover(&self) -> Duration {
-        let Target::Route53(r) = &self.target;
-        self.probe.interval * self.thresholds.fall + self.probe.timeout + r.ttl
+        self.probe.interval * self.thresholds.fall + self.probe.timeout + self.target.ttl()
     }
 }
