@@ -15,7 +15,8 @@
 //! - [`engine`]: PURE rise/fall health and the failover decision.
 //! - [`probe`]: HTTP/TCP probers and their loops (the I/O edge).
 //! - [`service`]: one service's loop around its engine; publishes decisions.
-//! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight.
+//! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight;
+//!   [`guards`]: the fallback-pool refusal and write-fight detection it applies.
 //! - [`controller`]: wires probes, service loop and reconciler for one policy.
 //! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see.
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
@@ -29,6 +30,7 @@ pub mod controller;
 pub mod demo;
 pub mod engine;
 pub mod events;
+pub mod guards;
 pub mod metrics;
 pub mod model;
 pub mod origin;
