@@ -1,0 +1,198 @@
+//! End to end: the real `gslb run` against two loopback origins (NCP, GCP) and the fake
+//! Cloudflare API (`gslb_cloudflare::fake`, validating every body against the official
+//! OpenAPI subset), the token given in `CLOUDFLARE_API_TOKEN`.
+//!
+//! Covers: a pool list holding an object with unknown fields and enum values, and a malformed
+//! foreign pool, is read; zero writes in steady state (counted at the fake); stopping the
+//! primary origin reorders `default_pools` within fall × interval + 2 s with exactly one
+//! write and steering `off`; the token never appears in the logs.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gslb::origin::Origin;
+use gslb_cloudflare::fake::{Fake, ids};
+use serde_json::{Value, json};
+use support::eventually;
+
+const INTERVAL_MS: u64 = 200;
+const FALL: u64 = 3;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn read_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("run.log")).unwrap_or_default()
+}
+
+async fn status(admin: SocketAddr) -> Option<Value> {
+    let r = reqwest::get(format!("http://{admin}/v1/status"))
+        .await
+        .ok()?;
+    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
+    v["services"]["web"]
+        .as_object()
+        .map(|_| v["services"]["web"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_through_cloudflare_default_pools() {
+    let fake = Fake::start().await;
+    // A newer API: fields and enum values the 2024 schema does not know, and a foreign pool
+    // gslb cannot parse at all. Neither may stop gslb.
+    let mut ncp = fake.pool(ids::NCP);
+    ncp["health_sources"] = json!(["regional", "global"]);
+    ncp["origin_steering"] = json!({"policy": "quantum"});
+    ncp["origins"][0]["port"] = json!(8443);
+    fake.put_pool(ids::NCP, ncp.clone());
+    fake.put_pool(
+        "ffff0000ffff0000ffff0000ffff0000",
+        json!({"id": "ffff0000ffff0000ffff0000ffff0000", "origins": "not-a-list"}),
+    );
+
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut ncp_origin = Origin::start(loopback, "ncp").await.expect("ncp origin");
+    let gcp_origin = Origin::start(loopback, "gcp").await.expect("gcp origin");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = format!(
+        r#"service = "web"
+hostname = "{lb}"
+failback = "manual"
+[probe]
+interval = "{INTERVAL_MS}ms"
+timeout = "150ms"
+body_contains = "ok"
+[health]
+fall = {FALL}
+rise = 2
+[[pools]]
+name = "ncp"
+priority = 1
+endpoints = ["http://{ncp}/api/v1/health"]
+[[pools]]
+name = "gcp"
+priority = 2
+endpoints = ["http://{gcp}/api/v1/health"]
+[target.cloudflare]
+account_id = "{account}"
+zone_id = "{zone}"
+load_balancer = "{lb}"
+[target.cloudflare.pools.ncp]
+pool_id = "{ncp_id}"
+[target.cloudflare.pools.gcp]
+pool_id = "{gcp_id}"
+"#,
+        lb = ids::LB_NAME,
+        ncp = ncp_origin.addr(),
+        gcp = gcp_origin.addr(),
+        account = ids::ACCOUNT,
+        zone = ids::ZONE,
+        ncp_id = ids::NCP,
+        gcp_id = ids::GCP,
+    );
+    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let settings = format!(
+        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+        fake.base_url()
+    );
+    std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+
+    let log = std::fs::File::create(dir.path().join("run.log")).expect("log");
+    let _daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_gslb"))
+            .args(["run", "--config", "gslb.toml"])
+            .current_dir(dir.path())
+            .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
+            .env("GSLB_LOG", "debug")
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("run"),
+    );
+
+    // Steady state: applied on NCP, then resync after resync without a write.
+    let applied = eventually(Duration::from_secs(15), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+    })
+    .await;
+    assert!(
+        applied.is_some(),
+        "never applied:\n{}",
+        read_log(dir.path())
+    );
+    let reads0 = fake.requests().len();
+    eventually(Duration::from_secs(15), || async {
+        (fake.requests().len() >= reads0 + 10).then_some(())
+    })
+    .await
+    .expect("resync passes keep reading");
+    assert_eq!(fake.writes(), 0, "steady state must make zero writes");
+
+    // Stop the primary: default_pools is reordered within fall × interval + 2 s.
+    let stopped = Instant::now();
+    ncp_origin.stop().await;
+    let deadline = Duration::from_millis(FALL * INTERVAL_MS + 2_000);
+    let want = vec![ids::GCP.to_owned(), ids::NCP.to_owned()];
+    let moved = eventually(deadline, || async {
+        (fake.default_pools() == want).then_some(())
+    })
+    .await;
+    let took = stopped.elapsed();
+    assert!(
+        moved.is_some(),
+        "default_pools not reordered within {deadline:?}:\n{}",
+        read_log(dir.path())
+    );
+    assert!(took <= deadline, "took {took:?}");
+    assert_eq!(
+        fake.writes(),
+        1,
+        "exactly one write: the load balancer's default_pools"
+    );
+    let lb = fake.load_balancer();
+    assert_eq!(lb["steering_policy"], "off");
+    assert_eq!(lb["fallback_pool"], ids::GCP, "nothing else changed");
+    assert_eq!(
+        fake.pool(ids::NCP),
+        ncp,
+        "the pool itself is never written by a failover"
+    );
+
+    // Applied after the read-back, and still no further writes.
+    eventually(Duration::from_secs(10), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "gcp")
+    })
+    .await
+    .expect("applied on GCP");
+    assert_eq!(fake.writes(), 1);
+
+    // Every body exchanged matched the schema, except the oddities planted above.
+    for v in fake.violations() {
+        assert!(v.contains("quantum") || v.contains("not-a-list"), "{v}");
+    }
+    assert!(
+        !read_log(dir.path()).contains(ids::TOKEN),
+        "the token was logged"
+    );
+}
