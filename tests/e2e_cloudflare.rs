@@ -196,3 +196,31 @@ pool_id = "{gcp_id}"
         "the token was logged"
     );
 }
+
+#[test]
+fn run_without_a_cloudflare_token_is_a_configuration_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("web.toml"),
+        include_str!("../policies/web-ncp-gcp.toml"),
+    )
+    .expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        format!("policies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\ntoken_env = \"GSLB_TEST_NO_SUCH_TOKEN\"\n"),
+    )
+    .expect("settings");
+    let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+        .args(["run", "--config", "gslb.toml"])
+        .current_dir(dir.path())
+        .env_remove("GSLB_TEST_NO_SUCH_TOKEN")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no Cloudflare API token") && stderr.contains("GSLB_TEST_NO_SUCH_TOKEN"),
+        "{stderr}"
+    );
+}

@@ -37,11 +37,17 @@ pub(crate) fn classify_answer(
             .iter()
             .any(|m| m.code.is_some_and(|c| AUTH_CODES.contains(&c)))
     });
+    let auth = || {
+        ProviderError::Auth(format!(
+            "{detail} (check the API token and its permissions: Load Balancing: Monitors and \
+             Pools Edit on the account, Load Balancers Edit on the zone)"
+        ))
+    };
     match status {
         429 => ProviderError::RateLimited { retry_after },
         500..=599 => ProviderError::Transient(detail),
-        401 | 403 => ProviderError::Auth(detail),
-        _ if auth_code => ProviderError::Auth(detail),
+        401 | 403 => auth(),
+        _ if auth_code => auth(),
         404 => ProviderError::NotFound(detail),
         409 => ProviderError::Conflict(detail),
         _ => ProviderError::Invalid(detail),
