@@ -5,7 +5,9 @@
 //! Covers: a pool list holding an object with unknown fields and enum values, and a malformed
 //! foreign pool, is read; zero writes in steady state (counted at the fake); stopping the
 //! primary origin reorders `default_pools` within fall × interval + 2 s with exactly one
-//! write and steering `off`; the token never appears in the logs.
+//! write and steering `off`; a concurrent writer that reverts gslb's writes is detected,
+//! bounded and reported as a write fight (status, metric, log); the token never appears in
+//! the logs.
 
 mod support;
 
@@ -186,6 +188,57 @@ pool_id = "{gcp_id}"
     .await
     .expect("applied on GCP");
     assert_eq!(fake.writes(), 1);
+
+    // Another writer puts NCP first again and reverts every gslb write: gslb re-applies a
+    // bounded number of times, then reports a write fight and stops writing.
+    fake.reverter(true);
+    fake.edit_load_balancer(json!({"default_pools": [ids::NCP, ids::GCP]}));
+    let fight = eventually(Duration::from_secs(20), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["write_fight"].is_string())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no write fight reported:\n{}", read_log(dir.path())));
+    let limit = gslb::guards::WRITE_FIGHT_LIMIT as u64;
+    assert_eq!(fight["apply"]["drift"], limit, "{fight}");
+    assert_eq!(
+        u64::from(fake.reverts()),
+        limit,
+        "each re-apply was reverted"
+    );
+    let metrics = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics
+            .contains(r#"gslb_provider_write_fights_total{provider="cloudflare",service="web"} 1"#),
+        "{metrics}"
+    );
+    assert!(read_log(dir.path()).contains("write fight"));
+    // Bounded: while probes go on (ten more results for GCP), gslb writes nothing more.
+    let probes = || async {
+        let text = reqwest::get(format!("http://{admin}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .filter(|l| l.starts_with("gslb_probes_total") && l.contains(r#"pool="gcp""#))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .reduce(|a, b| a + b)
+    };
+    let before = probes().await.expect("probe count");
+    eventually(Duration::from_secs(10), || async {
+        probes().await.filter(|n| *n >= before + 10.0)
+    })
+    .await
+    .expect("probing goes on");
+    assert_eq!(u64::from(fake.reverts()), limit, "gslb stopped fighting");
 
     // Every body exchanged matched the schema, except the oddities planted above.
     for v in fake.violations() {
