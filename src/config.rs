@@ -38,6 +38,9 @@ pub struct Settings {
     /// Route 53 client settings.
     #[serde(default)]
     pub route53: Route53Settings,
+    /// Cloudflare client settings.
+    #[serde(default)]
+    pub cloudflare: CloudflareSettings,
     /// Reconciler settings.
     #[serde(default)]
     pub reconcile: ReconcileSettings,
@@ -238,6 +241,48 @@ impl Default for Route53Settings {
     }
 }
 
+/// `[cloudflare]`. The API token is never in this file: it comes from the environment
+/// variable `token_env` or from `token_file`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloudflareSettings {
+    /// API base URL. Default `https://api.cloudflare.com/client/v4`; tests point it at a fake.
+    #[serde(default = "default_cloudflare_api")]
+    pub api_base: String,
+    /// Environment variable holding the API token. Default `CLOUDFLARE_API_TOKEN`.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+    /// A file holding the API token (e.g. a mounted secret), read instead of `token_env` when
+    /// set; relative to the settings file.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// Requests per 5 minutes per load balancer binding through the rate limiter. Default 300,
+    /// a quarter of Cloudflare's 1,200 requests per 5 minutes per token; at most 1,200.
+    #[serde(default = "default_cloudflare_requests")]
+    pub requests_per_window: NonZeroU32,
+}
+
+impl Default for CloudflareSettings {
+    fn default() -> Self {
+        Self {
+            api_base: default_cloudflare_api(),
+            token_env: default_token_env(),
+            token_file: None,
+            requests_per_window: default_cloudflare_requests(),
+        }
+    }
+}
+
+fn default_cloudflare_api() -> String {
+    gslb_cloudflare::DEFAULT_API_BASE.into()
+}
+fn default_token_env() -> String {
+    "CLOUDFLARE_API_TOKEN".into()
+}
+fn default_cloudflare_requests() -> NonZeroU32 {
+    NonZeroU32::new(gslb_cloudflare::DEFAULT_REQUESTS_PER_WINDOW).unwrap_or(NonZeroU32::MIN)
+}
+
 /// `[reconcile]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -348,6 +393,18 @@ impl Settings {
                 )));
             }
         }
+        let cf = &settings.cloudflare;
+        if url::Url::parse(&cf.api_base).map_or(true, |u| !matches!(u.scheme(), "http" | "https")) {
+            return Err(invalid(format!(
+                "cloudflare.api_base: '{}' is not an http(s) URL",
+                cf.api_base
+            )));
+        }
+        if cf.requests_per_window.get() > 1200 {
+            return Err(invalid(
+                "cloudflare.requests_per_window: at most 1200 (Cloudflare's limit per token and 5 minutes)".into(),
+            ));
+        }
         if settings.route53.region.is_empty() {
             return Err(invalid("route53.region: must not be empty".into()));
         }
@@ -379,6 +436,11 @@ impl Settings {
         };
         settings.policies.iter_mut().for_each(relative_to_file);
         relative_to_file(&mut settings.state.dir);
+        settings
+            .cloudflare
+            .token_file
+            .iter_mut()
+            .for_each(relative_to_file);
         settings
             .admin
             .token_file

@@ -28,12 +28,18 @@ pub const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// The provider binding a policy's target describes: provider pool refs in priority order.
 pub fn binding(policy: &Policy, resync: Duration) -> Binding {
-    let Target::Route53(r) = &policy.target;
-    let refs: BTreeMap<PoolId, String> = r
-        .pools
-        .iter()
-        .map(|p| (p.pool.clone(), p.set_identifier.clone()))
-        .collect();
+    let refs: BTreeMap<PoolId, String> = match &policy.target {
+        Target::Route53(r) => r
+            .pools
+            .iter()
+            .map(|p| (p.pool.clone(), p.set_identifier.clone()))
+            .collect(),
+        Target::Cloudflare(c) => c
+            .pools
+            .iter()
+            .map(|p| (p.pool.clone(), p.pool_id.clone()))
+            .collect(),
+    };
     Binding {
         service: policy.service.clone(),
         priority: policy

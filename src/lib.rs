@@ -17,7 +17,8 @@
 //! - [`probe`]: HTTP/TCP probers and their loops (the I/O edge).
 //! - [`engine_loop`]: the one task owning the engine; records inputs, publishes decisions.
 //! - [`journal`]: the engine loop's recording, audit log and drill state file.
-//! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight.
+//! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight;
+//!   [`guards`]: the fallback-pool refusal and write-fight detection it applies.
 //! - [`controller`]: wires the engine loop, and per service its probes and reconciler.
 //! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes
 //!   drills and re-arms and hands them to the engine loop as [`control`] commands.
@@ -41,6 +42,7 @@ pub mod drills;
 pub mod engine;
 pub mod engine_loop;
 pub mod events;
+pub mod guards;
 pub mod journal;
 pub mod jsonl;
 pub mod metrics;

@@ -20,6 +20,9 @@ use gslb::policy::{self, Policy, Target};
 use gslb::probe::Prober;
 use gslb::reconcile::Sinks;
 use gslb::status::StatusBoard;
+use gslb_cloudflare::{
+    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, LoadBalancerRef,
+};
 use gslb_route53::{ProvisionAction, Route53Binding, Route53Pool, Route53Provider};
 use tokio::task::JoinSet;
 
@@ -240,8 +243,7 @@ fn load(config: &std::path::Path) -> Result<(Settings, Vec<Policy>), Failure> {
     Ok((settings, policies.into_iter().map(|(_, p)| p).collect()))
 }
 
-async fn route53(settings: &Settings, policy: &Policy) -> Route53Provider {
-    let Target::Route53(t) = &policy.target;
+async fn route53(settings: &Settings, t: &gslb::policy::Route53Target) -> Route53Provider {
     let binding = Route53Binding {
         hosted_zone_id: t.hosted_zone_id.clone(),
         record_name: t.record_name.clone(),
@@ -267,9 +269,53 @@ async fn route53(settings: &Settings, policy: &Policy) -> Route53Provider {
     Route53Provider::from_env(r53, binding).await
 }
 
+/// The Cloudflare API token, from `token_file` when set, else from `token_env`.
+fn cloudflare_token(settings: &Settings) -> Result<ApiToken, Failure> {
+    let s = &settings.cloudflare;
+    match &s.token_file {
+        Some(f) => ApiToken::from_file(f),
+        None => ApiToken::from_env(&s.token_env),
+    }
+    .context("no Cloudflare API token")
+    .map_err(bad_config)
+}
+
+fn cloudflare(
+    settings: &Settings,
+    token: ApiToken,
+    t: &gslb::policy::CloudflareTarget,
+) -> Result<CloudflareProvider, Failure> {
+    let binding = CloudflareBinding {
+        account_id: t.account_id.clone(),
+        zone_id: t.zone_id.clone(),
+        load_balancer: LoadBalancerRef::parse(&t.load_balancer),
+        pools: t
+            .pools
+            .iter()
+            .map(|p| CloudflarePool {
+                pool_id: p.pool_id.clone(),
+            })
+            .collect(),
+    };
+    let s = &settings.cloudflare;
+    let cf = gslb_cloudflare::CloudflareSettings {
+        api_base: s.api_base.clone(),
+        requests_per_window: s.requests_per_window,
+        ..gslb_cloudflare::CloudflareSettings::new(token)
+    };
+    CloudflareProvider::new(cf, binding).map_err(bad_config)
+}
+
 async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), Failure> {
     for p in policies {
-        let provider = route53(settings, p).await;
+        let Target::Route53(t) = &p.target else {
+            println!(
+                "provisioned {}: nothing to do (Cloudflare pools and load balancers are made by their owners; gslb needs the gslb-managed tag in their descriptions)",
+                p.service
+            );
+            continue;
+        };
+        let provider = route53(settings, t).await;
         let report = provider
             .provision()
             .await
@@ -339,18 +385,19 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         .map_err(bad_config)?;
     controller.attach_canaries(&mut tasks, canaries, &prober, &settings.vantage);
     for policy in &policies {
-        let provider = Arc::new(route53(&settings, policy).await);
         let binding = controller::binding(policy, settings.reconcile.resync);
-        controller
-            .attach(
-                &mut tasks,
-                policy,
-                provider,
-                binding,
-                &prober,
-                &settings.vantage,
-            )
-            .map_err(bad_config)?;
+        let vantage = &settings.vantage;
+        match &policy.target {
+            Target::Route53(t) => {
+                let provider = Arc::new(route53(&settings, t).await);
+                controller.attach(&mut tasks, policy, provider, binding, &prober, vantage)
+            }
+            Target::Cloudflare(t) => {
+                let provider = Arc::new(cloudflare(&settings, cloudflare_token(&settings)?, t)?);
+                controller.attach(&mut tasks, policy, provider, binding, &prober, vantage)
+            }
+        }
+        .map_err(bad_config)?;
     }
     let admin = gslb::admin::AdminState {
         board: sinks.board.clone(),

@@ -59,6 +59,15 @@ pub struct Metrics {
     pub override_oldest_age_seconds: GaugeVec,
     /// `gslb_shadow_plans_total{service}`: plans shadow mode did not write.
     pub shadow_plans_total: IntCounterVec,
+    /// `gslb_provider_drift_total{provider,service}`: re-applies of a state gslb had already
+    /// written, because another writer changed it.
+    pub provider_drift_total: IntCounterVec,
+    /// `gslb_provider_write_fights_total{provider,service}`: write fights declared (drift over
+    /// the limit per window); gslb stops writing for the window.
+    pub provider_write_fights_total: IntCounterVec,
+    /// `gslb_plans_refused_total{service,reason}`: plans a safety guard refused
+    /// (`fallback_disabled`, `fallback_unhealthy`), counted per reconcile pass.
+    pub plans_refused_total: IntCounterVec,
 }
 
 const PROBE_LABELS: &[&str] = &["service", "pool", "endpoint", "vantage"];
@@ -200,6 +209,21 @@ impl Metrics {
                 "gslb_shadow_plans_total",
                 "Plans that shadow mode recorded instead of writing.",
                 &["service"],
+            ),
+            provider_drift_total: counter(
+                "gslb_provider_drift_total",
+                "Re-applies of a state gslb had already written, because another writer changed it.",
+                &["provider", "service"],
+            ),
+            provider_write_fights_total: counter(
+                "gslb_provider_write_fights_total",
+                "Write fights declared: another writer kept reverting gslb, which stopped writing for a window.",
+                &["provider", "service"],
+            ),
+            plans_refused_total: counter(
+                "gslb_plans_refused_total",
+                "Plans refused by a safety guard, by reason, per reconcile pass.",
+                &["service", "reason"],
             ),
             registry,
         }

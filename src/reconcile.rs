@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::engine::Decision;
 use crate::events::{Event, EventSender};
+use crate::guards::{FightCheck, FightGuard, fallback_refusal};
 use crate::metrics::Metrics;
 use crate::model::{PoolId, ServiceId};
 use crate::status::{ApplyState, StatusBoard};
@@ -100,8 +101,12 @@ enum Pass {
     Wrote,
     /// Failed in a way that may pass: back off.
     Retry(ProviderError),
-    /// Failed in a way retrying will not fix: wait for a change or the resync.
+    /// Failed in a way retrying will not fix, or a guard refused the plan: wait for a change
+    /// or the resync.
     Fatal,
+    /// Another writer keeps reverting: write nothing for this long (unless the decision
+    /// changes).
+    Stopped(Duration),
 }
 
 /// Runs until the decision sender is dropped.
@@ -112,6 +117,7 @@ pub async fn run<P: Provider>(
     sinks: Sinks,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
+    let mut fight = FightGuard::default();
     sinks.board.update_apply(&binding.service, |a| {
         a.provider = provider.name().to_owned()
     });
@@ -124,7 +130,14 @@ pub async fn run<P: Provider>(
     }
     loop {
         let decision = decisions.borrow_and_update().clone();
-        let wait = match pass(provider.as_ref(), &binding, decision.as_ref(), &sinks).await {
+        let passed = pass(
+            provider.as_ref(),
+            &binding,
+            decision.as_ref(),
+            &sinks,
+            &mut fight,
+        );
+        let wait = match passed.await {
             Pass::Settled => {
                 backoff.reset();
                 binding.resync
@@ -141,6 +154,7 @@ pub async fn run<P: Provider>(
                 backoff.next_delay(rand::random::<f64>(), hint)
             }
             Pass::Fatal => binding.resync,
+            Pass::Stopped(d) => d,
         };
         tokio::select! {
             changed = decisions.changed() => if changed.is_err() { return },
@@ -154,6 +168,7 @@ async fn pass<P: Provider>(
     binding: &Binding,
     decision: Option<&Decision>,
     sinks: &Sinks,
+    fight: &mut FightGuard,
 ) -> Pass {
     let name = provider.name();
     let service = &binding.service;
@@ -173,7 +188,23 @@ async fn pass<P: Provider>(
         .inc();
     let observed = match provider.observe().await {
         Ok(o) => o,
-        Err(e) => return fail("observe", e),
+        Err(e) => {
+            if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
+                // A decision waits on a provider that cannot be read (e.g. a 429 storm): it is
+                // decided but not applied, and says so.
+                let now = sinks.clock.now();
+                sinks
+                    .metrics
+                    .decision_applied
+                    .with_label_values(&[service.0.as_str()])
+                    .set(0.0);
+                sinks.board.update_apply(service, |a| {
+                    a.state = ApplyState::Pending;
+                    a.pending_since.get_or_insert(now);
+                });
+            }
+            return fail("observe", e);
+        }
     };
     let observed_active = binding.serving(&observed);
     let target = decision
@@ -215,8 +246,13 @@ async fn pass<P: Provider>(
             a.state = ApplyState::Applied;
             a.pending_since = None;
             a.last_error = None;
+            a.write_fight = None;
+            a.refused = None;
         });
         return Pass::Settled;
+    }
+    if let Some(held) = guard(binding, decision, &desired, &observed, sinks, fight, name) {
+        return held;
     }
     if binding.shadow {
         return shadow(binding, name, observed_active, plan, sinks);
@@ -240,6 +276,7 @@ async fn pass<P: Provider>(
         .inc();
     match provider.apply(&plan).await {
         Ok(()) => {
+            fight.wrote(&desired);
             let at = sinks.clock.now();
             let count = plan.len() as u64;
             sinks
@@ -251,6 +288,8 @@ async fn pass<P: Provider>(
                 a.writes += count;
                 a.last_write_at = Some(at);
                 a.last_error = None;
+                a.write_fight = None;
+                a.refused = None;
             });
             let _ = sinks.events.send(Event::Applied {
                 service: service.clone(),
@@ -260,7 +299,90 @@ async fn pass<P: Provider>(
             });
             Pass::Wrote
         }
-        Err(e) => fail("apply", e),
+        Err(e) => {
+            if matches!(e, ProviderError::Conflict(_)) {
+                // Written, then changed under our feet (or fenced out): it counts for drift.
+                fight.wrote(&desired);
+            }
+            fail("apply", e)
+        }
+    }
+}
+
+/// The safety guards of [`crate::guards`] for a non-empty plan towards `desired`: the
+/// fallback-pool refusal, then write-fight detection. `Some` when nothing may be written now.
+fn guard(
+    binding: &Binding,
+    decision: Option<&Decision>,
+    desired: &DesiredState,
+    observed: &ObservedState,
+    sinks: &Sinks,
+    fight: &mut FightGuard,
+    provider: &str,
+) -> Option<Pass> {
+    let service = &binding.service;
+    let now = sinks.clock.now();
+    let verdicts = decision
+        .map(|d| {
+            d.pools
+                .iter()
+                .filter_map(|(pool, v)| binding.refs.get(pool).map(|r| (r.clone(), v.verdict)))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(r) = fallback_refusal(desired, observed, &verdicts) {
+        sinks
+            .metrics
+            .plans_refused_total
+            .with_label_values(&[service.0.as_str(), r.code])
+            .inc();
+        tracing::warn!(service = %service, provider, reason = %r.reason, "plan refused");
+        sinks.board.update_apply(service, |a| {
+            a.state = ApplyState::Pending;
+            a.pending_since.get_or_insert(now);
+            a.refused = Some(r.reason);
+        });
+        return Some(Pass::Fatal);
+    }
+    let at = tokio::time::Instant::now();
+    match fight.before_apply(desired, at) {
+        FightCheck::Apply { drift: false } => None,
+        FightCheck::Apply { drift: true } => {
+            sinks
+                .metrics
+                .provider_drift_total
+                .with_label_values(&[provider, service.0.as_str()])
+                .inc();
+            tracing::info!(service = %service, provider, "another writer changed what gslb wrote; re-applying");
+            sinks.board.update_apply(service, |a| a.drift += 1);
+            None
+        }
+        FightCheck::Stop { until, declared } => {
+            let left = until.saturating_duration_since(at);
+            if declared {
+                sinks
+                    .metrics
+                    .provider_write_fights_total
+                    .with_label_values(&[provider, service.0.as_str()])
+                    .inc();
+                tracing::warn!(
+                    service = %service, provider, pause = ?left,
+                    "write fight: another writer keeps reverting gslb's change; not writing until the window passes"
+                );
+            }
+            let message = format!(
+                "another writer reverted gslb's change more than {} times within {}; not writing for {}",
+                crate::guards::WRITE_FIGHT_LIMIT,
+                humantime::format_duration(crate::guards::WRITE_FIGHT_WINDOW),
+                humantime::format_duration(Duration::from_secs(left.as_secs())),
+            );
+            sinks.board.update_apply(service, |a| {
+                a.state = ApplyState::Pending;
+                a.pending_since.get_or_insert(now);
+                a.write_fight = Some(message);
+            });
+            Some(Pass::Stopped(left))
+        }
     }
 }
 

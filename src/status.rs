@@ -54,6 +54,14 @@ pub struct ApplyStatus {
     pub writes: u64,
     /// Shadow mode: the plan that would be written now.
     pub would_write: Option<Plan>,
+    /// Re-applies since start of a state gslb had already written (another writer changed it).
+    pub drift: u64,
+    /// Set while gslb has stopped writing because another writer keeps reverting it: what and
+    /// until when. Cleared once the provider matches or a write is accepted.
+    pub write_fight: Option<String>,
+    /// Set while a safety guard refuses the plan (e.g. traffic would land on an unhealthy
+    /// fallback pool): the reason. The decision stays `pending`.
+    pub refused: Option<String>,
 }
 
 /// One endpoint as one vantage point sees it.

@@ -4,6 +4,7 @@
 //! every problem at once, each naming file, key and reason ([`PolicyErrors`]). Nothing outside
 //! this module constructs a [`Policy`]. This module does no I/O beyond reading the files.
 
+mod cloudflare;
 mod error;
 mod raw;
 mod tuning;
@@ -13,6 +14,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use error::{PolicyError, PolicyErrors};
 pub use types::*;
 
@@ -33,7 +35,9 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
         }
     };
     let mut unknown = Vec::new();
-    let mut on_unknown = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
+    // serde_ignored writes an `Option`'s `Some` as a `?` segment; keys never contain one.
+    let mut on_unknown =
+        |path: serde_ignored::Path<'_>| unknown.push(path.to_string().replace(".?", ""));
     let de = serde_ignored::Deserializer::new(toml::Value::Table(value), &mut on_unknown);
     let parsed: Result<raw::RawPolicy, _> = serde_path_to_error::deserialize(de);
     for key in unknown {

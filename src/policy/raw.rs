@@ -194,6 +194,8 @@ pub struct RawPool {
 pub struct RawTarget {
     #[serde(default)]
     pub route53: Option<RawRoute53>,
+    #[serde(default)]
+    pub cloudflare: Option<super::cloudflare::RawCloudflare>,
 }
 
 /// `[target.route53]`.

@@ -214,6 +214,19 @@ pub struct Velocity {
 pub enum Target {
     /// A Route 53 failover pair.
     Route53(Route53Target),
+    /// A Cloudflare load balancer.
+    Cloudflare(super::CloudflareTarget),
+}
+
+impl Target {
+    /// The TTL of the answers the target serves: the records' TTL (Route 53) or the load
+    /// balancer's (Cloudflare).
+    pub fn ttl(&self) -> Duration {
+        match self {
+            Self::Route53(r) => r.ttl,
+            Self::Cloudflare(c) => c.ttl,
+        }
+    }
 }
 
 /// A Route 53 failover pair (`[target.route53]`).
@@ -250,9 +263,7 @@ impl Policy {
 
     /// The TTL of the record or load balancer the target steers.
     pub fn ttl(&self) -> Duration {
-        match &self.target {
-            Target::Route53(r) => r.ttl,
-        }
+        self.target.ttl()
     }
 
     /// The spacing rail: failbacks and switches between two healthy pools are at least

@@ -69,15 +69,25 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
             }
         }
     }
-    let target = target(raw.target.route53, &hostname, &pools, report);
-    if let (Some(budget), Some(Target::Route53(r))) = (raw.rto_budget, &target) {
-        let worst = r.ttl + probe.interval * thresholds.fall + probe.timeout;
+    let target = match (raw.target.route53, raw.target.cloudflare) {
+        (r53, None) => target(r53, &hostname, &pools, report),
+        (None, Some(cf)) => super::cloudflare::validate(cf, &hostname, &pools, report),
+        (Some(_), Some(_)) => {
+            report.add(
+                "target",
+                "names two providers: keep exactly one of [target.route53] and [target.cloudflare]",
+            );
+            None
+        }
+    };
+    if let (Some(budget), Some(t)) = (raw.rto_budget, &target) {
+        let worst = t.ttl() + probe.interval * thresholds.fall + probe.timeout;
         if worst > budget {
             report.add(
                 "rto_budget",
                 format!(
                     "TTL {} + fall {} x interval {} + timeout {} = {} exceeds the RTO budget of {}",
-                    humantime::format_duration(r.ttl),
+                    humantime::format_duration(t.ttl()),
                     thresholds.fall,
                     humantime::format_duration(probe.interval),
                     humantime::format_duration(probe.timeout),
@@ -317,7 +327,10 @@ fn target(
     report: &mut Report,
 ) -> Option<Target> {
     let Some(r) = raw else {
-        report.add("target", "names no provider: add a [target.route53] table");
+        report.add(
+            "target",
+            "names no provider: add a [target.route53] or [target.cloudflare] table",
+        );
         return None;
     };
     let record_name = normalise_name(r.record_name.as_deref().unwrap_or(hostname));
@@ -434,7 +447,7 @@ fn target(
 
 /// Whether `name` (normalised) is a DNS name: dot-separated labels of 1-63 letters, digits and
 /// hyphens, not starting or ending with a hyphen, 253 characters at most, and not an IP address.
-fn is_dns_name(name: &str) -> bool {
+pub(super) fn is_dns_name(name: &str) -> bool {
     name.len() <= 253
         && name.parse::<std::net::IpAddr>().is_err()
         && name.split('.').all(|l| {
@@ -448,6 +461,6 @@ fn is_dns_name(name: &str) -> bool {
 }
 
 /// Lower-case, without a trailing dot.
-fn normalise_name(name: &str) -> String {
+pub(super) fn normalise_name(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
 }

@@ -10,6 +10,8 @@
 //! `diff(d, o.applied(diff(d, o)))` is empty.
 
 mod backoff;
+#[cfg(feature = "contract")]
+pub mod contract;
 mod error;
 mod memory;
 mod state;

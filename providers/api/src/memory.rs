@@ -41,6 +41,7 @@ impl MemoryProvider {
                     )
                 })
                 .collect(),
+            fallback: None,
         };
         Self {
             style,

@@ -82,6 +82,11 @@ pub struct ObservedState {
     pub order: Option<Vec<PoolRef>>,
     /// Every pool the binding names.
     pub pools: BTreeMap<PoolRef, ObservedPool>,
+    /// The pool the provider falls back to when every pool in `order` is down or disabled,
+    /// without ever checking its health (Cloudflare `fallback_pool`); `None` when the provider
+    /// has no such pool (Route 53). gslb never disables it and refuses a plan that would send
+    /// traffic to it while its own probes say it is unhealthy.
+    pub fallback: Option<PoolRef>,
 }
 
 impl ObservedState {
@@ -207,6 +212,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            fallback: None,
         }
     }
 

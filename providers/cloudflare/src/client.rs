@@ -1,0 +1,192 @@
+//! The paced, retrying edge around the Cloudflare REST API: every call goes through
+//! [`Api::call`], which waits for the rate limiter, refuses to send while a `Retry-After`
+//! block is running, unwraps the response envelope, classifies a failure once
+//! ([`crate::classify`]) and backs off before trying a transient failure again.
+//!
+//! It knows nothing of pools or load balancers: callers pass a method, a path and a body.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use governor::clock::Clock;
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use gslb_provider::{Backoff, ProviderError};
+use reqwest::Method;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::CloudflareSettings;
+use crate::classify::{classify_answer, classify_transport, retry_after, retry_in_place};
+use crate::config::RATE_LIMIT_WINDOW;
+use crate::models::Envelope;
+
+/// Requests allowed at once before the even pace applies.
+const BURST: u32 = 10;
+
+/// A [`governor`] clock that reads tokio's clock, so a test that pauses time also pauses the
+/// rate limiter.
+#[derive(Debug, Clone)]
+struct TokioClock {
+    start: Instant,
+}
+
+impl Clock for TokioClock {
+    type Instant = Nanos;
+
+    fn now(&self) -> Nanos {
+        Nanos::from(self.start.elapsed())
+    }
+}
+
+type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
+
+/// The HTTP client plus the rate limiter, `Retry-After` block and retry policy every call of
+/// one binding shares.
+#[derive(Debug)]
+pub(crate) struct Api {
+    http: reqwest::Client,
+    settings: CloudflareSettings,
+    limiter: Limiter,
+    clock: TokioClock,
+    /// No request is sent before this instant (set from a 429's `Retry-After`).
+    blocked_until: Mutex<Option<Instant>>,
+}
+
+impl Api {
+    /// A client for `settings`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] when the TLS stack cannot be set up.
+    pub(crate) fn new(settings: CloudflareSettings) -> Result<Self, ProviderError> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("gslb/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(t) = settings.attempt_timeout {
+            builder = builder.timeout(t);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| ProviderError::Invalid(format!("building the HTTP client: {e}")))?;
+        let per_request = RATE_LIMIT_WINDOW / settings.requests_per_window.get();
+        let quota = Quota::with_period(per_request)
+            .unwrap_or_else(|| Quota::per_second(settings.requests_per_window))
+            .allow_burst(
+                std::num::NonZeroU32::new(BURST.min(settings.requests_per_window.get()))
+                    .unwrap_or(std::num::NonZeroU32::MIN),
+            );
+        let clock = TokioClock {
+            start: Instant::now(),
+        };
+        Ok(Self {
+            http,
+            limiter: RateLimiter::direct_with_clock(quota, clock.clone()),
+            clock,
+            settings,
+            blocked_until: Mutex::new(None),
+        })
+    }
+
+    /// Sends `method path` with `body` (JSON) and returns the envelope's `result`.
+    ///
+    /// # Errors
+    /// The classified failure of the last attempt; [`ProviderError::RateLimited`] without
+    /// sending while a `Retry-After` block runs.
+    pub(crate) async fn call(
+        &self,
+        op: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ProviderError> {
+        let mut backoff = Backoff::new(self.settings.backoff_base, self.settings.backoff_max);
+        let mut attempt = 1;
+        loop {
+            if let Some(left) = self.blocked_for() {
+                return Err(ProviderError::RateLimited {
+                    retry_after: Some(left),
+                });
+            }
+            self.wait_for_permit().await;
+            let err = match self.send(op, method.clone(), path, body).await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            if let ProviderError::RateLimited {
+                retry_after: Some(d),
+            } = &err
+            {
+                *self.block() = Some(Instant::now() + *d);
+            }
+            if !retry_in_place(&err) || attempt >= self.settings.max_attempts.max(1) {
+                tracing::debug!(op, attempt, error = %err, "cloudflare call failed");
+                return Err(err);
+            }
+            let delay = backoff.next_delay(rand::random::<f64>(), None);
+            tracing::info!(op, attempt, ?delay, error = %err, "cloudflare call failed; retrying");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    async fn send(
+        &self,
+        op: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ProviderError> {
+        let url = format!("{}{path}", self.settings.api_base.trim_end_matches('/'));
+        let mut req = self
+            .http
+            .request(method, url)
+            .header(reqwest::header::AUTHORIZATION, self.settings.token.bearer())
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(b) = body {
+            let bytes = serde_json::to_vec(b)
+                .map_err(|e| ProviderError::Invalid(format!("{op}: encoding the body: {e}")))?;
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(bytes);
+        }
+        let resp = req.send().await.map_err(|e| classify_transport(op, &e))?;
+        let status = resp.status().as_u16();
+        let wait = retry_after(resp.headers());
+        let bytes = resp.bytes().await.map_err(|e| classify_transport(op, &e))?;
+        let envelope = serde_json::from_slice::<Envelope>(&bytes).ok();
+        match envelope {
+            Some(e) if (200..300).contains(&status) && e.success => {
+                Ok(e.result.unwrap_or(Value::Null))
+            }
+            Some(e) if (200..300).contains(&status) => Err(ProviderError::Invalid(format!(
+                "{op}: HTTP {status} with success false: {}",
+                e.describe()
+            ))),
+            None if (200..300).contains(&status) => Err(ProviderError::Invalid(format!(
+                "{op}: HTTP {status}, body is not a Cloudflare envelope"
+            ))),
+            e => Err(classify_answer(op, status, wait, e.as_ref())),
+        }
+    }
+
+    fn block(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        // A poisoned lock only means a panic elsewhere; the instant itself is always whole.
+        self.blocked_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn blocked_for(&self) -> Option<Duration> {
+        let until = (*self.block())?;
+        let now = Instant::now();
+        (until > now).then(|| until - now)
+    }
+
+    async fn wait_for_permit(&self) {
+        while let Err(not_until) = self.limiter.check() {
+            tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Tolerant models of what the Cloudflare Load Balancing API returns.
+//!
+//! Cloudflare adds fields and enum values over time and returns fields its schema does not
+//! list (`healthy` on pools and origins). So: every field is optional, unknown fields are kept
+//! in `extra` and written back unchanged on round-trip, unknown enum values are kept as
+//! [`SteeringPolicy::Other`], origins are compared as a map keyed by name (the API returns them
+//! sorted by name), and one malformed object in a list is skipped, never failing the call.
+//! No I/O here.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// An account-level pool (`/accounts/{account_id}/load_balancers/pools/{id}`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Pool {
+    /// The pool id (32 hex digits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Short name, unique in the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free text; gslb looks for [`crate::MANAGED_TAG`] in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the pool may take traffic. Cloudflare's default is `true`; a disabled pool is
+    /// not health-checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Cloudflare's own verdict (undocumented; present in List Pools answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy: Option<bool>,
+    /// The monitor id; absent when the pool is not monitored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// The origins, in the order the API sent them (sorted by name); compare with
+    /// [`Pool::origins_by_name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origins: Option<Vec<Origin>>,
+    /// Last modification, RFC 3339 (read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_on: Option<String>,
+    /// Every other field, kept as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Pool {
+    /// Whether the pool is enabled, Cloudflare's default (`true`) when the field is absent.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+
+    /// The origins keyed by name (origins without a name are keyed by address).
+    pub fn origins_by_name(&self) -> BTreeMap<String, &Origin> {
+        self.origins
+            .iter()
+            .flatten()
+            .map(|o| {
+                let key = o
+                    .name
+                    .clone()
+                    .or_else(|| o.address.clone())
+                    .unwrap_or_default();
+                (key, o)
+            })
+            .collect()
+    }
+}
+
+/// One origin of a pool.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Origin {
+    /// Name, unique in the pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// IP address or hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Whether the origin may take traffic (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Weight, 0 to 1 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// Cloudflare's verdict (undocumented).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy: Option<bool>,
+    /// Every other field, kept as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A zone-level load balancer (`/zones/{zone_id}/load_balancers/{id}`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoadBalancer {
+    /// The load balancer id (32 hex digits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The DNS hostname it answers for, e.g. `web.example.com`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free text; gslb looks for [`crate::MANAGED_TAG`] in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the load balancer answers at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Proxied (orange cloud) or DNS-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxied: Option<bool>,
+    /// DNS TTL in seconds, DNS-only load balancers only (Cloudflare's default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<f64>,
+    /// Pool ids in failover order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_pools: Option<Vec<String>>,
+    /// The pool used when every other pool is down or disabled. Cloudflare never considers
+    /// its health.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_pool: Option<String>,
+    /// How pools are chosen; gslb needs `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering_policy: Option<SteeringPolicy>,
+    /// Last modification, RFC 3339 (read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_on: Option<String>,
+    /// Every other field, kept as sent (session affinity, rules, region pools, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A load balancer's `steering_policy`. Values Cloudflare adds later are kept as
+/// [`SteeringPolicy::Other`] and written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum SteeringPolicy {
+    /// `"off"`: failover in `default_pools` order (what gslb writes).
+    Off,
+    /// `""`: Cloudflare's default, which turns into geo steering when region pools exist.
+    Empty,
+    /// `"geo"`.
+    Geo,
+    /// `"random"`.
+    Random,
+    /// `"dynamic_latency"`.
+    DynamicLatency,
+    /// `"proximity"`.
+    Proximity,
+    /// `"least_outstanding_requests"`.
+    LeastOutstandingRequests,
+    /// `"least_connections"`.
+    LeastConnections,
+    /// Anything else, as sent.
+    Other(String),
+}
+
+impl From<String> for SteeringPolicy {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "off" => Self::Off,
+            "" => Self::Empty,
+            "geo" => Self::Geo,
+            "random" => Self::Random,
+            "dynamic_latency" => Self::DynamicLatency,
+            "proximity" => Self::Proximity,
+            "least_outstanding_requests" => Self::LeastOutstandingRequests,
+            "least_connections" => Self::LeastConnections,
+            _ => Self::Other(s),
+        }
+    }
+}
+
+impl From<SteeringPolicy> for String {
+    fn from(s: SteeringPolicy) -> Self {
+        match s {
+            SteeringPolicy::Off => "off".into(),
+            SteeringPolicy::Empty => String::new(),
+            SteeringPolicy::Geo => "geo".into(),
+            SteeringPolicy::Random => "random".into(),
+            SteeringPolicy::DynamicLatency => "dynamic_latency".into(),
+            SteeringPolicy::Proximity => "proximity".into(),
+            SteeringPolicy::LeastOutstandingRequests => "least_outstanding_requests".into(),
+            SteeringPolicy::LeastConnections => "least_connections".into(),
+            SteeringPolicy::Other(s) => s,
+        }
+    }
+}
+
+/// Cloudflare's response envelope: `{"success", "errors", "messages", "result"}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct Envelope {
+    #[serde(default)]
+    pub success: bool,
+    #[serde(default)]
+    pub errors: Vec<ApiMessage>,
+    #[serde(default)]
+    pub result: Option<Value>,
+}
+
+/// One entry of `errors`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ApiMessage {
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl Envelope {
+    /// `code: message; ...` for logs and errors.
+    pub fn describe(&self) -> String {
+        self.errors
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.code.map_or("?".into(), |c| c.to_string()),
+                    e.message.as_deref().unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Parses a list of pools one by one: a malformed element is logged and skipped, with its id
+/// (when it has one) returned so a caller that needs that pool can say why it is missing.
+pub(crate) fn parse_pools(items: Vec<Value>) -> (Vec<Pool>, Vec<(Option<String>, String)>) {
+    let mut pools = Vec::new();
+    let mut skipped = Vec::new();
+    for item in items {
+        let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
+        match serde_json::from_value::<Pool>(item) {
+            Ok(p) => pools.push(p),
+            Err(e) => {
+                tracing::warn!(pool = ?id, error = %e, "skipping a pool Cloudflare listed that gslb cannot read");
+                skipped.push((id, e.to_string()));
+            }
+        }
+    }
+    (pools, skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_and_enum_values_survive_a_round_trip() {
+        let raw = json!({
+            "id": "lb1", "name": "web.example.com", "default_pools": ["a", "b"],
+            "fallback_pool": "b", "steering_policy": "quantum_steering",
+            "session_affinity": "brand_new_mode", "adaptive_routing": {"failover_across_pools": true},
+            "networks": ["x"]
+        });
+        let lb: LoadBalancer = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(
+            lb.steering_policy,
+            Some(SteeringPolicy::Other("quantum_steering".into()))
+        );
+        assert_eq!(serde_json::to_value(&lb).unwrap(), raw);
+    }
+
+    #[test]
+    fn origins_compare_as_a_map_by_name() {
+        let a: Pool = serde_json::from_value(json!({"origins": [
+            {"name": "o1", "address": "192.0.2.1"}, {"name": "o2", "address": "host.example.com", "port": 0}
+        ]}))
+        .unwrap();
+        let b: Pool = serde_json::from_value(json!({"origins": [
+            {"name": "o2", "address": "host.example.com", "port": 0}, {"name": "o1", "address": "192.0.2.1"}
+        ]}))
+        .unwrap();
+        assert_ne!(a.origins, b.origins);
+        assert_eq!(a.origins_by_name(), b.origins_by_name());
+    }
+
+    #[test]
+    fn a_malformed_pool_is_skipped_not_fatal() {
+        let (pools, skipped) = parse_pools(vec![
+            json!({"id": "good", "enabled": true, "health_sources": ["regional", "global"]}),
+            json!({"id": "bad", "enabled": "sometimes"}),
+            json!({"id": "nomonitor", "origins": [{"name": "h", "address": "h.example.com", "flatten_cname": true}]}),
+        ]);
+        assert_eq!(pools.len(), 2);
+        assert!(pools[0].extra.contains_key("health_sources"));
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].0.as_deref(), Some("bad"));
+    }
+}

@@ -1,0 +1,306 @@
+//! [`CloudflareProvider`]: the [`Provider`] for one Cloudflare load balancer.
+//!
+//! `observe` is two calls whatever the number of pools: GET the load balancer and one List
+//! Pools. `apply` PATCHes the load balancer's `default_pools` (with `steering_policy: "off"`)
+//! or one pool's `enabled`, and reads the object back: Cloudflare has no ETag or If-Match, so
+//! a read-back that does not show the write is the only fence and is reported as
+//! [`ProviderError::Conflict`]. Nothing else is ever written: no origins, no monitors, no other
+//! field of the load balancer.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use gslb_provider::{
+    Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::client::Api;
+use crate::models::{LoadBalancer, Pool, SteeringPolicy, parse_pools};
+use crate::{CloudflareBinding, CloudflareSettings, LoadBalancerRef, MANAGED_TAG};
+
+/// Steers one Cloudflare load balancer through its `default_pools` order.
+///
+/// Pool references are Cloudflare pool ids. Every call is paced by one rate limiter
+/// ([`CloudflareSettings::requests_per_window`]); see [`crate`] for what is written.
+#[derive(Debug)]
+pub struct CloudflareProvider {
+    api: Api,
+    binding: CloudflareBinding,
+    /// The load balancer's id once resolved from its name.
+    lb_id: Mutex<Option<String>>,
+    /// The fallback pool seen by the last successful observe.
+    fallback: Mutex<Option<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means a panic elsewhere; the value itself is always whole.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn managed(description: Option<&str>) -> bool {
+    description.is_some_and(|d| d.contains(MANAGED_TAG))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(op: &str, v: Value) -> Result<T, ProviderError> {
+    serde_json::from_value(v).map_err(|e| ProviderError::Invalid(format!("{op}: {e}")))
+}
+
+impl CloudflareProvider {
+    /// A provider for `binding`. Nothing is sent yet: a bad token surfaces as
+    /// [`ProviderError::Auth`] on the first call.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] when the binding is malformed or the HTTP client cannot be
+    /// built.
+    pub fn new(
+        settings: CloudflareSettings,
+        binding: CloudflareBinding,
+    ) -> Result<Self, ProviderError> {
+        binding.validate()?;
+        let lb_id = match &binding.load_balancer {
+            LoadBalancerRef::Id(id) => Some(id.clone()),
+            LoadBalancerRef::Name(_) => None,
+        };
+        Ok(Self {
+            api: Api::new(settings)?,
+            binding,
+            lb_id: Mutex::new(lb_id),
+            fallback: Mutex::new(None),
+        })
+    }
+
+    /// The binding this provider steers.
+    pub fn binding(&self) -> &CloudflareBinding {
+        &self.binding
+    }
+
+    fn pools_path(&self) -> String {
+        format!("/accounts/{}/load_balancers/pools", self.binding.account_id)
+    }
+
+    async fn lb_path(&self) -> Result<String, ProviderError> {
+        let zone = &self.binding.zone_id;
+        let known = lock(&self.lb_id).clone();
+        let id = match known {
+            Some(id) => id,
+            None => {
+                let LoadBalancerRef::Name(name) = &self.binding.load_balancer else {
+                    return Err(ProviderError::Invalid("load balancer without id".into()));
+                };
+                let listed = self
+                    .api
+                    .call(
+                        "list load balancers",
+                        Method::GET,
+                        &format!("/zones/{zone}/load_balancers"),
+                        None,
+                    )
+                    .await?;
+                let items: Vec<Value> = parse("list load balancers", listed)?;
+                let id = items
+                    .iter()
+                    .filter(|lb| {
+                        lb.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(name))
+                    })
+                    .find_map(|lb| lb.get("id").and_then(Value::as_str))
+                    .ok_or_else(|| {
+                        ProviderError::NotFound(format!(
+                            "no load balancer named {name} in zone {zone}"
+                        ))
+                    })?
+                    .to_owned();
+                *lock(&self.lb_id) = Some(id.clone());
+                id
+            }
+        };
+        Ok(format!("/zones/{zone}/load_balancers/{id}"))
+    }
+
+    async fn get_lb(&self) -> Result<LoadBalancer, ProviderError> {
+        let path = self.lb_path().await?;
+        let v = self
+            .api
+            .call("get load balancer", Method::GET, &path, None)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, ProviderError::NotFound(_)) {
+                    // A renamed or recreated load balancer: resolve the name again next time.
+                    if matches!(self.binding.load_balancer, LoadBalancerRef::Name(_)) {
+                        *lock(&self.lb_id) = None;
+                    }
+                }
+            })?;
+        let lb: LoadBalancer = parse("get load balancer", v)?;
+        if !managed(lb.description.as_deref()) {
+            return Err(ProviderError::Unowned(format!(
+                "load balancer {} ({path}): its description has no {MANAGED_TAG:?} tag",
+                lb.name.as_deref().unwrap_or("?")
+            )));
+        }
+        Ok(lb)
+    }
+
+    async fn list_pools(&self) -> Result<BTreeMap<String, Pool>, ProviderError> {
+        let v = self
+            .api
+            .call("list pools", Method::GET, &self.pools_path(), None)
+            .await?;
+        let items: Vec<Value> = parse("list pools", v)?;
+        let (pools, skipped) = parse_pools(items);
+        let mut by_id: BTreeMap<String, Pool> = pools
+            .into_iter()
+            .filter_map(|p| p.id.clone().map(|id| (id, p)))
+            .collect();
+        let mut out = BTreeMap::new();
+        for id in self.binding.pool_ids() {
+            if let Some((_, why)) = skipped.iter().find(|(s, _)| s.as_deref() == Some(&id)) {
+                return Err(ProviderError::Invalid(format!(
+                    "pool {id} is listed but cannot be read: {why}"
+                )));
+            }
+            let pool = by_id.remove(&id).ok_or_else(|| {
+                ProviderError::NotFound(format!(
+                    "pool {id} is not in account {}",
+                    self.binding.account_id
+                ))
+            })?;
+            if !managed(pool.description.as_deref()) {
+                return Err(ProviderError::Unowned(format!(
+                    "pool {id} ({}): its description has no {MANAGED_TAG:?} tag",
+                    pool.name.as_deref().unwrap_or("?")
+                )));
+            }
+            out.insert(id, pool);
+        }
+        Ok(out)
+    }
+
+    /// The order the load balancer serves in, as gslb judges it: `default_pools` when
+    /// steering is `off`, otherwise an empty order (so any plan rewrites it and sends `off`).
+    fn serving_order(lb: &LoadBalancer) -> Vec<PoolRef> {
+        match lb.steering_policy {
+            Some(SteeringPolicy::Off) => lb.default_pools.clone().unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    async fn set_order(&self, to: &[PoolRef]) -> Result<(), ProviderError> {
+        let path = self.lb_path().await?;
+        let body = json!({ "default_pools": to, "steering_policy": "off" });
+        self.api
+            .call("patch load balancer", Method::PATCH, &path, Some(&body))
+            .await?;
+        let back = self.get_lb().await?;
+        let seen = Self::serving_order(&back);
+        if seen != to {
+            return Err(ProviderError::Conflict(format!(
+                "read-back of load balancer {path}: default_pools {seen:?} (steering {:?}) \
+                 instead of {to:?} written just before: another writer changed it",
+                back.steering_policy
+            )));
+        }
+        Ok(())
+    }
+
+    async fn set_enabled(&self, pool: &str, enabled: bool) -> Result<(), ProviderError> {
+        if !enabled && lock(&self.fallback).as_deref() == Some(pool) {
+            return Err(ProviderError::Invalid(format!(
+                "refusing to disable pool {pool}: it is the load balancer's fallback pool"
+            )));
+        }
+        if !self.binding.pool_ids().iter().any(|p| p == pool) {
+            return Err(ProviderError::Unowned(format!(
+                "pool {pool} is not named by this binding"
+            )));
+        }
+        let path = format!("{}/{pool}", self.pools_path());
+        let body = json!({ "enabled": enabled });
+        self.api
+            .call("patch pool", Method::PATCH, &path, Some(&body))
+            .await?;
+        let back: Pool = parse(
+            "get pool",
+            self.api.call("get pool", Method::GET, &path, None).await?,
+        )?;
+        if back.is_enabled() != enabled {
+            return Err(ProviderError::Conflict(format!(
+                "read-back of pool {pool}: enabled {} instead of {enabled} written just \
+                 before: another writer changed it",
+                back.is_enabled()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Provider for CloudflareProvider {
+    fn name(&self) -> &'static str {
+        "cloudflare"
+    }
+
+    fn style(&self) -> FailoverStyle {
+        FailoverStyle::Order
+    }
+
+    /// GET the load balancer (plus one list of the zone's load balancers the first time, when
+    /// it is named by name) and one List Pools. `order` is `default_pools` (empty when
+    /// `steering_policy` is not `off`), `fallback` the `fallback_pool`, each pool's `version`
+    /// its `modified_on`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Unowned`] when the load balancer or a named pool lacks the
+    /// [`MANAGED_TAG`], or `default_pools` lists a pool the binding does not name;
+    /// [`ProviderError::NotFound`] when one is missing; [`ProviderError::Invalid`] when a
+    /// named pool cannot be read; transport classes otherwise.
+    async fn observe(&self) -> Result<ObservedState, ProviderError> {
+        let lb = self.get_lb().await?;
+        let pools = self.list_pools().await?;
+        let order = Self::serving_order(&lb);
+        if let Some(foreign) = order.iter().find(|p| !pools.contains_key(*p)) {
+            return Err(ProviderError::Unowned(format!(
+                "load balancer {}: default_pools lists pool {foreign}, which the policy does \
+                 not name; gslb only reorders pools it manages",
+                lb.name.as_deref().unwrap_or("?")
+            )));
+        }
+        *lock(&self.fallback) = lb.fallback_pool.clone();
+        Ok(ObservedState {
+            order: Some(order),
+            pools: pools
+                .into_iter()
+                .map(|(id, p)| {
+                    let seen = ObservedPool {
+                        enabled: p.is_enabled(),
+                        version: p.modified_on.clone(),
+                    };
+                    (id, seen)
+                })
+                .collect(),
+            fallback: lb.fallback_pool,
+        })
+    }
+
+    /// In plan order: [`Change::SetOrder`] → PATCH the load balancer with only
+    /// `default_pools` and `steering_policy: "off"`; [`Change::SetEnabled`] → PATCH the pool
+    /// with only `enabled`. Each write is read back.
+    ///
+    /// # Errors
+    /// [`ProviderError::Conflict`] when a read-back does not show the write;
+    /// [`ProviderError::Invalid`] for a plan that disables the fallback pool;
+    /// [`ProviderError::Unowned`] for a pool the binding does not name; transport classes.
+    async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
+        for change in plan {
+            match change {
+                Change::SetOrder { to, .. } => self.set_order(to).await?,
+                Change::SetEnabled { pool, enabled, .. } => {
+                    self.set_enabled(pool, *enabled).await?
+                }
+            }
+        }
+        Ok(())
+    }
+}

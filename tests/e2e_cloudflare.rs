@@ -1,0 +1,279 @@
+//! End to end: the real `gslb run` against two loopback origins (NCP, GCP) and the fake
+//! Cloudflare API (`gslb_cloudflare::fake`, validating every body against the official
+//! OpenAPI subset), the token given in `CLOUDFLARE_API_TOKEN`.
+//!
+//! Covers: a pool list holding an object with unknown fields and enum values, and a malformed
+//! foreign pool, is read; zero writes in steady state (counted at the fake); stopping the
+//! primary origin reorders `default_pools` within fall × interval + 2 s with exactly one
+//! write and steering `off`; a concurrent writer that reverts gslb's writes is detected,
+//! bounded and reported as a write fight (status, metric, log); the token never appears in
+//! the logs.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gslb::origin::Origin;
+use gslb_cloudflare::fake::{Fake, ids};
+use serde_json::{Value, json};
+use support::eventually;
+
+const INTERVAL_MS: u64 = 200;
+const FALL: u64 = 3;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn read_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("run.log")).unwrap_or_default()
+}
+
+async fn status(admin: SocketAddr) -> Option<Value> {
+    let r = reqwest::get(format!("http://{admin}/v1/status"))
+        .await
+        .ok()?;
+    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
+    v["services"]["web"]
+        .as_object()
+        .map(|_| v["services"]["web"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_through_cloudflare_default_pools() {
+    let fake = Fake::start().await;
+    // A newer API: fields and enum values the 2024 schema does not know, and a foreign pool
+    // gslb cannot parse at all. Neither may stop gslb.
+    let mut ncp = fake.pool(ids::NCP);
+    ncp["health_sources"] = json!(["regional", "global"]);
+    ncp["origin_steering"] = json!({"policy": "quantum"});
+    ncp["origins"][0]["port"] = json!(8443);
+    fake.put_pool(ids::NCP, ncp.clone());
+    fake.put_pool(
+        "ffff0000ffff0000ffff0000ffff0000",
+        json!({"id": "ffff0000ffff0000ffff0000ffff0000", "origins": "not-a-list"}),
+    );
+
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut ncp_origin = Origin::start(loopback, "ncp").await.expect("ncp origin");
+    let gcp_origin = Origin::start(loopback, "gcp").await.expect("gcp origin");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = format!(
+        r#"service = "web"
+hostname = "{lb}"
+failback = "manual"
+[probe]
+interval = "{INTERVAL_MS}ms"
+timeout = "150ms"
+body_contains = "ok"
+[health]
+fall = {FALL}
+rise = 2
+[[pools]]
+name = "ncp"
+priority = 1
+endpoints = ["http://{ncp}/api/v1/health"]
+[[pools]]
+name = "gcp"
+priority = 2
+endpoints = ["http://{gcp}/api/v1/health"]
+[target.cloudflare]
+account_id = "{account}"
+zone_id = "{zone}"
+load_balancer = "{lb}"
+[target.cloudflare.pools.ncp]
+pool_id = "{ncp_id}"
+[target.cloudflare.pools.gcp]
+pool_id = "{gcp_id}"
+"#,
+        lb = ids::LB_NAME,
+        ncp = ncp_origin.addr(),
+        gcp = gcp_origin.addr(),
+        account = ids::ACCOUNT,
+        zone = ids::ZONE,
+        ncp_id = ids::NCP,
+        gcp_id = ids::GCP,
+    );
+    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let settings = format!(
+        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+        fake.base_url()
+    );
+    std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+
+    let log = std::fs::File::create(dir.path().join("run.log")).expect("log");
+    let _daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_gslb"))
+            .args(["run", "--config", "gslb.toml"])
+            .current_dir(dir.path())
+            .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
+            .env("GSLB_LOG", "debug")
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("run"),
+    );
+
+    // Steady state: applied on NCP, then resync after resync without a write.
+    let applied = eventually(Duration::from_secs(15), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+    })
+    .await;
+    assert!(
+        applied.is_some(),
+        "never applied:\n{}",
+        read_log(dir.path())
+    );
+    let reads0 = fake.requests().len();
+    eventually(Duration::from_secs(15), || async {
+        (fake.requests().len() >= reads0 + 10).then_some(())
+    })
+    .await
+    .expect("resync passes keep reading");
+    assert_eq!(fake.writes(), 0, "steady state must make zero writes");
+
+    // Stop the primary: default_pools is reordered within fall × interval + 2 s.
+    let stopped = Instant::now();
+    ncp_origin.stop().await;
+    let deadline = Duration::from_millis(FALL * INTERVAL_MS + 2_000);
+    let want = vec![ids::GCP.to_owned(), ids::NCP.to_owned()];
+    let moved = eventually(deadline, || async {
+        (fake.default_pools() == want).then_some(())
+    })
+    .await;
+    let took = stopped.elapsed();
+    assert!(
+        moved.is_some(),
+        "default_pools not reordered within {deadline:?}:\n{}",
+        read_log(dir.path())
+    );
+    assert!(took <= deadline, "took {took:?}");
+    assert_eq!(
+        fake.writes(),
+        1,
+        "exactly one write: the load balancer's default_pools"
+    );
+    let lb = fake.load_balancer();
+    assert_eq!(lb["steering_policy"], "off");
+    assert_eq!(lb["fallback_pool"], ids::GCP, "nothing else changed");
+    assert_eq!(
+        fake.pool(ids::NCP),
+        ncp,
+        "the pool itself is never written by a failover"
+    );
+
+    // Applied after the read-back, and still no further writes.
+    eventually(Duration::from_secs(10), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "gcp")
+    })
+    .await
+    .expect("applied on GCP");
+    assert_eq!(fake.writes(), 1);
+
+    // Another writer puts NCP first again and reverts every gslb write: gslb re-applies a
+    // bounded number of times, then reports a write fight and stops writing.
+    fake.reverter(true);
+    fake.edit_load_balancer(json!({"default_pools": [ids::NCP, ids::GCP]}));
+    let fight = eventually(Duration::from_secs(20), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["write_fight"].is_string())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no write fight reported:\n{}", read_log(dir.path())));
+    let limit = gslb::guards::WRITE_FIGHT_LIMIT as u64;
+    assert_eq!(fight["apply"]["drift"], limit, "{fight}");
+    assert_eq!(
+        u64::from(fake.reverts()),
+        limit,
+        "each re-apply was reverted"
+    );
+    let metrics = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics
+            .contains(r#"gslb_provider_write_fights_total{provider="cloudflare",service="web"} 1"#),
+        "{metrics}"
+    );
+    assert!(read_log(dir.path()).contains("write fight"));
+    // Bounded: while probes go on (ten more results for GCP), gslb writes nothing more.
+    let probes = || async {
+        let text = reqwest::get(format!("http://{admin}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .filter(|l| l.starts_with("gslb_probes_total") && l.contains(r#"pool="gcp""#))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .reduce(|a, b| a + b)
+    };
+    let before = probes().await.expect("probe count");
+    eventually(Duration::from_secs(10), || async {
+        probes().await.filter(|n| *n >= before + 10.0)
+    })
+    .await
+    .expect("probing goes on");
+    assert_eq!(u64::from(fake.reverts()), limit, "gslb stopped fighting");
+
+    // Every body exchanged matched the schema, except the oddities planted above.
+    for v in fake.violations() {
+        assert!(v.contains("quantum") || v.contains("not-a-list"), "{v}");
+    }
+    assert!(
+        !read_log(dir.path()).contains(ids::TOKEN),
+        "the token was logged"
+    );
+}
+
+#[test]
+fn run_without_a_cloudflare_token_is_a_configuration_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("web.toml"),
+        include_str!("../policies/web-ncp-gcp.toml"),
+    )
+    .expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        format!("policies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\ntoken_env = \"GSLB_TEST_NO_SUCH_TOKEN\"\n"),
+    )
+    .expect("settings");
+    let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+        .args(["run", "--config", "gslb.toml"])
+        .current_dir(dir.path())
+        .env_remove("GSLB_TEST_NO_SUCH_TOKEN")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no Cloudflare API token") && stderr.contains("GSLB_TEST_NO_SUCH_TOKEN"),
+        "{stderr}"
+    );
+}

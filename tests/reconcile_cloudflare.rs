@@ -1,0 +1,309 @@
+//! The reconciler against the fake Cloudflare API on 127.0.0.1, in paused tokio time: a
+//! 3-minute 429 storm, a concurrent reverter (write fight), the fallback-pool refusal, steady
+//! state without writes, and auth failures without a hot loop.
+//!
+//! The fake runs on the test's own runtime, so its 429 window follows the simulated clock,
+//! and it answers at once; the adapter runs without a per-attempt deadline
+//! (`attempt_timeout: None`), because a pending deadline would be auto-advanced by paused time
+//! while a socket waits. Every `tokio::time::sleep` below advances simulated time instantly
+//! and stands for "this much time passes", never for a condition.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb::clock::Clock;
+use gslb::engine::{Decision, PoolVerdict, Rule};
+use gslb::events::{self, Event};
+use gslb::metrics::Metrics;
+use gslb::model::{Millis, PoolId, ServiceId, Verdict};
+use gslb::reconcile::{self, Binding, Sinks};
+use gslb::status::{ApplyState, ApplyStatus, StatusBoard};
+use gslb_cloudflare::fake::{Fake, ids};
+use gslb_cloudflare::{
+    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
+    LoadBalancerRef,
+};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+fn provider(fake: &Fake) -> CloudflareProvider {
+    let settings = CloudflareSettings {
+        api_base: fake.base_url(),
+        requests_per_window: NonZeroU32::new(1200).unwrap(),
+        attempt_timeout: None,
+        ..CloudflareSettings::new(ApiToken::new(ids::TOKEN))
+    };
+    let binding = CloudflareBinding {
+        account_id: ids::ACCOUNT.into(),
+        zone_id: ids::ZONE.into(),
+        load_balancer: LoadBalancerRef::parse(ids::LB_NAME),
+        pools: [ids::NCP, ids::GCP]
+            .map(|p| CloudflarePool { pool_id: p.into() })
+            .to_vec(),
+    };
+    CloudflareProvider::new(settings, binding).expect("provider")
+}
+
+fn binding() -> Binding {
+    Binding {
+        service: ServiceId("web".into()),
+        priority: vec![ids::NCP.into(), ids::GCP.into()],
+        refs: BTreeMap::from([
+            (PoolId("ncp".into()), ids::NCP.into()),
+            (PoolId("gcp".into()), ids::GCP.into()),
+        ]),
+        resync: Duration::from_secs(60),
+        shadow: false,
+    }
+}
+
+fn decision(active: &str, ncp: Verdict, gcp: Verdict) -> Decision {
+    let v = |verdict| PoolVerdict {
+        verdict,
+        ..PoolVerdict::unknown(Millis(0))
+    };
+    Decision {
+        service: ServiceId("web".into()),
+        at: Millis(0),
+        active: Some(PoolId(active.into())),
+        previous: Some(PoolId("ncp".into())),
+        rule: Rule::Failover,
+        blocked: None,
+        drained: Default::default(),
+        reasons: vec![],
+        pools: BTreeMap::from([
+            (PoolId("ncp".into()), v(ncp)),
+            (PoolId("gcp".into()), v(gcp)),
+        ]),
+    }
+}
+
+fn failover() -> Decision {
+    decision("gcp", Verdict::Unhealthy, Verdict::Healthy)
+}
+
+fn sinks() -> Sinks {
+    let board = Arc::new(StatusBoard::default());
+    let policy = gslb::policy::parse(
+        std::path::Path::new("web.toml"),
+        include_str!("../policies/web-ncp-gcp.toml"),
+    )
+    .expect("policy");
+    board.update_service(
+        &gslb::engine::ServiceEngine::new(policy),
+        std::iter::empty(),
+        Millis(0),
+    );
+    Sinks {
+        board,
+        metrics: Metrics::new(),
+        events: events::channel(64),
+        clock: Clock::anchored_at(Millis(0)),
+    }
+}
+
+fn status(s: &Sinks) -> ApplyStatus {
+    s.board.snapshot()[&ServiceId("web".into())].apply.clone()
+}
+
+struct Harness {
+    fake: Fake,
+    sinks: Sinks,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    _decisions: watch::Sender<Option<Decision>>,
+}
+
+/// Starts the fake (after `setup`) and a reconciler steering it towards `d`.
+async fn start(d: Decision, setup: impl FnOnce(&Fake)) -> Harness {
+    let fake = Fake::start().await;
+    setup(&fake);
+    let sinks = sinks();
+    let events = sinks.events.subscribe();
+    let (tx, rx) = watch::channel(Some(d));
+    tokio::spawn(reconcile::run(
+        Arc::new(provider(&fake)),
+        binding(),
+        rx,
+        sinks.clone(),
+    ));
+    Harness {
+        fake,
+        sinks,
+        events,
+        _decisions: tx,
+    }
+}
+
+async fn next_applied(rx: &mut tokio::sync::broadcast::Receiver<Event>) {
+    loop {
+        if let Ok(Event::Applied { .. }) = rx.recv().await {
+            return;
+        }
+    }
+}
+
+fn failed_over() -> Vec<String> {
+    vec![ids::GCP.into(), ids::NCP.into()]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_three_minute_429_storm_is_survived_and_the_decision_applied_after_it() {
+    let started = Instant::now();
+    let mut h = start(failover(), |f| f.rate_limit_for(Duration::from_secs(180))).await;
+
+    // A minute into the storm: decided, not applied, visibly rate limited.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let pending = status(&h.sinks);
+    assert_eq!(pending.state, ApplyState::Pending, "{pending:?}");
+    assert!(pending.pending_since.is_some());
+    assert!(
+        pending
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("rate limited"),
+        "{pending:?}"
+    );
+    let applied = h
+        .sinks
+        .metrics
+        .decision_applied
+        .with_label_values(&["web"])
+        .get();
+    assert_eq!(applied, 0.0);
+    assert_eq!(
+        h.fake.default_pools(),
+        vec![ids::NCP.to_owned(), ids::GCP.to_owned()]
+    );
+
+    next_applied(&mut h.events).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(180),
+        "applied only after the storm"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(240),
+        "applied soon after the storm: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(h.fake.default_pools(), failed_over());
+    // Retry-After was honoured: a handful of requests during three minutes, not a hot loop.
+    let limited = h.fake.requests().iter().filter(|r| r.status == 429).count();
+    assert!(
+        (1..=3).contains(&limited),
+        "{limited} requests answered 429"
+    );
+    let rate_limited = h
+        .sinks
+        .metrics
+        .provider_errors_total
+        .with_label_values(&["cloudflare", "observe", "rate_limited"])
+        .get();
+    assert!(rate_limited >= 1);
+    tokio::time::sleep(Duration::from_secs(1)).await; // the read-back pass
+    assert_eq!(status(&h.sinks).state, ApplyState::Applied);
+    assert_eq!(h.fake.writes(), 1);
+    assert!(h.fake.violations().is_empty(), "{:?}", h.fake.violations());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_concurrent_reverter_is_detected_bounded_and_reported() {
+    let h = start(failover(), |f| f.reverter(true)).await;
+    // A minute: the first write, then WRITE_FIGHT_LIMIT re-applies, then gslb stops.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let limit = gslb::guards::WRITE_FIGHT_LIMIT as u32;
+    assert_eq!(h.fake.reverts(), 1 + limit);
+    let s = status(&h.sinks);
+    assert_eq!(s.drift, u64::from(limit));
+    assert!(
+        s.write_fight
+            .as_deref()
+            .unwrap_or("")
+            .contains("another writer"),
+        "{s:?}"
+    );
+    assert_eq!(s.state, ApplyState::Pending);
+    let fights = || {
+        h.sinks
+            .metrics
+            .provider_write_fights_total
+            .with_label_values(&["cloudflare", "web"])
+            .get()
+    };
+    assert_eq!(fights(), 1);
+    assert!(
+        h.sinks
+            .metrics
+            .render()
+            .contains("gslb_provider_write_fights_total")
+    );
+
+    // Bounded: two more minutes inside the window, no more writes.
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(h.fake.reverts(), 1 + limit);
+
+    // The other writer stops; once the window has passed gslb applies its decision.
+    h.fake.reverter(false);
+    tokio::time::sleep(gslb::guards::WRITE_FIGHT_WINDOW).await;
+    assert_eq!(h.fake.default_pools(), failed_over());
+    let s = status(&h.sinks);
+    assert_eq!(s.state, ApplyState::Applied, "{s:?}");
+    assert_eq!(s.write_fight, None);
+    assert_eq!(fights(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn traffic_is_never_sent_to_an_unhealthy_fallback_pool() {
+    // Every pool down by gslb's probes (e.g. a forced drill while both regions fail): with
+    // every default pool unhealthy, Cloudflare would use its fallback pool (GCP) unchecked.
+    let h = start(
+        decision("gcp", Verdict::Unhealthy, Verdict::Unhealthy),
+        |_| {},
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert_eq!(h.fake.writes(), 0);
+    let s = status(&h.sinks);
+    assert_eq!(s.state, ApplyState::Pending);
+    assert!(
+        s.refused.as_deref().unwrap_or("").contains("fallback pool"),
+        "{s:?}"
+    );
+    let refused = h
+        .sinks
+        .metrics
+        .plans_refused_total
+        .with_label_values(&["web", "fallback_unhealthy"])
+        .get();
+    assert!(refused >= 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn steady_state_writes_nothing() {
+    let h = start(decision("ncp", Verdict::Healthy, Verdict::Healthy), |_| {}).await;
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(h.fake.writes(), 0);
+    assert_eq!(status(&h.sinks).state, ApplyState::Applied);
+    // One observe per 60 s resync, two requests each (+1 name lookup): no call per pool.
+    let n = h.fake.requests().len();
+    assert!(n <= 2 * 11 + 1, "{n} requests in 10 minutes");
+}
+
+#[tokio::test(start_paused = true)]
+async fn auth_failures_are_reported_and_not_retried_in_a_hot_loop() {
+    let h = start(failover(), |f| f.auth_failure(true)).await;
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    let n = h.fake.requests().len();
+    assert!(n <= 11, "{n} requests in 10 minutes");
+    let s = status(&h.sinks);
+    assert!(
+        s.last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("Authentication error"),
+        "{s:?}"
+    );
+    assert_eq!(h.fake.writes(), 0);
+}
