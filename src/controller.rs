@@ -20,7 +20,7 @@ use crate::journal::Journal;
 use crate::model::{PoolId, ServiceId, VantageId};
 use crate::policy::{Policy, Target};
 use crate::probe::{ProbeError, ProbeTarget, Prober};
-use crate::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, Binding, Sinks};
+use crate::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, Binding, HealthVotes, Sinks};
 
 /// Longest time between two evaluations of a service without new input: 1 s, so expiries,
 /// staleness and holds are noticed promptly even with long probe intervals.
@@ -50,6 +50,7 @@ pub fn binding(policy: &Policy, resync: Duration) -> Binding {
         refs,
         resync,
         shadow: policy.mode == crate::policy::Mode::Shadow,
+        health_votes: None,
     }
 }
 
@@ -185,6 +186,22 @@ impl Controller {
         let Some(decisions) = self.decisions.get(&policy.service).cloned() else {
             return Ok(());
         };
+        let mut binding = binding;
+        if policy.quorum.provider_vote {
+            let (messages, service) = (self.messages.clone(), policy.service.clone());
+            // Two resync periods: one missed read does not drop the vote.
+            let fresh_for = binding.resync * 2;
+            binding.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
+                // A full engine loop drops a vote rather than stall the reconciler; the next
+                // read votes again.
+                let _ = messages.try_send(Message::ProviderHealth {
+                    service: service.clone(),
+                    pool: pool.clone(),
+                    healthy,
+                    fresh_for,
+                });
+            })));
+        }
         tasks.spawn(reconcile::run(
             provider,
             binding,

@@ -51,6 +51,8 @@ pub enum Message {
         pool: PoolId,
         /// What the provider says.
         healthy: bool,
+        /// How long the vote counts.
+        fresh_for: Duration,
     },
     /// Overrides read back from the drill state file at start.
     LoadOverrides(Vec<Override>),
@@ -160,11 +162,13 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
             service,
             pool,
             healthy,
+            fresh_for,
         } => (
             Input::ProviderHealth {
                 service,
                 pool,
                 healthy,
+                fresh_for,
             },
             None,
         ),

@@ -171,6 +171,7 @@ mod tests {
                         ObservedPool {
                             enabled: true,
                             version: None,
+                            healthy: None,
                         },
                     )
                 })

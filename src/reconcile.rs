@@ -41,6 +41,19 @@ pub struct Binding {
     /// Shadow mode (`mode = "shadow"`): plan as usual, record what would be written, never
     /// write.
     pub shadow: bool,
+    /// Where the provider's own pool health goes after each read, when the policy counts it
+    /// as a vote (`quorum.provider_vote`); `None` otherwise.
+    pub health_votes: Option<HealthVotes>,
+}
+
+/// A sink for the provider's own health verdict of a gslb pool.
+#[derive(Clone)]
+pub struct HealthVotes(pub Arc<dyn Fn(&PoolId, bool) + Send + Sync>);
+
+impl std::fmt::Debug for HealthVotes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HealthVotes")
+    }
 }
 
 impl Binding {
@@ -206,6 +219,13 @@ async fn pass<P: Provider>(
             return fail("observe", e);
         }
     };
+    if let Some(votes) = &binding.health_votes {
+        for (pool, r) in &binding.refs {
+            if let Some(healthy) = observed.pools.get(r).and_then(|p| p.healthy) {
+                (votes.0)(pool, healthy);
+            }
+        }
+    }
     let observed_active = binding.serving(&observed);
     let target = decision
         .filter(|d| d.rule.pushes())

@@ -79,12 +79,26 @@ fn make_policy(p: &Params) -> Policy {
             endpoint(i)
         ));
     }
-    text.push_str("[target.route53]\nhosted_zone_id = \"Z1\"\nttl = \"5s\"\n");
-    for i in 0..p.pools {
+    if p.pools == 2 {
+        text.push_str("[target.route53]\nhosted_zone_id = \"Z1\"\nttl = \"5s\"\n");
+        for i in 0..p.pools {
+            text.push_str(&format!(
+                "[target.route53.pools.p{i}]\nvalues = [\"192.0.2.{}\"]\n",
+                i + 1
+            ));
+        }
+    } else {
+        // Route 53 failover pairs have two pools; three pools go to a Cloudflare target.
         text.push_str(&format!(
-            "[target.route53.pools.p{i}]\nvalues = [\"192.0.2.{}\"]\n",
-            i + 1
+            "[target.cloudflare]\naccount_id = \"{0}\"\nzone_id = \"{0}\"\nttl = \"5s\"\n",
+            "0".repeat(32)
         ));
+        for i in 0..p.pools {
+            text.push_str(&format!(
+                "[target.cloudflare.pools.p{i}]\npool_id = \"{:032x}\"\n",
+                i + 1
+            ));
+        }
     }
     policy::parse(Path::new("generated.toml"), &text).expect("generated policies are valid")
 }

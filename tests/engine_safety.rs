@@ -442,3 +442,34 @@ fn replaying_the_recorded_steps_reproduces_the_decisions_exactly() {
         "the recording has switches"
     );
 }
+
+#[test]
+fn the_providers_own_health_counts_as_a_vote_only_when_asked() {
+    let run = |provider_vote: bool| {
+        let mut sim = Sim::new(policy(|t| {
+            t.replace(
+                "[health]",
+                &format!("[quorum]\nprovider_vote = {provider_vote}\n\n[health]"),
+            )
+        }));
+        sim.round(true, true);
+        sim.round(true, true);
+        for _ in 0..4 {
+            let service = sim.service.clone();
+            sim.step(Input::ProviderHealth {
+                service,
+                pool: pool("seoul"),
+                healthy: true,
+                fresh_for: std::time::Duration::from_secs(120),
+            });
+            sim.round(false, true);
+        }
+        sim.active().to_owned()
+    };
+    assert_eq!(
+        run(true),
+        "seoul",
+        "one down vote against the provider's up vote: a tie holds"
+    );
+    assert_eq!(run(false), "tokyo");
+}

@@ -56,6 +56,7 @@ fn binding() -> Binding {
         ]),
         resync: Duration::from_secs(60),
         shadow: false,
+        health_votes: None,
     }
 }
 
@@ -306,4 +307,34 @@ async fn auth_failures_are_reported_and_not_retried_in_a_hot_loop() {
         "{s:?}"
     );
     assert_eq!(h.fake.writes(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn pool_health_is_reported_as_a_vote_when_the_policy_asks() {
+    let fake = Fake::start().await;
+    let votes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = votes.clone();
+    let binding = Binding {
+        health_votes: Some(gslb::reconcile::HealthVotes(Arc::new(
+            move |pool, healthy| {
+                sink.lock().expect("lock").push((pool.clone(), healthy));
+            },
+        ))),
+        ..binding()
+    };
+    let sinks = sinks();
+    let (_tx, rx) = watch::channel(Some(decision("ncp", Verdict::Healthy, Verdict::Healthy)));
+    tokio::spawn(reconcile::run(
+        Arc::new(provider(&fake)),
+        binding,
+        rx,
+        sinks,
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let seen = votes.lock().expect("lock").clone();
+    assert!(
+        seen.contains(&(PoolId("ncp".into()), true))
+            && seen.contains(&(PoolId("gcp".into()), true)),
+        "{seen:?}"
+    );
 }

@@ -72,6 +72,7 @@ impl Provider for Faulty {
 fn binding() -> Binding {
     Binding {
         shadow: false,
+        health_votes: None,
         service: ServiceId("api".into()),
         priority: vec!["seoul".into(), "tokyo".into()],
         refs: BTreeMap::from([

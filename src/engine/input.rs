@@ -35,6 +35,9 @@ pub enum Input {
         pool: PoolId,
         /// What the provider says.
         healthy: bool,
+        /// How long the vote counts (the reconciler reads every resync period).
+        #[serde(with = "humantime_serde")]
+        fresh_for: std::time::Duration,
     },
     /// The provider's serving pool, read at start; decisions for the service start here.
     Adopt {
@@ -177,6 +180,7 @@ mod tests {
                 service: o.service.clone(),
                 pool: o.pool.clone(),
                 healthy: true,
+                fresh_for: Duration::from_secs(120),
             },
             Input::Adopt {
                 service: o.service.clone(),

@@ -147,9 +147,10 @@ impl Engine {
                 service,
                 pool,
                 healthy,
+                fresh_for,
             } => {
                 if let Some(s) = self.services.get_mut(service) {
-                    s.provider_health(pool, *healthy, at);
+                    s.provider_health(pool, *healthy, at, *fresh_for);
                     touched.insert(service.clone());
                 }
             }

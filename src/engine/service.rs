@@ -41,7 +41,7 @@ pub struct ServiceEngine {
     policy: Policy,
     endpoint_pool: BTreeMap<EndpointId, PoolId>,
     evidence: BTreeMap<EndpointId, BTreeMap<VantageId, EndpointHealth>>,
-    provider_votes: BTreeMap<PoolId, (Verdict, Millis)>,
+    provider_votes: BTreeMap<PoolId, (Verdict, Millis, std::time::Duration)>,
     pools: BTreeMap<PoolId, PoolVerdict>,
     penalties: BTreeMap<PoolId, FlapPenalty>,
     ready: bool,
@@ -137,15 +137,23 @@ impl ServiceEngine {
         self.bucket.rearm(now);
     }
 
-    /// Records the provider's own health signal for a pool (a vote when `quorum.provider_vote`).
-    pub fn provider_health(&mut self, pool: &PoolId, healthy: bool, now: Millis) {
+    /// Records the provider's own health signal for a pool, counting for `fresh_for` (a vote
+    /// when `quorum.provider_vote`).
+    pub fn provider_health(
+        &mut self,
+        pool: &PoolId,
+        healthy: bool,
+        now: Millis,
+        fresh_for: std::time::Duration,
+    ) {
         if self.policy.pool(pool).is_some() {
             let v = if healthy {
                 Verdict::Healthy
             } else {
                 Verdict::Unhealthy
             };
-            self.provider_votes.insert(pool.clone(), (v, now));
+            self.provider_votes
+                .insert(pool.clone(), (v, now, fresh_for));
         }
     }
 
@@ -225,7 +233,6 @@ impl ServiceEngine {
         }
         let mut suspects: BTreeMap<VantageId, Option<Suspicion>> = BTreeMap::new();
         let mut suspect_notes = BTreeSet::new();
-        let fresh = self.policy.fresh_for();
         for pool in self.policy.pools.iter().map(|p| p.id.clone()) {
             let views = self.views(&pool, now);
             let mut votes: Vec<Vote> = views
@@ -244,8 +251,8 @@ impl ServiceEngine {
                 })
                 .collect();
             if self.policy.quorum.provider_vote {
-                if let Some((v, at)) = self.provider_votes.get(&pool) {
-                    if now.since(*at) <= fresh {
+                if let Some((v, at, fresh_for)) = self.provider_votes.get(&pool) {
+                    if now.since(*at) <= *fresh_for {
                         votes.push(Vote {
                             verdict: *v,
                             suspect: false,

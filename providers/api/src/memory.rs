@@ -37,6 +37,7 @@ impl MemoryProvider {
                         ObservedPool {
                             enabled: true,
                             version: Some("1".into()),
+                            healthy: None,
                         },
                     )
                 })

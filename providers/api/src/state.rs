@@ -72,6 +72,10 @@ pub struct ObservedPool {
     /// The fence for a write to this pool: a Route 53 `HealthCheckVersion`, an opaque token
     /// otherwise. `None` when the provider has none.
     pub version: Option<String>,
+    /// The provider's own health verdict of the pool, when it has one (Cloudflare: the pool's
+    /// `healthy` from its monitors). `None` for Route 53, whose verdict checks gslb itself
+    /// sets. Counted as a vote only when a policy asks (`quorum.provider_vote`).
+    pub healthy: Option<bool>,
 }
 
 /// What the provider says it does now. Always the result of a fresh read.
@@ -208,6 +212,7 @@ mod tests {
                         ObservedPool {
                             enabled: *e,
                             version: Some("7".into()),
+                            healthy: None,
                         },
                     )
                 })

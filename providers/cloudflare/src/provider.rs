@@ -276,6 +276,7 @@ impl Provider for CloudflareProvider {
                     let seen = ObservedPool {
                         enabled: p.is_enabled(),
                         version: p.modified_on.clone(),
+                        healthy: p.healthy,
                     };
                     (id, seen)
                 })

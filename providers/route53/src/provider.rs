@@ -118,6 +118,7 @@ impl Route53Provider {
                 ObservedPool {
                     enabled: !check.inverted,
                     version: Some(check.version.to_string()),
+                    healthy: None,
                 },
             );
             ids.insert(pool.set_identifier.clone(), check.id);

@@ -48,7 +48,8 @@ async fn throttling_then_success_is_retried() {
         observed.pools["seoul"],
         ObservedPool {
             enabled: true,
-            version: Some("7".into())
+            version: Some("7".into()),
+            healthy: None,
         }
     );
 }
@@ -169,14 +170,16 @@ async fn observe_reports_inversion_and_version_per_pool() {
         observed.pools["seoul"],
         ObservedPool {
             enabled: false,
-            version: Some("12".into())
+            version: Some("12".into()),
+            healthy: None,
         }
     );
     assert_eq!(
         observed.pools["tokyo"],
         ObservedPool {
             enabled: true,
-            version: Some("12".into())
+            version: Some("12".into()),
+            healthy: None,
         }
     );
     assert_eq!(list.num_calls(), 1, "one list call for the pair");
