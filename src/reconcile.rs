@@ -46,9 +46,12 @@ pub struct Binding {
     pub health_votes: Option<HealthVotes>,
 }
 
+/// Called with a gslb pool and the provider's verdict of it (`true` = healthy).
+pub type VoteFn = dyn Fn(&PoolId, bool) + Send + Sync;
+
 /// A sink for the provider's own health verdict of a gslb pool.
 #[derive(Clone)]
-pub struct HealthVotes(pub Arc<dyn Fn(&PoolId, bool) + Send + Sync>);
+pub struct HealthVotes(pub Arc<VoteFn>);
 
 impl std::fmt::Debug for HealthVotes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
