@@ -1,0 +1,211 @@
+//! End to end: a drill drain and restore round trip through the real `gslb run`, the `gslb
+//! drill` command and the fake Cloudflare API (validating every body against the official
+//! OpenAPI subset).
+//!
+//! Draining the serving pool moves it out of `default_pools`' first place and disables it with
+//! a pool PATCH carrying only `enabled`; ending the drill reverts both through the same rules
+//! and rails (a restore of the preferred pool).
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use gslb::origin::Origin;
+use gslb_cloudflare::fake::{Fake, ids};
+use serde_json::Value;
+use support::eventually;
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("run.log")).unwrap_or_default()
+}
+
+async fn status(admin: SocketAddr) -> Option<Value> {
+    let r = reqwest::get(format!("http://{admin}/v1/status"))
+        .await
+        .ok()?;
+    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
+    Some(v["services"]["web"].clone()).filter(Value::is_object)
+}
+
+fn drill(admin: SocketAddr, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gslb"))
+        .arg("drill")
+        .args(args)
+        .env("GSLB_ADMIN_URL", format!("http://{admin}"))
+        .env("USER", "alice")
+        .output()
+        .expect("gslb drill")
+}
+
+fn enabled(fake: &Fake, pool: &str) -> bool {
+    fake.pool(pool)["enabled"].as_bool().unwrap_or(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_drain_and_restore_round_trip() {
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let ncp = Origin::start(loopback, "ncp").await.expect("origin");
+    let gcp = Origin::start(loopback, "gcp").await.expect("origin");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = format!(
+        r#"service = "web"
+hostname = "{lb}"
+min_dwell = "1s"
+[probe]
+interval = "200ms"
+timeout = "150ms"
+[[pools]]
+name = "ncp"
+priority = 1
+endpoints = ["http://{ncp}/api/v1/health"]
+[[pools]]
+name = "gcp"
+priority = 2
+endpoints = ["http://{gcp}/api/v1/health"]
+[target.cloudflare]
+account_id = "{account}"
+zone_id = "{zone}"
+ttl = "1s"
+[target.cloudflare.pools.ncp]
+pool_id = "{ncp_id}"
+[target.cloudflare.pools.gcp]
+pool_id = "{gcp_id}"
+"#,
+        lb = ids::LB_NAME,
+        ncp = ncp.addr(),
+        gcp = gcp.addr(),
+        account = ids::ACCOUNT,
+        zone = ids::ZONE,
+        ncp_id = ids::NCP,
+        gcp_id = ids::GCP,
+    );
+    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        format!(
+            "policies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+            fake.base_url()
+        ),
+    )
+    .expect("settings");
+    let _daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_gslb"))
+            .args(["run", "--config", "gslb.toml"])
+            .current_dir(dir.path())
+            .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("run.log")).expect("log"),
+            ))
+            .spawn()
+            .expect("gslb run"),
+    );
+    eventually(Duration::from_secs(15), || async {
+        status(admin)
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+    })
+    .await
+    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", log(dir.path())));
+    assert_eq!(fake.writes(), 0);
+
+    // Drain the serving pool.
+    let out = drill(
+        admin,
+        &[
+            "drain",
+            "--service",
+            "web",
+            "--pool",
+            "ncp",
+            "--for",
+            "10m",
+            "--reason",
+            "quarterly DR drill",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = said
+        .split_whitespace()
+        .find(|w| w.starts_with("d-"))
+        .expect("the drill's id")
+        .to_owned();
+    let drained = eventually(Duration::from_secs(10), || async {
+        (fake.default_pools() == [ids::GCP, ids::NCP] && !enabled(&fake, ids::NCP)).then_some(())
+    })
+    .await;
+    assert!(drained.is_some(), "not drained:\n{}", log(dir.path()));
+    assert!(
+        enabled(&fake, ids::GCP),
+        "only the drained pool is disabled"
+    );
+    let pool_writes: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.path.contains("/pools/"))
+        .collect();
+    assert_eq!(pool_writes.len(), 1, "{pool_writes:?}");
+    assert!(pool_writes[0].path.ends_with(ids::NCP));
+    let listed = drill(admin, &["list"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
+
+    // End it: traffic returns to ncp and ncp is enabled again.
+    let out = drill(admin, &["end", &id, "--reason", "drill over"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let restored = eventually(Duration::from_secs(15), || async {
+        (fake.default_pools() == [ids::NCP, ids::GCP] && enabled(&fake, ids::NCP)).then_some(())
+    })
+    .await;
+    assert!(restored.is_some(), "not restored:\n{}", log(dir.path()));
+    let settled = eventually(Duration::from_secs(10), || async {
+        status(admin).await.filter(|s| {
+            s["apply"]["state"] == "applied"
+                && s["active"] == "ncp"
+                && s["overrides"].as_array().is_some_and(Vec::is_empty)
+        })
+    })
+    .await;
+    assert!(settled.is_some(), "{:?}", status(admin).await);
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    let audit = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).expect("audit log");
+    for action in [
+        "drill.drain",
+        "drill.end",
+        "drill.restore",
+        "drill.complete",
+    ] {
+        assert!(
+            audit.contains(&format!("\"action\":\"{action}\"")),
+            "{action}:\n{audit}"
+        );
+    }
+}
