@@ -19,7 +19,7 @@ use crate::events::{Event, EventSender};
 use crate::guards::{FightCheck, FightGuard, fallback_refusal};
 use crate::metrics::Metrics;
 use crate::model::{PoolId, ServiceId};
-use crate::status::{ApplyState, StatusBoard};
+use crate::status::{ApplyState, ApplyStatus, StatusBoard};
 
 /// First retry delay after a provider failure.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -208,16 +208,7 @@ async fn pass<P: Provider>(
             if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
                 // A decision waits on a provider that cannot be read (e.g. a 429 storm): it is
                 // decided but not applied, and says so.
-                let now = sinks.clock.now();
-                sinks
-                    .metrics
-                    .decision_applied
-                    .with_label_values(&[service.0.as_str()])
-                    .set(0.0);
-                sinks.board.update_apply(service, |a| {
-                    a.state = ApplyState::Pending;
-                    a.pending_since.get_or_insert(now);
-                });
+                mark_pending(sinks, service, |_| {});
             }
             return fail("observe", e);
         }
@@ -280,17 +271,7 @@ async fn pass<P: Provider>(
     if binding.shadow {
         return shadow(binding, name, observed_active, plan, sinks);
     }
-    let now = sinks.clock.now();
-    sinks
-        .metrics
-        .decision_applied
-        .with_label_values(&[service.0.as_str()])
-        .set(0.0);
-    sinks.board.update_apply(service, |a| {
-        a.observed_active = observed_active;
-        a.state = ApplyState::Pending;
-        a.pending_since.get_or_insert(now);
-    });
+    mark_pending(sinks, service, |a| a.observed_active = observed_active);
     tracing::info!(service = %service, provider = name, ?plan, "applying plan");
     sinks
         .metrics
@@ -407,6 +388,22 @@ fn guard(
             Some(Pass::Stopped(left))
         }
     }
+}
+
+/// Records "decided but not applied": the applied gauge at 0 and the status `pending` (since
+/// the first such pass), after `also` updated the status.
+fn mark_pending(sinks: &Sinks, service: &ServiceId, also: impl FnOnce(&mut ApplyStatus)) {
+    let now = sinks.clock.now();
+    sinks
+        .metrics
+        .decision_applied
+        .with_label_values(&[service.0.as_str()])
+        .set(0.0);
+    sinks.board.update_apply(service, |a| {
+        also(a);
+        a.state = ApplyState::Pending;
+        a.pending_since.get_or_insert(now);
+    });
 }
 
 /// Shadow mode: records the plan that would have been written, once per distinct plan.

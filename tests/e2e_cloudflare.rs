@@ -12,47 +12,17 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gslb::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::daemon::{Daemon, free_port, log_file, read_log, status};
 use support::eventually;
 
 const INTERVAL_MS: u64 = 200;
 const FALL: u64 = 3;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn read_log(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("run.log")).unwrap_or_default()
-}
-
-async fn status(admin: SocketAddr) -> Option<Value> {
-    let r = reqwest::get(format!("http://{admin}/v1/status"))
-        .await
-        .ok()?;
-    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
-    v["services"]["web"]
-        .as_object()
-        .map(|_| v["services"]["web"].clone())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_through_cloudflare_default_pools() {
@@ -117,21 +87,20 @@ pool_id = "{gcp_id}"
     );
     std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
 
-    let log = std::fs::File::create(dir.path().join("run.log")).expect("log");
     let _daemon = Daemon(
         Command::new(env!("CARGO_BIN_EXE_gslb"))
             .args(["run", "--config", "gslb.toml"])
             .current_dir(dir.path())
             .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
             .env("GSLB_LOG", "debug")
-            .stderr(Stdio::from(log))
+            .stderr(log_file(dir.path(), "run.log"))
             .spawn()
             .expect("run"),
     );
 
     // Steady state: applied on NCP, then resync after resync without a write.
     let applied = eventually(Duration::from_secs(15), || async {
-        status(admin)
+        status(admin, "web")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
     })
@@ -139,7 +108,7 @@ pool_id = "{gcp_id}"
     assert!(
         applied.is_some(),
         "never applied:\n{}",
-        read_log(dir.path())
+        read_log(dir.path(), "run.log")
     );
     let reads0 = fake.requests().len();
     eventually(Duration::from_secs(15), || async {
@@ -162,7 +131,7 @@ pool_id = "{gcp_id}"
     assert!(
         moved.is_some(),
         "default_pools not reordered within {deadline:?}:\n{}",
-        read_log(dir.path())
+        read_log(dir.path(), "run.log")
     );
     assert!(took <= deadline, "took {took:?}");
     assert_eq!(
@@ -181,7 +150,7 @@ pool_id = "{gcp_id}"
 
     // Applied after the read-back, and still no further writes.
     eventually(Duration::from_secs(10), || async {
-        status(admin)
+        status(admin, "web")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "gcp")
     })
@@ -194,12 +163,17 @@ pool_id = "{gcp_id}"
     fake.reverter(true);
     fake.edit_load_balancer(json!({"default_pools": [ids::NCP, ids::GCP]}));
     let fight = eventually(Duration::from_secs(20), || async {
-        status(admin)
+        status(admin, "web")
             .await
             .filter(|s| s["apply"]["write_fight"].is_string())
     })
     .await
-    .unwrap_or_else(|| panic!("no write fight reported:\n{}", read_log(dir.path())));
+    .unwrap_or_else(|| {
+        panic!(
+            "no write fight reported:\n{}",
+            read_log(dir.path(), "run.log")
+        )
+    });
     let limit = gslb::guards::WRITE_FIGHT_LIMIT as u64;
     assert_eq!(fight["apply"]["drift"], limit, "{fight}");
     assert_eq!(
@@ -218,7 +192,7 @@ pool_id = "{gcp_id}"
             .contains(r#"gslb_provider_write_fights_total{provider="cloudflare",service="web"} 1"#),
         "{metrics}"
     );
-    assert!(read_log(dir.path()).contains("write fight"));
+    assert!(read_log(dir.path(), "run.log").contains("write fight"));
     // Bounded: while probes go on (ten more results for GCP), gslb writes nothing more.
     let probes = || async {
         let text = reqwest::get(format!("http://{admin}/metrics"))
@@ -245,7 +219,7 @@ pool_id = "{gcp_id}"
         assert!(v.contains("quantum") || v.contains("not-a-list"), "{v}");
     }
     assert!(
-        !read_log(dir.path()).contains(ids::TOKEN),
+        !read_log(dir.path(), "run.log").contains(ids::TOKEN),
         "the token was logged"
     );
 }

@@ -9,42 +9,13 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use gslb::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
-use serde_json::Value;
+use support::daemon::{Daemon, free_port, log_file, read_log, status};
 use support::eventually;
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-fn log(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("run.log")).unwrap_or_default()
-}
-
-async fn status(admin: SocketAddr) -> Option<Value> {
-    let r = reqwest::get(format!("http://{admin}/v1/status"))
-        .await
-        .ok()?;
-    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
-    Some(v["services"]["web"].clone()).filter(Value::is_object)
-}
 
 fn drill(admin: SocketAddr, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gslb"))
@@ -114,19 +85,17 @@ pool_id = "{gcp_id}"
             .args(["run", "--config", "gslb.toml"])
             .current_dir(dir.path())
             .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.path().join("run.log")).expect("log"),
-            ))
+            .stderr(log_file(dir.path(), "run.log"))
             .spawn()
             .expect("gslb run"),
     );
     eventually(Duration::from_secs(15), || async {
-        status(admin)
+        status(admin, "web")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
     })
     .await
-    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", log(dir.path())));
+    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", read_log(dir.path(), "run.log")));
     assert_eq!(fake.writes(), 0);
 
     // Drain the serving pool.
@@ -159,7 +128,11 @@ pool_id = "{gcp_id}"
         (fake.default_pools() == [ids::GCP, ids::NCP] && !enabled(&fake, ids::NCP)).then_some(())
     })
     .await;
-    assert!(drained.is_some(), "not drained:\n{}", log(dir.path()));
+    assert!(
+        drained.is_some(),
+        "not drained:\n{}",
+        read_log(dir.path(), "run.log")
+    );
     assert!(
         enabled(&fake, ids::GCP),
         "only the drained pool is disabled"
@@ -185,16 +158,20 @@ pool_id = "{gcp_id}"
         (fake.default_pools() == [ids::NCP, ids::GCP] && enabled(&fake, ids::NCP)).then_some(())
     })
     .await;
-    assert!(restored.is_some(), "not restored:\n{}", log(dir.path()));
+    assert!(
+        restored.is_some(),
+        "not restored:\n{}",
+        read_log(dir.path(), "run.log")
+    );
     let settled = eventually(Duration::from_secs(10), || async {
-        status(admin).await.filter(|s| {
+        status(admin, "web").await.filter(|s| {
             s["apply"]["state"] == "applied"
                 && s["active"] == "ncp"
                 && s["overrides"].as_array().is_some_and(Vec::is_empty)
         })
     })
     .await;
-    assert!(settled.is_some(), "{:?}", status(admin).await);
+    assert!(settled.is_some(), "{:?}", status(admin, "web").await);
     assert!(fake.violations().is_empty(), "{:?}", fake.violations());
     let audit = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).expect("audit log");
     for action in [

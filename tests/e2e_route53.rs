@@ -10,13 +10,13 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use aws_sdk_route53::Client;
 use aws_sdk_route53::config::{BehaviorVersion, Credentials, Region};
 use gslb::origin::Origin;
-use serde_json::Value;
+use support::daemon::{Daemon, free_port, log_file, read_log, status};
 use support::emulators::{Emulator, Kind};
 use support::eventually;
 use support::proxy::CountingProxy;
@@ -34,22 +34,6 @@ fn sdk(endpoint: &str) -> Client {
     Client::from_conf(conf)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn gslb(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gslb"));
     cmd.args(args)
@@ -64,24 +48,6 @@ fn gslb(dir: &Path, args: &[&str]) -> Command {
         )
         .env("GSLB_LOG", "info");
     cmd
-}
-
-fn log(dir: &Path, name: &str) -> Stdio {
-    Stdio::from(std::fs::File::create(dir.join(name)).expect("log file"))
-}
-
-fn read_log(dir: &Path, name: &str) -> String {
-    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
-}
-
-async fn status(admin: SocketAddr) -> Option<Value> {
-    let r = reqwest::get(format!("http://{admin}/v1/status"))
-        .await
-        .ok()?;
-    let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
-    v["services"]["api"]
-        .as_object()
-        .map(|_| v["services"]["api"].clone())
 }
 
 /// The verdict check of `set_id`: (id, inverted).
@@ -195,12 +161,12 @@ values = ["192.0.2.2"]
     // reading on every resync without writing.
     let daemon = Daemon(
         gslb(dir.path(), &["run", "--config", "gslb.toml"])
-            .stderr(log(dir.path(), "run1.log"))
+            .stderr(log_file(dir.path(), "run1.log"))
             .spawn()
             .expect("run"),
     );
     let applied = eventually(Duration::from_secs(15), || async {
-        status(admin)
+        status(admin, "api")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "seoul")
     })
@@ -256,7 +222,7 @@ values = ["192.0.2.2"]
     // Every pool down: hold, say why, write nothing.
     tokyo.stop().await;
     let holding = eventually(Duration::from_secs(10), || async {
-        status(admin).await.filter(|s| {
+        status(admin, "api").await.filter(|s| {
             s["holding"]
                 .as_str()
                 .is_some_and(|h| h.starts_with("fail_static"))
@@ -286,12 +252,12 @@ values = ["192.0.2.2"]
     let (reads3, writes3) = proxy.counts.get();
     let _daemon = Daemon(
         gslb(dir.path(), &["run", "--config", "gslb.toml"])
-            .stderr(log(dir.path(), "run2.log"))
+            .stderr(log_file(dir.path(), "run2.log"))
             .spawn()
             .expect("run again"),
     );
     let held = eventually(Duration::from_secs(15), || async {
-        status(admin).await.filter(|s| {
+        status(admin, "api").await.filter(|s| {
             s["last_decision"]["rule"] == "failback_manual" && s["apply"]["state"] == "applied"
         })
     })

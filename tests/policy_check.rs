@@ -1,39 +1,19 @@
 //! Policy validation: every rejection the controller promises, with its message, and the
 //! `gslb check` / `gslb run` command-line behaviour on good and bad files.
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
-use gslb::policy::{self, PolicyError};
+use gslb::policy;
+
+use support::policy::{assert_error, errors};
 
 const VALID: &str = include_str!("../policies/api-seoul-tokyo.toml");
 
-fn errors(text: &str) -> Vec<PolicyError> {
-    match policy::parse(Path::new("p.toml"), text) {
-        Ok(p) => panic!("expected errors, got a valid policy for {}", p.service),
-        Err(e) => e.0,
-    }
-}
-
-/// Asserts one error has exactly `key` and a reason containing `needle`.
-fn assert_error(errs: &[PolicyError], key: &str, needle: &str) {
-    assert!(
-        errs.iter()
-            .any(|e| e.key == key && e.reason.contains(needle) && e.file == Path::new("p.toml")),
-        "no error at key {key:?} containing {needle:?}; got:\n{}",
-        errs.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-}
-
 fn with(from: &str, to: &str) -> String {
-    assert!(
-        VALID.contains(from),
-        "fixture text {from:?} not in the shipped policy"
-    );
-    VALID.replacen(from, to, 1)
+    support::policy::edit(VALID, from, to)
 }
 
 #[test]

@@ -1,38 +1,19 @@
 //! Policy validation of the Cloudflare target (`[target.cloudflare]`): the shipped policy, and
 //! every rejection with its key and message.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
-use gslb::policy::{self, PolicyError, Target};
+use gslb::policy::{self, Target};
+
+use support::policy::{assert_error, errors};
 
 const VALID: &str = include_str!("../policies/web-ncp-gcp.toml");
 
-fn errors(text: &str) -> Vec<PolicyError> {
-    match policy::parse(Path::new("p.toml"), text) {
-        Ok(p) => panic!("expected errors, got a valid policy for {}", p.service),
-        Err(e) => e.0,
-    }
-}
-
-fn assert_error(errs: &[PolicyError], key: &str, needle: &str) {
-    assert!(
-        errs.iter()
-            .any(|e| e.key == key && e.reason.contains(needle) && e.file == Path::new("p.toml")),
-        "no error at key {key:?} containing {needle:?}; got:\n{}",
-        errs.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-}
-
 fn with(from: &str, to: &str) -> String {
-    assert!(
-        VALID.contains(from),
-        "fixture text {from:?} not in the shipped policy"
-    );
-    VALID.replacen(from, to, 1)
+    support::policy::edit(VALID, from, to)
 }
 
 #[test]

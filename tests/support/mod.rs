@@ -2,7 +2,9 @@
 //! condition with a deadline. Each test binary uses a subset, hence the dead-code allowance.
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod emulators;
+pub mod policy;
 pub mod proxy;
 pub mod sim;
 

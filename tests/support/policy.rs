@@ -1,0 +1,36 @@
+//! Policy fixtures: parse expecting errors, assert one error by key and reason, edit a
+//! shipped policy's text.
+
+use std::path::Path;
+
+use gslb::policy::{self, PolicyError};
+
+/// The errors of `text` parsed as `p.toml`; panics if it is valid.
+pub fn errors(text: &str) -> Vec<PolicyError> {
+    match policy::parse(Path::new("p.toml"), text) {
+        Ok(p) => panic!("expected errors, got a valid policy for {}", p.service),
+        Err(e) => e.0,
+    }
+}
+
+/// Asserts one error has exactly `key` and a reason containing `needle`.
+pub fn assert_error(errs: &[PolicyError], key: &str, needle: &str) {
+    assert!(
+        errs.iter()
+            .any(|e| e.key == key && e.reason.contains(needle) && e.file == Path::new("p.toml")),
+        "no error at key {key:?} containing {needle:?}; got:\n{}",
+        errs.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// `valid` with the first `from` replaced by `to`; `from` must be in it.
+pub fn edit(valid: &str, from: &str, to: &str) -> String {
+    assert!(
+        valid.contains(from),
+        "fixture text {from:?} not in the shipped policy"
+    );
+    valid.replacen(from, to, 1)
+}
