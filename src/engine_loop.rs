@@ -240,7 +240,6 @@ fn publish(
     }
     if !out.overrides.is_empty() {
         journal.overrides(step.at, &out.overrides, engine.overrides());
-        sinks.metrics.record_overrides(engine.overrides(), step.at);
     }
     match (&step.input, &out.reply) {
         (Input::AddOverride(req), Some(Reply::Override(Err(e)))) => {
@@ -274,6 +273,11 @@ fn publish(
         sinks
             .metrics
             .record_vantage_points(&engine.vantage_points(step.at));
+        sinks.metrics.record_overrides(
+            engine.services().map(|s| &s.policy().service),
+            engine.overrides(),
+            step.at,
+        );
     }
 }
 

@@ -321,18 +321,33 @@ impl Metrics {
     }
 
     /// Sets the override gauges from the active set at `now`.
-    pub fn record_overrides(&self, overrides: &Overrides, now: Millis) {
-        self.overrides_active.reset();
-        self.override_oldest_age_seconds.reset();
-        for o in overrides.all() {
-            let service = o.service.0.as_str();
-            self.overrides_active
-                .with_label_values(&[service, o.action.as_str()])
-                .inc();
-            let age = self
-                .override_oldest_age_seconds
-                .with_label_values(&[service]);
-            age.set(age.get().max(now.since(o.created).as_secs_f64()));
+    pub fn record_overrides<'a>(
+        &self,
+        services: impl IntoIterator<Item = &'a crate::model::ServiceId>,
+        overrides: &Overrides,
+        now: Millis,
+    ) {
+        let actions = [
+            OverrideAction::Drain,
+            OverrideAction::Restore,
+            OverrideAction::Force,
+        ];
+        for service in services {
+            let mine: Vec<_> = overrides.for_service(service).collect();
+            let s = service.0.as_str();
+            for action in actions {
+                let n = mine.iter().filter(|o| o.action == action).count();
+                self.overrides_active
+                    .with_label_values(&[s, action.as_str()])
+                    .set(n as f64);
+            }
+            let oldest = mine
+                .iter()
+                .map(|o| now.since(o.created).as_secs_f64())
+                .fold(0.0, f64::max);
+            self.override_oldest_age_seconds
+                .with_label_values(&[s])
+                .set(oldest);
         }
     }
 
@@ -402,5 +417,57 @@ mod tests {
         .expect("the demo policy is valid");
         m.declare_service(&policy);
         assert!(m.render().contains("gslb_decisions_total"));
+    }
+
+    #[test]
+    fn override_gauges_count_active_drills_and_fall_back_to_zero() {
+        use crate::engine::{OverrideAction, OverrideId, OverrideRequest, Overrides};
+        use crate::model::{Millis, PoolId};
+        let m = super::Metrics::new();
+        let policy = crate::policy::parse(
+            std::path::Path::new("demo.toml"),
+            &include_str!("demo_policy.toml")
+                .replace("{seoul}", "127.0.0.1:1")
+                .replace("{tokyo}", "127.0.0.1:2"),
+        )
+        .expect("the demo policy is valid");
+        let mut overrides = Overrides::default();
+        let req = OverrideRequest {
+            id: OverrideId("d-1".into()),
+            service: policy.service.clone(),
+            action: OverrideAction::Drain,
+            pool: PoolId("seoul".into()),
+            reason: "drill".into(),
+            actor: "alice".into(),
+            duration: None,
+        };
+        overrides
+            .add(&policy, &req, Millis(0))
+            .expect("valid drill");
+        m.record_overrides([&policy.service], &overrides, Millis(90_000));
+        let text = m.render();
+        assert!(
+            text.contains(r#"gslb_overrides_active{action="drain",service="demo-api"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_overrides_active{action="force",service="demo-api"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 90"#),
+            "{text}"
+        );
+        overrides.end(&req.id).expect("ends");
+        m.record_overrides([&policy.service], &overrides, Millis(91_000));
+        let text = m.render();
+        assert!(
+            text.contains(r#"gslb_overrides_active{action="drain",service="demo-api"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 0"#),
+            "{text}"
+        );
     }
 }
