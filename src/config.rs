@@ -411,12 +411,23 @@ impl Settings {
         if settings.reconcile.resync < Duration::from_millis(100) {
             return Err(invalid("reconcile.resync: must be at least 100ms".into()));
         }
-        if settings.engine.suspect_window < Duration::from_secs(1) {
-            return Err(invalid("engine.suspect_window: must be at least 1s".into()));
-        }
-        if settings.engine.canary_interval < Duration::from_secs(1) {
+        if settings.engine.suspect_window < Duration::from_secs(1)
+            || settings.engine.suspect_window > Duration::from_secs(3600)
+        {
             return Err(invalid(
-                "engine.canary_interval: must be at least 1s".into(),
+                "engine.suspect_window: must be between 1s and 1h".into(),
+            ));
+        }
+        if settings.engine.canaries.len() == 1 {
+            return Err(invalid(
+                "engine.canaries: list at least two independent targets (or none): with one, a dead canary would hold every failover of this vantage point".into(),
+            ));
+        }
+        if settings.engine.canary_interval < Duration::from_secs(1)
+            || settings.engine.canary_interval > Duration::from_secs(3600)
+        {
+            return Err(invalid(
+                "engine.canary_interval: must be between 1s and 1h".into(),
             ));
         }
         if let Some(g) = settings.engine.global_velocity {

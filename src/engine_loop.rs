@@ -85,6 +85,11 @@ pub async fn run(
             .board
             .update_service(s, engine.overrides().all(), sinks.clock.now());
     }
+    let start = Step {
+        at: sinks.clock.now(),
+        input: Input::Start,
+    };
+    journal.record(&start);
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -105,10 +110,29 @@ pub async fn run(
             at: sinks.clock.now(),
             input,
         };
+        // A new drill is refused unless the state file can hold it: it is written before the
+        // engine sees the drill, so nothing moves for a drill a restart would forget.
+        if let Input::AddOverride(req) = &step.input {
+            if let Err(e) = saves_with(&engine, req, step.at, &mut journal) {
+                let refused = OverrideError::NotSaved(e);
+                journal.refused(step.at, req, &refused);
+                if let Some(Answer::Override(tx)) = answer {
+                    let _ = tx.send(Err(refused));
+                }
+                continue;
+            }
+        }
         journal.record(&step);
         let out = engine.step(step.at, &step.input);
-        publish(&engine, &step, &out, &decisions, &sinks, &mut journal);
-        match (answer, out.reply) {
+        let saved = publish(&engine, &step, &out, &decisions, &sinks, &mut journal);
+        let reply = match (saved, out.reply) {
+            // An ended drill stays ended in memory; the operator learns the file still lists it.
+            (Err(e), Some(Reply::Override(Ok(_)))) => {
+                Some(Reply::Override(Err(OverrideError::NotSaved(e))))
+            }
+            (_, reply) => reply,
+        };
+        match (answer, reply) {
             (Some(Answer::Override(tx)), Some(Reply::Override(r))) => {
                 let _ = tx.send(r);
             }
@@ -206,6 +230,26 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
     })
 }
 
+/// Writes the state file as it will be once `req` is added at `at` (when the engine would
+/// accept it; a request it refuses is answered by the engine as usual).
+fn saves_with(
+    engine: &Engine,
+    req: &crate::engine::OverrideRequest,
+    at: crate::model::Millis,
+    journal: &mut Journal,
+) -> Result<(), String> {
+    let Some(policy) = engine.service(&req.service).map(|s| s.policy()) else {
+        return Ok(());
+    };
+    let mut trial = engine.overrides().clone();
+    trial.expire(at);
+    match trial.add(policy, req, at) {
+        Ok(_) => journal.save(&trial),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Publishes one step's output; the error is the state file's when it could not be saved.
 fn publish(
     engine: &Engine,
     step: &Step,
@@ -213,7 +257,8 @@ fn publish(
     decisions: &BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
     sinks: &Sinks,
     journal: &mut Journal,
-) {
+) -> Result<(), String> {
+    let mut saved = Ok(());
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
@@ -239,7 +284,7 @@ fn publish(
         let _ = sinks.events.send(Event::Override(c.clone()));
     }
     if !out.overrides.is_empty() {
-        journal.overrides(step.at, &out.overrides, engine.overrides());
+        saved = journal.overrides(step.at, &out.overrides, engine.overrides());
     }
     match (&step.input, &out.reply) {
         (Input::AddOverride(req), Some(Reply::Override(Err(e)))) => {
@@ -279,6 +324,7 @@ fn publish(
             step.at,
         );
     }
+    saved
 }
 
 fn log_override(c: &OverrideChange) {

@@ -63,9 +63,17 @@ impl Journal {
         }
     }
 
-    /// Audits override changes and saves the active set to the state file. A failed save is
-    /// logged as an error: the drill still holds in memory, but would not survive a restart.
-    pub fn overrides(&mut self, at: Millis, changes: &[OverrideChange], all: &Overrides) {
+    /// Audits override changes and saves the active set to the state file (atomically, before
+    /// the operator is answered).
+    ///
+    /// # Errors
+    /// The state file could not be written (also logged).
+    pub fn overrides(
+        &mut self,
+        at: Millis,
+        changes: &[OverrideChange],
+        all: &Overrides,
+    ) -> Result<(), String> {
         for c in changes {
             let entry = match c {
                 OverrideChange::Added(o) => AuditEntry::drill_started(o),
@@ -96,12 +104,22 @@ impl Journal {
             };
             self.audit(entry);
         }
+        self.save(all)
+    }
+
+    /// Writes `all` to the state file (atomically); a no-op without one.
+    ///
+    /// # Errors
+    /// The file could not be written (also logged).
+    pub fn save(&mut self, all: &Overrides) -> Result<(), String> {
         if let Some(state) = &self.state {
             let active: Vec<_> = all.all().cloned().collect();
             if let Err(e) = state.save(&active) {
-                tracing::error!(error = %e, "cannot save the drill state file; drills will not survive a restart");
+                tracing::error!(error = %e, "cannot save the drill state file");
+                return Err(e.to_string());
             }
         }
+        Ok(())
     }
 
     /// Audits a refused override request.

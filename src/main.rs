@@ -205,17 +205,31 @@ fn replay(
     };
     let file = std::fs::File::open(observations)
         .with_context(|| format!("opening {}", observations.display()))?;
-    let decisions = gslb::replay::replay(
+    let replayed = gslb::replay::replay(
         policies.into_iter().map(|(_, p)| p).collect(),
         &engine.engine_settings(),
         std::io::BufReader::new(file),
     )
     .with_context(|| format!("replaying {}", observations.display()))?;
-    for d in &decisions {
-        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(d.at.0);
+    if let Some((line, reason)) = &replayed.truncated_last_line {
+        eprintln!("warning: the last line ({line}) is cut short and was skipped: {reason}");
+    }
+    if !replayed.unknown_services.is_empty() {
+        let names: Vec<_> = replayed
+            .unknown_services
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        eprintln!(
+            "warning: the recording observes services no given policy names: {}",
+            names.join(", ")
+        );
+    }
+    let decisions = &replayed.decisions;
+    for d in decisions {
         println!(
             "{} {} {} -> {}{}",
-            humantime::format_rfc3339_millis(at),
+            d.at.rfc3339(),
             d.service,
             d.rule.as_str(),
             d.active.as_ref().map_or("-", |p| p.0.as_str()),
@@ -230,9 +244,11 @@ fn replay(
         }
     }
     println!(
-        "{} decision(s), {} switch(es)",
+        "{} decision(s), {} switch(es) from {} step(s) in {} run(s)",
         decisions.len(),
-        decisions.iter().filter(|d| d.switched()).count()
+        decisions.iter().filter(|d| d.switched()).count(),
+        replayed.steps,
+        replayed.runs
     );
     Ok(())
 }
@@ -357,12 +373,14 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     let saved = state.load().map_err(bad_config)?;
     let audit = AuditLog::open(settings.state.audit_log())
         .await
-        .context("opening the audit log")?;
+        .context("opening the audit log ([state] dir)")
+        .map_err(bad_config)?;
     let recording = match &settings.record.observations {
         Some(path) => Some(
             JsonlWriter::open(path, gslb::jsonl::DEFAULT_CAPACITY)
                 .await
-                .context("opening the observation recording")?,
+                .context("opening the observation recording ([record] observations)")
+                .map_err(bad_config)?,
         ),
         None => None,
     };

@@ -66,6 +66,12 @@ impl Millis {
         )
     }
 
+    /// RFC 3339 with milliseconds, UTC, e.g. `2026-11-29T06:02:11.204Z`.
+    pub fn rfc3339(self) -> String {
+        let t = std::time::UNIX_EPOCH + Duration::from_millis(self.0);
+        humantime::format_rfc3339_millis(t).to_string()
+    }
+
     /// The time from `earlier` to `self`; zero when `earlier` is later.
     pub fn since(self, earlier: Millis) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))
@@ -98,7 +104,10 @@ pub enum ProbeReason {
     /// Prober-side: the vantage point's own resolver failed (no answer could be had from it at
     /// all, as opposed to an answer saying the name does not exist).
     ResolverUnavailable,
-    /// Prober-side: the vantage point has no route to the network (`ENETUNREACH`).
+    /// No route to the endpoint's network (`ENETUNREACH`): the local routing table, or a router
+    /// on the way reporting the region's prefix unreachable. Ambiguous, so it counts against
+    /// the origin; a prober that lost its own route sees every pool fail and is caught by the
+    /// suspect rules instead.
     NetworkUnreachable,
     /// Prober-side: the vantage point ran out of local resources (sockets, file descriptors,
     /// ephemeral ports, buffers).
@@ -128,10 +137,7 @@ impl ProbeReason {
     /// never count toward `fall` (nor reset it); they count toward marking the vantage point
     /// suspect instead.
     pub fn is_prober_side(self) -> bool {
-        matches!(
-            self,
-            Self::ResolverUnavailable | Self::NetworkUnreachable | Self::LocalResources
-        )
+        matches!(self, Self::ResolverUnavailable | Self::LocalResources)
     }
 }
 

@@ -260,6 +260,7 @@ async fn pass<P: Provider>(
             a.state = ApplyState::Applied;
             a.pending_since = None;
             a.last_error = None;
+            a.would_write = None;
             a.write_fight = None;
             a.refused = None;
         });
@@ -425,6 +426,11 @@ fn shadow(
             fresh = true;
         }
     });
+    sinks
+        .metrics
+        .decision_applied
+        .with_label_values(&[service.0.as_str()])
+        .set(0.0);
     if fresh {
         sinks
             .metrics

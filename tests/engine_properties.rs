@@ -148,7 +148,7 @@ fn case() -> impl Strategy<Value = (Params, Vec<(u64, Event)>)> {
 
 fn observation(v: usize, pool: usize, at: u64, ok: bool, prober_side: bool) -> Observation {
     let reason = match (ok, prober_side) {
-        (_, true) => ProbeReason::NetworkUnreachable,
+        (_, true) => ProbeReason::ResolverUnavailable,
         (true, false) => ProbeReason::Ok,
         (false, false) => ProbeReason::Timeout,
     };

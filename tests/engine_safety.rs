@@ -142,9 +142,9 @@ fn prober_side_failures_never_count_toward_fall_and_make_the_vantage_suspect() {
 
 #[test]
 fn failing_canaries_discount_the_vantage_points_down_votes() {
-    let canary = "tcp://192.0.2.53:53";
+    let canaries = ["tcp://192.0.2.53:53", "tcp://198.51.100.53:53"];
     let settings = EngineSettings {
-        canaries: vec![EndpointId(canary.into())],
+        canaries: canaries.iter().map(|c| EndpointId((*c).into())).collect(),
         ..EngineSettings::default()
     };
     let mut sim = Sim::with(vec![policy(|t| t)], &settings, Some("seoul"));
@@ -152,8 +152,10 @@ fn failing_canaries_discount_the_vantage_points_down_votes() {
     sim.round(true, true);
     for _ in 0..6 {
         sim.now += INTERVAL;
-        let observation = obs(HERE, canary, sim.now, ProbeReason::Timeout);
-        sim.step(Input::Canary { observation });
+        for canary in canaries {
+            let observation = obs(HERE, canary, sim.now, ProbeReason::Timeout);
+            sim.step(Input::Canary { observation });
+        }
         sim.probe(HERE, SEOUL, ProbeReason::Timeout);
         sim.probe(HERE, TOKYO, ProbeReason::Ok);
     }
@@ -472,4 +474,157 @@ fn the_providers_own_health_counts_as_a_vote_only_when_asked() {
         "one down vote against the provider's up vote: a tie holds"
     );
     assert_eq!(run(false), "tokyo");
+}
+
+#[test]
+fn a_real_outage_outranks_a_drain_of_the_standby() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    sim.drill(OverrideAction::Drain, "tokyo", 60);
+    assert_eq!(sim.active(), "seoul");
+    let mut rules = Vec::new();
+    for _ in 0..4 {
+        rules.push(sim.round(false, true).rule);
+    }
+    assert_eq!(sim.active(), "tokyo", "{rules:?}");
+    let d = sim
+        .decisions
+        .iter()
+        .find(|d| d.switched())
+        .expect("a failover");
+    assert_eq!(d.rule, Rule::Failover);
+    assert!(
+        d.reasons
+            .last()
+            .is_some_and(|r| r.contains("outranks the drill"))
+    );
+    assert!(d.drained.is_empty(), "the serving pool is never disabled");
+}
+
+#[test]
+fn ending_a_drain_of_the_standby_adds_no_failback() {
+    // Seoul is down for real; a drain of tokyo ends: no restore of seoul is queued, so when
+    // seoul recovers, manual failback still holds.
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let id = sim.drill(OverrideAction::Drain, "tokyo", 60);
+    for _ in 0..4 {
+        sim.round(false, true);
+    }
+    assert_eq!(sim.active(), "tokyo");
+    sim.step(Input::EndOverride {
+        id,
+        actor: "tester".into(),
+        reason: "drill over".into(),
+    });
+    assert!(sim.engine.overrides().is_empty(), "{:?}", sim.overrides);
+    for _ in 0..60 {
+        sim.round(true, true);
+    }
+    assert_eq!(sim.active(), "tokyo");
+    assert_eq!(sim.last().rule, Rule::FailbackManual);
+}
+
+#[test]
+fn rearming_a_service_releases_a_controller_wide_hold() {
+    let second = policy(|t| {
+        t.replace("service = \"api\"", "service = \"web\"")
+            .replace(
+                "hostname = \"api.example.com\"",
+                "hostname = \"web.example.com\"",
+            )
+            .replace(
+                "record_name = \"api.example.com\"",
+                "record_name = \"web.example.com\"",
+            )
+            .replace("seoul.api.", "seoul.web.")
+            .replace("tokyo.api.", "tokyo.web.")
+    });
+    let settings = EngineSettings {
+        global_velocity: Some((1, std::time::Duration::from_secs(600))),
+        ..EngineSettings::default()
+    };
+    let mut sim = Sim::with(vec![policy(|t| t), second], &settings, Some("seoul"));
+    let web = gslb::model::ServiceId("web".into());
+    let web_seoul = "https://seoul.web.example.com:443/api/v1/health";
+    let web_tokyo = "https://tokyo.web.example.com:443/api/v1/health";
+    let probe_web = |sim: &mut Sim, seoul_ok: bool| {
+        for (e, ok) in [(web_seoul, seoul_ok), (web_tokyo, true)] {
+            let reason = if ok {
+                ProbeReason::Ok
+            } else {
+                ProbeReason::Timeout
+            };
+            let observation = obs(HERE, e, sim.now, reason);
+            sim.step(Input::Observe {
+                service: web.clone(),
+                observation,
+            });
+        }
+    };
+    for _ in 0..2 {
+        sim.round(true, true);
+        probe_web(&mut sim, true);
+    }
+    for _ in 0..4 {
+        sim.round(false, true);
+        probe_web(&mut sim, false);
+    }
+    assert_eq!(sim.active(), "tokyo", "the first service switched");
+    let held = sim
+        .decisions
+        .iter()
+        .rev()
+        .find(|d| d.service == web)
+        .expect("web decided");
+    assert_eq!(held.rule, Rule::VelocityLimited, "{:?}", held.reasons);
+    sim.step(Input::Rearm {
+        service: Some(web.clone()),
+        actor: "tester".into(),
+        reason: "a real regional outage".into(),
+    });
+    let web_active = sim
+        .engine
+        .service(&web)
+        .and_then(|s| s.active())
+        .map(|p| p.0.clone());
+    assert_eq!(web_active.as_deref(), Some("tokyo"));
+}
+
+#[test]
+fn a_state_file_is_checked_like_requests_when_loaded() {
+    let mut sim = Sim::new(policy(|t| t));
+    let o = |id: &str, action, pool: &str, reason: &str, hours: u64| gslb::engine::Override {
+        id: gslb::engine::OverrideId(id.into()),
+        service: sim.service.clone(),
+        action,
+        pool: PoolId(pool.into()),
+        reason: reason.into(),
+        actor: "alice".into(),
+        created: Millis(0),
+        expires: Millis(hours * 3_600_000),
+    };
+    let saved = vec![
+        o("ok", OverrideAction::Force, "tokyo", "drill", 1),
+        o("second-force", OverrideAction::Force, "seoul", "drill", 1),
+        o("drain-forced", OverrideAction::Drain, "tokyo", "drill", 1),
+        o("no-reason", OverrideAction::Drain, "seoul", " ", 1),
+        o("forever", OverrideAction::Drain, "seoul", "drill", 24 * 365),
+    ];
+    sim.step(Input::LoadOverrides { overrides: saved });
+    let active: Vec<_> = sim
+        .engine
+        .overrides()
+        .all()
+        .map(|o| o.id.0.clone())
+        .collect();
+    assert_eq!(active, ["ok"]);
+    let skipped = sim
+        .overrides
+        .iter()
+        .filter(|c| matches!(c, OverrideChange::Skipped(_)))
+        .count();
+    assert_eq!(skipped, 4);
 }

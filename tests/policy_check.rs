@@ -325,10 +325,14 @@ fn settings_that_cannot_work_are_refused_at_start_with_exit_2() {
         ),
         (
             "policies = [\"api.toml\"]\n[engine]\nsuspect_window = \"0s\"\n",
-            "engine.suspect_window: must be at least 1s",
+            "engine.suspect_window: must be between 1s and 1h",
         ),
         (
-            "policies = [\"api.toml\"]\n[engine]\ncanaries = [\"ftp://192.0.2.1/\"]\n",
+            "policies = [\"api.toml\"]\n[engine]\ncanaries = [\"tcp://192.0.2.53:53\"]\n",
+            "engine.canaries: list at least two independent targets",
+        ),
+        (
+            "policies = [\"api.toml\"]\n[engine]\ncanaries = [\"ftp://192.0.2.1/\", \"tcp://192.0.2.53:53\"]\n",
             "engine.canaries[0]: scheme 'ftp' is not supported",
         ),
         (
@@ -393,7 +397,7 @@ fn engine_tuning_that_cannot_work_is_rejected() {
         "would block even the first failover",
     );
     assert_error(&errs, "velocity.refill", "at least 1s");
-    assert_error(&errs, "quorum.fresh_intervals", "at least 1");
+    assert_error(&errs, "quorum.fresh_intervals", "between 1 and 100");
     assert_error(&errs, "failback_hold_max", "shorter than failback_hold");
 }
 
@@ -419,4 +423,21 @@ fn mode_accepts_enforce_and_shadow_only() {
         "service = \"api\"\nmode = \"dry-run\"",
     ));
     assert_error(&errs, "mode", "unknown variant `dry-run`");
+}
+
+#[test]
+fn huge_values_are_rejected_not_overflowed() {
+    let errs = errors(
+        &with("interval = \"10s\"", "interval = \"9000000000000000000s\"")
+            .replace("fall = 3", "fall = 4294967295")
+            .replace("[health]", "[quorum]\nfresh_intervals = 4294967295\n\n[health]")
+            .replace(
+                "min_dwell = \"5m\"",
+                "min_dwell = \"5m\"\nfailback_hold = \"3000000000000000h\"\nfailback_hold_max = \"3000000000000000h\"",
+            ),
+    );
+    assert_error(&errs, "probe.interval", "at most 1h");
+    assert_error(&errs, "health.fall", "above the 100 allowed");
+    assert_error(&errs, "quorum.fresh_intervals", "between 1 and 100");
+    assert_error(&errs, "failback_hold", "longer than the 7 days allowed");
 }

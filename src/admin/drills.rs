@@ -151,6 +151,7 @@ impl From<OverrideError> for ApiError {
             OverrideError::BadDuration(_) => (StatusCode::BAD_REQUEST, "bad_duration"),
             OverrideError::DuplicateId(_) => (StatusCode::CONFLICT, "duplicate_id"),
             OverrideError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+            OverrideError::NotSaved(_) => (StatusCode::INTERNAL_SERVER_ERROR, "not_saved"),
         };
         Self::new(status, code, e.to_string())
     }

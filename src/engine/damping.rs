@@ -7,6 +7,7 @@
 //!   decision.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -63,7 +64,10 @@ impl FlapPenalty {
             return now;
         }
         let halvings = (v / f64::from(d.reuse)).log2();
-        now.plus(d.half_life.mul_f64(halvings))
+        now.plus(
+            Duration::try_from_secs_f64(d.half_life.as_secs_f64() * halvings)
+                .unwrap_or(Duration::MAX),
+        )
     }
 }
 
@@ -123,8 +127,6 @@ impl FlapHistory {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     const D: Damping = Damping {

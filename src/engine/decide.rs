@@ -245,6 +245,12 @@ pub fn choose(
         .iter()
         .map(|p| &p.id)
         .find(|p| eligible(p) && verdict(p) == Verdict::Healthy);
+    // A real outage outranks a drill: when only a drained pool is healthy, a failover may use it.
+    let best_drained = policy
+        .pools
+        .iter()
+        .map(|p| &p.id)
+        .find(|p| !eligible(p) && verdict(p) == Verdict::Healthy);
     let mut reasons = Vec::new();
     let done = |rule: Rule, active: Option<&PoolId>, why: String, reasons: &mut Vec<String>| {
         reasons.push(format!("rule: {why}"));
@@ -320,34 +326,41 @@ pub fn choose(
     }
 
     let discounted = state(cur).is_some_and(|s| s.votes.discounted > 0);
-    match (verdict(cur), best) {
-        (Verdict::Unhealthy, Some(b))
-            if state(b)
+    if verdict(cur) == Verdict::Unhealthy {
+        if let Some(t) = best.or(best_drained) {
+            reasons.push(explain(cur));
+            reasons.push(explain(t));
+            let unconfirmed = state(t)
                 .and_then(|s| s.last_ok)
-                .is_none_or(|ok| state(cur).is_some_and(|c| ok < c.since)) =>
-        {
-            reasons.push(explain(cur));
-            reasons.push(explain(b));
-            done(
-                Rule::ConfirmTarget,
-                Some(cur),
-                format!(
-                    "failover from {cur} to {b} waits for a probe of {b} to pass after {cur} went down (confirms the prober still reaches the regions)"
-                ),
-                &mut reasons,
-            )
+                .is_none_or(|ok| state(cur).is_some_and(|c| ok < c.since));
+            let (rule, active, why) = if unconfirmed {
+                (
+                    Rule::ConfirmTarget,
+                    cur,
+                    format!(
+                        "failover from {cur} to {t} waits for a probe of {t} to pass after {cur} went down (confirms the prober still reaches the regions)"
+                    ),
+                )
+            } else if best.is_none() {
+                (
+                    Rule::Failover,
+                    t,
+                    format!(
+                        "failover from {cur} to {t}, which a drill drains: a real outage outranks the drill"
+                    ),
+                )
+            } else {
+                (
+                    Rule::Failover,
+                    t,
+                    format!("failover from {cur} to the most preferred healthy pool {t}"),
+                )
+            };
+            return done(rule, Some(active), why, &mut reasons);
         }
-        (Verdict::Unhealthy, Some(b)) => {
-            reasons.push(explain(cur));
-            reasons.push(explain(b));
-            done(
-                Rule::Failover,
-                Some(b),
-                format!("failover from {cur} to the most preferred healthy pool {b}"),
-                &mut reasons,
-            )
-        }
-        (Verdict::Unhealthy, None) => {
+    }
+    match (verdict(cur), best) {
+        (Verdict::Unhealthy, _) => {
             reasons.extend(policy.pools.iter().map(|p| explain(&p.id)));
             done(
                 Rule::FailStatic,

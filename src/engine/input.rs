@@ -15,6 +15,10 @@ use super::service::EndpointTransition;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "input", rename_all = "snake_case")]
 pub enum Input {
+    /// A controller started with an empty engine (the first step of every run in a
+    /// recording). The engine ignores it; a replay starts a fresh engine here, as the live
+    /// controller did.
+    Start,
     /// A probe result of one of a service's endpoints.
     Observe {
         /// The service.
@@ -171,6 +175,7 @@ mod tests {
             },
         };
         let inputs = [
+            Input::Start,
             Input::Observe {
                 service: o.service.clone(),
                 observation: observation.clone(),

@@ -160,6 +160,7 @@ impl Engine {
                     touched.insert(service.clone());
                 }
             }
+            Input::Start => {}
             Input::Tick => touched.extend(self.services.keys().cloned()),
             Input::AddOverride(req) => {
                 let result = match self.services.get(&req.service) {
@@ -198,6 +199,11 @@ impl Engine {
                 let reply = match service {
                     Some(id) => match self.services.get_mut(id) {
                         Some(s) => {
+                            // The controller-wide window is re-armed too: otherwise the
+                            // service could stay held by it after a re-arm that says it is not.
+                            if let Some(g) = &mut self.global {
+                                g.rearm();
+                            }
                             s.rearm(at);
                             Ok(vec![id.clone()])
                         }
@@ -264,19 +270,27 @@ impl Engine {
         out.decisions.push((decision, changed));
     }
 
-    /// When a drain or a force ends, traffic returns to normal through the same rules and
-    /// rails: a restore of the service's most preferred pool, so manual failback does not
-    /// strand traffic where the drill put it.
+    /// When a drill that moved traffic ends (a `force`, or a `drain` of the most preferred
+    /// pool), traffic returns through the same rules and rails: a short-lived restore of the
+    /// service's most preferred pool, so `failback = "manual"` does not strand traffic where
+    /// the drill put it. It lasts `spacing + 2 × freshness`: long enough to pass the spacing
+    /// rail and gather fresh evidence, short enough that a pool which is down for real does not
+    /// get an automatic failback hours later. Drains of other pools need no revert.
     fn revert(&mut self, ended: &Override, at: Millis, out: &mut Output) {
-        if ended.action == OverrideAction::Restore {
-            return;
-        }
         let Some(policy) = self.services.get(&ended.service).map(ServiceEngine::policy) else {
             return;
         };
         let Some(preferred) = policy.pools.first() else {
             return;
         };
+        let moved_traffic = match ended.action {
+            OverrideAction::Force => true,
+            OverrideAction::Drain => ended.pool == preferred.id,
+            OverrideAction::Restore => false,
+        };
+        if !moved_traffic {
+            return;
+        }
         let drained = self
             .overrides
             .for_service(&ended.service)
@@ -284,6 +298,10 @@ impl Engine {
         if drained {
             return;
         }
+        let lasts = policy
+            .spacing()
+            .saturating_add(policy.fresh_for().saturating_mul(2))
+            .clamp(Duration::from_secs(1), MAX_OVERRIDE_TTL);
         let req = OverrideRequest {
             id: OverrideId(format!("{}-revert", ended.id)),
             service: ended.service.clone(),
@@ -291,7 +309,7 @@ impl Engine {
             pool: preferred.id.clone(),
             reason: format!("revert of {} {} ({})", ended.action, ended.pool, ended.id),
             actor: "gslb".into(),
-            duration: None,
+            duration: Some(lasts),
         };
         if let Ok((o, _)) = self.overrides.add(policy, &req, at) {
             out.overrides.push(OverrideChange::Added(o));

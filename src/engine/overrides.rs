@@ -142,6 +142,11 @@ pub enum OverrideError {
     /// No active override has this id.
     #[error("no active override '{0}'")]
     NotFound(OverrideId),
+    /// The drill state file could not be written, so the change would not survive a restart:
+    /// a new drill is rolled back; an ended one stays ended in memory but is still listed in
+    /// the file.
+    #[error("the drill state file could not be saved: {0}")]
+    NotSaved(String),
 }
 
 /// The active overrides of every service, by id. Deterministic order.
@@ -236,9 +241,10 @@ impl Overrides {
         due.iter().filter_map(|id| self.active.remove(id)).collect()
     }
 
-    /// Re-installs overrides read back from the state file (at start). Overrides for which
-    /// `known` is false (unknown service or pool) and duplicates are skipped and returned so
-    /// the caller can log them.
+    /// Re-installs overrides read back from the state file (at start), checked as a request
+    /// would be: overrides for which `known` is false (unknown service or pool), with an empty
+    /// reason, a lifetime outside (0, 24 h], a conflict with one already installed, or a
+    /// duplicate id are skipped and returned so the caller can log them.
     pub fn restore_all(
         &mut self,
         saved: Vec<Override>,
@@ -246,7 +252,13 @@ impl Overrides {
     ) -> Vec<Override> {
         let mut skipped = Vec::new();
         for o in saved {
-            if known(&o) && !self.active.contains_key(&o.id) {
+            let sane = !o.reason.trim().is_empty()
+                && o.expires > o.created
+                && o.expires.0 - o.created.0 <= MAX_OVERRIDE_TTL.as_millis() as u64
+                && !self
+                    .for_service(&o.service)
+                    .any(|a| conflicts(a, o.action, &o.pool));
+            if sane && known(&o) && !self.active.contains_key(&o.id) {
                 self.active.insert(o.id.clone(), o);
             } else {
                 skipped.push(o);

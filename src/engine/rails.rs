@@ -96,7 +96,13 @@ pub fn check(plan: &Plan<'_>) -> Result<(), Violation> {
     let Some(state) = plan.pools.get(to) else {
         return Err(Violation::NoServingPool);
     };
-    if plan.drained.contains(to) {
+    let away_from_down = plan
+        .current
+        .and_then(|c| plan.pools.get(c))
+        .is_some_and(|c| c.verdict == Verdict::Unhealthy);
+    // Moving onto a drained pool is allowed only away from a down pool: a real outage
+    // outranks a drill.
+    if plan.drained.contains(to) && !away_from_down {
         return Err(Violation::NoServingPool);
     }
     if state.verdict != Verdict::Healthy {
@@ -105,10 +111,6 @@ pub fn check(plan: &Plan<'_>) -> Result<(), Violation> {
             verdict: state.verdict,
         });
     }
-    let away_from_down = plan
-        .current
-        .and_then(|c| plan.pools.get(c))
-        .is_some_and(|c| c.verdict == Verdict::Unhealthy);
     if let Some(last) = plan.last_change {
         let since = plan.now.since(last);
         if !away_from_down && since < plan.spacing {

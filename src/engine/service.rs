@@ -444,10 +444,10 @@ impl ServiceEngine {
                 Rule::VelocityLimited,
                 &to,
                 format!(
-                    "hold: velocity limit: {} automatic switches per {} are spent; the next is available at {} ms or after an operator re-arm (blocked: {} to {to})",
+                    "hold: velocity limit: {} automatic switches per {} are spent; the next is available at {} or after an operator re-arm (blocked: {} to {to})",
                     self.policy.velocity.burst,
                     humantime::format_duration(self.policy.velocity.refill),
-                    self.bucket.next_at(now).0,
+                    self.bucket.next_at(now).rfc3339(),
                     rule.as_str()
                 ),
                 reasons,

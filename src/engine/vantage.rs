@@ -190,7 +190,7 @@ impl Vantages {
                 });
             }
         }
-        let fresh = self.window * 3;
+        let fresh = self.window.saturating_mul(3);
         if !self.canaries.is_empty()
             && s.canaries.len() == self.canaries.len()
             && s.canaries

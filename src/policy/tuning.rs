@@ -17,6 +17,23 @@ pub(super) struct Tuning {
 }
 
 const SECOND: Duration = Duration::from_secs(1);
+/// Longest tuning duration accepted: a week. Longer says "never" in a way that overflows.
+const MAX_TUNING: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Largest count accepted for thresholds and budgets.
+const MAX_COUNT: u32 = 1_000_000;
+
+/// Reports `key` when `d` is longer than [`MAX_TUNING`].
+fn at_most_a_week(key: &str, d: Duration, report: &mut Report) {
+    if d > MAX_TUNING {
+        report.add(
+            key,
+            format!(
+                "{} is longer than the 7 days allowed",
+                humantime::format_duration(d)
+            ),
+        );
+    }
+}
 
 /// Checks the tuning keys of `raw`, adding every problem to `report`.
 pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
@@ -34,11 +51,34 @@ pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
             ),
         );
     }
+    for (key, d) in [
+        ("failback_hold", raw.failback_hold),
+        ("failback_hold_max", raw.failback_hold_max),
+        ("min_dwell", raw.min_dwell),
+        ("damping.half_life", raw.damping.half_life),
+        ("damping.max_suppress", raw.damping.max_suppress),
+        ("velocity.refill", raw.velocity.refill),
+    ] {
+        at_most_a_week(key, d, report);
+    }
+    if let Some(b) = raw.rto_budget {
+        at_most_a_week("rto_budget", b, report);
+    }
+    for (key, n) in [
+        ("damping.penalty", raw.damping.penalty),
+        ("damping.suppress", raw.damping.suppress),
+        ("damping.reuse", raw.damping.reuse),
+        ("velocity.burst", raw.velocity.burst),
+    ] {
+        if n > MAX_COUNT {
+            report.add(key, format!("{n} is above the {MAX_COUNT} allowed"));
+        }
+    }
     let q = &raw.quorum;
-    if q.fresh_intervals == 0 {
+    if q.fresh_intervals == 0 || q.fresh_intervals > 100 {
         report.add(
             "quorum.fresh_intervals",
-            "must be at least 1 (0 would make every report stale)",
+            "must be between 1 and 100 (0 would make every report stale)",
         );
     }
     let d = &raw.damping;

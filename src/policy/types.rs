@@ -147,7 +147,7 @@ pub struct FailbackHold {
 impl FailbackHold {
     /// The hold after `n` consecutive failovers (at least one step).
     pub fn after(self, n: u32) -> Duration {
-        (self.step * n.max(1)).min(self.max)
+        self.step.saturating_mul(n.max(1)).min(self.max)
     }
 }
 
@@ -270,17 +270,24 @@ impl Policy {
     /// `max(2 × TTL, min_dwell)` apart, so resolvers that cached the previous answer expire it
     /// before the next change.
     pub fn spacing(&self) -> Duration {
-        (self.ttl() * 2).max(self.min_dwell)
+        self.ttl().saturating_mul(2).max(self.min_dwell)
     }
 
     /// How long a vantage point's report stays fresh: `fresh_intervals × interval + timeout`.
     pub fn fresh_for(&self) -> Duration {
-        self.probe.interval * self.quorum.fresh_intervals + self.probe.timeout
+        self.probe
+            .interval
+            .saturating_mul(self.quorum.fresh_intervals)
+            .saturating_add(self.probe.timeout)
     }
 
     /// Worst-case time from the first failed probe to a DNS answer that names the new region,
     /// ignoring provider apply time: `fall × interval + timeout + TTL`.
     pub fn worst_case_failover(&self) -> Duration {
-        self.probe.interval * self.thresholds.fall + self.probe.timeout + self.ttl()
+        self.probe
+            .interval
+            .saturating_mul(self.thresholds.fall)
+            .saturating_add(self.probe.timeout)
+            .saturating_add(self.ttl())
     }
 }

@@ -15,6 +15,10 @@ use crate::model::{EndpointId, PoolId, ServiceId};
 
 /// Shortest probe interval accepted: faster probing says more about the prober than the origin.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest probe interval accepted: an hour (a slower check cannot steer traffic).
+const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// Largest `fall`/`rise` accepted.
+const MAX_THRESHOLD: u32 = 100;
 /// Route 53's largest TTL (2^31 - 1 seconds).
 const MAX_TTL_SECS: u64 = 2_147_483_647;
 
@@ -54,6 +58,8 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
     ] {
         if value == 0 {
             report.add(key, "must be at least 1 (0 would never change a verdict)");
+        } else if value > MAX_THRESHOLD {
+            report.add(key, format!("{value} is above the {MAX_THRESHOLD} allowed"));
         }
     }
     let pools = pools(&raw.pools, &hostname, report);
@@ -81,7 +87,10 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
         }
     };
     if let (Some(budget), Some(t)) = (raw.rto_budget, &target) {
-        let worst = t.ttl() + probe.interval * thresholds.fall + probe.timeout;
+        let worst = t
+            .ttl()
+            .saturating_add(probe.interval.saturating_mul(thresholds.fall))
+            .saturating_add(probe.timeout);
         if worst > budget {
             report.add(
                 "rto_budget",
@@ -126,6 +135,15 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
             format!(
                 "must be at least {}",
                 humantime::format_duration(MIN_INTERVAL)
+            ),
+        );
+    }
+    if raw.interval > MAX_INTERVAL {
+        report.add(
+            "probe.interval",
+            format!(
+                "must be at most {}",
+                humantime::format_duration(MAX_INTERVAL)
             ),
         );
     }

@@ -21,8 +21,9 @@ use super::dns::DnsError;
 /// - a `rustls::Error` (handshake, protocol, certificate) → `tls`;
 /// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
-/// - an I/O `NetworkUnreachable` → `network_unreachable`; `AddrNotAvailable`, `OutOfMemory`,
-///   `EMFILE`, `ENFILE` or `ENOBUFS` → `local_resources` (both the prober's side);
+/// - an I/O `NetworkUnreachable` → `network_unreachable` (counts against the origin: a withdrawn
+///   regional prefix looks the same); `AddrNotAvailable`, `OutOfMemory`, `EMFILE`, `ENFILE` or
+///   `ENOBUFS` → `local_resources` (the prober's side);
 /// - an I/O `ConnectionReset`, `ConnectionAborted`, `BrokenPipe` or `UnexpectedEof`, or hyper's
 ///   "connection closed before message completed" (`IncompleteMessage`) → `connection_reset`;
 /// - anything else → `other`.
