@@ -295,6 +295,16 @@ fn publish(
         }
         _ => {}
     }
+    if out.decisions.is_empty() {
+        // Before adoption there is no decision, but the probes' evidence shows already.
+        if let Input::Observe { service, .. } = &step.input {
+            if let Some(s) = engine.service(service) {
+                sinks
+                    .board
+                    .update_service(s, engine.overrides().all(), step.at);
+            }
+        }
+    }
     for (decision, changed) in &out.decisions {
         sinks.metrics.record_decision(decision, *changed);
         if let Some(s) = engine.service(&decision.service) {

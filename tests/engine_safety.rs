@@ -628,3 +628,33 @@ fn a_state_file_is_checked_like_requests_when_loaded() {
         .count();
     assert_eq!(skipped, 4);
 }
+
+#[test]
+fn drill_text_is_bounded_and_free_of_control_characters() {
+    let mut sim = Sim::new(policy(|t| t));
+    for (reason, actor) in [
+        ("x".repeat(501), "alice".to_owned()),
+        ("drill".to_owned(), "alice\n d-fake drain".to_owned()),
+    ] {
+        let out = sim.step(Input::AddOverride(gslb::engine::OverrideRequest {
+            id: gslb::engine::OverrideId("d-x".into()),
+            service: sim.service.clone(),
+            action: OverrideAction::Drain,
+            pool: pool("seoul"),
+            reason,
+            actor,
+            duration: None,
+        }));
+        assert!(
+            matches!(
+                out.reply,
+                Some(gslb::engine::Reply::Override(Err(
+                    gslb::engine::OverrideError::BadText(_)
+                )))
+            ),
+            "{:?}",
+            out.reply
+        );
+    }
+    assert!(sim.engine.overrides().is_empty());
+}

@@ -148,6 +148,7 @@ impl From<OverrideError> for ApiError {
             OverrideError::UnknownPool { .. } => (StatusCode::NOT_FOUND, "unknown_pool"),
             OverrideError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             OverrideError::MissingReason => (StatusCode::BAD_REQUEST, "missing_reason"),
+            OverrideError::BadText(_) => (StatusCode::BAD_REQUEST, "bad_text"),
             OverrideError::BadDuration(_) => (StatusCode::BAD_REQUEST, "bad_duration"),
             OverrideError::DuplicateId(_) => (StatusCode::CONFLICT, "duplicate_id"),
             OverrideError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),

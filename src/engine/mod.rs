@@ -28,8 +28,8 @@ pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput, cho
 pub use health::{EndpointHealth, pool_verdict};
 pub use input::{Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
-    DEFAULT_OVERRIDE_TTL, MAX_OVERRIDE_TTL, Override, OverrideAction, OverrideError, OverrideId,
-    OverrideRequest, Overrides,
+    DEFAULT_OVERRIDE_TTL, MAX_ACTOR, MAX_OVERRIDE_TTL, MAX_REASON, Override, OverrideAction,
+    OverrideError, OverrideId, OverrideRequest, Overrides,
 };
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;

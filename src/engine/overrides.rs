@@ -17,6 +17,10 @@ use crate::policy::Policy;
 pub const DEFAULT_OVERRIDE_TTL: Duration = Duration::from_secs(4 * 3600);
 /// The longest an override may last: 24 hours.
 pub const MAX_OVERRIDE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The longest reason accepted, in characters.
+pub const MAX_REASON: usize = 500;
+/// The longest actor name accepted, in characters.
+pub const MAX_ACTOR: usize = 100;
 
 /// What an override does to a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -122,6 +126,10 @@ pub enum OverrideError {
     /// The reason is empty.
     #[error("a reason is required")]
     MissingReason,
+    /// The reason or the actor is too long (over [`MAX_REASON`] / [`MAX_ACTOR`] characters) or
+    /// holds control characters (which could forge lines in listings and logs).
+    #[error("{0}")]
+    BadText(String),
     /// The duration is zero or longer than [`MAX_OVERRIDE_TTL`].
     #[error("duration must be between 1s and 24h, got {0}")]
     BadDuration(String),
@@ -176,6 +184,16 @@ impl Overrides {
         }
         if req.reason.trim().is_empty() {
             return Err(OverrideError::MissingReason);
+        }
+        for (what, text, max) in [
+            ("reason", &req.reason, MAX_REASON),
+            ("actor", &req.actor, MAX_ACTOR),
+        ] {
+            if text.chars().count() > max || text.chars().any(char::is_control) {
+                return Err(OverrideError::BadText(format!(
+                    "{what} must be at most {max} characters without control characters"
+                )));
+            }
         }
         let duration = req.duration.unwrap_or(DEFAULT_OVERRIDE_TTL);
         if duration < Duration::from_secs(1) || duration > MAX_OVERRIDE_TTL {
