@@ -4,6 +4,9 @@
 //!   or whose traffic would land on the fallback pool while gslb's probes say it is unhealthy.
 //!   Cloudflare sends traffic to its `fallback_pool` when every pool in `default_pools` is
 //!   down or disabled, and never health-checks it there; gslb must not lead it there blind.
+//!   The reconciler drops a drain of the fallback pool before building the desired state (so
+//!   the rest of a decision, e.g. a failover, still applies); `fallback_disabled` is the
+//!   backstop should a disabling plan reach this guard anyway.
 //! - [`FightGuard`]: detects another writer reverting gslb's writes. A re-apply of the very
 //!   state gslb already wrote is *drift*; more than [`WRITE_FIGHT_LIMIT`] re-applies within
 //!   [`WRITE_FIGHT_WINDOW`] is a *write fight*: gslb stops writing that state until the

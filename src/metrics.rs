@@ -66,7 +66,9 @@ pub struct Metrics {
     /// the limit per window); gslb stops writing for the window.
     pub provider_write_fights_total: IntCounterVec,
     /// `gslb_plans_refused_total{service,reason}`: plans a safety guard refused
-    /// (`fallback_disabled`, `fallback_unhealthy`), counted per reconcile pass.
+    /// (`fallback_disabled`, `fallback_unhealthy`), counted per reconcile pass; and
+    /// `fallback_drain_ignored`: a drain of the fallback pool dropped from an otherwise
+    /// applied plan, counted once when it starts.
     pub plans_refused_total: IntCounterVec,
 }
 
@@ -222,7 +224,7 @@ impl Metrics {
             ),
             plans_refused_total: counter(
                 "gslb_plans_refused_total",
-                "Plans refused by a safety guard, by reason, per reconcile pass.",
+                "Plans refused by a safety guard, by reason, per reconcile pass (fallback_drain_ignored: a fallback-pool drain dropped, once when it starts).",
                 &["service", "reason"],
             ),
             registry,

@@ -238,11 +238,12 @@ async fn pass<P: Provider>(
             ProviderError::Invalid(format!("pool {active} has no provider binding")),
         );
     };
-    let drained: BTreeSet<PoolRef> = decision
+    let mut drained: BTreeSet<PoolRef> = decision
         .into_iter()
         .flat_map(|d| &d.drained)
         .filter_map(|p| binding.refs.get(p).cloned())
         .collect();
+    keep_fallback_enabled(binding, &mut drained, &observed, sinks, name);
     let desired =
         DesiredState::for_active(provider.style(), &binding.priority, active_ref, &drained);
     let plan = match diff(&desired, &observed) {
@@ -388,6 +389,50 @@ fn guard(
             });
             Some(Pass::Stopped(left))
         }
+    }
+}
+
+/// The provider's fallback pool is never disabled (see [`crate::guards`]): a drain of it is
+/// dropped from `drained` here, so the rest of the plan (e.g. a failover order) still applies,
+/// and reported: the status `ignored_drain`, a warning and
+/// `gslb_plans_refused_total{reason="fallback_drain_ignored"}`, each once when it starts
+/// (the status stays set while the drain lasts).
+fn keep_fallback_enabled(
+    binding: &Binding,
+    drained: &mut BTreeSet<PoolRef>,
+    observed: &ObservedState,
+    sinks: &Sinks,
+    provider: &str,
+) {
+    let service = &binding.service;
+    let note = observed
+        .fallback
+        .as_ref()
+        .filter(|f| drained.remove(*f))
+        .map(|f| {
+            let pool = binding
+                .refs
+                .iter()
+                .find(|(_, r)| *r == f)
+                .map_or_else(|| f.clone(), |(p, _)| p.0.clone());
+            format!(
+                "drain of pool {pool} ignored: it is the load balancer's fallback pool, which \
+                 gslb never disables (with every other pool down, nothing would answer); \
+                 the rest of the decision is applied"
+            )
+        });
+    let mut fresh = false;
+    sinks.board.update_apply(service, |a| {
+        fresh = note.is_some() && a.ignored_drain != note;
+        a.ignored_drain.clone_from(&note);
+    });
+    if let (true, Some(note)) = (fresh, note) {
+        sinks
+            .metrics
+            .plans_refused_total
+            .with_label_values(&[service.0.as_str(), "fallback_drain_ignored"])
+            .inc();
+        tracing::warn!(service = %service, provider, reason = %note, "drain ignored");
     }
 }
 

@@ -62,6 +62,9 @@ pub struct ApplyStatus {
     /// Set while a safety guard refuses the plan (e.g. traffic would land on an unhealthy
     /// fallback pool): the reason. The decision stays `pending`.
     pub refused: Option<String>,
+    /// Set while the decision drains the provider's fallback pool, which gslb never disables:
+    /// the drain is ignored (the rest of the decision is applied) and this says so.
+    pub ignored_drain: Option<String>,
 }
 
 /// One endpoint as one vantage point sees it.

@@ -534,16 +534,49 @@ async fn names_resolve_through_the_configured_nameserver() {
 
 #[tokio::test]
 async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
-    // The prober's nameserver never answers; its DNS timeout is 300 ms, the probe's 3 s.
-    let out = probe(
-        &prober(),
-        &spec(),
-        &http("http://seoul.gslb-test.test/health"),
-    )
-    .await;
+    // The prober's nameserver is up but never answers (a resolver stuck on the origin's
+    // authoritative servers looks the same); its DNS timeout is 300 ms, the probe's 3 s.
+    let silent = UdpSocket::bind(LOOPBACK).await.unwrap();
+    let p = Prober::new(&DnsSettings {
+        nameservers: vec![silent.local_addr().unwrap()],
+        timeout: Duration::from_millis(300),
+    })
+    .unwrap();
+    let out = probe(&p, &spec(), &http("http://seoul.gslb-test.test/health")).await;
     assert_reason(&out, ProbeReason::DnsResolution);
     assert!(out.duration >= Duration::from_millis(300), "{out:?}");
     assert!(out.duration < Duration::from_secs(2), "{out:?}");
+}
+
+#[tokio::test]
+async fn dead_local_nameserver_is_resolver_unavailable_and_nxdomain_is_not() {
+    // Nothing listens on the nameserver's port: hickory (unconnected UDP sockets) only times
+    // out, the refusal check after the timeout hears ICMP port unreachable. The prober's side.
+    let p = prober();
+    let out = probe(&p, &spec(), &http("http://seoul.gslb-test.test/health")).await;
+    assert_reason(&out, ProbeReason::ResolverUnavailable);
+    assert!(out.duration < Duration::from_secs(1), "{out:?}");
+    assert_reason(
+        &probe(&p, &spec(), &tcp("seoul.gslb-test.test", 443)).await,
+        ProbeReason::ResolverUnavailable,
+    );
+    assert!(ProbeReason::ResolverUnavailable.is_prober_side());
+
+    // A live nameserver's NXDOMAIN is the origin's side, through the same classifier.
+    let (ns, _) = fake_dns().await;
+    let live = Prober::new(&DnsSettings {
+        nameservers: vec![ns],
+        timeout: Duration::from_secs(1),
+    })
+    .unwrap();
+    assert_reason(
+        &probe(&live, &spec(), &http("http://tokyo.gslb-test.test/health")).await,
+        ProbeReason::DnsResolution,
+    );
+    assert_reason(
+        &probe(&live, &spec(), &tcp("tokyo.gslb-test.test", 443)).await,
+        ProbeReason::DnsResolution,
+    );
 }
 
 #[tokio::test]

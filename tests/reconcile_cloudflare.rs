@@ -338,3 +338,81 @@ async fn pool_health_is_reported_as_a_vote_when_the_policy_asks() {
         "{seen:?}"
     );
 }
+
+/// A third managed pool the fixture lacks, for the three-pool case below.
+const AWS: &str = "3a0c5e7f9b1d3f5a7c9e1b3d5f7a9c1e";
+
+#[tokio::test(start_paused = true)]
+async fn a_drained_fallback_pool_does_not_block_a_failover() {
+    // Pools ncp > gcp > aws, fallback aws. A drill drains aws, then ncp goes down: the
+    // failover to gcp is written, and aws (the fallback) stays enabled.
+    let fake = Fake::start().await;
+    let mut aws = fake.pool(ids::NCP);
+    aws["id"] = serde_json::json!(AWS);
+    aws["name"] = serde_json::json!("aws");
+    fake.put_pool(AWS, aws);
+    fake.edit_load_balancer(serde_json::json!({
+        "default_pools": [ids::NCP, ids::GCP, AWS], "fallback_pool": AWS
+    }));
+    let settings = CloudflareSettings {
+        api_base: fake.base_url(),
+        requests_per_window: NonZeroU32::new(1200).unwrap(),
+        attempt_timeout: None,
+        ..CloudflareSettings::new(ApiToken::new(ids::TOKEN))
+    };
+    let cf = CloudflareBinding {
+        account_id: ids::ACCOUNT.into(),
+        zone_id: ids::ZONE.into(),
+        load_balancer: LoadBalancerRef::parse(ids::LB_NAME),
+        pools: [ids::NCP, ids::GCP, AWS]
+            .map(|p| CloudflarePool { pool_id: p.into() })
+            .to_vec(),
+    };
+    let provider = CloudflareProvider::new(settings, cf).expect("provider");
+    let mut b = binding();
+    b.priority.push(AWS.into());
+    b.refs.insert(PoolId("aws".into()), AWS.into());
+    let mut d = failover();
+    d.drained.insert(PoolId("aws".into()));
+    d.pools.insert(
+        PoolId("aws".into()),
+        PoolVerdict {
+            verdict: Verdict::Healthy,
+            ..PoolVerdict::unknown(Millis(0))
+        },
+    );
+    let sinks = sinks();
+    let (_tx, rx) = watch::channel(Some(d));
+    tokio::spawn(reconcile::run(Arc::new(provider), b, rx, sinks.clone()));
+    tokio::time::sleep(Duration::from_secs(120)).await;
+
+    assert_eq!(
+        fake.default_pools(),
+        vec![ids::GCP.to_owned(), ids::NCP.to_owned(), AWS.to_owned()]
+    );
+    assert_eq!(fake.pool(AWS)["enabled"], true);
+    let s = status(&sinks);
+    assert_eq!(s.state, ApplyState::Applied, "{s:?}");
+    assert_eq!(s.refused, None);
+    assert!(
+        s.ignored_drain
+            .as_deref()
+            .unwrap_or("")
+            .contains("drain of pool aws ignored"),
+        "{s:?}"
+    );
+    let ignored = |reason: &str| {
+        sinks
+            .metrics
+            .plans_refused_total
+            .with_label_values(&["web", reason])
+            .get()
+    };
+    assert_eq!(
+        ignored("fallback_drain_ignored"),
+        1,
+        "counted once, not per pass"
+    );
+    assert_eq!(ignored("fallback_disabled"), 0);
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+}

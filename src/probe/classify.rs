@@ -16,8 +16,9 @@ use super::dns::DnsError;
 /// Rules, first match along the chain wins (outermost first):
 /// - our [`DnsError`]: an answer that the name has no records (NXDOMAIN, NODATA, SERVFAIL
 ///   relayed by the resolver) or no answer in time → `dns_resolution` (the origin's side); the
-///   resolver itself failing (I/O error, no usable nameserver, protocol error) →
-///   `resolver_unavailable` (the prober's side);
+///   resolver itself failing (I/O error, no usable nameserver, protocol error, or no answer in
+///   time while every configured nameserver refuses) → `resolver_unavailable` (the prober's
+///   side);
 /// - a `rustls::Error` (handshake, protocol, certificate) → `tls`;
 /// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
@@ -50,6 +51,7 @@ fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
             DnsError::Lookup { source, .. } if !source.is_no_records_found() => {
                 ProbeReason::ResolverUnavailable
             }
+            DnsError::NoNameserver { .. } => ProbeReason::ResolverUnavailable,
             _ => ProbeReason::DnsResolution,
         });
     }
@@ -190,6 +192,11 @@ mod tests {
             timeout: Duration::from_secs(2),
         };
         assert_eq!(classify(&dns), ProbeReason::DnsResolution);
+        let dns = DnsError::NoNameserver {
+            host: "x.test".into(),
+            nameservers: vec!["127.0.0.1:5399".parse().unwrap()],
+        };
+        assert_eq!(classify(&wrapped(dns)), ProbeReason::ResolverUnavailable);
     }
 
     #[test]

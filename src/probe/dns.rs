@@ -2,9 +2,11 @@
 //! the probe's own timed lookup and, as reqwest's `dns_resolver`, by the HTTP connector.
 //!
 //! Must not: fall back to the operating system's resolver (`getaddrinfo`), cache beyond record
-//! TTLs (hickory's cache honours them), or wait longer than [`DnsSettings::timeout`] per name.
+//! TTLs (hickory's cache honours them), or wait longer than [`DnsSettings::timeout`] per name
+//! (plus [`REFUSAL_WAIT`] to tell a dead nameserver from a slow answer).
 
-use std::net::{IpAddr, SocketAddr};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,8 +31,8 @@ pub struct DnsSettings {
     #[serde(default = "default_dns_nameservers")]
     pub nameservers: Vec<SocketAddr>,
     /// Limit for resolving one name, all nameservers, retries and both address families
-    /// included. Default 2 s: below the default 5 s probe timeout, so a dead resolver is
-    /// reported as `dns_resolution`, not as `timeout`.
+    /// included. Default 2 s: below the default 5 s probe timeout, so a name without an
+    /// answer is reported as `dns_resolution`, not as `timeout`.
     #[serde(default = "default_dns_timeout", with = "humantime_serde")]
     pub timeout: Duration,
 }
@@ -54,7 +56,9 @@ impl Default for DnsSettings {
     }
 }
 
-/// A failed name resolution. The classifier maps every variant to `dns_resolution`.
+/// A failed name resolution. The classifier maps [`DnsError::NoNameserver`] and a `Lookup`
+/// that is not an answer without records to `resolver_unavailable` (the prober's side), the
+/// rest to `dns_resolution`.
 #[derive(Debug, thiserror::Error)]
 pub enum DnsError {
     /// The resolver answered with an error (NXDOMAIN, no records, SERVFAIL, unreachable
@@ -75,7 +79,21 @@ pub enum DnsError {
         /// The limit that passed.
         timeout: Duration,
     },
+    /// No answer within [`DnsSettings::timeout`], and every configured nameserver refuses
+    /// (nothing listens on its port): the resolver is down, not the name.
+    #[error("resolving {host}: no nameserver listening ({nameservers:?} refuse)")]
+    NoNameserver {
+        /// The name looked up.
+        host: String,
+        /// The configured nameservers, every one of which refused.
+        nameservers: Vec<SocketAddr>,
+    },
 }
+
+/// How long a check of a silent nameserver waits for the refusal (ICMP port unreachable) after
+/// a lookup timed out. 100 ms: a loopback or LAN resolver refuses within a millisecond; a
+/// remote one that only drops packets is indistinguishable from a slow answer anyway.
+pub const REFUSAL_WAIT: Duration = Duration::from_millis(100);
 
 /// The shared resolver, optionally with one alias: a name that resolves to another host's
 /// addresses (used to send TLS SNI for a `tls_server_name` to the URL host's addresses).
@@ -83,6 +101,8 @@ pub enum DnsError {
 pub(crate) struct Dns {
     resolver: Arc<TokioResolver>,
     timeout: Duration,
+    /// The configured nameservers; empty with the system configuration.
+    nameservers: Arc<[SocketAddr]>,
     alias: Option<Arc<Alias>>,
 }
 
@@ -125,6 +145,7 @@ impl Dns {
         Ok(Self {
             resolver: Arc::new(builder.build()),
             timeout: settings.timeout,
+            nameservers: settings.nameservers.clone().into(),
             alias: None,
         })
     }
@@ -159,12 +180,59 @@ impl Dns {
                 host: host.to_owned(),
                 source,
             }),
+            // hickory uses unconnected UDP sockets, so a nameserver port where nothing listens
+            // looks like a slow one to it; a connected socket hears the refusal.
+            Err(_) if self.nameservers_refuse().await => Err(DnsError::NoNameserver {
+                host: host.to_owned(),
+                nameservers: self.nameservers.to_vec(),
+            }),
             Err(_) => Err(DnsError::Timeout {
                 host: host.to_owned(),
                 timeout: self.timeout,
             }),
         }
     }
+
+    /// Whether nameservers are configured and every one refuses a query right now.
+    async fn nameservers_refuse(&self) -> bool {
+        if self.nameservers.is_empty() {
+            return false;
+        }
+        for ns in self.nameservers.iter() {
+            if !refuses(*ns).await {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Sends a query for the root's NS records to `ns` on a connected UDP socket and reports
+/// whether it is refused (`ECONNREFUSED`, from an ICMP port unreachable) within
+/// [`REFUSAL_WAIT`]. An answer, silence or any other error is not a refusal.
+async fn refuses(ns: SocketAddr) -> bool {
+    // Header: id 0, flags RD, one question; then the root name, type NS (2), class IN (1).
+    const QUERY: [u8; 17] = [0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1];
+    let local: SocketAddr = if ns.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let Ok(socket) = tokio::net::UdpSocket::bind(local).await else {
+        return false;
+    };
+    if socket.connect(ns).await.is_err() {
+        return false;
+    }
+    let refused = |e: &io::Error| e.kind() == io::ErrorKind::ConnectionRefused;
+    if let Err(e) = socket.send(&QUERY).await {
+        return refused(&e);
+    }
+    let mut buf = [0u8; 512];
+    matches!(
+        tokio::time::timeout(REFUSAL_WAIT, socket.recv(&mut buf)).await,
+        Ok(Err(e)) if refused(&e)
+    )
 }
 
 impl Resolve for Dns {

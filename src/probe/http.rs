@@ -80,8 +80,11 @@ pub(crate) struct HttpTarget {
 pub(crate) async fn check(dns: &Dns, t: &HttpTarget, status: &mut Option<u16>) -> ProbeReason {
     if let Some(host) = &t.resolve {
         if let Err(e) = dns.lookup(host).await {
-            tracing::debug!(url = %t.url, error = %error_chain(&e), "probe failed");
-            return ProbeReason::DnsResolution;
+            // The resolver failing is the prober's side, an answer without records the
+            // origin's: `classify` tells them apart.
+            let reason = classify(&e);
+            tracing::debug!(url = %t.url, %reason, error = %error_chain(&e), "probe failed");
+            return reason;
         }
     }
     let mut request = t.client.get(t.url.clone());

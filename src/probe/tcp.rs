@@ -21,8 +21,11 @@ pub(crate) async fn check(dns: &Dns, host: &str, port: u16) -> ProbeReason {
         Err(_) => match dns.lookup(bare).await {
             Ok(ips) => ips,
             Err(e) => {
-                tracing::debug!(host, port, error = %error_chain(&e), "probe failed");
-                return ProbeReason::DnsResolution;
+                // The resolver failing is the prober's side, an answer without records the
+                // origin's: `classify` tells them apart.
+                let reason = classify(&e);
+                tracing::debug!(host, port, %reason, error = %error_chain(&e), "probe failed");
+                return reason;
             }
         },
     };

@@ -16,7 +16,7 @@ mod error;
 mod memory;
 mod state;
 
-pub use backoff::Backoff;
+pub use backoff::{Backoff, RETRY_AFTER_MAX, retry_after_secs};
 pub use error::ProviderError;
 pub use memory::{MemoryProvider, RecordedWrite};
 pub use state::{

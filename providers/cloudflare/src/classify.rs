@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use gslb_provider::ProviderError;
+use gslb_provider::{ProviderError, retry_after_secs};
 
 use crate::models::Envelope;
 
@@ -70,10 +70,20 @@ pub(crate) fn classify_transport(op: &str, err: &reqwest::Error) -> ProviderErro
     }
 }
 
-/// `Retry-After` in whole seconds (Cloudflare sends seconds); an HTTP date is not used.
+/// `Retry-After` in whole seconds (Cloudflare sends seconds), capped at
+/// [`RETRY_AFTER_MAX`](gslb_provider::RETRY_AFTER_MAX); an HTTP date is not used. A number
+/// too large for `u64` is taken as the cap.
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+    let v = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        Some(retry_after_secs(v.parse::<u64>().unwrap_or(u64::MAX)))
+    } else {
+        None
+    }
 }
 
 /// Whether the same call is tried again in place (after a backoff): transient failures only.
@@ -129,5 +139,20 @@ mod tests {
         );
         assert!(!retry_in_place(&classify_answer("x", 429, secs, None)));
         assert!(retry_in_place(&classify_answer("x", 503, None, None)));
+    }
+
+    #[test]
+    fn a_huge_retry_after_is_capped_at_an_hour() {
+        let header = |v: &str| {
+            let mut h = reqwest::header::HeaderMap::new();
+            h.insert(reqwest::header::RETRY_AFTER, v.parse().unwrap());
+            retry_after(&h)
+        };
+        let cap = Some(gslb_provider::RETRY_AFTER_MAX);
+        assert_eq!(header("18446744073709551615"), cap);
+        assert_eq!(header("99999999999999999999999"), cap);
+        assert_eq!(header("31536000"), cap);
+        assert_eq!(header(" 42 "), Some(Duration::from_secs(42)));
+        assert_eq!(header("Wed, 21 Oct 2026 07:28:00 GMT"), None);
     }
 }

@@ -13,7 +13,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
-use gslb_provider::{Backoff, ProviderError};
+use gslb_provider::{Backoff, ProviderError, RETRY_AFTER_MAX};
 use reqwest::Method;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -118,7 +118,9 @@ impl Api {
                 retry_after: Some(d),
             } = &err
             {
-                *self.block() = Some(Instant::now() + *d);
+                // Capped where it is parsed; checked all the same, an overflow must not panic.
+                let until = Instant::now().checked_add((*d).min(RETRY_AFTER_MAX));
+                *self.block() = until;
             }
             if !retry_in_place(&err) || attempt >= self.settings.max_attempts.max(1) {
                 tracing::debug!(op, attempt, error = %err, "cloudflare call failed");

@@ -180,10 +180,26 @@ impl CloudflareProvider {
     }
 
     /// The order the load balancer serves in, as gslb judges it: `default_pools` when
-    /// steering is `off`, otherwise an empty order (so any plan rewrites it and sends `off`).
+    /// steering is failover, otherwise an empty order (so any plan rewrites it and sends
+    /// `off`).
+    ///
+    /// Steering is failover when `steering_policy` is `"off"`, or is `""` or missing (the
+    /// default) while the load balancer has no `region_pools`, `country_pools` or `pop_pools`:
+    /// the API schema says `""` "will map to `geo` if you use
+    /// `region_pools`/`country_pools`/`pop_pools` otherwise `off`".
     fn serving_order(lb: &LoadBalancer) -> Vec<PoolRef> {
+        let geo_pools = ["region_pools", "country_pools", "pop_pools"]
+            .iter()
+            .any(|k| match lb.extra.get(*k) {
+                None | Some(Value::Null) => false,
+                Some(Value::Object(m)) => !m.is_empty(),
+                Some(_) => true,
+            });
         match lb.steering_policy {
             Some(SteeringPolicy::Off) => lb.default_pools.clone().unwrap_or_default(),
+            None | Some(SteeringPolicy::Empty) if !geo_pools => {
+                lb.default_pools.clone().unwrap_or_default()
+            }
             _ => Vec::new(),
         }
     }
@@ -303,5 +319,41 @@ impl Provider for CloudflareProvider {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(lb: Value) -> Vec<PoolRef> {
+        let lb: LoadBalancer = serde_json::from_value(lb).expect("load balancer");
+        CloudflareProvider::serving_order(&lb)
+    }
+
+    #[test]
+    fn the_default_steering_policy_is_failover_in_default_pools_order() {
+        let ab = vec!["a".to_owned(), "b".to_owned()];
+        for steering in [json!("off"), json!(""), Value::Null] {
+            let mut lb = json!({"id": "lb1", "default_pools": ["a", "b"], "fallback_pool": "b",
+                "region_pools": {}, "country_pools": {}, "pop_pools": {}});
+            if !steering.is_null() {
+                lb["steering_policy"] = steering.clone();
+            }
+            assert_eq!(order(lb), ab, "steering_policy {steering}");
+        }
+        // Missing altogether, as an older load balancer may be returned.
+        assert_eq!(order(json!({"id": "lb1", "default_pools": ["a", "b"]})), ab);
+    }
+
+    #[test]
+    fn the_default_steering_policy_with_region_pools_is_geo() {
+        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "steering_policy": "",
+            "region_pools": {"WNAM": ["b"]}});
+        assert_eq!(order(lb), Vec::<PoolRef>::new());
+        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "steering_policy": "random"});
+        assert_eq!(order(lb), Vec::<PoolRef>::new());
+        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "country_pools": {"US": ["a"]}});
+        assert_eq!(order(lb), Vec::<PoolRef>::new());
     }
 }

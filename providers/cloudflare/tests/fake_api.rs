@@ -118,6 +118,48 @@ async fn steering_other_than_off_is_rewritten_to_off() {
 }
 
 #[tokio::test]
+async fn the_default_steering_policy_serves_default_pools_in_order() {
+    // `""` (Cloudflare's default) without region, country or PoP pools is failover in
+    // `default_pools` order: the load balancer serves NCP, and nothing needs writing.
+    let fake = Fake::start().await;
+    fake.edit_load_balancer(json!({"steering_policy": ""}));
+    let p = provider(&fake);
+    let observed = p.observe().await.expect("observe");
+    assert_eq!(observed.order, Some(priority()));
+    assert_eq!(
+        observed.active(&priority()).map(String::as_str),
+        Some(ids::NCP)
+    );
+    let keep = DesiredState::for_active(
+        FailoverStyle::Order,
+        &priority(),
+        ids::NCP,
+        &BTreeSet::new(),
+    );
+    assert_eq!(diff(&keep, &observed).unwrap(), vec![]);
+    // A write still sends `off` explicitly.
+    let failover = DesiredState::for_active(
+        FailoverStyle::Order,
+        &priority(),
+        ids::GCP,
+        &BTreeSet::new(),
+    );
+    p.apply(&diff(&failover, &observed).unwrap())
+        .await
+        .expect("apply");
+    assert_eq!(fake.load_balancer()["steering_policy"], "off");
+    // The OpenAPI file spells the empty value as the literal `"\"\""` (see its enum), so
+    // the fake flags the real API's default in its GET answers; nothing else may be flagged.
+    let v = fake.violations();
+    assert!(
+        v.iter().all(|v| v.starts_with("response to GET")
+            && v.contains(r#""" is not one of"#)
+            && v.ends_with("/result/steering_policy")),
+        "schema violations: {v:#?}"
+    );
+}
+
+#[tokio::test]
 async fn a_drill_drain_and_restore_round_trip_patch_only_enabled() {
     let fake = Fake::start().await;
     let p = provider(&fake);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_route53::config::http::HttpResponse;
 use aws_sdk_route53::error::{ProvideErrorMetadata, SdkError};
-use gslb_provider::ProviderError;
+use gslb_provider::{ProviderError, retry_after_secs};
 
 /// Error codes Route 53 (and the AWS front door before it) uses for "slow down". Route 53
 /// answers HTTP 400 `Throttling` "Rate exceeded" (Route 53 API Reference, "Common Errors").
@@ -137,11 +137,16 @@ pub(crate) fn retry_in_place(err: &ProviderError) -> bool {
     )
 }
 
-/// The `Retry-After` header in whole seconds, when the response has one. Route 53 itself
-/// does not send it; proxies in front of an emulator may.
+/// The `Retry-After` header in whole seconds, when the response has one, capped at
+/// [`RETRY_AFTER_MAX`](gslb_provider::RETRY_AFTER_MAX) (a number too large for `u64` is taken
+/// as the cap). Route 53 itself does not send it; proxies in front of an emulator may.
 fn retry_after(response: Option<&HttpResponse>) -> Option<Duration> {
-    let value = response?.headers().get("retry-after")?;
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+    let value = response?.headers().get("retry-after")?.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        Some(retry_after_secs(value.parse::<u64>().unwrap_or(u64::MAX)))
+    } else {
+        None
+    }
 }
 
 /// The credential-provider error somewhere in `err`'s source chain, if that is why the
@@ -183,6 +188,23 @@ mod tests {
             "{class:?}"
         );
         assert!(retry_in_place(&class));
+    }
+
+    #[test]
+    fn a_huge_retry_after_is_capped_at_an_hour() {
+        let header = |v: &str| {
+            let mut r = HttpResponse::new(
+                429u16.try_into().expect("status"),
+                aws_smithy_types::body::SdkBody::empty(),
+            );
+            r.headers_mut().insert("retry-after", v.to_owned());
+            retry_after(Some(&r))
+        };
+        let cap = Some(gslb_provider::RETRY_AFTER_MAX);
+        assert_eq!(header("18446744073709551615"), cap);
+        assert_eq!(header("31536000"), cap);
+        assert_eq!(header("7"), Some(Duration::from_secs(7)));
+        assert_eq!(header("soon"), None);
     }
 
     #[test]
