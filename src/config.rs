@@ -336,7 +336,14 @@ pub const ADMIN_TOKEN_ENV: &str = "GSLB_ADMIN_TOKEN";
 
 /// Environment variables that configure the command line, a secret, or the CLI client, not the
 /// settings, and so are not read as settings keys.
-pub const NOT_SETTINGS: [&str; 4] = ["GSLB_CONFIG", "GSLB_LOG", ADMIN_TOKEN_ENV, "GSLB_ADMIN_URL"];
+pub const NOT_SETTINGS: [&str; 5] = [
+    "GSLB_CONFIG",
+    "GSLB_LOG",
+    ADMIN_TOKEN_ENV,
+    "GSLB_ADMIN_URL",
+    // The test suite's emulator virtualenv (tests/support/emulators.rs).
+    "GSLB_VENV",
+];
 
 fn settings_env() -> config::Map<String, String> {
     std::env::vars()
