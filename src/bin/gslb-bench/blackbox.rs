@@ -139,13 +139,13 @@ pub async fn run(
         ));
     }
     tokio::time::sleep(w.warmup).await;
-    let cpu_before = procfs::cpu_time(&pid, ticks);
+    let cpu = procfs::Window::start(&pid, &w.origins_pid, ticks);
     let started = std::time::Instant::now();
     shared.measuring.store(true, Ordering::Relaxed);
     tokio::time::sleep(w.duration).await;
     shared.measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed();
-    let cpu_after = procfs::cpu_time(&pid, ticks);
+    let (cpu, others) = cpu.end(&pid, &w.origins_pid, ticks);
     let rss = procfs::peak_rss(&pid);
     loops.shutdown().await;
     drop(exporter);
@@ -172,7 +172,8 @@ pub async fn run(
     Ok(Figures {
         probes: shared.done.load(Ordering::Relaxed),
         elapsed,
-        cpu: cpu_after.zip(cpu_before).map(|(a, b)| a.saturating_sub(b)),
+        cpu,
+        others,
         lateness: Some((
             quantile(&lateness, 0.5),
             quantile(&lateness, 0.99),

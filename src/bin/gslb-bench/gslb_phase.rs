@@ -70,13 +70,13 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
     drop(tx);
     tokio::time::sleep(w.warmup).await;
     let before = prober.stats().snapshot();
-    let cpu_before = procfs::cpu_time("self", ticks);
+    let cpu = procfs::Window::start("self", &w.origins_pid, ticks);
     let started = Instant::now();
     counting.store(true, std::sync::atomic::Ordering::Relaxed);
     tokio::time::sleep(w.duration).await;
     counting.store(false, std::sync::atomic::Ordering::Relaxed);
     let elapsed = started.elapsed();
-    let cpu_after = procfs::cpu_time("self", ticks);
+    let (cpu, others) = cpu.end("self", &w.origins_pid, ticks);
     let window = prober.stats().snapshot().since(&before);
     let rss = procfs::peak_rss("self");
     loops.shutdown().await;
@@ -90,7 +90,8 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
     Ok(Figures {
         probes: done,
         elapsed,
-        cpu: cpu_after.zip(cpu_before).map(|(a, b)| a.saturating_sub(b)),
+        cpu,
+        others,
         lateness: Some((
             window.lateness.quantile(0.5),
             window.lateness.quantile(0.99),

@@ -94,6 +94,8 @@ pub struct Workload {
     pub duration: Duration,
     /// In-flight bound.
     pub max_in_flight: usize,
+    /// The origins' process id (its CPU is kept apart from the rest of the machine's).
+    pub origins_pid: String,
 }
 
 fn main() -> ExitCode {
@@ -136,13 +138,14 @@ async fn bench(cli: Cli) -> anyhow::Result<()> {
     if timeout >= cli.interval {
         anyhow::bail!("--timeout must be shorter than --interval");
     }
-    let w = Workload {
+    let mut w = Workload {
         endpoints: cli.endpoints,
         interval: cli.interval,
         timeout,
         warmup: cli.warmup.unwrap_or(cli.interval * 3),
         duration: cli.duration,
         max_in_flight: cli.max_in_flight,
+        origins_pid: String::new(),
     };
     let open_files = gslb::probe::raise_open_file_limit().ok();
     let ticks = procfs::clock_ticks();
@@ -168,6 +171,7 @@ async fn bench(cli: Cli) -> anyhow::Result<()> {
 
     let origins = origins::Origins::start(w.endpoints).await?;
     let origins_pid = origins.pid();
+    w.origins_pid = origins_pid.clone();
     println!(
         "  origins: {} listening in process {origins_pid}",
         origins.addrs.len()

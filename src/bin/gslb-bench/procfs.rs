@@ -65,3 +65,60 @@ pub fn machine() -> String {
         });
     format!("{cores} cores, {model}{memory}, Linux {kernel}")
 }
+
+/// CPU time the whole machine spent busy (all cores: everything but idle and iowait in
+/// `/proc/stat`), so far.
+pub fn machine_busy(ticks: u64) -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let busy: u64 = v
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, n)| n)
+        .sum();
+    Some(Duration::from_secs_f64(busy as f64 / ticks as f64))
+}
+
+/// CPU of one window: the prober's, the origins', and everything else on the machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    prober: Option<Duration>,
+    origins: Option<Duration>,
+    machine: Option<Duration>,
+}
+
+impl Window {
+    /// Reads the counters at the start of a window.
+    pub fn start(prober: &str, origins: &str, ticks: u64) -> Window {
+        Window {
+            prober: cpu_time(prober, ticks),
+            origins: cpu_time(origins, ticks),
+            machine: machine_busy(ticks),
+        }
+    }
+
+    /// `(prober, others)`: the prober's CPU in the window, and what processes other than the
+    /// prober and the origins used meanwhile (contention from the rest of the machine).
+    pub fn end(
+        &self,
+        prober: &str,
+        origins: &str,
+        ticks: u64,
+    ) -> (Option<Duration>, Option<Duration>) {
+        let delta =
+            |a: Option<Duration>, b: Option<Duration>| a.zip(b).map(|(a, b)| a.saturating_sub(b));
+        let p = delta(cpu_time(prober, ticks), self.prober);
+        let o = delta(cpu_time(origins, ticks), self.origins);
+        let m = delta(machine_busy(ticks), self.machine);
+        let others = m.zip(p).zip(o).map(|((m, p), o)| m.saturating_sub(p + o));
+        (p, others)
+    }
+}

@@ -26,6 +26,9 @@ pub struct Figures {
     pub failures: Vec<String>,
     /// Peak resident set size of the prober's process, bytes.
     pub peak_rss: Option<u64>,
+    /// CPU used in the window by processes other than the prober and the origins (the rest of
+    /// the machine, the scrape loop for blackbox_exporter included).
+    pub others: Option<Duration>,
 }
 
 impl Figures {
@@ -86,6 +89,11 @@ pub fn table(gslb: &Figures, blackbox: &Result<(String, Figures), String>) -> St
             bb.map_or_else(none, |(_, f)| f.failed.to_string()),
         ),
         (
+            "other processes' CPU (cores, average)",
+            others(gslb),
+            bb.map_or_else(none, |(_, f)| others(f)),
+        ),
+        (
             "peak RSS of the prober process",
             gslb.peak_rss.map_or_else(none, mib),
             bb.and_then(|(_, f)| f.peak_rss).map_or_else(none, mib),
@@ -132,6 +140,13 @@ pub fn table(gslb: &Figures, blackbox: &Result<(String, Figures), String>) -> St
         }
     }
     s
+}
+
+fn others(f: &Figures) -> String {
+    f.others.map_or_else(
+        || "-".to_owned(),
+        |c| format!("{:.2}", c.as_secs_f64() / f.elapsed.as_secs_f64().max(1e-9)),
+    )
 }
 
 fn lateness(f: &Figures) -> String {
