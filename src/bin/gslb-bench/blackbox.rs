@@ -153,6 +153,9 @@ pub async fn run(
     let mut lateness =
         std::mem::take(&mut *shared.lateness.lock().unwrap_or_else(|p| p.into_inner()));
     lateness.sort_unstable();
+    let mut durations =
+        std::mem::take(&mut *shared.durations.lock().unwrap_or_else(|p| p.into_inner()));
+    durations.sort_unstable();
     let failed = shared.failed.load(Ordering::Relaxed);
     let timeouts = shared.timeouts.load(Ordering::Relaxed);
     let errors = shared.errors.load(Ordering::Relaxed);
@@ -179,6 +182,11 @@ pub async fn run(
             quantile(&lateness, 0.99),
             lateness.last().copied().unwrap_or_default(),
         )),
+        durations: Some((
+            quantile(&durations, 0.5),
+            quantile(&durations, 0.99),
+            durations.last().copied().unwrap_or_default(),
+        )),
         late: Some(late),
         skipped: None,
         timeouts,
@@ -196,6 +204,7 @@ struct Shared {
     timeouts: AtomicU64,
     errors: AtomicU64,
     lateness: Mutex<Vec<Duration>>,
+    durations: Mutex<Vec<Duration>>,
 }
 
 /// Scrapes `url` on gslb's schedule (same phase, jitter and skip rules), within `room`.
@@ -233,6 +242,13 @@ async fn scrape_loop(
             match result {
                 Ok(body) => {
                     shared.done.fetch_add(1, Ordering::Relaxed);
+                    if let Some(d) = duration(&body) {
+                        shared
+                            .durations
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(d);
+                    }
                     if !body.contains("\nprobe_success 1") {
                         shared.failed.fetch_add(1, Ordering::Relaxed);
                         if duration(&body).is_some_and(|d| d >= timeout.mul_f64(0.95)) {

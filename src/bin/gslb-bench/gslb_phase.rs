@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::Workload;
 use crate::procfs;
-use crate::report::Figures;
+use crate::report::{Figures, quantile};
 
 /// Runs the workload against `addrs` with gslb's probe loops.
 pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Result<Figures> {
@@ -42,13 +42,15 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
     let flag = counting.clone();
     let counter = tokio::spawn(async move {
         let mut reasons = BTreeMap::<&'static str, u64>::new();
+        let mut durations = Vec::new();
         while let Some(o) = rx.recv().await {
             let o: gslb::model::Observation = o;
             if flag.load(std::sync::atomic::Ordering::Relaxed) {
                 *reasons.entry(o.outcome.reason.as_str()).or_default() += 1;
+                durations.push(o.outcome.duration);
             }
         }
-        reasons
+        (reasons, durations)
     });
     let mut loops = JoinSet::new();
     for addr in addrs {
@@ -80,7 +82,8 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
     let window = prober.stats().snapshot().since(&before);
     let rss = procfs::peak_rss("self");
     loops.shutdown().await;
-    let reasons = counter.await?;
+    let (reasons, mut durations) = counter.await?;
+    durations.sort_unstable();
     let done: u64 = reasons.values().sum();
     let failed: u64 = reasons
         .iter()
@@ -96,6 +99,11 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
             window.lateness.quantile(0.5),
             window.lateness.quantile(0.99),
             window.lateness.max(),
+        )),
+        durations: Some((
+            quantile(&durations, 0.5),
+            quantile(&durations, 0.99),
+            durations.last().copied().unwrap_or_default(),
         )),
         late: Some(window.late),
         skipped: Some(window.skipped),

@@ -14,7 +14,9 @@ pub struct Figures {
     pub cpu: Option<Duration>,
     /// Start minus plan: p50, p99, max.
     pub lateness: Option<(Duration, Duration, Duration)>,
-    /// Probes that started more than 50 ms late (gslb only).
+    /// How long probes took: p50, p99, max (blackbox_exporter: its `probe_duration_seconds`).
+    pub durations: Option<(Duration, Duration, Duration)>,
+    /// Probes that started more than 50 ms late.
     pub late: Option<u64>,
     /// Planned probes skipped because their whole interval passed (gslb only).
     pub skipped: Option<u64>,
@@ -74,6 +76,11 @@ pub fn table(gslb: &Figures, blackbox: &Result<(String, Figures), String>) -> St
             bb.map_or_else(none, |(_, f)| lateness(f)),
         ),
         (
+            "probe duration p50 / p99 / max",
+            triple(gslb.durations),
+            bb.map_or_else(none, |(_, f)| triple(f.durations)),
+        ),
+        (
             "late (> 50 ms) / skipped slots",
             format!("{} / {}", gslb.late.unwrap_or(0), gslb.skipped.unwrap_or(0)),
             bb.map_or_else(none, |(_, f)| format!("{} / -", f.late.unwrap_or(0))),
@@ -104,10 +111,10 @@ pub fn table(gslb: &Figures, blackbox: &Result<(String, Figures), String>) -> St
         Err(_) => "blackbox_exporter".to_owned(),
     };
     let mut s = String::new();
-    let _ = writeln!(s, "| {:<36} | {:>26} | {:>26} |", "", "gslb", bb_name);
-    let _ = writeln!(s, "|{:-<38}|{:-<28}|{:-<28}|", "", "", "");
+    let _ = writeln!(s, "| {:<38} | {:>34} | {:>34} |", "", "gslb", bb_name);
+    let _ = writeln!(s, "|{:-<40}|{:-<36}|{:-<36}|", "", "", "");
     for (name, g, b) in rows {
-        let _ = writeln!(s, "| {name:<36} | {g:>26} | {b:>26} |");
+        let _ = writeln!(s, "| {name:<38} | {g:>34} | {b:>34} |");
     }
     if !gslb.failures.is_empty() {
         let _ = writeln!(s, "gslb failures: {}", gslb.failures.join(", "));
@@ -150,7 +157,11 @@ fn others(f: &Figures) -> String {
 }
 
 fn lateness(f: &Figures) -> String {
-    f.lateness.map_or_else(
+    triple(f.lateness)
+}
+
+fn triple(t: Option<(Duration, Duration, Duration)>) -> String {
+    t.map_or_else(
         || "-".to_owned(),
         |(p50, p99, max)| format!("{} / {} / {}", ms(p50), ms(p99), ms(max)),
     )
