@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::admin::{AdminToken, TokenError};
 use crate::model::VantageId;
-use crate::probe::DnsSettings;
+use crate::probe::{DnsSettings, ProbingSettings};
 
 /// The daemon's settings.
 #[derive(Debug, Clone, Deserialize)]
@@ -35,6 +35,9 @@ pub struct Settings {
     /// How probes resolve endpoint names.
     #[serde(default)]
     pub dns: DnsSettings,
+    /// Limits of the probe loops: probes in flight, the late threshold.
+    #[serde(default)]
+    pub probing: ProbingSettings,
     /// Route 53 client settings.
     #[serde(default)]
     pub route53: Route53Settings,
@@ -415,6 +418,11 @@ impl Settings {
         if settings.route53.region.is_empty() {
             return Err(invalid("route53.region: must not be empty".into()));
         }
+        if settings.probing.max_in_flight == 0 {
+            return Err(invalid(
+                "probing.max_in_flight: must be at least 1 (0 would never probe)".into(),
+            ));
+        }
         if settings.reconcile.resync < Duration::from_millis(100) {
             return Err(invalid("reconcile.resync: must be at least 100ms".into()));
         }
@@ -588,6 +596,26 @@ mod tests {
             s.record.observations,
             Some(dir.path().join("rec/obs.jsonl"))
         );
+    }
+
+    #[test]
+    fn probing_limits_default_and_are_checked() {
+        let (_dir, s) = load("");
+        let s = s.expect("defaults");
+        assert_eq!(s.probing, ProbingSettings::default());
+        assert_eq!(s.dns.cache_size, 20_000);
+        let (_dir, s) = load("[probing]\nmax_in_flight = 64\nlate_after = \"20ms\"\n");
+        let s = s.expect("valid");
+        assert_eq!(s.probing.max_in_flight, 64);
+        assert_eq!(s.probing.late_after, Duration::from_millis(20));
+        let (_dir, s) = load("[probing]\nmax_in_flight = 0\n");
+        let e = s.expect_err("zero").to_string();
+        assert!(
+            e.contains("probing.max_in_flight: must be at least 1"),
+            "{e}"
+        );
+        let (_dir, s) = load("[probing]\nconcurrency = 4\n");
+        assert!(s.expect_err("unknown").to_string().contains("concurrency"));
     }
 
     #[test]

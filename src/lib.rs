@@ -14,7 +14,8 @@
 //! - [`model`]: vocabulary (ids, observations, verdicts, time as [`model::Millis`]).
 //! - [`policy`]: TOML policies -> validated [`policy::Policy`], every error at once.
 //! - [`engine`]: PURE: evidence, quorum, damping, velocity, drills, rails and the decision.
-//! - [`probe`]: HTTP/TCP probers and their loops (the I/O edge).
+//! - [`probe`]: HTTP/TCP probers and their loops (the I/O edge): schedule, in-flight bound,
+//!   lateness stats, DNS cache per vantage point.
 //! - [`engine_loop`]: the one task owning the engine; records inputs, publishes decisions.
 //! - [`journal`]: the engine loop's recording, audit log and drill state file.
 //! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight;
@@ -29,6 +30,9 @@
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
+//!
+//! Besides the `gslb` binary, `src/bin/gslb-bench/` is the probe benchmark (issue 6: gslb
+//! against blackbox_exporter, detection latency); see the README's "Probe benchmark".
 
 pub mod admin;
 pub mod audit;

@@ -367,7 +367,21 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         events: gslb::events::channel(1024),
         clock: gslb::clock::Clock::system(),
     };
-    let prober = Arc::new(Prober::new(&settings.dns).context("building the prober")?);
+    match gslb::probe::raise_open_file_limit() {
+        Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
+    let prober = Arc::new(
+        Prober::with_limits(&settings.dns, &settings.probing).context("building the prober")?,
+    );
+    sinks
+        .metrics
+        .register_prober(&prober)
+        .context("registering the probe metrics")?;
+    tracing::info!(
+        max_in_flight = prober.max_in_flight(),
+        "probes in flight bounded"
+    );
     let mut tasks = JoinSet::new();
     let state = StateFile::new(settings.state.overrides_file());
     let saved = state.load().map_err(bad_config)?;

@@ -2,6 +2,9 @@
 //!
 //! Probe metrics use blackbox_exporter's names; controller metrics are prefixed `gslb_`. Labels
 //! take only bounded values: names from policies, rule and reason enums, provider error codes.
+//! The probe loops' own metrics (lateness, late and skipped probes) are in `probing`.
+
+mod probing;
 
 use prometheus::{Encoder, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
 
@@ -390,6 +393,19 @@ impl Metrics {
             .with_label_values(&[service]);
     }
 
+    /// Exports `prober`'s loop statistics: `gslb_probe_lateness_seconds` (histogram),
+    /// `gslb_probes_started_total`, `gslb_probes_late_total`, `gslb_probes_skipped_total`,
+    /// `gslb_probes_in_flight`, `gslb_probe_max_in_flight`. Call once per registry; a second
+    /// call is refused.
+    ///
+    /// # Errors
+    /// These metrics are already registered.
+    pub fn register_prober(&self, prober: &crate::probe::Prober) -> prometheus::Result<()> {
+        let collector =
+            probing::ProbeStatsCollector::new(prober.stats().clone(), prober.max_in_flight())?;
+        self.registry.register(Box::new(collector))
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
@@ -471,5 +487,45 @@ mod tests {
             text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 0"#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn prober_stats_are_exported() {
+        let m = super::Metrics::new();
+        let prober = crate::probe::Prober::with_limits(
+            &crate::probe::DnsSettings {
+                nameservers: vec!["127.0.0.1:9".parse().expect("addr")],
+                ..crate::probe::DnsSettings::default()
+            },
+            &crate::probe::ProbingSettings {
+                max_in_flight: 16,
+                ..crate::probe::ProbingSettings::default()
+            },
+        )
+        .expect("prober");
+        m.register_prober(&prober).expect("first registration");
+        prober
+            .stats()
+            .started(std::time::Duration::from_millis(30), false);
+        prober
+            .stats()
+            .started(std::time::Duration::from_millis(80), true);
+        assert!(m.register_prober(&prober).is_err(), "registered once");
+        let text = m.render();
+        for line in [
+            "gslb_probe_lateness_seconds_bucket{le=\"0.025\"} 0",
+            "gslb_probe_lateness_seconds_bucket{le=\"0.05\"} 1",
+            "gslb_probe_lateness_seconds_bucket{le=\"0.1\"} 2",
+            "gslb_probe_lateness_seconds_bucket{le=\"+Inf\"} 2",
+            "gslb_probe_lateness_seconds_count 2",
+            "gslb_probes_started_total 2",
+            "gslb_probes_late_total 1",
+            "gslb_probes_skipped_total 0",
+            "gslb_probes_in_flight 0",
+            "gslb_probe_max_in_flight 16",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+        assert!(text.contains("# TYPE gslb_probe_lateness_seconds histogram"));
     }
 }

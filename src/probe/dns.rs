@@ -1,9 +1,13 @@
 //! Name resolution for probes: one hickory resolver per [`Prober`](super::Prober), used both by
 //! the probe's own timed lookup and, as reqwest's `dns_resolver`, by the HTTP connector.
 //!
+//! One resolver per `Prober`, so one cache per vantage point, sized by
+//! [`DnsSettings::cache_size`].
+//!
 //! Must not: fall back to the operating system's resolver (`getaddrinfo`), cache beyond record
-//! TTLs (hickory's cache honours them), or wait longer than [`DnsSettings::timeout`] per name
-//! (plus [`REFUSAL_WAIT`] to tell a dead nameserver from a slow answer).
+//! TTLs (hickory's cache honours them; no minimum TTL is set), or wait longer than
+//! [`DnsSettings::timeout`] per name (plus [`REFUSAL_WAIT`] to tell a dead nameserver from a
+//! slow answer).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -20,7 +24,7 @@ use serde::Deserialize;
 /// How probes resolve endpoint hostnames.
 ///
 /// Strict: unknown keys are rejected. Example (TOML): `nameservers = ["10.0.0.2:53"]`,
-/// `timeout = "2s"`.
+/// `timeout = "2s"`, `cache_size = 20000`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DnsSettings {
@@ -35,6 +39,12 @@ pub struct DnsSettings {
     /// answer is reported as `dns_resolution`, not as `timeout`.
     #[serde(default = "default_dns_timeout", with = "humantime_serde")]
     pub timeout: Duration,
+    /// Answers the resolver caches (one entry per name and record type), each for its TTL.
+    /// Default 20,000: an A and an AAAA answer for each of 10,000 endpoint names (issue 6's
+    /// scale); hickory's own default of 32 makes a controller with more names than that query
+    /// its nameserver on nearly every probe. Entries take memory only when used.
+    #[serde(default = "default_dns_cache_size")]
+    pub cache_size: usize,
 }
 
 /// Default for [`DnsSettings::nameservers`]: empty, i.e. the system configuration.
@@ -47,11 +57,17 @@ pub fn default_dns_timeout() -> Duration {
     Duration::from_secs(2)
 }
 
+/// Default for [`DnsSettings::cache_size`]: 20,000 answers.
+pub fn default_dns_cache_size() -> usize {
+    20_000
+}
+
 impl Default for DnsSettings {
     fn default() -> Self {
         Self {
             nameservers: default_dns_nameservers(),
             timeout: default_dns_timeout(),
+            cache_size: default_dns_cache_size(),
         }
     }
 }
@@ -142,6 +158,7 @@ impl Dns {
         // Two tries per query fit in the overall limit that `lookup` enforces.
         opts.attempts = 2;
         opts.timeout = (settings.timeout / 2).max(Duration::from_millis(1));
+        opts.cache_size = settings.cache_size;
         Ok(Self {
             resolver: Arc::new(builder.build()),
             timeout: settings.timeout,
@@ -256,6 +273,7 @@ mod tests {
         let settings = DnsSettings {
             nameservers: vec!["127.0.0.1:9".parse().unwrap()],
             timeout: Duration::from_millis(50),
+            ..DnsSettings::default()
         };
         assert!(crate::probe::Prober::new(&settings).is_ok());
     }
@@ -265,9 +283,12 @@ mod tests {
         let s: DnsSettings = serde_json::from_str("{}").unwrap();
         assert_eq!(s, DnsSettings::default());
         assert_eq!(s.timeout, Duration::from_secs(2));
-        let s: DnsSettings =
-            serde_json::from_str(r#"{"nameservers":["127.0.0.1:5353"],"timeout":"300ms"}"#)
-                .unwrap();
+        assert_eq!(s.cache_size, 20_000);
+        let s: DnsSettings = serde_json::from_str(
+            r#"{"nameservers":["127.0.0.1:5353"],"timeout":"300ms","cache_size":64}"#,
+        )
+        .unwrap();
+        assert_eq!(s.cache_size, 64);
         assert_eq!(
             s.nameservers,
             vec!["127.0.0.1:5353".parse::<SocketAddr>().unwrap()]
@@ -282,6 +303,7 @@ mod tests {
         let dns = Dns::new(&DnsSettings {
             nameservers: vec!["127.0.0.1:9".parse().unwrap()],
             timeout: Duration::from_millis(50),
+            ..DnsSettings::default()
         })
         .unwrap();
         assert_eq!(

@@ -9,12 +9,16 @@
 //! [`Endpoint`]; decide health (one failed probe is data, rise/fall is the engine's job).
 //!
 //! Files: `dns` (resolver, [`DnsSettings`]), `http` (clients, GET check), `tcp` (connect check),
-//! `classify` (error → [`ProbeReason`]), `schedule` (the loop, phase and jitter).
+//! `classify` (error → [`ProbeReason`]), `schedule` (the loop, phase and jitter), `limits`
+//! (`[probing]`: in-flight bound, late threshold, open-file limit), `stats` (lateness, late,
+//! skipped and timed-out probes).
 
 mod classify;
 mod dns;
 mod http;
+mod limits;
 mod schedule;
+mod stats;
 mod tcp;
 
 use std::collections::HashMap;
@@ -22,15 +26,23 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use reqwest::header::HeaderValue;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
 use crate::model::{EndpointId, ProbeOutcome, ProbeReason};
 use crate::policy::{Endpoint, EndpointKind, ProbeSpec};
 
 pub use classify::classify;
-pub use dns::{DnsError, DnsSettings, default_dns_nameservers, default_dns_timeout};
+pub use dns::{
+    DnsError, DnsSettings, default_dns_cache_size, default_dns_nameservers, default_dns_timeout,
+};
 pub use http::{BODY_LIMIT, MAX_REDIRECTS, USER_AGENT};
-pub use schedule::{MAX_JITTER, MAX_START_PHASE, jittered, run_endpoint, start_phase};
+pub use limits::{
+    ProbingSettings, default_late_after, default_max_in_flight, effective_max_in_flight,
+    open_file_limit, raise_open_file_limit,
+};
+pub use schedule::{MAX_JITTER, MAX_START_PHASE, Schedule, jittered, run_endpoint, start_phase};
+pub use stats::{LatenessSnapshot, ProbeStats, StatsSnapshot};
 
 use http::{ClientKey, HttpTarget};
 
@@ -55,15 +67,22 @@ pub enum ProbeError {
     },
 }
 
-/// Runs probes. Build one per process and share it (`Arc<Prober>`) between probe loops.
+/// Runs probes. Build one per process (one vantage point) and share it (`Arc<Prober>`) between
+/// probe loops.
 ///
-/// Holds one hickory resolver (its cache honours record TTLs) and reqwest clients: the shared
-/// default one (certificates verified, redirects not followed) and one per distinct other
-/// setting, built by [`Prober::target`] and reused by every target with that setting.
+/// Holds one hickory resolver (so one DNS cache per vantage point; it honours record TTLs), the
+/// reqwest clients: the shared default one (certificates verified, redirects not followed) and
+/// one per distinct other setting, built by [`Prober::target`] and reused by every target with
+/// that setting; the bound on probes in flight ([`ProbingSettings::max_in_flight`]) and the
+/// loops' [`ProbeStats`].
 #[derive(Debug)]
 pub struct Prober {
     dns: dns::Dns,
     clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+    room: Semaphore,
+    max_in_flight: usize,
+    late_after: Duration,
+    stats: ProbeStats,
 }
 
 /// An endpoint prepared for probing by [`Prober::target`]: cheap to clone, immutable.
@@ -99,16 +118,61 @@ impl ProbeTarget {
 }
 
 impl Prober {
-    /// Builds the resolver and the shared default client (about 5 ms of CPU: do it once).
+    /// [`Prober::with_limits`] with the default [`ProbingSettings`].
+    ///
+    /// # Errors
+    /// See [`Prober::with_limits`].
+    pub fn new(settings: &DnsSettings) -> Result<Prober, ProbeError> {
+        Self::with_limits(settings, &ProbingSettings::default())
+    }
+
+    /// Builds the resolver and the shared default client (about 5 ms of CPU: do it once). The
+    /// in-flight bound is [`effective_max_in_flight`] of `probing.max_in_flight` and the
+    /// process's open-file limit.
     ///
     /// # Errors
     /// [`ProbeError::SystemDns`] when `settings.nameservers` is empty and the system
     /// configuration cannot be read; [`ProbeError::Client`] when reqwest fails to build.
-    pub fn new(settings: &DnsSettings) -> Result<Prober, ProbeError> {
+    pub fn with_limits(
+        settings: &DnsSettings,
+        probing: &ProbingSettings,
+    ) -> Result<Prober, ProbeError> {
         let dns = dns::Dns::new(settings).map_err(ProbeError::SystemDns)?;
         let client = http::build_client(&dns, &ClientKey::DEFAULT).map_err(ProbeError::Client)?;
         let clients = Mutex::new(HashMap::from([(ClientKey::DEFAULT, client)]));
-        Ok(Prober { dns, clients })
+        let max_in_flight = effective_max_in_flight(probing.max_in_flight, open_file_limit())
+            .min(Semaphore::MAX_PERMITS);
+        Ok(Prober {
+            dns,
+            clients,
+            room: Semaphore::new(max_in_flight),
+            max_in_flight,
+            late_after: probing.late_after,
+            stats: ProbeStats::default(),
+        })
+    }
+
+    /// The bound on probes in flight in force (see [`Prober::with_limits`]).
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+    }
+
+    /// The probe loops' counters and lateness histogram.
+    pub fn stats(&self) -> &ProbeStats {
+        &self.stats
+    }
+
+    /// Waits for room among the probes in flight; the room is held until the permit drops.
+    /// Permits are handed out first come, first served.
+    pub(crate) async fn room(&self) -> Option<SemaphorePermit<'_>> {
+        // The semaphore is never closed; `None` would only mean it was.
+        self.room.acquire().await.ok()
+    }
+
+    /// Records that the probe planned at `plan` starts at `now`.
+    pub(crate) fn started(&self, plan: Instant, now: Instant) {
+        let lateness = now.saturating_duration_since(plan);
+        self.stats.started(lateness, lateness > self.late_after);
     }
 
     /// How many distinct reqwest clients exist: 1 (the default) plus one per distinct setting
@@ -214,7 +278,13 @@ impl Prober {
     /// Never fails: every failure is a [`ProbeOutcome`] with `success = false` and a reason
     /// (see [`classify`]); `http_status` is set whenever a response arrived; `duration` is
     /// measured on tokio's clock.
+    ///
+    /// At the timeout the probe's future is dropped, and with it its socket: nothing of the
+    /// probe stays in flight past it (the client keeps no idle connections and runs no
+    /// background work per request). Calling this directly does not wait for room among the
+    /// probes in flight; [`run_endpoint`] does.
     pub async fn probe(&self, target: &ProbeTarget) -> ProbeOutcome {
+        let _in_flight = self.stats.in_flight();
         let start = Instant::now();
         let mut http_status = None;
         let checked = tokio::time::timeout(target.timeout, async {
@@ -225,6 +295,7 @@ impl Prober {
         })
         .await;
         let reason = checked.unwrap_or_else(|_| {
+            self.stats.timed_out();
             tracing::debug!(endpoint = %target.endpoint, timeout = ?target.timeout, "probe timed out");
             ProbeReason::Timeout
         });

@@ -1,8 +1,10 @@
-//! Shared helpers for integration tests: real emulators, a counting proxy, and waiting on a
-//! condition with a deadline. Each test binary uses a subset, hence the dead-code allowance.
+//! Shared helpers for integration tests: real emulators, a counting proxy, a fake DNS server,
+//! and waiting on a condition with a deadline. Each test binary uses a subset, hence the
+//! dead-code allowance.
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod dns;
 pub mod emulators;
 pub mod policy;
 pub mod proxy;

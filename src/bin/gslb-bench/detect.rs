@@ -1,0 +1,237 @@
+//! Detection latency: the whole controller in process (real probe loops, engine loop,
+//! reconciler, `MemoryProvider`) over two loopback origins. Stop the primary's origin, measure
+//! until the provider accepts the failover write; start it again, let automatic failback bring
+//! traffic back; repeat after a random pause (so kills fall at every phase of the probe
+//! schedule).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use gslb::controller::{self, Controller};
+use gslb::engine::EngineSettings;
+use gslb::events::{self, Event};
+use gslb::journal::Journal;
+use gslb::metrics::Metrics;
+use gslb::model::VantageId;
+use gslb::origin::Origin;
+use gslb::probe::{DnsSettings, Prober};
+use gslb::reconcile::Sinks;
+use gslb::status::StatusBoard;
+use gslb_provider::{Change, FailoverStyle, MemoryProvider};
+use rand::Rng;
+use tokio::sync::broadcast;
+use tokio::task::JoinSet;
+
+use crate::report::quantile;
+
+/// What the detection runs measured.
+pub struct Detection {
+    /// Kill to provider write, one per kill, sorted.
+    pub latencies: Vec<Duration>,
+    /// Kills whose failover was not written within the deadline.
+    pub missed: usize,
+    /// Probe interval.
+    pub interval: Duration,
+    /// Consecutive failures that mark an endpoint down.
+    pub fall: u32,
+}
+
+/// How long one kill or one failback may take before it counts as missed.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// The policy: fast probes, automatic failback with a short hold; no spacing (TTL 0, 100 ms
+/// minimum dwell), a velocity budget and a damping threshold far beyond the kills made, so the
+/// rails never hold a failover or a failback back.
+fn policy(seoul: SocketAddr, tokyo: SocketAddr, interval: Duration, fall: u32) -> String {
+    let timeout = interval * 3 / 4;
+    format!(
+        r#"service = "bench"
+hostname = "bench.example.test"
+failback = "auto"
+failback_hold = "100ms"
+failback_hold_max = "100ms"
+min_dwell = "100ms"
+[probe]
+interval = "{}ms"
+timeout = "{}ms"
+[health]
+fall = {fall}
+rise = 1
+[damping]
+penalty = 1
+half_life = "1s"
+suppress = 1000000
+reuse = 500000
+max_suppress = "10s"
+[velocity]
+burst = 100000
+refill = "1s"
+[[pools]]
+name = "seoul"
+priority = 1
+endpoints = ["http://{seoul}/health"]
+[[pools]]
+name = "tokyo"
+priority = 2
+endpoints = ["http://{tokyo}/health"]
+[target.route53]
+hosted_zone_id = "ZBENCH"
+ttl = "0s"
+[target.route53.pools.seoul]
+values = ["192.0.2.1"]
+[target.route53.pools.tokyo]
+values = ["192.0.2.2"]
+"#,
+        interval.as_millis(),
+        timeout.as_millis()
+    )
+}
+
+/// Kills the primary `kills` times.
+pub async fn run(kills: usize, interval: Duration, fall: u32) -> anyhow::Result<Detection> {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await?;
+    let tokyo = Origin::start(loopback, "tokyo").await?;
+    let policy = gslb::policy::parse(
+        Path::new("<bench detection policy>"),
+        &policy(seoul.addr(), tokyo.addr(), interval, fall),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(4096),
+        clock: gslb::clock::Clock::system(),
+    };
+    let mut rx = sinks.events.subscribe();
+    let mut tasks = JoinSet::new();
+    let prober = Arc::new(Prober::new(&DnsSettings::default())?);
+    let controller = Controller::start(
+        std::slice::from_ref(&policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::default(),
+        Vec::new(),
+    );
+    controller.attach(
+        &mut tasks,
+        &policy,
+        provider.clone(),
+        controller::binding(&policy, Duration::from_secs(5)),
+        &prober,
+        &VantageId("bench".into()),
+    )?;
+    // Both pools healthy before the first kill.
+    let mut healthy = std::collections::BTreeSet::new();
+    wait(&mut rx, |e| {
+        if let Event::EndpointVerdict { pool, verdict, .. } = e {
+            if *verdict == gslb::model::Verdict::Healthy {
+                healthy.insert(pool.0.clone());
+            }
+        }
+        healthy.len() == 2
+    })
+    .await
+    .ok_or_else(|| anyhow::anyhow!("the origins never became healthy"))?;
+
+    let mut latencies = Vec::with_capacity(kills);
+    let mut missed = 0;
+    for _ in 0..kills {
+        // A random pause puts the kill at any phase of the probe schedule.
+        let pause = rand::rng().random_range(Duration::ZERO..interval);
+        tokio::time::sleep(interval + pause).await;
+        let writes = provider.writes().len();
+        let killed = SystemTime::now();
+        seoul.stop().await;
+        let failover = wait(
+            &mut rx,
+            |e| matches!(e, Event::Applied { plan, .. } if sets(plan, "seoul", false)),
+        )
+        .await;
+        match (failover, provider.writes().get(writes)) {
+            (Some(()), Some(w)) => {
+                latencies.push(w.at.duration_since(killed).unwrap_or_default());
+            }
+            _ => missed += 1,
+        }
+        seoul.start_again().await?;
+        let back = wait(
+            &mut rx,
+            |e| matches!(e, Event::Applied { plan, .. } if sets(plan, "seoul", true)),
+        )
+        .await;
+        if back.is_none() {
+            anyhow::bail!("traffic did not come back to seoul within {DEADLINE:?}; stopping");
+        }
+    }
+    controller.stop(&mut tasks).await;
+    latencies.sort_unstable();
+    Ok(Detection {
+        latencies,
+        missed,
+        interval,
+        fall,
+    })
+}
+
+/// Whether `plan` enables (or disables) `pool`.
+fn sets(plan: &[Change], pool: &str, enabled: bool) -> bool {
+    plan.iter().any(|c| {
+        matches!(c, Change::SetEnabled { pool: p, enabled: e, .. } if p.as_str() == pool && *e == enabled)
+    })
+}
+
+/// Waits for an event `pick` accepts, within [`DEADLINE`].
+async fn wait(
+    rx: &mut broadcast::Receiver<Event>,
+    mut pick: impl FnMut(&Event) -> bool,
+) -> Option<()> {
+    let found = async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if pick(&e) => return Some(()),
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, found).await.ok().flatten()
+}
+
+impl Detection {
+    /// The printed lines.
+    pub fn report(&self) -> String {
+        let n = self.latencies.len();
+        let p50 = quantile(&self.latencies, 0.5);
+        let p99 = quantile(&self.latencies, 0.99);
+        let max = self.latencies.last().copied().unwrap_or_default();
+        let floor = self.interval * self.fall;
+        let with_confirm = self.interval * (self.fall + 1);
+        let target = floor + Duration::from_millis(300);
+        let ms = |d: Duration| d.as_millis();
+        let verdict = if self.missed == 0 && p99 <= target {
+            "met".to_owned()
+        } else if self.missed > 0 {
+            format!("NOT met: {} kill(s) missed", self.missed)
+        } else {
+            format!("NOT met by {} ms", ms(p99 - target))
+        };
+        format!(
+            "detection to provider write ({n} kills, interval {} ms, fall {}): p50 {} ms, p99 {} ms, max {} ms\n  fall x interval = {} ms; with the confirm_target probe of the standby (up to one more interval) = {} ms\n  target p99 <= fall x interval + 300 ms = {} ms: {verdict}\n",
+            ms(self.interval),
+            self.fall,
+            ms(p50),
+            ms(p99),
+            ms(max),
+            ms(floor),
+            ms(with_confirm),
+            ms(target),
+        )
+    }
+}
