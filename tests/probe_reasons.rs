@@ -2,6 +2,8 @@
 //! library's [`Origin`] in its modes, a TLS origin with a self-signed certificate, and a tiny
 //! authoritative DNS server. Plus the probe loop under paused tokio time.
 
+mod support;
+
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket as StdUdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +16,7 @@ use gslb::policy::{Endpoint, EndpointKind, ProbeSpec};
 use gslb::probe::{DnsSettings, Prober, run_endpoint};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use support::dns::FakeDns;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::mpsc;
@@ -441,61 +444,16 @@ async fn unverified_tls_passes_and_sends_the_sni_override_to_the_url_host() {
 // ---------------------------------------------------------------------------------------------
 // DNS
 
-/// A minimal authoritative DNS server on 127.0.0.1 (UDP): `A seoul.gslb-test.test` is
-/// 127.0.0.1; other names in the zone are NXDOMAIN. Counts the queries it answers.
-async fn fake_dns() -> (SocketAddr, Arc<AtomicUsize>) {
-    let socket = UdpSocket::bind(LOOPBACK).await.unwrap();
-    let addr = socket.local_addr().unwrap();
-    let queries = Arc::new(AtomicUsize::new(0));
-    let counter = queries.clone();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 1500];
-        loop {
-            let (n, peer) = socket.recv_from(&mut buf).await.unwrap();
-            if let Some(answer) = dns_answer(&buf[..n]) {
-                counter.fetch_add(1, Ordering::SeqCst);
-                socket.send_to(&answer, peer).await.unwrap();
-            }
-        }
-    });
-    (addr, queries)
-}
-
-fn dns_answer(q: &[u8]) -> Option<Vec<u8>> {
-    let mut i = 12;
-    let mut labels = Vec::new();
-    loop {
-        let len = usize::from(*q.get(i)?);
-        i += 1;
-        if len == 0 {
-            break;
-        }
-        labels.push(String::from_utf8_lossy(q.get(i..i + len)?).to_ascii_lowercase());
-        i += len;
-    }
-    let qtype = u16::from_be_bytes([*q.get(i)?, *q.get(i + 1)?]);
-    let question = q.get(12..i + 4)?;
-    let known = labels.join(".") == "seoul.gslb-test.test";
-    let answers = u16::from(known && qtype == 1);
-    let mut r = Vec::new();
-    r.extend_from_slice(&q[..2]); // id
-    r.push(0x84 | (q[2] & 0x01)); // QR, AA, RD copied
-    r.push(if known { 0x00 } else { 0x03 }); // NOERROR / NXDOMAIN
-    r.extend_from_slice(&[0, 1]); // QDCOUNT
-    r.extend_from_slice(&answers.to_be_bytes()); // ANCOUNT
-    r.extend_from_slice(&[0, 0, 0, 0]); // NSCOUNT, ARCOUNT
-    r.extend_from_slice(question);
-    if answers == 1 {
-        r.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]);
-    }
-    Some(r)
+/// The test zone's server: `A seoul.gslb-test.test` is 127.0.0.1; other names are NXDOMAIN.
+async fn fake_dns() -> FakeDns {
+    FakeDns::start("seoul.gslb-test.test", 60).await
 }
 
 #[tokio::test]
 async fn names_resolve_through_the_configured_nameserver() {
-    let (ns, queries) = fake_dns().await;
+    let dns = fake_dns().await;
     let p = Prober::new(&DnsSettings {
-        nameservers: vec![ns],
+        nameservers: vec![dns.addr],
         timeout: Duration::from_secs(1),
         ..DnsSettings::default()
     })
@@ -510,7 +468,7 @@ async fn names_resolve_through_the_configured_nameserver() {
     .await;
     assert_reason(&out, ProbeReason::Ok);
     assert_eq!(o.last_host(), Some(format!("seoul.gslb-test.test:{port}")));
-    assert!(queries.load(Ordering::SeqCst) >= 1);
+    assert!(dns.a_queries() >= 1);
     assert_reason(
         &probe(&p, &spec(), &tcp("seoul.gslb-test.test", port)).await,
         ProbeReason::Ok,
@@ -566,9 +524,9 @@ async fn dead_local_nameserver_is_resolver_unavailable_and_nxdomain_is_not() {
     assert!(ProbeReason::ResolverUnavailable.is_prober_side());
 
     // A live nameserver's NXDOMAIN is the origin's side, through the same classifier.
-    let (ns, _) = fake_dns().await;
+    let dns = fake_dns().await;
     let live = Prober::new(&DnsSettings {
-        nameservers: vec![ns],
+        nameservers: vec![dns.addr],
         timeout: Duration::from_secs(1),
         ..DnsSettings::default()
     })
