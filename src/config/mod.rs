@@ -7,16 +7,23 @@
 //! token comes from `admin.token_file` or `GSLB_ADMIN_TOKEN` (read directly, never a settings
 //! key, never logged).
 
-use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::admin::{AdminToken, TokenError};
+use crate::admin::AdminToken;
 use crate::model::VantageId;
 use crate::probe::{DnsSettings, ProbingSettings};
+
+mod admin_auth;
+mod engine;
+mod providers;
+
+pub use admin_auth::{AdminAuthError, check_admin_listen, resolve_admin_token};
+pub use engine::{EngineConfig, GlobalVelocity};
+pub use providers::{CloudflareSettings, Route53Settings};
 
 /// The daemon's settings.
 #[derive(Debug, Clone, Deserialize)]
@@ -56,92 +63,6 @@ pub struct Settings {
     /// Recording of observations (for `gslb replay`).
     #[serde(default)]
     pub record: RecordSettings,
-}
-
-/// `[engine]`: what the engine decides controller-wide.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EngineConfig {
-    /// The suspect-vantage window: every pool going down within it makes this vantage point
-    /// suspect; it is also the half-life of the prober-side failure share. Default 1 min.
-    #[serde(default = "default_suspect_window", with = "humantime_serde")]
-    pub suspect_window: Duration,
-    /// Canary targets (`https://…`, `http://…`, `tcp://host:port`) outside every policy that
-    /// this vantage point probes to check its own network; all of them failing makes it
-    /// suspect. Any HTTP answer passes. Default none.
-    #[serde(default)]
-    pub canaries: Vec<String>,
-    /// How often canaries are probed. Default 10 s.
-    #[serde(default = "default_canary_interval", with = "humantime_serde")]
-    pub canary_interval: Duration,
-    /// Controller-wide velocity limit: at most `services` automatic switches within
-    /// `window`. Default off (a real regional outage moves every service of the region).
-    #[serde(default)]
-    pub global_velocity: Option<GlobalVelocity>,
-}
-
-/// `[engine.global_velocity]`.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GlobalVelocity {
-    /// Switches allowed within the window.
-    pub services: u32,
-    /// The sliding window, e.g. `"10m"`.
-    #[serde(with = "humantime_serde")]
-    pub window: Duration,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            suspect_window: default_suspect_window(),
-            canaries: Vec::new(),
-            canary_interval: default_canary_interval(),
-            global_velocity: None,
-        }
-    }
-}
-
-impl EngineConfig {
-    /// The engine's settings.
-    pub fn engine_settings(&self) -> crate::engine::EngineSettings {
-        crate::engine::EngineSettings {
-            suspect_window: self.suspect_window,
-            canaries: self
-                .canaries
-                .iter()
-                .map(|c| crate::model::EndpointId(c.clone()))
-                .collect(),
-            global_velocity: self.global_velocity.map(|g| (g.services, g.window)),
-        }
-    }
-
-    /// The canary targets as probe endpoints, with the probe settings they use: every HTTP
-    /// status passes (a canary checks reachability, not an application), 5 s timeout.
-    ///
-    /// # Errors
-    /// A canary that is not a valid endpoint, naming `engine.canaries[i]`.
-    pub fn canary_endpoints(
-        &self,
-    ) -> Result<(crate::policy::ProbeSpec, Vec<crate::policy::Endpoint>), String> {
-        let spec = crate::policy::ProbeSpec {
-            interval: self.canary_interval,
-            timeout: (self.canary_interval / 2).min(Duration::from_secs(5)),
-            expected_status: (100..=599).collect(),
-            body_contains: None,
-            host_header: None,
-            tls_server_name: None,
-            tls_verify: true,
-            follow_redirects: false,
-        };
-        let endpoints = self
-            .canaries
-            .iter()
-            .enumerate()
-            .map(|(i, c)| crate::policy::endpoint(c, &format!("engine.canaries[{i}]")))
-            .collect::<Result<_, _>>()?;
-        Ok((spec, endpoints))
-    }
 }
 
 /// `[admin]`.
@@ -213,79 +134,6 @@ pub struct RecordSettings {
     pub observations: Option<PathBuf>,
 }
 
-/// `[route53]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Route53Settings {
-    /// API endpoint override (an emulator in tests). Default: the AWS endpoint.
-    #[serde(default)]
-    pub endpoint_url: Option<String>,
-    /// Signing region. Default `us-east-1` (Route 53's control plane lives there).
-    #[serde(default = "default_region")]
-    pub region: String,
-    /// Calls per second through the rate limiter. Default 2, well under the historical
-    /// 5 requests/second per account.
-    #[serde(default = "default_rps")]
-    pub requests_per_second: NonZeroU32,
-    /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
-    /// INSYNC within 60 s).
-    #[serde(default = "default_change_timeout", with = "humantime_serde")]
-    pub change_timeout: Duration,
-}
-
-impl Default for Route53Settings {
-    fn default() -> Self {
-        Self {
-            endpoint_url: None,
-            region: default_region(),
-            requests_per_second: default_rps(),
-            change_timeout: default_change_timeout(),
-        }
-    }
-}
-
-/// `[cloudflare]`. The API token is never in this file: it comes from the environment
-/// variable `token_env` or from `token_file`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CloudflareSettings {
-    /// API base URL. Default `https://api.cloudflare.com/client/v4`; tests point it at a fake.
-    #[serde(default = "default_cloudflare_api")]
-    pub api_base: String,
-    /// Environment variable holding the API token. Default `CLOUDFLARE_API_TOKEN`.
-    #[serde(default = "default_token_env")]
-    pub token_env: String,
-    /// A file holding the API token (e.g. a mounted secret), read instead of `token_env` when
-    /// set; relative to the settings file.
-    #[serde(default)]
-    pub token_file: Option<PathBuf>,
-    /// Requests per 5 minutes per load balancer binding through the rate limiter. Default 300,
-    /// a quarter of Cloudflare's 1,200 requests per 5 minutes per token; at most 1,200.
-    #[serde(default = "default_cloudflare_requests")]
-    pub requests_per_window: NonZeroU32,
-}
-
-impl Default for CloudflareSettings {
-    fn default() -> Self {
-        Self {
-            api_base: default_cloudflare_api(),
-            token_env: default_token_env(),
-            token_file: None,
-            requests_per_window: default_cloudflare_requests(),
-        }
-    }
-}
-
-fn default_cloudflare_api() -> String {
-    gslb_cloudflare::DEFAULT_API_BASE.into()
-}
-fn default_token_env() -> String {
-    "CLOUDFLARE_API_TOKEN".into()
-}
-fn default_cloudflare_requests() -> NonZeroU32 {
-    NonZeroU32::new(gslb_cloudflare::DEFAULT_REQUESTS_PER_WINDOW).unwrap_or(NonZeroU32::MIN)
-}
-
 /// `[reconcile]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -315,23 +163,8 @@ fn default_listen() -> SocketAddr {
 fn default_state_dir() -> PathBuf {
     PathBuf::from("state")
 }
-fn default_region() -> String {
-    "us-east-1".into()
-}
-fn default_rps() -> NonZeroU32 {
-    NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN)
-}
-fn default_change_timeout() -> Duration {
-    Duration::from_secs(120)
-}
 fn default_resync() -> Duration {
     Duration::from_secs(60)
-}
-fn default_suspect_window() -> Duration {
-    Duration::from_secs(60)
-}
-fn default_canary_interval() -> Duration {
-    Duration::from_secs(10)
 }
 
 /// The environment variable holding the admin API's bearer token (daemon and CLI).
@@ -489,71 +322,6 @@ impl Settings {
         let token = resolve_admin_token(&self.admin, std::env::var(ADMIN_TOKEN_ENV).ok())?;
         check_admin_listen(self.admin.listen, token.as_ref())?;
         Ok(token)
-    }
-}
-
-/// The admin token could not be resolved, or the admin API would be exposed without one.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminAuthError {
-    /// `admin.token_file` is unreadable or empty.
-    #[error("admin.token_file: {0}")]
-    TokenFile(TokenError),
-    /// `GSLB_ADMIN_TOKEN` is set but empty (unset it to use `admin.token_file`).
-    #[error("{ADMIN_TOKEN_ENV} is set but empty")]
-    EmptyTokenEnv,
-    /// `admin.listen` is not a loopback address and no token is configured.
-    #[error(
-        "admin.listen: {listen} is not a loopback address and no admin token is configured; \
-         set admin.token_file or {ADMIN_TOKEN_ENV}, or listen on 127.0.0.1 (the drill API \
-         must not be reachable without authentication)"
-    )]
-    ExposedWithoutToken {
-        /// The configured address.
-        listen: SocketAddr,
-    },
-}
-
-/// The admin token: `env` (the value of `GSLB_ADMIN_TOKEN`, when set) takes precedence over
-/// `admin.token_file`; `None` when neither is set. Both are trimmed.
-///
-/// # Errors
-/// [`AdminAuthError::TokenFile`] when the file is unreadable or empty,
-/// [`AdminAuthError::EmptyTokenEnv`].
-pub fn resolve_admin_token(
-    admin: &AdminSettings,
-    env: Option<String>,
-) -> Result<Option<AdminToken>, AdminAuthError> {
-    if let Some(v) = env {
-        return AdminToken::new(&v, ADMIN_TOKEN_ENV)
-            .map(Some)
-            .map_err(|_| AdminAuthError::EmptyTokenEnv);
-    }
-    match &admin.token_file {
-        Some(path) => AdminToken::read_file(path)
-            .map(Some)
-            .map_err(AdminAuthError::TokenFile),
-        None => Ok(None),
-    }
-}
-
-/// Refuses a non-loopback `listen` address (including `0.0.0.0` and `::`) without a token.
-///
-/// # Errors
-/// [`AdminAuthError::ExposedWithoutToken`].
-pub fn check_admin_listen(
-    listen: SocketAddr,
-    token: Option<&AdminToken>,
-) -> Result<(), AdminAuthError> {
-    let loopback = match listen.ip() {
-        IpAddr::V4(ip) => ip.is_loopback(),
-        IpAddr::V6(ip) => {
-            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
-    };
-    if loopback || token.is_some() {
-        Ok(())
-    } else {
-        Err(AdminAuthError::ExposedWithoutToken { listen })
     }
 }
 

@@ -1,0 +1,99 @@
+//! `[engine]`: the controller-wide engine settings (suspect window, canaries, the optional
+//! controller-wide velocity limit).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// `[engine]`: what the engine decides controller-wide.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// The suspect-vantage window: every pool going down within it makes this vantage point
+    /// suspect; it is also the half-life of the prober-side failure share. Default 1 min.
+    #[serde(default = "default_suspect_window", with = "humantime_serde")]
+    pub suspect_window: Duration,
+    /// Canary targets (`https://…`, `http://…`, `tcp://host:port`) outside every policy that
+    /// this vantage point probes to check its own network; all of them failing makes it
+    /// suspect. Any HTTP answer passes. Default none.
+    #[serde(default)]
+    pub canaries: Vec<String>,
+    /// How often canaries are probed. Default 10 s.
+    #[serde(default = "default_canary_interval", with = "humantime_serde")]
+    pub canary_interval: Duration,
+    /// Controller-wide velocity limit: at most `services` automatic switches within
+    /// `window`. Default off (a real regional outage moves every service of the region).
+    #[serde(default)]
+    pub global_velocity: Option<GlobalVelocity>,
+}
+
+/// `[engine.global_velocity]`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalVelocity {
+    /// Switches allowed within the window.
+    pub services: u32,
+    /// The sliding window, e.g. `"10m"`.
+    #[serde(with = "humantime_serde")]
+    pub window: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            suspect_window: default_suspect_window(),
+            canaries: Vec::new(),
+            canary_interval: default_canary_interval(),
+            global_velocity: None,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The engine's settings.
+    pub fn engine_settings(&self) -> crate::engine::EngineSettings {
+        crate::engine::EngineSettings {
+            suspect_window: self.suspect_window,
+            canaries: self
+                .canaries
+                .iter()
+                .map(|c| crate::model::EndpointId(c.clone()))
+                .collect(),
+            global_velocity: self.global_velocity.map(|g| (g.services, g.window)),
+        }
+    }
+
+    /// The canary targets as probe endpoints, with the probe settings they use: every HTTP
+    /// status passes (a canary checks reachability, not an application), 5 s timeout.
+    ///
+    /// # Errors
+    /// A canary that is not a valid endpoint, naming `engine.canaries[i]`.
+    pub fn canary_endpoints(
+        &self,
+    ) -> Result<(crate::policy::ProbeSpec, Vec<crate::policy::Endpoint>), String> {
+        let spec = crate::policy::ProbeSpec {
+            interval: self.canary_interval,
+            timeout: (self.canary_interval / 2).min(Duration::from_secs(5)),
+            expected_status: (100..=599).collect(),
+            body_contains: None,
+            host_header: None,
+            tls_server_name: None,
+            tls_verify: true,
+            follow_redirects: false,
+        };
+        let endpoints = self
+            .canaries
+            .iter()
+            .enumerate()
+            .map(|(i, c)| crate::policy::endpoint(c, &format!("engine.canaries[{i}]")))
+            .collect::<Result<_, _>>()?;
+        Ok((spec, endpoints))
+    }
+}
+
+pub(super) fn default_suspect_window() -> Duration {
+    Duration::from_secs(60)
+}
+pub(super) fn default_canary_interval() -> Duration {
+    Duration::from_secs(10)
+}

@@ -1,0 +1,90 @@
+//! `[route53]` and `[cloudflare]`: provider client settings. Credentials are never here.
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// `[route53]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route53Settings {
+    /// API endpoint override (an emulator in tests). Default: the AWS endpoint.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// Signing region. Default `us-east-1` (Route 53's control plane lives there).
+    #[serde(default = "default_region")]
+    pub region: String,
+    /// Calls per second through the rate limiter. Default 2, well under the historical
+    /// 5 requests/second per account.
+    #[serde(default = "default_rps")]
+    pub requests_per_second: NonZeroU32,
+    /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
+    /// INSYNC within 60 s).
+    #[serde(default = "default_change_timeout", with = "humantime_serde")]
+    pub change_timeout: Duration,
+}
+
+impl Default for Route53Settings {
+    fn default() -> Self {
+        Self {
+            endpoint_url: None,
+            region: default_region(),
+            requests_per_second: default_rps(),
+            change_timeout: default_change_timeout(),
+        }
+    }
+}
+
+/// `[cloudflare]`. The API token is never in this file: it comes from the environment
+/// variable `token_env` or from `token_file`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloudflareSettings {
+    /// API base URL. Default `https://api.cloudflare.com/client/v4`; tests point it at a fake.
+    #[serde(default = "default_cloudflare_api")]
+    pub api_base: String,
+    /// Environment variable holding the API token. Default `CLOUDFLARE_API_TOKEN`.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+    /// A file holding the API token (e.g. a mounted secret), read instead of `token_env` when
+    /// set; relative to the settings file.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// Requests per 5 minutes per load balancer binding through the rate limiter. Default 300,
+    /// a quarter of Cloudflare's 1,200 requests per 5 minutes per token; at most 1,200.
+    #[serde(default = "default_cloudflare_requests")]
+    pub requests_per_window: NonZeroU32,
+}
+
+impl Default for CloudflareSettings {
+    fn default() -> Self {
+        Self {
+            api_base: default_cloudflare_api(),
+            token_env: default_token_env(),
+            token_file: None,
+            requests_per_window: default_cloudflare_requests(),
+        }
+    }
+}
+
+fn default_cloudflare_api() -> String {
+    gslb_cloudflare::DEFAULT_API_BASE.into()
+}
+fn default_token_env() -> String {
+    "CLOUDFLARE_API_TOKEN".into()
+}
+fn default_cloudflare_requests() -> NonZeroU32 {
+    NonZeroU32::new(gslb_cloudflare::DEFAULT_REQUESTS_PER_WINDOW).unwrap_or(NonZeroU32::MIN)
+}
+
+fn default_region() -> String {
+    "us-east-1".into()
+}
+fn default_rps() -> NonZeroU32 {
+    NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN)
+}
+fn default_change_timeout() -> Duration {
+    Duration::from_secs(120)
+}
