@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use gslb::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
 use serde_json::json;
-use support::daemon::{Daemon, free_port, log_file, read_log, status};
+use support::cloudflare::WebDaemon;
+use support::daemon::{free_port, status};
 use support::eventually;
 
 const INTERVAL_MS: u64 = 200;
@@ -42,61 +43,16 @@ async fn failover_through_cloudflare_default_pools() {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut ncp_origin = Origin::start(loopback, "ncp").await.expect("ncp origin");
     let gcp_origin = Origin::start(loopback, "gcp").await.expect("gcp origin");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let policy = format!(
-        r#"service = "web"
-hostname = "{lb}"
-failback = "manual"
-[probe]
-interval = "{INTERVAL_MS}ms"
-timeout = "150ms"
-body_contains = "ok"
-[health]
-fall = {FALL}
-rise = 2
-[[pools]]
-name = "ncp"
-priority = 1
-endpoints = ["http://{ncp}/api/v1/health"]
-[[pools]]
-name = "gcp"
-priority = 2
-endpoints = ["http://{gcp}/api/v1/health"]
-[target.cloudflare]
-account_id = "{account}"
-zone_id = "{zone}"
-load_balancer = "{lb}"
-[target.cloudflare.pools.ncp]
-pool_id = "{ncp_id}"
-[target.cloudflare.pools.gcp]
-pool_id = "{gcp_id}"
-"#,
-        lb = ids::LB_NAME,
-        ncp = ncp_origin.addr(),
-        gcp = gcp_origin.addr(),
-        account = ids::ACCOUNT,
-        zone = ids::ZONE,
-        ncp_id = ids::NCP,
-        gcp_id = ids::GCP,
+    let web = WebDaemon::start(
+        &fake,
+        ncp_origin.addr(),
+        gcp_origin.addr(),
+        &format!(
+            "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = {FALL}\nrise = 2"
+        ),
+        &format!("load_balancer = \"{}\"", ids::LB_NAME),
     );
-    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let settings = format!(
-        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
-        fake.base_url()
-    );
-    std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
-
-    let _daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_gslb"))
-            .args(["run", "--config", "gslb.toml"])
-            .current_dir(dir.path())
-            .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
-            .env("GSLB_LOG", "debug")
-            .stderr(log_file(dir.path(), "run.log"))
-            .spawn()
-            .expect("run"),
-    );
+    let admin = web.admin;
 
     // Steady state: applied on NCP, then resync after resync without a write.
     let applied = eventually(Duration::from_secs(15), || async {
@@ -105,11 +61,7 @@ pool_id = "{gcp_id}"
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
     })
     .await;
-    assert!(
-        applied.is_some(),
-        "never applied:\n{}",
-        read_log(dir.path(), "run.log")
-    );
+    assert!(applied.is_some(), "never applied:\n{}", web.log());
     let reads0 = fake.requests().len();
     eventually(Duration::from_secs(15), || async {
         (fake.requests().len() >= reads0 + 10).then_some(())
@@ -131,7 +83,7 @@ pool_id = "{gcp_id}"
     assert!(
         moved.is_some(),
         "default_pools not reordered within {deadline:?}:\n{}",
-        read_log(dir.path(), "run.log")
+        web.log()
     );
     assert!(took <= deadline, "took {took:?}");
     assert_eq!(
@@ -168,12 +120,7 @@ pool_id = "{gcp_id}"
             .filter(|s| s["apply"]["write_fight"].is_string())
     })
     .await
-    .unwrap_or_else(|| {
-        panic!(
-            "no write fight reported:\n{}",
-            read_log(dir.path(), "run.log")
-        )
-    });
+    .unwrap_or_else(|| panic!("no write fight reported:\n{}", web.log()));
     let limit = gslb::guards::WRITE_FIGHT_LIMIT as u64;
     assert_eq!(fight["apply"]["drift"], limit, "{fight}");
     assert_eq!(
@@ -192,7 +139,7 @@ pool_id = "{gcp_id}"
             .contains(r#"gslb_provider_write_fights_total{provider="cloudflare",service="web"} 1"#),
         "{metrics}"
     );
-    assert!(read_log(dir.path(), "run.log").contains("write fight"));
+    assert!(web.log().contains("write fight"));
     // Bounded: while probes go on (ten more results for GCP), gslb writes nothing more.
     let probes = || async {
         let text = reqwest::get(format!("http://{admin}/metrics"))
@@ -218,10 +165,7 @@ pool_id = "{gcp_id}"
     for v in fake.violations() {
         assert!(v.contains("quantum") || v.contains("not-a-list"), "{v}");
     }
-    assert!(
-        !read_log(dir.path(), "run.log").contains(ids::TOKEN),
-        "the token was logged"
-    );
+    assert!(!web.log().contains(ids::TOKEN), "the token was logged");
 }
 
 #[test]

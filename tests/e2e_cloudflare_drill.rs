@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use gslb::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
-use support::daemon::{Daemon, free_port, log_file, read_log, status};
+use support::cloudflare::WebDaemon;
+use support::daemon::status;
 use support::eventually;
 
 fn drill(admin: SocketAddr, args: &[&str]) -> Output {
@@ -37,65 +38,21 @@ async fn a_drill_drain_and_restore_round_trip() {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let ncp = Origin::start(loopback, "ncp").await.expect("origin");
     let gcp = Origin::start(loopback, "gcp").await.expect("origin");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let policy = format!(
-        r#"service = "web"
-hostname = "{lb}"
-min_dwell = "1s"
-[probe]
-interval = "200ms"
-timeout = "150ms"
-[[pools]]
-name = "ncp"
-priority = 1
-endpoints = ["http://{ncp}/api/v1/health"]
-[[pools]]
-name = "gcp"
-priority = 2
-endpoints = ["http://{gcp}/api/v1/health"]
-[target.cloudflare]
-account_id = "{account}"
-zone_id = "{zone}"
-ttl = "1s"
-[target.cloudflare.pools.ncp]
-pool_id = "{ncp_id}"
-[target.cloudflare.pools.gcp]
-pool_id = "{gcp_id}"
-"#,
-        lb = ids::LB_NAME,
-        ncp = ncp.addr(),
-        gcp = gcp.addr(),
-        account = ids::ACCOUNT,
-        zone = ids::ZONE,
-        ncp_id = ids::NCP,
-        gcp_id = ids::GCP,
+    let web = WebDaemon::start(
+        &fake,
+        ncp.addr(),
+        gcp.addr(),
+        "min_dwell = \"1s\"\n[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"",
+        "ttl = \"1s\"",
     );
-    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::fs::write(
-        dir.path().join("gslb.toml"),
-        format!(
-            "policies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
-            fake.base_url()
-        ),
-    )
-    .expect("settings");
-    let _daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_gslb"))
-            .args(["run", "--config", "gslb.toml"])
-            .current_dir(dir.path())
-            .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
-            .stderr(log_file(dir.path(), "run.log"))
-            .spawn()
-            .expect("gslb run"),
-    );
+    let admin = web.admin;
     eventually(Duration::from_secs(15), || async {
         status(admin, "web")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
     })
     .await
-    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", read_log(dir.path(), "run.log")));
+    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
     assert_eq!(fake.writes(), 0);
 
     // Drain the serving pool.
@@ -128,11 +85,7 @@ pool_id = "{gcp_id}"
         (fake.default_pools() == [ids::GCP, ids::NCP] && !enabled(&fake, ids::NCP)).then_some(())
     })
     .await;
-    assert!(
-        drained.is_some(),
-        "not drained:\n{}",
-        read_log(dir.path(), "run.log")
-    );
+    assert!(drained.is_some(), "not drained:\n{}", web.log());
     assert!(
         enabled(&fake, ids::GCP),
         "only the drained pool is disabled"
@@ -158,11 +111,7 @@ pool_id = "{gcp_id}"
         (fake.default_pools() == [ids::NCP, ids::GCP] && enabled(&fake, ids::NCP)).then_some(())
     })
     .await;
-    assert!(
-        restored.is_some(),
-        "not restored:\n{}",
-        read_log(dir.path(), "run.log")
-    );
+    assert!(restored.is_some(), "not restored:\n{}", web.log());
     let settled = eventually(Duration::from_secs(10), || async {
         status(admin, "web").await.filter(|s| {
             s["apply"]["state"] == "applied"
@@ -173,7 +122,8 @@ pool_id = "{gcp_id}"
     .await;
     assert!(settled.is_some(), "{:?}", status(admin, "web").await);
     assert!(fake.violations().is_empty(), "{:?}", fake.violations());
-    let audit = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).expect("audit log");
+    let audit =
+        std::fs::read_to_string(web.dir.path().join("state/audit.jsonl")).expect("audit log");
     for action in [
         "drill.drain",
         "drill.end",

@@ -3,6 +3,7 @@
 //! dead-code allowance.
 #![allow(dead_code)]
 
+pub mod cloudflare;
 pub mod daemon;
 pub mod dns;
 pub mod emulators;

@@ -1,0 +1,82 @@
+//! The real `gslb run` steering the Cloudflare fake for service `web`: two loopback origins,
+//! NCP (priority 1) and GCP (priority 2), each mapped to the fake's pool of that name.
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use gslb_cloudflare::fake::{Fake, ids};
+use tempfile::TempDir;
+
+use super::daemon::{Daemon, free_port, log_file, read_log};
+
+/// A running daemon with its folder (policy, settings, `run.log`, `state/`) and admin address.
+pub struct WebDaemon {
+    /// The daemon's folder.
+    pub dir: TempDir,
+    /// The admin API.
+    pub admin: SocketAddr,
+    _daemon: Daemon,
+}
+
+impl WebDaemon {
+    /// Writes `web.toml` and `gslb.toml`, then starts `gslb run` with the fake's token.
+    /// `head` is inserted after `hostname` (top-level keys, `[probe]`, `[health]`);
+    /// `target` after the `[target.cloudflare]` ids (e.g. `ttl = "1s"`).
+    pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policy = format!(
+            r#"service = "web"
+hostname = "{lb}"
+{head}
+[[pools]]
+name = "ncp"
+priority = 1
+endpoints = ["http://{ncp}/api/v1/health"]
+[[pools]]
+name = "gcp"
+priority = 2
+endpoints = ["http://{gcp}/api/v1/health"]
+[target.cloudflare]
+account_id = "{account}"
+zone_id = "{zone}"
+{target}
+[target.cloudflare.pools.ncp]
+pool_id = "{ncp_id}"
+[target.cloudflare.pools.gcp]
+pool_id = "{gcp_id}"
+"#,
+            lb = ids::LB_NAME,
+            account = ids::ACCOUNT,
+            zone = ids::ZONE,
+            ncp_id = ids::NCP,
+            gcp_id = ids::GCP,
+        );
+        std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
+        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let settings = format!(
+            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+            fake.base_url()
+        );
+        std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+        let daemon = Daemon(
+            Command::new(env!("CARGO_BIN_EXE_gslb"))
+                .args(["run", "--config", "gslb.toml"])
+                .current_dir(dir.path())
+                .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
+                .env("GSLB_LOG", "debug")
+                .stderr(log_file(dir.path(), "run.log"))
+                .spawn()
+                .expect("gslb run"),
+        );
+        Self {
+            dir,
+            admin,
+            _daemon: daemon,
+        }
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        read_log(self.dir.path(), "run.log")
+    }
+}
