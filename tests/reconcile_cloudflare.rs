@@ -8,23 +8,24 @@
 //! while a socket waits. Every `tokio::time::sleep` below advances simulated time instantly
 //! and stands for "this much time passes", never for a condition.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::clock::Clock;
 use gslb::engine::{Decision, PoolVerdict, Rule};
-use gslb::events::{self, Event};
-use gslb::metrics::Metrics;
+use gslb::events::Event;
 use gslb::model::{Millis, PoolId, ServiceId, Verdict};
 use gslb::reconcile::{self, Binding, Sinks};
-use gslb::status::{ApplyState, ApplyStatus, StatusBoard};
+use gslb::status::{ApplyState, ApplyStatus};
 use gslb_cloudflare::fake::{Fake, ids};
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
     LoadBalancerRef,
 };
+use support::reconcile::next_applied;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -86,23 +87,7 @@ fn failover() -> Decision {
 }
 
 fn sinks() -> Sinks {
-    let board = Arc::new(StatusBoard::default());
-    let policy = gslb::policy::parse(
-        std::path::Path::new("web.toml"),
-        include_str!("../policies/web-ncp-gcp.toml"),
-    )
-    .expect("policy");
-    board.update_service(
-        &gslb::engine::ServiceEngine::new(policy),
-        std::iter::empty(),
-        Millis(0),
-    );
-    Sinks {
-        board,
-        metrics: Metrics::new(),
-        events: events::channel(64),
-        clock: Clock::anchored_at(Millis(0)),
-    }
+    support::reconcile::sinks(include_str!("../policies/web-ncp-gcp.toml"))
 }
 
 fn status(s: &Sinks) -> ApplyStatus {
@@ -134,14 +119,6 @@ async fn start(d: Decision, setup: impl FnOnce(&Fake)) -> Harness {
         sinks,
         events,
         _decisions: tx,
-    }
-}
-
-async fn next_applied(rx: &mut tokio::sync::broadcast::Receiver<Event>) {
-    loop {
-        if let Ok(Event::Applied { .. }) = rx.recv().await {
-            return;
-        }
     }
 }
 

@@ -6,18 +6,19 @@
 //! `tokio::time::sleep` below runs in paused time: it advances the simulated clock instantly
 //! (auto-advance when idle) and stands for "this much time passes", never for a condition.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gslb::clock::Clock;
 use gslb::engine::{Decision, Rule};
-use gslb::events::{self, Event};
-use gslb::metrics::Metrics;
+use gslb::events::Event;
 use gslb::model::{Millis, PoolId, ServiceId};
 use gslb::reconcile::{self, Binding, Sinks};
-use gslb::status::{ApplyState, StatusBoard};
+use gslb::status::ApplyState;
 use gslb_provider::{FailoverStyle, MemoryProvider, ObservedState, Plan, Provider, ProviderError};
+use support::reconcile::next_applied;
 use tokio::sync::watch;
 
 /// The in-memory provider with scripted failures for `apply`, and a call counter.
@@ -98,36 +99,11 @@ fn decision(active: &str, rule: Rule) -> Decision {
 }
 
 fn sinks() -> Sinks {
-    let board = Arc::new(StatusBoard::default());
-    // The board only tracks services it has seen: register one from its engine.
-    let policy = gslb::policy::parse(
-        std::path::Path::new("api.toml"),
-        include_str!("../policies/api-seoul-tokyo.toml"),
-    )
-    .expect("policy");
-    board.update_service(
-        &gslb::engine::ServiceEngine::new(policy),
-        std::iter::empty(),
-        Millis(0),
-    );
-    Sinks {
-        board,
-        metrics: Metrics::new(),
-        events: events::channel(64),
-        clock: Clock::anchored_at(Millis(0)),
-    }
+    support::reconcile::sinks(include_str!("../policies/api-seoul-tokyo.toml"))
 }
 
 fn state(s: &Sinks) -> gslb::status::ApplyStatus {
     s.board.snapshot()[&ServiceId("api".into())].apply.clone()
-}
-
-async fn next_applied(rx: &mut tokio::sync::broadcast::Receiver<Event>) {
-    loop {
-        if let Ok(Event::Applied { .. }) = rx.recv().await {
-            return;
-        }
-    }
 }
 
 /// A reconciler running against `provider` with `decision` as the latest decision.

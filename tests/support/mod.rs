@@ -9,6 +9,7 @@ pub mod dns;
 pub mod emulators;
 pub mod policy;
 pub mod proxy;
+pub mod reconcile;
 pub mod sim;
 
 use std::future::Future;
