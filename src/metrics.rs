@@ -6,7 +6,10 @@
 
 mod probing;
 
-use prometheus::{Encoder, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
+    TextEncoder,
+};
 
 use crate::engine::{Decision, OverrideAction, Overrides, Rule, Suspicion};
 use crate::model::{Millis, Observation, VantageId, Verdict};
@@ -22,6 +25,12 @@ pub struct Metrics {
     pub probe_duration_seconds: GaugeVec,
     /// `probe_http_status_code{...}`: HTTP status of the last probe, 0 without a response.
     pub probe_http_status_code: GaugeVec,
+    /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the earliest certificate of
+    /// the last TLS handshake's chain expires; absent for endpoints without TLS.
+    pub probe_ssl_earliest_cert_expiry: GaugeVec,
+    /// `probe_dns_lookup_time_seconds{...}`: time the last probe spent resolving the endpoint's
+    /// name; 0 for IP literals.
+    pub probe_dns_lookup_time_seconds: GaugeVec,
     /// `gslb_probes_total{service,pool,endpoint,reason}`: probes by outcome reason.
     pub probes_total: IntCounterVec,
     /// `gslb_pool_verdict{service,pool,verdict}`: 1 for the pool's current verdict, 0 for the others.
@@ -73,7 +82,43 @@ pub struct Metrics {
     /// `fallback_drain_ignored`: a drain of the fallback pool dropped from an otherwise
     /// applied plan, counted once when it starts.
     pub plans_refused_total: IntCounterVec,
+    /// `gslb_switches_total{service,kind}`: changes of the serving pool, `kind` = `automatic`
+    /// or `drill`.
+    pub switches_total: IntCounterVec,
+    /// `gslb_decision_unapplied_age_seconds{service}`: how long the latest decision has waited
+    /// for the provider; 0 while the provider matches it.
+    pub decision_unapplied_age_seconds: GaugeVec,
+    /// `gslb_reconcile_duration_seconds{provider,service}`: duration of one reconcile pass
+    /// (read, plan, write when needed).
+    pub reconcile_duration_seconds: HistogramVec,
+    /// `gslb_failover_phase_seconds{service,phase}`: time from the start of a switch (first
+    /// failed probe, or the drill's decision) to each timeline phase.
+    pub failover_phase_seconds: HistogramVec,
+    /// `gslb_policy_reload_success`: 1 when the last policy (re)load succeeded, 0 when it failed
+    /// and the previous set is still in use.
+    pub policy_reload_success: Gauge,
+    /// `gslb_policy_reload_timestamp_seconds`: Unix time of the last successful policy load.
+    pub policy_reload_timestamp_seconds: Gauge,
+    /// `gslb_policy_reloads_total{result}`: reload attempts, `result` = `ok` or `error`.
+    pub policy_reloads_total: IntCounterVec,
+    /// `gslb_webhook_deliveries_total{sink,result}`: webhook attempts, `result` = `delivered`,
+    /// `retried`, `failed` (gave up) or `dropped` (queue full).
+    pub webhook_deliveries_total: IntCounterVec,
+    /// `gslb_build_info{version}`: always 1; the running version.
+    pub build_info: GaugeVec,
 }
+
+/// Buckets of the failover phase histograms, in seconds: 1 s to 30 min, covering TTLs of
+/// 60 s and Route 53's change propagation (typically under 60 s).
+pub const PHASE_BUCKETS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 1800.0,
+];
+
+/// Buckets of the reconcile duration histogram, in seconds: 5 ms to 2 min (Route 53's
+/// change wait is bounded by `[route53] change_timeout`).
+pub const RECONCILE_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+];
 
 const PROBE_LABELS: &[&str] = &["service", "pool", "endpoint", "vantage"];
 
@@ -99,6 +144,32 @@ impl Metrics {
                 .expect("unique metric name");
             c
         };
+        let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
+            let h = HistogramVec::new(
+                HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+                labels,
+            )
+            .expect("static metric definition");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("unique metric name");
+            h
+        };
+        let plain_gauge = |name: &str, help: &str| {
+            let g = Gauge::new(name, help).expect("static metric definition");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric name");
+            g
+        };
+        let build_info = gauge(
+            "gslb_build_info",
+            "Always 1; labelled with the running version.",
+            &["version"],
+        );
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1.0);
         Self {
             probe_success: gauge(
                 "probe_success",
@@ -113,6 +184,16 @@ impl Metrics {
             probe_http_status_code: gauge(
                 "probe_http_status_code",
                 "HTTP status of the last probe; 0 when no response arrived.",
+                PROBE_LABELS,
+            ),
+            probe_ssl_earliest_cert_expiry: gauge(
+                "probe_ssl_earliest_cert_expiry",
+                "Unix time the earliest certificate in the last TLS handshake's chain expires.",
+                PROBE_LABELS,
+            ),
+            probe_dns_lookup_time_seconds: gauge(
+                "probe_dns_lookup_time_seconds",
+                "Seconds the last probe spent resolving the endpoint's name (0 for IP literals).",
                 PROBE_LABELS,
             ),
             probes_total: counter(
@@ -230,6 +311,47 @@ impl Metrics {
                 "Plans refused by a safety guard, by reason, per reconcile pass (fallback_drain_ignored: a fallback-pool drain dropped, once when it starts).",
                 &["service", "reason"],
             ),
+            switches_total: counter(
+                "gslb_switches_total",
+                "Changes of the serving pool, by kind (automatic, drill).",
+                &["service", "kind"],
+            ),
+            decision_unapplied_age_seconds: gauge(
+                "gslb_decision_unapplied_age_seconds",
+                "Seconds the latest decision has waited for the provider (decided but not applied); 0 when applied.",
+                &["service"],
+            ),
+            reconcile_duration_seconds: histogram(
+                "gslb_reconcile_duration_seconds",
+                "Duration of one reconcile pass: read the provider, plan, write when needed.",
+                &["provider", "service"],
+                RECONCILE_BUCKETS,
+            ),
+            failover_phase_seconds: histogram(
+                "gslb_failover_phase_seconds",
+                "Seconds from the start of a switch (first failed probe, or a drill's decision) to each timeline phase.",
+                &["service", "phase"],
+                PHASE_BUCKETS,
+            ),
+            policy_reload_success: plain_gauge(
+                "gslb_policy_reload_success",
+                "1 when the last policy load succeeded; 0 when it failed and the last good set is kept.",
+            ),
+            policy_reload_timestamp_seconds: plain_gauge(
+                "gslb_policy_reload_timestamp_seconds",
+                "Unix time of the last successful policy load.",
+            ),
+            policy_reloads_total: counter(
+                "gslb_policy_reloads_total",
+                "Policy reload attempts by result (ok, error).",
+                &["result"],
+            ),
+            webhook_deliveries_total: counter(
+                "gslb_webhook_deliveries_total",
+                "Webhook delivery attempts by sink and result (delivered, retried, failed, dropped).",
+                &["sink", "result"],
+            ),
+            build_info,
             registry,
         }
     }
