@@ -6,6 +6,7 @@
 
 mod probing;
 
+use prometheus::proto::MetricType;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
     TextEncoder,
@@ -19,6 +20,8 @@ use crate::policy::Policy;
 #[derive(Debug, Clone)]
 pub struct Metrics {
     registry: Registry,
+    /// Name and type of every family [`Metrics::new`] registered, in declaration order.
+    families: Vec<(String, MetricType)>,
     /// `probe_success{service,pool,endpoint,vantage}`: 1 when the last probe passed.
     pub probe_success: GaugeVec,
     /// `probe_duration_seconds{...}`: duration of the last probe.
@@ -129,7 +132,10 @@ impl Metrics {
     /// Never in practice: names are static and unique (checked by a unit test).
     pub fn new() -> Self {
         let registry = Registry::new();
+        let families = std::cell::RefCell::new(Vec::new());
+        let declare = |name: &str, kind| families.borrow_mut().push((name.to_owned(), kind));
         let gauge = |name: &str, help: &str, labels: &[&str]| {
+            declare(name, MetricType::GAUGE);
             let g = GaugeVec::new(Opts::new(name, help), labels).expect("static metric definition");
             registry
                 .register(Box::new(g.clone()))
@@ -137,6 +143,7 @@ impl Metrics {
             g
         };
         let counter = |name: &str, help: &str, labels: &[&str]| {
+            declare(name, MetricType::COUNTER);
             let c = IntCounterVec::new(Opts::new(name, help), labels)
                 .expect("static metric definition");
             registry
@@ -145,6 +152,7 @@ impl Metrics {
             c
         };
         let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
+            declare(name, MetricType::HISTOGRAM);
             let h = HistogramVec::new(
                 HistogramOpts::new(name, help).buckets(buckets.to_vec()),
                 labels,
@@ -156,6 +164,7 @@ impl Metrics {
             h
         };
         let plain_gauge = |name: &str, help: &str| {
+            declare(name, MetricType::GAUGE);
             let g = Gauge::new(name, help).expect("static metric definition");
             registry
                 .register(Box::new(g.clone()))
@@ -352,8 +361,16 @@ impl Metrics {
                 &["sink", "result"],
             ),
             build_info,
+            families: families.take(),
             registry,
         }
+    }
+
+    /// Name and type of every metric family [`Metrics::new`] declares (not the probe loops'
+    /// metrics of [`Metrics::register_prober`]). A histogram `x` is exported as `x_bucket`,
+    /// `x_sum` and `x_count`.
+    pub fn families(&self) -> &[(String, MetricType)] {
+        &self.families
     }
 
     /// Records one probe result of `pool` in `service`.
