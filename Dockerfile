@@ -12,6 +12,10 @@
 #   (e.g. /run/secrets/gslb-admin-token).
 # - Provider credentials (AWS, Cloudflare) come from the environment, mounted secrets or the
 #   platform role, never from the image.
+# - HEALTHCHECK: `gslb healthcheck` gets /healthz on the admin address of GSLB_CONFIG's settings
+#   (GSLB_ADMIN__LISTEN below; 0.0.0.0 is reached as 127.0.0.1): the image has no curl or wget.
+#   Run it read-only: `docker run --read-only -v gslb-state:/var/lib/gslb
+#   -v "$PWD/etc:/etc/gslb:ro" -e GSLB_ADMIN_TOKEN ...`.
 
 # Build stage: release binary of gslb.
 FROM rust:1.95-slim-bookworm AS build
@@ -35,4 +39,6 @@ ENV GSLB_CONFIG=/etc/gslb/gslb.toml \
     GSLB_ADMIN__LISTEN=0.0.0.0:9464
 VOLUME /var/lib/gslb
 EXPOSE 9464
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["gslb", "healthcheck"]
 ENTRYPOINT ["gslb", "run"]

@@ -12,6 +12,7 @@ mod http;
 
 use clap::{Args, Subcommand};
 
+pub(crate) use http::innermost_cause;
 pub use http::{AdminClient, ClientError, REQUEST_TIMEOUT};
 
 use crate::admin::AdminToken;

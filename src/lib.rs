@@ -25,7 +25,8 @@
 //!   drills and re-arms and hands them to the engine loop as [`control`] commands.
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
 //!   the audit log and the observation recording use): drill I/O edges.
-//! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API.
+//! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API;
+//!   [`healthcheck`]: `gslb healthcheck`, one `GET /healthz` for a container `HEALTHCHECK`.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
@@ -47,6 +48,7 @@ pub mod engine;
 pub mod engine_loop;
 pub mod events;
 pub mod guards;
+pub mod healthcheck;
 pub mod journal;
 pub mod jsonl;
 pub mod metrics;

@@ -1,4 +1,4 @@
-//! The `gslb` command: run, check, provision, demo, drill, rearm.
+//! The `gslb` command: run, check, provision, demo, drill, rearm, healthcheck.
 //!
 //! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy. This is the only place
 //! that names concrete providers.
@@ -63,6 +63,16 @@ enum Command {
     Drill(gslb::drill_client::DrillArgs),
     /// Refill the velocity budget (of one service, or all) after a velocity-limited hold.
     Rearm(gslb::drill_client::RearmArgs),
+    /// Exit 0 when the admin API's /healthz answers 200, else 1 (a container HEALTHCHECK).
+    Healthcheck {
+        /// URL to get. Default: /healthz on the settings' admin.listen (loopback for 0.0.0.0),
+        /// or http://127.0.0.1:9464/healthz without settings.
+        #[arg(long)]
+        url: Option<String>,
+        /// Daemon settings file (TOML), read for admin.listen only.
+        #[arg(long, short, env = "GSLB_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Run the engine over a recorded observation log and print its decisions with reasons.
     Replay {
         /// Policy files or folders to evaluate with (e.g. a copy with tuned thresholds).
@@ -160,6 +170,14 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             .await
             .map(|out| print!("{out}"))
             .map_err(client_failure),
+        Command::Healthcheck { url, config } => {
+            let url = match url {
+                Some(u) => u,
+                None => gslb::healthcheck::default_url(config.as_deref())?,
+            };
+            println!("healthy: {}", gslb::healthcheck::check(&url).await?);
+            Ok(())
+        }
         Command::Replay {
             policy,
             observations,

@@ -212,7 +212,7 @@ impl AdminClient {
 
 /// The innermost cause (`Connection refused (os error 111)`, `operation timed out`): reqwest's
 /// outer messages repeat the URL the caller already shows.
-fn innermost_cause(e: &dyn std::error::Error) -> String {
+pub(crate) fn innermost_cause(e: &dyn std::error::Error) -> String {
     let mut innermost = e;
     while let Some(c) = innermost.source() {
         innermost = c;
