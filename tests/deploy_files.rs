@@ -172,6 +172,8 @@ fn every_metric_the_rules_and_the_dashboard_read_is_declared() {
         }
     }
     assert!(exported.contains("gslb_failover_phase_seconds_bucket"));
+    assert!(!exported.contains("gslb_failover_phase_seconds"));
+    assert!(!exported.contains("gslb_switches_total_count"));
     let dashboard = dashboard_queries().join("\n");
     let used: Vec<(&str, String)> = [
         (RULES, read(RULES)),
