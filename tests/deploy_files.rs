@@ -192,6 +192,39 @@ fn every_metric_the_rules_and_the_dashboard_read_is_declared() {
 }
 
 #[test]
+fn the_declared_families_are_what_metrics_renders() {
+    let metrics = Metrics::new();
+    let policies = gslb::policy::load(&[root().join("policies")]).expect("valid policies");
+    for (_, p) in &policies {
+        metrics.declare_service(p);
+    }
+    let families = metrics.families();
+    let text = metrics.render();
+    let rendered: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    assert!(!rendered.is_empty());
+    for (name, kind) in rendered {
+        let kind = match kind {
+            "counter" => MetricType::COUNTER,
+            "gauge" => MetricType::GAUGE,
+            "histogram" => MetricType::HISTOGRAM,
+            other => panic!("{name}: unexpected type {other}"),
+        };
+        assert!(
+            families.contains(&(name.to_owned(), kind)),
+            "{name} ({kind:?}) rendered but not in Metrics::families"
+        );
+    }
+    let mut names: Vec<_> = families.iter().map(|(n, _)| n).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), families.len(), "a family listed twice");
+}
+
+#[test]
 fn every_dashboard_query_parses() {
     let Some(promtool) = tool("promtool") else {
         return;
