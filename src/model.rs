@@ -159,6 +159,20 @@ pub struct ProbeOutcome {
     pub http_status: Option<u16>,
     /// Why it failed, or [`ProbeReason::Ok`].
     pub reason: ProbeReason,
+    /// Time spent resolving the endpoint's host name, until the answer, the failure or the
+    /// probe timeout; `None` when the host is an IP literal (nothing to resolve). Absent from
+    /// recordings made before it existed.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dns_lookup: Option<Duration>,
+    /// When the TLS peer's leaf certificate expires (its `notAfter`), for `https://` probes
+    /// that completed a handshake and got a response; `None` otherwise. Absent from
+    /// recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_expiry: Option<Millis>,
 }
 
 /// One probe result, as fed to the engine.
