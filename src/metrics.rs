@@ -661,6 +661,9 @@ impl Default for Metrics {
 }
 
 #[cfg(test)]
+mod recording_tests;
+
+#[cfg(test)]
 mod tests {
     #[test]
     fn every_metric_registers_once() {

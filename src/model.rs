@@ -217,3 +217,28 @@ impl fmt::Display for Verdict {
         f.write_str(self.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recordings_without_lookup_time_or_expiry_still_read_and_new_ones_round_trip() {
+        let old = r#"{"success":true,"duration":"12ms","http_status":200,"reason":"ok"}"#;
+        let o: ProbeOutcome = serde_json::from_str(old).expect("an old recording line reads");
+        assert_eq!((o.dns_lookup, o.cert_expiry), (None, None));
+        assert_eq!(serde_json::to_string(&o).expect("writes"), old);
+        let new = ProbeOutcome {
+            dns_lookup: Some(Duration::from_millis(3)),
+            cert_expiry: Some(Millis(4_949_565_165_000)),
+            ..o
+        };
+        let line = serde_json::to_string(&new).expect("writes");
+        assert!(
+            line.contains(r#""dns_lookup":"3ms","cert_expiry":4949565165000"#),
+            "{line}"
+        );
+        let back: ProbeOutcome = serde_json::from_str(&line).expect("reads back");
+        assert_eq!(back, new);
+    }
+}

@@ -175,6 +175,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_certificate_that_does_not_parse_has_no_expiry() {
+        assert_eq!(not_after(b""), None);
+        assert_eq!(not_after(b"\x30\x03\x02\x01\x01"), None);
+    }
+
+    #[test]
     fn substring_search() {
         assert!(contains(b"ok region=seoul\n", b"region=seoul"));
         assert!(!contains(b"ok region=tokyo\n", b"region=seoul"));
