@@ -46,6 +46,8 @@ fn observe(s: usize, pool: &str, vantage: &str, at: u64, ok: bool) -> Input {
                 success: ok,
                 duration: Duration::from_millis(12),
                 http_status: ok.then_some(200),
+                dns_lookup: None,
+                cert_expiry: None,
                 reason: if ok {
                     ProbeReason::Ok
                 } else {

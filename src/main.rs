@@ -29,8 +29,36 @@ use tokio::task::JoinSet;
 #[derive(Parser)]
 #[command(name = "gslb", version, about = "Multi-cloud GSLB health controller")]
 struct Cli {
+    /// Log format on stderr: `text` (human-readable) or `json` (one JSON object per line:
+    /// timestamp, level, fields, target).
+    #[arg(
+        long,
+        global = true,
+        env = "GSLB_LOG_FORMAT",
+        default_value = "text",
+        value_parser = parse_log_format
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogFormat {
+    /// Human-readable lines (colours on a terminal).
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+/// `text` or `json`, in any case; the error names both ways of setting it.
+fn parse_log_format(s: &str) -> Result<LogFormat, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err("expected `text` or `json` (set by --log-format or GSLB_LOG_FORMAT)".to_owned()),
+    }
 }
 
 #[derive(Subcommand)]
@@ -118,7 +146,7 @@ fn client_failure(e: gslb::drill_client::ClientError) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(matches!(cli.command, Command::Demo));
+    init_tracing(matches!(cli.command, Command::Demo), cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -132,13 +160,24 @@ fn main() -> ExitCode {
     match runtime.block_on(dispatch(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("error: {:#}", f.error);
+            if cli.log_format == LogFormat::Json {
+                // Every stderr line stays JSON for the log shipper.
+                tracing::error!(
+                    error = format!("{:#}", f.error),
+                    exit_code = f.code,
+                    "exiting"
+                );
+            } else {
+                eprintln!("error: {:#}", f.error);
+            }
             ExitCode::from(f.code)
         }
     }
 }
 
-fn init_tracing(quiet: bool) {
+/// Logs to stderr in `format`, filtered by `GSLB_LOG` (an `EnvFilter` directive, e.g.
+/// `info,gslb::reconcile=debug`); default `info` (`warn` when `quiet`).
+fn init_tracing(quiet: bool, format: LogFormat) {
     let default = if quiet { "warn" } else { "info" };
     let (filter, bad) = match std::env::var("GSLB_LOG") {
         Ok(v) => match tracing_subscriber::EnvFilter::try_new(&v) {
@@ -148,11 +187,13 @@ fn init_tracing(quiet: bool) {
         Err(_) => (tracing_subscriber::EnvFilter::new(default), None),
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(ansi).init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
     if let Some(v) = bad {
         tracing::warn!(GSLB_LOG = %v, "not a valid log filter; using {default}");
     }
@@ -385,6 +426,10 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         events: gslb::events::channel(1024),
         clock: gslb::clock::Clock::system(),
     };
+    // The policies loaded (a failed load exits before here); reloads record theirs too.
+    sinks
+        .metrics
+        .record_policy_load(true, sinks.clock.now().0 as f64 / 1000.0);
     match gslb::probe::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),

@@ -6,6 +6,9 @@
 
 mod probing;
 
+use std::sync::{Arc, Mutex};
+
+use prometheus::core::Collector;
 use prometheus::proto::MetricType;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
@@ -20,8 +23,8 @@ use crate::policy::Policy;
 #[derive(Debug, Clone)]
 pub struct Metrics {
     registry: Registry,
-    /// Name and type of every family [`Metrics::new`] registered, in declaration order.
-    families: Vec<(String, MetricType)>,
+    /// Name and type of every family registered, in registration order.
+    declared: Arc<Mutex<Vec<(String, MetricType)>>>,
     /// `probe_success{service,pool,endpoint,vantage}`: 1 when the last probe passed.
     pub probe_success: GaugeVec,
     /// `probe_duration_seconds{...}`: duration of the last probe.
@@ -125,6 +128,17 @@ pub const RECONCILE_BUCKETS: &[f64] = &[
 
 const PROBE_LABELS: &[&str] = &["service", "pool", "endpoint", "vantage"];
 
+/// The `kind` label values of `gslb_switches_total`.
+const SWITCH_KINDS: [&str; 2] = ["automatic", "drill"];
+
+/// `drill` for a switch an operator's drill made (drain, force, restore), else `automatic`.
+fn switch_kind(rule: Rule) -> &'static str {
+    match rule {
+        Rule::Drain | Rule::Force | Rule::Restore => "drill",
+        _ => "automatic",
+    }
+}
+
 impl Metrics {
     /// A fresh registry with every metric registered.
     ///
@@ -132,43 +146,33 @@ impl Metrics {
     /// Never in practice: names are static and unique (checked by a unit test).
     pub fn new() -> Self {
         let registry = Registry::new();
-        let families = std::cell::RefCell::new(Vec::new());
-        let declare = |name: &str, kind| families.borrow_mut().push((name.to_owned(), kind));
+        let declared = Arc::new(Mutex::new(Vec::new()));
+        let register = |c: Box<dyn Collector>| {
+            register_named(&registry, &declared, c).expect("unique metric name");
+        };
         let gauge = |name: &str, help: &str, labels: &[&str]| {
-            declare(name, MetricType::GAUGE);
             let g = GaugeVec::new(Opts::new(name, help), labels).expect("static metric definition");
-            registry
-                .register(Box::new(g.clone()))
-                .expect("unique metric name");
+            register(Box::new(g.clone()));
             g
         };
         let counter = |name: &str, help: &str, labels: &[&str]| {
-            declare(name, MetricType::COUNTER);
             let c = IntCounterVec::new(Opts::new(name, help), labels)
                 .expect("static metric definition");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("unique metric name");
+            register(Box::new(c.clone()));
             c
         };
         let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
-            declare(name, MetricType::HISTOGRAM);
             let h = HistogramVec::new(
                 HistogramOpts::new(name, help).buckets(buckets.to_vec()),
                 labels,
             )
             .expect("static metric definition");
-            registry
-                .register(Box::new(h.clone()))
-                .expect("unique metric name");
+            register(Box::new(h.clone()));
             h
         };
         let plain_gauge = |name: &str, help: &str| {
-            declare(name, MetricType::GAUGE);
             let g = Gauge::new(name, help).expect("static metric definition");
-            registry
-                .register(Box::new(g.clone()))
-                .expect("unique metric name");
+            register(Box::new(g.clone()));
             g
         };
         let build_info = gauge(
@@ -179,6 +183,14 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1.0);
+        let policy_reloads_total = counter(
+            "gslb_policy_reloads_total",
+            "Policy reload attempts by result (ok, error).",
+            &["result"],
+        );
+        for result in ["ok", "error"] {
+            policy_reloads_total.with_label_values(&[result]);
+        }
         Self {
             probe_success: gauge(
                 "probe_success",
@@ -350,30 +362,21 @@ impl Metrics {
                 "gslb_policy_reload_timestamp_seconds",
                 "Unix time of the last successful policy load.",
             ),
-            policy_reloads_total: counter(
-                "gslb_policy_reloads_total",
-                "Policy reload attempts by result (ok, error).",
-                &["result"],
-            ),
+            policy_reloads_total,
             webhook_deliveries_total: counter(
                 "gslb_webhook_deliveries_total",
                 "Webhook delivery attempts by sink and result (delivered, retried, failed, dropped).",
                 &["sink", "result"],
             ),
             build_info,
-            families: families.take(),
             registry,
+            declared,
         }
     }
 
-    /// Name and type of every metric family [`Metrics::new`] declares (not the probe loops'
-    /// metrics of [`Metrics::register_prober`]). A histogram `x` is exported as `x_bucket`,
-    /// `x_sum` and `x_count`.
-    pub fn families(&self) -> &[(String, MetricType)] {
-        &self.families
-    }
-
-    /// Records one probe result of `pool` in `service`.
+    /// Records one probe result of `pool` in `service`: success, duration, HTTP status (0
+    /// without a response), DNS lookup time (0 for IP literals), the reason counter, and the
+    /// certificate expiry when the probe saw one (the last value seen stays otherwise).
     pub fn record_probe(&self, service: &str, pool: &str, obs: &Observation) {
         let labels = [
             service,
@@ -391,12 +394,23 @@ impl Metrics {
         self.probe_http_status_code
             .with_label_values(&labels)
             .set(f64::from(o.http_status.unwrap_or(0)));
+        self.probe_dns_lookup_time_seconds
+            .with_label_values(&labels)
+            .set(o.dns_lookup.unwrap_or_default().as_secs_f64());
+        if let Some(expiry) = o.cert_expiry {
+            // Kept at the last value seen while later probes fail before a response, so an
+            // expiry alert does not go quiet while the endpoint is down.
+            self.probe_ssl_earliest_cert_expiry
+                .with_label_values(&labels)
+                .set(expiry.0 as f64 / 1000.0);
+        }
         self.probes_total
             .with_label_values(&[service, pool, obs.endpoint.0.as_str(), o.reason.as_str()])
             .inc();
     }
 
-    /// Sets pool verdict and active pool gauges from a decision.
+    /// Sets pool verdict and active pool gauges from a decision; when `counted` (the decision
+    /// changed), counts it by rule, and as a switch when it moved the serving pool.
     pub fn record_decision(&self, d: &Decision, counted: bool) {
         let service = d.service.0.as_str();
         for (pool, v) in &d.pools {
@@ -426,6 +440,11 @@ impl Metrics {
             self.decisions_total
                 .with_label_values(&[service, d.rule.as_str()])
                 .inc();
+            if d.switched() {
+                self.switches_total
+                    .with_label_values(&[service, switch_kind(d.rule)])
+                    .inc();
+            }
             if d.rule.is_hold() {
                 self.holds_total
                     .with_label_values(&[service, d.rule.as_str()])
@@ -520,6 +539,13 @@ impl Metrics {
         }
         self.velocity_limited_total.with_label_values(&[service]);
         self.shadow_plans_total.with_label_values(&[service]);
+        for kind in SWITCH_KINDS {
+            self.switches_total.with_label_values(&[service, kind]);
+        }
+        for rule in [Rule::RailHold, Rule::Dwell] {
+            self.rail_holds_total
+                .with_label_values(&[service, rule.as_str()]);
+        }
         for action in [
             OverrideAction::Drain,
             OverrideAction::Restore,
@@ -532,6 +558,62 @@ impl Metrics {
             .with_label_values(&[service]);
     }
 
+    /// Pre-creates the label sets of a reconciler for `service` on `provider` so they read 0,
+    /// not absent: calls (observe, apply), errors by operation (observe, apply) and every
+    /// [`ProviderError::CODES`](gslb_provider::ProviderError::CODES), writes, drift, write
+    /// fights, refused plans by reason, the reconcile duration histogram and the unapplied
+    /// age (set to 0).
+    pub fn declare_binding(&self, provider: &str, service: &str) {
+        for operation in ["observe", "apply"] {
+            self.provider_calls_total
+                .with_label_values(&[provider, operation]);
+            for code in gslb_provider::ProviderError::CODES {
+                self.provider_errors_total
+                    .with_label_values(&[provider, operation, code]);
+            }
+        }
+        let labels = [provider, service];
+        self.provider_writes_total.with_label_values(&labels);
+        self.provider_drift_total.with_label_values(&labels);
+        self.provider_write_fights_total.with_label_values(&labels);
+        self.reconcile_duration_seconds.with_label_values(&labels);
+        for reason in [
+            "fallback_disabled",
+            "fallback_unhealthy",
+            "fallback_drain_ignored",
+        ] {
+            self.plans_refused_total
+                .with_label_values(&[service, reason]);
+        }
+        self.decision_unapplied_age_seconds
+            .with_label_values(&[service])
+            .set(0.0);
+    }
+
+    /// Records a policy load (the initial one at start or a reload): on success
+    /// `gslb_policy_reload_success` 1 and `gslb_policy_reload_timestamp_seconds` =
+    /// `at_unix_secs`; on failure the success gauge 0 and the timestamp left at the last
+    /// good load. Either way `gslb_policy_reloads_total{result}` counts it (`ok` or `error`).
+    pub fn record_policy_load(&self, ok: bool, at_unix_secs: f64) {
+        self.policy_reload_success.set(f64::from(u8::from(ok)));
+        if ok {
+            self.policy_reload_timestamp_seconds.set(at_unix_secs);
+        }
+        self.policy_reloads_total
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
+
+    /// Name and type of every metric family registered, in registration order: each metric
+    /// declared here plus those of [`Metrics::register_prober`] once called. A histogram `x`
+    /// is exported as `x_bucket`, `x_sum` and `x_count`.
+    pub fn families(&self) -> Vec<(String, MetricType)> {
+        self.declared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Exports `prober`'s loop statistics: `gslb_probe_lateness_seconds` (histogram),
     /// `gslb_probes_started_total`, `gslb_probes_late_total`, `gslb_probes_skipped_total`,
     /// `gslb_probes_in_flight`, `gslb_probe_max_in_flight`. Call once per registry; a second
@@ -542,7 +624,7 @@ impl Metrics {
     pub fn register_prober(&self, prober: &crate::probe::Prober) -> prometheus::Result<()> {
         let collector =
             probing::ProbeStatsCollector::new(prober.stats().clone(), prober.max_in_flight())?;
-        self.registry.register(Box::new(collector))
+        register_named(&self.registry, &self.declared, Box::new(collector))
     }
 
     /// The Prometheus text exposition of every metric.
@@ -554,11 +636,34 @@ impl Metrics {
     }
 }
 
+/// Registers `c` and records its families' names and types in `declared` (a vector without
+/// label values still collects as an empty family, so the type is known before any sample).
+fn register_named(
+    registry: &Registry,
+    declared: &Mutex<Vec<(String, MetricType)>>,
+    c: Box<dyn Collector>,
+) -> prometheus::Result<()> {
+    let names: Vec<_> = c
+        .collect()
+        .iter()
+        .map(|f| (f.name().to_owned(), f.get_field_type()))
+        .collect();
+    registry.register(c)?;
+    declared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .extend(names);
+    Ok(())
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
     }
 }
+
+#[cfg(test)]
+mod recording_tests;
 
 #[cfg(test)]
 mod tests {

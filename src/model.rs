@@ -159,6 +159,20 @@ pub struct ProbeOutcome {
     pub http_status: Option<u16>,
     /// Why it failed, or [`ProbeReason::Ok`].
     pub reason: ProbeReason,
+    /// Time spent resolving the endpoint's host name, until the answer, the failure or the
+    /// probe timeout; `None` when the host is an IP literal (nothing to resolve). Absent from
+    /// recordings made before it existed.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dns_lookup: Option<Duration>,
+    /// When the TLS peer's leaf certificate expires (its `notAfter`), for `https://` probes
+    /// that completed a handshake and got a response; `None` otherwise. Absent from
+    /// recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_expiry: Option<Millis>,
 }
 
 /// One probe result, as fed to the engine.
@@ -201,5 +215,30 @@ impl Verdict {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recordings_without_lookup_time_or_expiry_still_read_and_new_ones_round_trip() {
+        let old = r#"{"success":true,"duration":"12ms","http_status":200,"reason":"ok"}"#;
+        let o: ProbeOutcome = serde_json::from_str(old).expect("an old recording line reads");
+        assert_eq!((o.dns_lookup, o.cert_expiry), (None, None));
+        assert_eq!(serde_json::to_string(&o).expect("writes"), old);
+        let new = ProbeOutcome {
+            dns_lookup: Some(Duration::from_millis(3)),
+            cert_expiry: Some(Millis(4_949_565_165_000)),
+            ..o
+        };
+        let line = serde_json::to_string(&new).expect("writes");
+        assert!(
+            line.contains(r#""dns_lookup":"3ms","cert_expiry":4949565165000"#),
+            "{line}"
+        );
+        let back: ProbeOutcome = serde_json::from_str(&line).expect("reads back");
+        assert_eq!(back, new);
     }
 }

@@ -18,7 +18,7 @@ use crate::engine::Decision;
 use crate::events::{Event, EventSender};
 use crate::guards::{FightCheck, FightGuard, fallback_refusal};
 use crate::metrics::Metrics;
-use crate::model::{PoolId, ServiceId};
+use crate::model::{Millis, PoolId, ServiceId};
 use crate::status::{ApplyState, ApplyStatus, StatusBoard};
 
 /// First retry delay after a provider failure.
@@ -26,6 +26,10 @@ pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
 /// Longest retry delay (Cloudflare blocks for 5 minutes after a 429 storm; Route 53's token
 /// buckets refill within seconds).
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// How often `gslb_decision_unapplied_age_seconds` is refreshed while a decision waits
+/// between passes (a retry delay or a write-fight pause can last minutes): 1 s.
+pub const AGE_REFRESH: Duration = Duration::from_secs(1);
 
 /// What a reconciler steers: a service's pools as the provider names them.
 #[derive(Debug, Clone)]
@@ -126,6 +130,12 @@ enum Pass {
 }
 
 /// Runs until the decision sender is dropped.
+///
+/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`;
+/// `gslb_decision_unapplied_age_seconds{service}` is now minus the decision's time while the
+/// status says `pending` (refreshed every [`AGE_REFRESH`], so it keeps rising while the
+/// provider keeps failing), 0 otherwise (applied, not pushed, shadow mode). Every label set of
+/// the binding exists from the start ([`Metrics::declare_binding`]).
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     binding: Binding,
@@ -134,9 +144,15 @@ pub async fn run<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     let mut fight = FightGuard::default();
+    let service = binding.service.0.as_str();
     sinks.board.update_apply(&binding.service, |a| {
         a.provider = provider.name().to_owned()
     });
+    sinks.metrics.declare_binding(provider.name(), service);
+    let took = sinks
+        .metrics
+        .reconcile_duration_seconds
+        .with_label_values(&[provider.name(), service]);
     // Nothing to reconcile before the first decision: the adoption read at start is the only
     // read until then.
     while decisions.borrow_and_update().is_none() {
@@ -146,14 +162,22 @@ pub async fn run<P: Provider>(
     }
     loop {
         let decision = decisions.borrow_and_update().clone();
+        let started = tokio::time::Instant::now();
         let passed = pass(
             provider.as_ref(),
             &binding,
             decision.as_ref(),
             &sinks,
             &mut fight,
-        );
-        let wait = match passed.await {
+        )
+        .await;
+        took.observe(started.elapsed().as_secs_f64());
+        let mut pending = false;
+        sinks.board.update_apply(&binding.service, |a| {
+            pending = a.state == ApplyState::Pending;
+        });
+        let waiting_since = decision.as_ref().filter(|_| pending).map(|d| d.at);
+        let wait = match passed {
             Pass::Settled => {
                 backoff.reset();
                 binding.resync
@@ -175,7 +199,26 @@ pub async fn run<P: Provider>(
         tokio::select! {
             changed = decisions.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(wait) => {}
+            () = unapplied_age(&sinks, &binding.service, waiting_since) => {}
         }
+    }
+}
+
+/// Sets `gslb_decision_unapplied_age_seconds{service}`: now minus `since` every
+/// [`AGE_REFRESH`] while a decision made at `since` waits, or 0 once when none does. Never
+/// returns (it is raced against the reconciler's wait).
+async fn unapplied_age(sinks: &Sinks, service: &ServiceId, since: Option<Millis>) {
+    let gauge = sinks
+        .metrics
+        .decision_unapplied_age_seconds
+        .with_label_values(&[service.0.as_str()]);
+    let Some(since) = since else {
+        gauge.set(0.0);
+        return std::future::pending().await;
+    };
+    loop {
+        gauge.set(sinks.clock.now().since(since).as_secs_f64());
+        tokio::time::sleep(AGE_REFRESH).await;
     }
 }
 

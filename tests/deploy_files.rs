@@ -163,7 +163,7 @@ fn every_metric_the_rules_and_the_dashboard_read_is_declared() {
     let metrics = Metrics::new();
     let mut exported = BTreeSet::new();
     for (name, kind) in metrics.families() {
-        if *kind == MetricType::HISTOGRAM {
+        if kind == MetricType::HISTOGRAM {
             for suffix in ["_bucket", "_sum", "_count"] {
                 exported.insert(format!("{name}{suffix}"));
             }

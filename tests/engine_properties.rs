@@ -160,6 +160,8 @@ fn observation(v: usize, pool: usize, at: u64, ok: bool, prober_side: bool) -> O
             success: reason == ProbeReason::Ok,
             duration: Duration::from_millis(5),
             http_status: None,
+            dns_lookup: None,
+            cert_expiry: None,
             reason,
         },
     }

@@ -5,8 +5,8 @@
 mod support;
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket as StdUdpSocket};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use gslb::clock::Clock;
@@ -14,10 +14,8 @@ use gslb::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId};
 use gslb::origin::{Mode, Origin};
 use gslb::policy::{Endpoint, EndpointKind, ProbeSpec};
 use gslb::probe::{DnsSettings, Prober, run_endpoint};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use support::dns::FakeDns;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::tls::{CERT_NOT_AFTER, Seen, read_head, tls_origin};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::mpsc;
 use url::Url;
@@ -272,114 +270,6 @@ async fn host_header_reaches_the_origin() {
 // ---------------------------------------------------------------------------------------------
 // TLS
 
-/// Self-signed for `seoul.gslb-test.test` (P-256, valid 2026–2126), made with
-/// `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500
-/// -subj /CN=seoul.gslb-test.test -addext subjectAltName=DNS:seoul.gslb-test.test
-/// -addext basicConstraints=critical,CA:FALSE`.
-const CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
-MIIBsjCCAVmgAwIBAgIUNYuuVKb9jUUR7XemJNJyh1UGzrIwCgYIKoZIzj0EAwIw
-HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwIBcNMjYxMTI5MTUxMjQ1
-WhgPMjEyNjExMDUxNTEyNDVaMB8xHTAbBgNVBAMMFHNlb3VsLmdzbGItdGVzdC50
-ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE7fEshyAMN2YXCxXUkM/Q5fyk
-/X6ELNtCTfuhOkQ0d5J+6hEu9Wc28ZSVlnWLpsQcJM1sPu+B+Qn7N0GqTzVHaaNx
-MG8wHQYDVR0OBBYEFGxarDR/DhLtXj2JxOPljbJR/OYBMB8GA1UdIwQYMBaAFGxa
-rDR/DhLtXj2JxOPljbJR/OYBMB8GA1UdEQQYMBaCFHNlb3VsLmdzbGItdGVzdC50
-ZXN0MAwGA1UdEwEB/wQCMAAwCgYIKoZIzj0EAwIDRwAwRAIgT2hqZGX4c/6U8yTo
-jrJJh9NjQgMusLTPURjpxBWAG44CIBh+mY7yN9tSXkKZU50Kbwa/Ft1cy3S8mTzP
-mp9j5jrr
------END CERTIFICATE-----
-";
-
-const KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgn/o2etlBTuY2XZnx
-dwks/xwm4X7XMK9OAH5tHxYSBQOhRANCAATt8SyHIAw3ZhcLFdSQz9Dl/KT9foQs
-20JN+6E6RDR3kn7qES71ZzbxlJWWdYumxBwkzWw+74H5Cfs3QapPNUdp
------END PRIVATE KEY-----
-";
-
-/// What the TLS origin saw of one request: the SNI and the `Host` header.
-#[derive(Debug, Clone, PartialEq)]
-struct Seen {
-    sni: Option<String>,
-    host: Option<String>,
-}
-
-struct TlsOrigin {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    failed_handshakes: Arc<AtomicUsize>,
-}
-
-/// An HTTPS origin with the self-signed certificate: answers `200 ok region=tls`.
-async fn tls_origin() -> TlsOrigin {
-    let certs = CertificateDer::pem_slice_iter(CERT_PEM.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_slice(KEY_PEM.as_bytes()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(certs, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind(LOOPBACK).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let failed_handshakes = Arc::new(AtomicUsize::new(0));
-    let (seen2, failed2) = (seen.clone(), failed_handshakes.clone());
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let (acceptor, seen, failed) = (acceptor.clone(), seen2.clone(), failed2.clone());
-            tokio::spawn(async move {
-                let mut tls = match acceptor.accept(stream).await {
-                    Ok(tls) => tls,
-                    Err(_) => {
-                        failed.fetch_add(1, Ordering::SeqCst);
-                        return;
-                    }
-                };
-                let sni = tls.get_ref().1.server_name().map(str::to_owned);
-                let head = read_head(&mut tls).await;
-                let host = head
-                    .lines()
-                    .find_map(|l| {
-                        l.strip_prefix("host: ")
-                            .or_else(|| l.strip_prefix("Host: "))
-                    })
-                    .map(str::to_owned);
-                seen.lock().unwrap().push(Seen { sni, host });
-                let body = "ok region=tls\n";
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                tls.write_all(response.as_bytes()).await.unwrap();
-                let _ = tls.shutdown().await;
-            });
-        }
-    });
-    TlsOrigin {
-        addr,
-        seen,
-        failed_handshakes,
-    }
-}
-
-async fn read_head(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await.unwrap();
-        assert!(n > 0, "client closed before the end of the request head");
-        head.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&head).into_owned()
-}
-
 #[tokio::test]
 async fn https_to_a_plain_http_port_is_tls() {
     let o = origin().await;
@@ -441,6 +331,36 @@ async fn unverified_tls_passes_and_sends_the_sni_override_to_the_url_host() {
     assert_eq!(t.failed_handshakes.load(Ordering::SeqCst), 0);
 }
 
+#[tokio::test]
+async fn https_probes_report_the_leaf_certificate_expiry_even_with_an_unexpected_status() {
+    let t = tls_origin().await;
+    let p = prober();
+    let url = format!("https://{}/health", t.addr);
+    let unverified = ProbeSpec {
+        tls_verify: false,
+        ..spec()
+    };
+    let out = probe(&p, &unverified, &http(&url)).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(out.cert_expiry, Some(Millis(CERT_NOT_AFTER)), "{out:?}");
+    assert_eq!(out.dns_lookup, None, "an IP literal is not resolved");
+    let wrong_status = ProbeSpec {
+        expected_status: vec![204],
+        ..unverified
+    };
+    let out = probe(&p, &wrong_status, &http(&url)).await;
+    assert_reason(&out, ProbeReason::HttpStatus);
+    assert_eq!(out.cert_expiry, Some(Millis(CERT_NOT_AFTER)), "{out:?}");
+    // No response (the certificate is refused), or no TLS: no expiry.
+    let refused = probe(&p, &spec(), &http(&url)).await;
+    assert_reason(&refused, ProbeReason::Tls);
+    assert_eq!(refused.cert_expiry, None);
+    let o = origin().await;
+    let plain = probe(&p, &spec(), &http(&o.base_url())).await;
+    assert_reason(&plain, ProbeReason::Ok);
+    assert_eq!(plain.cert_expiry, None);
+}
+
 // ---------------------------------------------------------------------------------------------
 // DNS
 
@@ -469,6 +389,8 @@ async fn names_resolve_through_the_configured_nameserver() {
     assert_reason(&out, ProbeReason::Ok);
     assert_eq!(o.last_host(), Some(format!("seoul.gslb-test.test:{port}")));
     assert!(dns.a_queries() >= 1);
+    let lookup = out.dns_lookup.expect("a name is resolved and timed");
+    assert!(lookup <= out.duration, "{out:?}");
     assert_reason(
         &probe(&p, &spec(), &tcp("seoul.gslb-test.test", port)).await,
         ProbeReason::Ok,
@@ -507,6 +429,19 @@ async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
     assert_reason(&out, ProbeReason::DnsResolution);
     assert!(out.duration >= Duration::from_millis(300), "{out:?}");
     assert!(out.duration < Duration::from_secs(2), "{out:?}");
+    let lookup = out.dns_lookup.expect("the failed lookup is timed");
+    assert!(lookup >= Duration::from_millis(300), "{out:?}");
+
+    // A probe timeout shorter than the DNS timeout: the lookup time so far is reported.
+    let short = ProbeSpec {
+        timeout: Duration::from_millis(100),
+        ..spec()
+    };
+    let out = probe(&p, &short, &tcp("seoul.gslb-test.test", 80)).await;
+    assert_reason(&out, ProbeReason::Timeout);
+    let lookup = out.dns_lookup.expect("the cut-off lookup is timed");
+    assert!(lookup >= Duration::from_millis(100), "{out:?}");
+    assert!(lookup <= out.duration, "{out:?}");
 }
 
 #[tokio::test]

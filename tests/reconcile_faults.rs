@@ -277,3 +277,46 @@ async fn drained_pools_are_disabled_but_never_the_active_one() {
     assert!(!observed.pools["tokyo"].enabled);
     assert!(observed.pools["seoul"].enabled);
 }
+
+#[tokio::test(start_paused = true)]
+async fn unapplied_age_rises_while_the_provider_fails_and_is_zero_once_applied() {
+    let limited = ProviderError::RateLimited {
+        retry_after: Some(Duration::from_secs(30)),
+    };
+    // Decided at 0 s; three writes rate limited (Retry-After 30 s), the fourth, at 90 s, lands.
+    let mut h = start(
+        Faulty::new(vec![limited.clone(), limited.clone(), limited], None),
+        decision("tokyo", Rule::Failover),
+    );
+    let age = h
+        .sinks
+        .metrics
+        .decision_unapplied_age_seconds
+        .with_label_values(&["api"]);
+    let passes = h
+        .sinks
+        .metrics
+        .reconcile_duration_seconds
+        .with_label_values(&["faulty", "api"]);
+    // Between two tries as well as at them, the age keeps rising (refreshed every second).
+    let started = tokio::time::Instant::now();
+    for at in [10, 45, 80] {
+        tokio::time::sleep_until(started + Duration::from_secs(at)).await;
+        assert_eq!(state(&h.sinks).state, ApplyState::Pending);
+        let (seen, at) = (age.get(), at as f64);
+        assert!(
+            (at - 1.0..=at).contains(&seen),
+            "age {seen} s at {at} s while the provider refuses"
+        );
+    }
+    next_applied(&mut h.events).await;
+    tokio::time::sleep(Duration::from_secs(1)).await; // the read-back pass, in paused time
+    assert_eq!(state(&h.sinks).state, ApplyState::Applied);
+    assert_eq!(age.get(), 0.0, "applied: nothing waits");
+    // Four tries and the read-back, each timed.
+    assert!(
+        passes.get_sample_count() >= 5,
+        "{}",
+        passes.get_sample_count()
+    );
+}

@@ -172,9 +172,10 @@ pub const ADMIN_TOKEN_ENV: &str = "GSLB_ADMIN_TOKEN";
 
 /// Environment variables that configure the command line, a secret, or the CLI client, not the
 /// settings, and so are not read as settings keys.
-pub const NOT_SETTINGS: [&str; 6] = [
+pub const NOT_SETTINGS: [&str; 7] = [
     "GSLB_CONFIG",
     "GSLB_LOG",
+    "GSLB_LOG_FORMAT",
     ADMIN_TOKEN_ENV,
     "GSLB_ADMIN_URL",
     // The test suite's emulator virtualenv (tests/support/emulators.rs).

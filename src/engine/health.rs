@@ -130,6 +130,8 @@ mod tests {
             success: ok,
             duration: Duration::from_millis(5),
             http_status: ok.then_some(200),
+            dns_lookup: None,
+            cert_expiry: None,
             reason: if ok {
                 ProbeReason::Ok
             } else {

@@ -171,6 +171,8 @@ mod tests {
                 success: false,
                 duration: Duration::from_millis(3),
                 http_status: None,
+                dns_lookup: None,
+                cert_expiry: None,
                 reason: ProbeReason::LocalResources,
             },
         };

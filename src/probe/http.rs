@@ -8,10 +8,11 @@ use reqwest::header::HeaderValue;
 use reqwest::redirect;
 use url::Url;
 
-use crate::model::ProbeReason;
+use crate::model::{Millis, ProbeReason};
 
 use super::classify::classify;
 use super::dns::Dns;
+use super::trace::Trace;
 
 /// Bytes of the body read and searched for `body_contains`: 64 KiB (the limit documented on
 /// `ProbeSpec::body_contains`; Route 53 string matching looks at only the first 5,120 bytes).
@@ -41,7 +42,8 @@ impl ClientKey {
     };
 }
 
-/// Builds a client: no idle pool, our resolver, no proxy from the environment.
+/// Builds a client: no idle pool, our resolver, no proxy from the environment, TLS details
+/// (the peer certificate) on responses.
 pub(crate) fn build_client(dns: &Dns, key: &ClientKey) -> Result<reqwest::Client, reqwest::Error> {
     let resolver = match &key.alias {
         Some((name, real)) => dns.aliased(name, real),
@@ -59,6 +61,7 @@ pub(crate) fn build_client(dns: &Dns, key: &ClientKey) -> Result<reqwest::Client
         .dns_resolver(resolver)
         .no_proxy()
         .user_agent(USER_AGENT)
+        .tls_info(true)
         .build()
 }
 
@@ -75,11 +78,11 @@ pub(crate) struct HttpTarget {
     pub(crate) body_contains: Option<String>,
 }
 
-/// Runs one check; records the status in `status` as soon as a response arrives (so a timeout
-/// while reading the body still reports it).
-pub(crate) async fn check(dns: &Dns, t: &HttpTarget, status: &mut Option<u16>) -> ProbeReason {
+/// Runs one check; records in `trace` the lookup time, and the status and certificate expiry
+/// as soon as a response arrives (so a timeout while reading the body still reports them).
+pub(crate) async fn check(dns: &Dns, t: &HttpTarget, trace: &mut Trace) -> ProbeReason {
     if let Some(host) = &t.resolve {
-        if let Err(e) = dns.lookup(host).await {
+        if let Err(e) = trace.lookup(dns, host).await {
             // The resolver failing is the prober's side, an answer without records the
             // origin's: `classify` tells them apart.
             let reason = classify(&e);
@@ -95,8 +98,13 @@ pub(crate) async fn check(dns: &Dns, t: &HttpTarget, status: &mut Option<u16>) -
         Ok(r) => r,
         Err(e) => return failed(&t.url, &e),
     };
+    trace.cert_expiry = response
+        .extensions()
+        .get::<reqwest::tls::TlsInfo>()
+        .and_then(reqwest::tls::TlsInfo::peer_certificate)
+        .and_then(not_after);
     let code = response.status().as_u16();
-    *status = Some(code);
+    trace.http_status = Some(code);
     if !t.expected_status.contains(&code) {
         return ProbeReason::HttpStatus;
     }
@@ -126,6 +134,25 @@ fn failed(url: &Url, e: &reqwest::Error) -> ProbeReason {
     reason
 }
 
+/// The `notAfter` of a DER certificate; `None` (logged) when it does not parse.
+fn not_after(der: &[u8]) -> Option<Millis> {
+    use x509_cert::der::Decode;
+    match x509_cert::Certificate::from_der(der) {
+        Ok(cert) => {
+            let at = cert
+                .tbs_certificate()
+                .validity()
+                .not_after
+                .to_unix_duration();
+            Some(Millis(u64::try_from(at.as_millis()).unwrap_or(u64::MAX)))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "peer certificate does not parse; no expiry reported");
+            None
+        }
+    }
+}
+
 /// `haystack` contains `needle` (an empty needle is always contained).
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
@@ -146,6 +173,12 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_certificate_that_does_not_parse_has_no_expiry() {
+        assert_eq!(not_after(b""), None);
+        assert_eq!(not_after(b"\x30\x03\x02\x01\x01"), None);
+    }
 
     #[test]
     fn substring_search() {

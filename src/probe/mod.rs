@@ -11,7 +11,8 @@
 //! Files: `dns` (resolver, [`DnsSettings`]), `http` (clients, GET check), `tcp` (connect check),
 //! `classify` (error → [`ProbeReason`]), `schedule` (the loop, phase and jitter), `limits`
 //! (`[probing]`: in-flight bound, late threshold, open-file limit), `stats` (lateness, late,
-//! skipped and timed-out probes).
+//! skipped and timed-out probes), `trace` (status, lookup time and certificate expiry seen on
+//! the way, kept past a timeout).
 
 mod classify;
 mod dns;
@@ -20,6 +21,7 @@ mod limits;
 mod schedule;
 mod stats;
 mod tcp;
+mod trace;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -276,8 +278,11 @@ impl Prober {
     /// [`BODY_LIMIT`] bytes of the body must contain it. TCP: resolve, then connect.
     ///
     /// Never fails: every failure is a [`ProbeOutcome`] with `success = false` and a reason
-    /// (see [`classify`]); `http_status` is set whenever a response arrived; `duration` is
-    /// measured on tokio's clock.
+    /// (see [`classify`]); `http_status` is set whenever a response arrived; `duration` and
+    /// `dns_lookup` (host names only) are measured on tokio's clock; `cert_expiry` is the
+    /// `notAfter` of the peer's leaf certificate of an `https://` response (reqwest exposes
+    /// only the leaf, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate
+    /// expiring first is not seen).
     ///
     /// At the timeout the probe's future is dropped, and with it its socket: nothing of the
     /// probe stays in flight past it (the client keeps no idle connections and runs no
@@ -286,11 +291,13 @@ impl Prober {
     pub async fn probe(&self, target: &ProbeTarget) -> ProbeOutcome {
         let _in_flight = self.stats.in_flight();
         let start = Instant::now();
-        let mut http_status = None;
+        let mut trace = trace::Trace::default();
         let checked = tokio::time::timeout(target.timeout, async {
             match &target.kind {
-                TargetKind::Http(t) => http::check(&self.dns, t, &mut http_status).await,
-                TargetKind::Tcp { host, port } => tcp::check(&self.dns, host, *port).await,
+                TargetKind::Http(t) => http::check(&self.dns, t, &mut trace).await,
+                TargetKind::Tcp { host, port } => {
+                    tcp::check(&self.dns, host, *port, &mut trace).await
+                }
             }
         })
         .await;
@@ -302,8 +309,10 @@ impl Prober {
         ProbeOutcome {
             success: reason == ProbeReason::Ok,
             duration: start.elapsed(),
-            http_status,
+            http_status: trace.http_status,
             reason,
+            dns_lookup: trace.dns_lookup(),
+            cert_expiry: trace.cert_expiry,
         }
     }
 }

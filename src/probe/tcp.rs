@@ -11,14 +11,15 @@ use crate::model::ProbeReason;
 use super::classify::classify;
 use super::dns::Dns;
 use super::http::error_chain;
+use super::trace::Trace;
 
 /// Runs one TCP connect check against `host:port` (`host` a name or an IP literal, IPv6 with or
-/// without brackets).
-pub(crate) async fn check(dns: &Dns, host: &str, port: u16) -> ProbeReason {
+/// without brackets), timing the lookup of a name in `trace`.
+pub(crate) async fn check(dns: &Dns, host: &str, port: u16, trace: &mut Trace) -> ProbeReason {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let ips = match bare.parse::<IpAddr>() {
         Ok(ip) => vec![ip],
-        Err(_) => match dns.lookup(bare).await {
+        Err(_) => match trace.lookup(dns, bare).await {
             Ok(ips) => ips,
             Err(e) => {
                 // The resolver failing is the prober's side, an answer without records the

@@ -23,6 +23,27 @@ impl WebDaemon {
     /// `head` is inserted after `hostname` (top-level keys, `[probe]`, `[health]`);
     /// `target` after the `[target.cloudflare]` ids (e.g. `ttl = "1s"`).
     pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
+        Self::start_with(
+            fake,
+            [
+                &format!("http://{ncp}/api/v1/health"),
+                &format!("http://{gcp}/api/v1/health"),
+            ],
+            head,
+            target,
+            &[],
+        )
+    }
+
+    /// [`WebDaemon::start`] with the endpoint URLs of NCP and GCP given whole (e.g. an
+    /// `https://` one) and extra environment variables for the daemon (set last, so they win).
+    pub fn start_with(
+        fake: &Fake,
+        [ncp, gcp]: [&str; 2],
+        head: &str,
+        target: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let policy = format!(
             r#"service = "web"
@@ -31,11 +52,11 @@ hostname = "{lb}"
 [[pools]]
 name = "ncp"
 priority = 1
-endpoints = ["http://{ncp}/api/v1/health"]
+endpoints = ["{ncp}"]
 [[pools]]
 name = "gcp"
 priority = 2
-endpoints = ["http://{gcp}/api/v1/health"]
+endpoints = ["{gcp}"]
 [target.cloudflare]
 account_id = "{account}"
 zone_id = "{zone}"
@@ -64,6 +85,7 @@ pool_id = "{gcp_id}"
                 .current_dir(dir.path())
                 .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
                 .env("GSLB_LOG", "debug")
+                .envs(env.iter().copied())
                 .stderr(log_file(dir.path(), "run.log"))
                 .spawn()
                 .expect("gslb run"),

@@ -1,5 +1,5 @@
 //! Shared helpers for integration tests: real emulators, a counting proxy, a fake DNS server,
-//! and waiting on a condition with a deadline. Each test binary uses a subset, hence the
+//! an HTTPS origin, and waiting on a condition with a deadline. Each test binary uses a subset, hence the
 //! dead-code allowance.
 #![allow(dead_code)]
 
@@ -11,6 +11,7 @@ pub mod policy;
 pub mod proxy;
 pub mod reconcile;
 pub mod sim;
+pub mod tls;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

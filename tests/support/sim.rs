@@ -36,6 +36,8 @@ pub fn obs(vantage: &str, endpoint: &str, at: u64, reason: ProbeReason) -> Obser
             success: ok,
             duration: Duration::from_millis(20),
             http_status: ok.then_some(200),
+            dns_lookup: None,
+            cert_expiry: None,
             reason,
         },
     }

@@ -46,8 +46,19 @@ impl ProviderError {
         )
     }
 
+    /// Every value [`ProviderError::code`] returns, for pre-creating metric label sets.
+    pub const CODES: [&'static str; 7] = [
+        "rate_limited",
+        "transient",
+        "conflict",
+        "auth",
+        "not_found",
+        "invalid",
+        "unowned",
+    ];
+
     /// A short, bounded label for metrics: `rate_limited`, `transient`, `conflict`, `auth`,
-    /// `not_found`, `invalid`, `unowned`.
+    /// `not_found`, `invalid`, `unowned` (see [`ProviderError::CODES`]).
     pub fn code(&self) -> &'static str {
         match self {
             Self::RateLimited { .. } => "rate_limited",
@@ -58,5 +69,25 @@ impl ProviderError {
             Self::Invalid(_) => "invalid",
             Self::Unowned(_) => "unowned",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProviderError;
+
+    #[test]
+    fn every_code_is_listed() {
+        let all = [
+            ProviderError::RateLimited { retry_after: None },
+            ProviderError::Transient(String::new()),
+            ProviderError::Conflict(String::new()),
+            ProviderError::Auth(String::new()),
+            ProviderError::NotFound(String::new()),
+            ProviderError::Invalid(String::new()),
+            ProviderError::Unowned(String::new()),
+        ];
+        let codes: Vec<_> = all.iter().map(ProviderError::code).collect();
+        assert_eq!(codes, ProviderError::CODES);
     }
 }

@@ -1,0 +1,116 @@
+//! Log format on stderr: human-readable text by default, one JSON object per line with
+//! `GSLB_LOG_FORMAT=json` or `--log-format json` (the fatal error included), and a clear
+//! refusal of any other value. `GSLB_LOG_FORMAT` is not read as a settings key.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const VALID: &str = include_str!("../policies/api-seoul-tokyo.toml");
+
+fn gslb() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gslb"));
+    cmd.env_remove("GSLB_LOG_FORMAT").env("GSLB_LOG", "info");
+    cmd
+}
+
+/// A folder with a policy whose `fall` is 0 and settings that use it.
+fn bad_setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(VALID.contains("fall = 3"));
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        VALID.replace("fall = 3", "fall = 0"),
+    )
+    .expect("policy");
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        "policies = [\"bad.toml\"]\n[admin]\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .expect("settings");
+    dir
+}
+
+/// Every stderr line parsed as a JSON object with a level and fields.
+fn json_lines(out: &Output) -> Vec<Value> {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.trim().is_empty(), "nothing logged");
+    stderr
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+            assert!(v["level"].is_string(), "{line}");
+            assert!(v["fields"].is_object(), "{line}");
+            v
+        })
+        .collect()
+}
+
+fn assert_bad_policy_error(lines: &[Value], dir: &Path) {
+    let last = lines.last().expect("a line");
+    assert_eq!(last["level"], "ERROR", "{last}");
+    assert_eq!(last["fields"]["exit_code"], 2, "{last}");
+    let error = last["fields"]["error"].as_str().unwrap_or_default();
+    let expected = format!(
+        "{}: health.fall: must be at least 1",
+        dir.join("bad.toml").display()
+    );
+    assert!(error.contains(&expected), "{last}");
+}
+
+#[test]
+fn json_format_writes_every_line_as_json_including_the_fatal_error() {
+    let dir = bad_setup();
+    let out = gslb()
+        .args(["--log-format", "json", "check"])
+        .arg(dir.path().join("bad.toml"))
+        .output()
+        .expect("gslb check");
+    assert_eq!(out.status.code(), Some(2));
+    assert_bad_policy_error(&json_lines(&out), dir.path());
+
+    // By environment, for `run`: the variable is not taken for a settings key (the error is
+    // the policy's, not an unknown `log_format` setting).
+    let out = gslb()
+        .args(["run", "--config", "gslb.toml"])
+        .current_dir(dir.path())
+        .env("GSLB_LOG_FORMAT", "json")
+        .output()
+        .expect("gslb run");
+    assert_eq!(out.status.code(), Some(2));
+    let lines = json_lines(&out);
+    let error = lines.last().expect("a line")["fields"]["error"].to_string();
+    assert!(error.contains("health.fall: must be at least 1"), "{error}");
+}
+
+#[test]
+fn text_is_the_default() {
+    let dir = bad_setup();
+    let out = gslb()
+        .arg("check")
+        .arg(dir.path().join("bad.toml"))
+        .output()
+        .expect("gslb check");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(serde_json::from_str::<Value>(stderr.trim()).is_err());
+}
+
+#[test]
+fn an_unknown_format_is_refused_naming_the_variable() {
+    let out = gslb()
+        .args(["check", "policies"])
+        .env("GSLB_LOG_FORMAT", "yaml")
+        .output()
+        .expect("gslb check");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid value 'yaml'") && stderr.contains("GSLB_LOG_FORMAT"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`text` or `json`"), "{stderr}");
+}

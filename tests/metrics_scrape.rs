@@ -1,0 +1,148 @@
+//! The real `gslb run` (JSON logs) steering the Cloudflare fake, with an HTTPS origin (the
+//! self-signed one of `support::tls`, `tls_verify = false`) and a plain one: after one probe
+//! cycle and one reconcile, `/metrics` parses as the Prometheus text format and holds a sample
+//! of every metric the controller declares ([`Metrics::families`], the prober's
+//! included); histograms as `_bucket`, `_sum` and `_count`. Every stderr line is a JSON object
+//! with a level and fields.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gslb::metrics::Metrics;
+use gslb::origin::Origin;
+use gslb::probe::{DnsSettings, Prober};
+use gslb_cloudflare::fake::{Fake, ids};
+use prometheus_parse::{Scrape, Value};
+use serde_json::Value as Json;
+use support::cloudflare::WebDaemon;
+use support::daemon::status;
+use support::eventually;
+use support::tls::{CERT_NOT_AFTER, tls_origin};
+
+/// Every metric family the daemon declares: the controller's and the prober's.
+fn declared() -> Vec<String> {
+    let metrics = Metrics::new();
+    let prober = Prober::new(&DnsSettings {
+        nameservers: vec!["127.0.0.1:9".parse().expect("addr")],
+        ..DnsSettings::default()
+    })
+    .expect("prober");
+    metrics.register_prober(&prober).expect("registers");
+    metrics.families().into_iter().map(|(n, _)| n).collect()
+}
+
+async fn scrape(admin: SocketAddr) -> Option<String> {
+    let r = reqwest::get(format!("http://{admin}/metrics")).await.ok()?;
+    r.status().is_success().then_some(())?;
+    r.text().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_declared_metric_is_exported_after_one_probe_cycle() {
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let tls = tls_origin().await;
+    let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
+    let web = WebDaemon::start_with(
+        &fake,
+        [
+            &format!("https://{}/api/v1/health", tls.addr),
+            &format!("http://{}/api/v1/health", gcp.addr()),
+        ],
+        "[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\ntls_verify = false\n[health]\nfall = 3\nrise = 1",
+        &format!("load_balancer = \"{}\"", ids::LB_NAME),
+        &[("GSLB_LOG_FORMAT", "json"), ("GSLB_LOG", "info")],
+    );
+    let admin = web.admin;
+
+    // One probe cycle of both endpoints and one reconcile pass that found NCP serving.
+    let applied = eventually(Duration::from_secs(15), || async {
+        status(admin, "web")
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+    })
+    .await;
+    assert!(applied.is_some(), "never applied:\n{}", web.log());
+    let text = eventually(Duration::from_secs(10), || async {
+        scrape(admin)
+            .await
+            .filter(|t| t.contains("probe_ssl_earliest_cert_expiry{"))
+    })
+    .await
+    .unwrap_or_else(|| panic!("no certificate expiry exported:\n{}", web.log()));
+
+    let parsed = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("parses");
+    let present: BTreeSet<&str> = parsed.samples.iter().map(|s| s.metric.as_str()).collect();
+    let histograms: BTreeSet<&str> = parsed
+        .samples
+        .iter()
+        .filter(|s| matches!(s.value, Value::Histogram(_)))
+        .map(|s| s.metric.as_str())
+        .collect();
+    let mut missing = Vec::new();
+    for name in declared() {
+        if !present.contains(name.as_str()) {
+            missing.push(name);
+        } else if histograms.contains(name.as_str()) {
+            for part in ["_sum", "_count"] {
+                let sample = format!("{name}{part}");
+                if !present.contains(sample.as_str()) {
+                    missing.push(sample);
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "declared but not exported: {missing:?}\n{text}"
+    );
+
+    // The HTTPS endpoint's leaf certificate expiry, in Unix seconds; its name is an IP
+    // literal, so no lookup time.
+    let endpoint = format!("https://{}/api/v1/health", tls.addr);
+    let of_https = |metric: &str| {
+        parsed
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && s.labels.get("endpoint") == Some(endpoint.as_str()))
+            .map(|s| s.value.clone())
+    };
+    assert_eq!(
+        of_https("probe_ssl_earliest_cert_expiry"),
+        Some(Value::Gauge(CERT_NOT_AFTER as f64 / 1000.0))
+    );
+    assert_eq!(
+        of_https("probe_dns_lookup_time_seconds"),
+        Some(Value::Gauge(0.0))
+    );
+    let gauge = |metric: &str| {
+        parsed
+            .samples
+            .iter()
+            .find(|s| s.metric == metric)
+            .map(|s| s.value.clone())
+    };
+    assert_eq!(gauge("gslb_policy_reload_success"), Some(Value::Gauge(1.0)));
+    assert!(
+        matches!(gauge("gslb_policy_reload_timestamp_seconds"), Some(Value::Gauge(t)) if t > 1.7e9),
+        "{text}"
+    );
+
+    // JSON logs: every line an object with a level and fields (a message among them).
+    let log = web.log();
+    assert!(log.lines().count() >= 2, "{log}");
+    for line in log.lines() {
+        let v: Json = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+        assert!(v["level"].is_string(), "{line}");
+        assert!(v["fields"]["message"].is_string(), "{line}");
+    }
+    assert!(
+        log.lines()
+            .any(|l| l.contains(r#""message":"gslb running""#)),
+        "{log}"
+    );
+}

@@ -1,0 +1,134 @@
+//! An HTTPS origin on loopback with a fixed self-signed certificate (tokio-rustls): answers
+//! every request `200 ok region=tls` and records the SNI and `Host` it saw.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Self-signed for `seoul.gslb-test.test` (P-256, valid 2026–2126), made with
+/// `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500
+/// -subj /CN=seoul.gslb-test.test -addext subjectAltName=DNS:seoul.gslb-test.test
+/// -addext basicConstraints=critical,CA:FALSE`.
+/// Its `notAfter` is [`CERT_NOT_AFTER`].
+pub const CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBsjCCAVmgAwIBAgIUNYuuVKb9jUUR7XemJNJyh1UGzrIwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwIBcNMjYxMTI5MTUxMjQ1
+WhgPMjEyNjExMDUxNTEyNDVaMB8xHTAbBgNVBAMMFHNlb3VsLmdzbGItdGVzdC50
+ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE7fEshyAMN2YXCxXUkM/Q5fyk
+/X6ELNtCTfuhOkQ0d5J+6hEu9Wc28ZSVlnWLpsQcJM1sPu+B+Qn7N0GqTzVHaaNx
+MG8wHQYDVR0OBBYEFGxarDR/DhLtXj2JxOPljbJR/OYBMB8GA1UdIwQYMBaAFGxa
+rDR/DhLtXj2JxOPljbJR/OYBMB8GA1UdEQQYMBaCFHNlb3VsLmdzbGItdGVzdC50
+ZXN0MAwGA1UdEwEB/wQCMAAwCgYIKoZIzj0EAwIDRwAwRAIgT2hqZGX4c/6U8yTo
+jrJJh9NjQgMusLTPURjpxBWAG44CIBh+mY7yN9tSXkKZU50Kbwa/Ft1cy3S8mTzP
+mp9j5jrr
+-----END CERTIFICATE-----
+";
+
+/// `notAfter` of [`CERT_PEM`] in Unix milliseconds: 2126-11-05T15:12:45Z
+/// (`openssl x509 -noout -enddate`).
+pub const CERT_NOT_AFTER: u64 = 4_949_565_165_000;
+
+/// The private key of [`CERT_PEM`].
+pub const KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgn/o2etlBTuY2XZnx
+dwks/xwm4X7XMK9OAH5tHxYSBQOhRANCAATt8SyHIAw3ZhcLFdSQz9Dl/KT9foQs
+20JN+6E6RDR3kn7qES71ZzbxlJWWdYumxBwkzWw+74H5Cfs3QapPNUdp
+-----END PRIVATE KEY-----
+";
+
+/// What the TLS origin saw of one request: the SNI and the `Host` header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    /// The TLS server name the client sent.
+    pub sni: Option<String>,
+    /// The request's `Host` header.
+    pub host: Option<String>,
+}
+
+/// A running HTTPS origin on 127.0.0.1.
+pub struct TlsOrigin {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Every request it answered, in order.
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Handshakes that failed (e.g. the client refused the certificate).
+    pub failed_handshakes: Arc<AtomicUsize>,
+}
+
+/// An HTTPS origin with the self-signed certificate: answers `200 ok region=tls`.
+pub async fn tls_origin() -> TlsOrigin {
+    let certs = CertificateDer::pem_slice_iter(CERT_PEM.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(KEY_PEM.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let failed_handshakes = Arc::new(AtomicUsize::new(0));
+    let (seen2, failed2) = (seen.clone(), failed_handshakes.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (acceptor, seen, failed) = (acceptor.clone(), seen2.clone(), failed2.clone());
+            tokio::spawn(async move {
+                let mut tls = match acceptor.accept(stream).await {
+                    Ok(tls) => tls,
+                    Err(_) => {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                };
+                let sni = tls.get_ref().1.server_name().map(str::to_owned);
+                let head = read_head(&mut tls).await;
+                let host = head
+                    .lines()
+                    .find_map(|l| {
+                        l.strip_prefix("host: ")
+                            .or_else(|| l.strip_prefix("Host: "))
+                    })
+                    .map(str::to_owned);
+                seen.lock().unwrap().push(Seen { sni, host });
+                let body = "ok region=tls\n";
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                tls.write_all(response.as_bytes()).await.unwrap();
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    TlsOrigin {
+        addr,
+        seen,
+        failed_handshakes,
+    }
+}
+
+/// Reads a request head (up to the blank line) from `stream`.
+pub async fn read_head(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "client closed before the end of the request head");
+        head.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
