@@ -28,6 +28,7 @@
 //! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
+//! - [`notify`]: webhook sinks (JSON, Slack) for switches, holds and drills.
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
 //!
@@ -51,6 +52,7 @@ pub mod journal;
 pub mod jsonl;
 pub mod metrics;
 pub mod model;
+pub mod notify;
 pub mod origin;
 pub mod policy;
 pub mod probe;
