@@ -5,7 +5,9 @@
 //! a decision entering a hold that needs attention; a drill is any override change. Holds that
 //! are routine steps of a normal failover or failback and end by themselves (`confirm_target`,
 //! at most one probe interval; `dwell`, the spacing rail; `failback_hold`, the wait before an
-//! automatic failback) are not sent: the switch that follows them is.
+//! automatic failback) are not sent: the switch that follows them is. Nor is `hold_unknown`
+//! (no fresh evidence for the serving pool): every start passes through it until the probes
+//! rise, and a prober that lost its network is `prober_suspect`, which is sent.
 
 use serde::Serialize;
 
@@ -72,7 +74,11 @@ pub struct DrillChange {
 
 /// Whether a decision in `rule` is sent as a hold (see the module doc).
 pub fn is_notified_hold(rule: Rule) -> bool {
-    rule.is_hold() && !matches!(rule, Rule::ConfirmTarget | Rule::Dwell | Rule::FailbackHold)
+    rule.is_hold()
+        && !matches!(
+            rule,
+            Rule::ConfirmTarget | Rule::Dwell | Rule::FailbackHold | Rule::HoldUnknown
+        )
 }
 
 impl Notification {
@@ -91,7 +97,7 @@ impl Notification {
         let (kind, from, to, summary) = if d.switched() {
             let (from, to) = (d.previous.clone(), d.active.clone());
             let summary = format!(
-                "{}: switched {} -> {} ({rule})",
+                "{}: switched {} → {} ({rule})",
                 d.service,
                 name(from.as_ref()),
                 name(to.as_ref())

@@ -11,6 +11,7 @@ pub mod policy;
 pub mod proxy;
 pub mod reconcile;
 pub mod sim;
+pub mod webhook;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

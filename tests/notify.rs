@@ -1,0 +1,537 @@
+//! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
+//! switch, a hold and a drill; a receiver that hangs and one that is down while the live
+//! controller keeps deciding; settings errors.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb::clock::Clock;
+use gslb::config::{NotifySettings, Settings, Webhook};
+use gslb::control::Command;
+use gslb::controller::{self, Controller};
+use gslb::engine::{Decision, EngineSettings, OverrideAction, OverrideId, OverrideRequest, Rule};
+use gslb::events::{self, Event, EventSender};
+use gslb::journal::Journal;
+use gslb::metrics::Metrics;
+use gslb::model::{PoolId, ServiceId, VantageId};
+use gslb::origin::{Mode, Origin};
+use gslb::probe::{DnsSettings, Prober};
+use gslb::reconcile::Sinks;
+use gslb::status::StatusBoard;
+use gslb_provider::{FailoverStyle, MemoryProvider};
+use serde_json::Value;
+use support::eventually;
+use support::sim::{SEOUL, Sim, TOKYO};
+use support::webhook::Receiver;
+use tokio::sync::{broadcast, oneshot};
+use tokio::task::JoinSet;
+
+/// Any one wait may take this long before the test fails.
+const DEADLINE: Duration = Duration::from_secs(15);
+
+/// `[[webhooks]]` entries (TOML, without the `notify.` prefix), checked and resolved.
+fn webhooks(toml_text: &str) -> Vec<Webhook> {
+    let settings: NotifySettings = toml::from_str(toml_text).expect("notify settings");
+    settings.check().expect("valid");
+    settings.resolve(|_| None).expect("resolved")
+}
+
+fn start_sinks(webhooks: &[Webhook], events: &EventSender, metrics: &Metrics) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    gslb::notify::spawn(
+        &mut tasks,
+        webhooks,
+        events,
+        metrics,
+        Clock::system(),
+        &VantageId("aws-ap-northeast-2".into()),
+    )
+    .expect("sinks start");
+    tasks
+}
+
+fn count(metrics: &Metrics, sink: &str, result: &str) -> u64 {
+    metrics
+        .webhook_deliveries_total
+        .with_label_values(&[sink, result])
+        .get()
+}
+
+/// A real switch (seoul down: failover), a real hold (tokyo down too: fail static) and a
+/// drill, from the engine in simulated time.
+fn engine_events() -> (Decision, Decision, Event) {
+    let mut sim = Sim::new(support::sim::policy(|s| s));
+    for _ in 0..3 {
+        sim.round(true, true);
+    }
+    let decision = |sim: &Sim, rule: Rule| sim.decisions.iter().find(|d| d.rule == rule).cloned();
+    let mut rounds = 0;
+    while decision(&sim, Rule::Failover).is_none() && rounds < 100 {
+        sim.round(false, true);
+        rounds += 1;
+    }
+    let switch = decision(&sim, Rule::Failover).expect("failover");
+    while decision(&sim, Rule::FailStatic).is_none() && rounds < 200 {
+        sim.round(false, false);
+        rounds += 1;
+    }
+    let hold = decision(&sim, Rule::FailStatic).expect("fail static");
+    sim.drill(OverrideAction::Drain, "seoul", 30);
+    let drill = Event::Override(sim.overrides.last().expect("drill added").clone());
+    (switch, hold, drill)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
+    let receiver = Receiver::start().await;
+    let events = events::channel(64);
+    let metrics = Metrics::new();
+    let _sinks = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops-json\"\nurl = \"{}\"\n\n\
+             [[webhooks]]\nname = \"ops-slack\"\nurl = \"{}\"\nformat = \"slack\"\n\n\
+             [[webhooks]]\nname = \"drills-only\"\nurl = \"{}\"\nevents = [\"drill\"]\n",
+            receiver.url("json"),
+            receiver.url("slack"),
+            receiver.url("drills")
+        )),
+        &events,
+        &metrics,
+    );
+    let (switch, hold, drill) = engine_events();
+    let quiet = Decision {
+        rule: Rule::Stay,
+        previous: None,
+        ..switch.clone()
+    };
+    for e in [
+        Event::Decision(quiet),
+        Event::Decision(switch.clone()),
+        Event::Decision(hold.clone()),
+        drill,
+    ] {
+        events.send(e).expect("sinks listen");
+    }
+    eventually(DEADLINE, || async {
+        (receiver.bodies("json").len() == 3
+            && receiver.bodies("slack").len() == 3
+            && !receiver.bodies("drills").is_empty())
+        .then_some(())
+    })
+    .await
+    .expect("every message delivered");
+
+    // Generic JSON: the documented schema, every key present.
+    let json = receiver.bodies("json");
+    let keys = [
+        "version", "kind", "service", "at", "vantage", "summary", "rule", "from", "to", "reasons",
+        "drill",
+    ];
+    for m in &json {
+        let mut found: Vec<_> = m.as_object().expect("object").keys().cloned().collect();
+        found.sort();
+        let mut want: Vec<_> = keys.iter().map(|k| k.to_string()).collect();
+        want.sort();
+        assert_eq!(found, want, "{m}");
+        assert_eq!(m["version"], 1);
+        assert_eq!(m["service"], "api");
+        assert_eq!(m["vantage"], "aws-ap-northeast-2");
+        assert!(m["at"].as_str().expect("at").ends_with('Z'), "{m}");
+    }
+    assert_eq!(json[0]["kind"], "switch");
+    assert_eq!(json[0]["rule"], "failover");
+    assert_eq!(json[0]["from"], "seoul");
+    assert_eq!(json[0]["to"], "tokyo");
+    assert_eq!(json[0]["at"], switch.at.rfc3339());
+    assert_eq!(json[0]["reasons"], serde_json::json!(switch.reasons));
+    assert!(!switch.reasons.is_empty());
+    assert_eq!(json[0]["drill"], Value::Null);
+    assert_eq!(json[1]["kind"], "hold");
+    assert_eq!(json[1]["rule"], "fail_static");
+    assert_eq!(json[1]["from"], "tokyo");
+    assert_eq!(json[1]["to"], Value::Null);
+    assert_eq!(json[2]["kind"], "drill");
+    assert_eq!(json[2]["rule"], Value::Null);
+    let d = &json[2]["drill"];
+    assert_eq!(d["change"], "added");
+    assert_eq!(d["action"], "drain");
+    assert_eq!(d["pool"], "seoul");
+    assert_eq!(d["actor"], "tester");
+    assert_eq!(d["reason"], "quarterly DR drill");
+    assert!(d["expires"].as_str().expect("expires").ends_with('Z'));
+    assert_eq!(d["ended_by"], Value::Null);
+
+    // Slack: an incoming-webhook message, with the limits of Block Kit.
+    for m in receiver.bodies("slack") {
+        assert!(m["text"].as_str().is_some_and(|t| !t.is_empty()), "{m}");
+        let blocks = m["blocks"].as_array().expect("blocks");
+        let types: Vec<_> = blocks
+            .iter()
+            .map(|b| b["type"].as_str().expect("type"))
+            .collect();
+        assert_eq!(types.first(), Some(&"header"), "{m}");
+        assert_eq!(types.last(), Some(&"context"), "{m}");
+        assert!(
+            blocks[0]["text"]["text"]
+                .as_str()
+                .expect("header")
+                .chars()
+                .count()
+                <= 150
+        );
+        for b in blocks.iter().filter(|b| b["type"] == "section") {
+            assert_eq!(b["text"]["type"], "mrkdwn");
+            assert!(b["text"]["text"].as_str().expect("text").chars().count() <= 3000);
+            assert!(b["fields"].as_array().map_or(0, Vec::len) <= 10);
+        }
+    }
+    let slack = receiver.bodies("slack");
+    assert!(
+        slack[0]["text"]
+            .as_str()
+            .expect("text")
+            .contains("seoul → tokyo")
+    );
+    assert!(slack[2].to_string().contains("quarterly DR drill"));
+
+    // The filter: the drills-only sink got the drill alone.
+    assert_eq!(receiver.bodies("drills").len(), 1);
+    assert_eq!(receiver.bodies("drills")[0]["kind"], "drill");
+    assert_eq!(count(&metrics, "ops-json", "delivered"), 3);
+    assert_eq!(count(&metrics, "drills-only", "delivered"), 1);
+    assert_eq!(count(&metrics, "ops-json", "dropped"), 0);
+    let rendered = metrics.render();
+    for r in ["delivered", "retried", "failed", "dropped"] {
+        assert!(
+            rendered.contains(&format!(
+                "gslb_webhook_deliveries_total{{result=\"{r}\",sink=\"ops-slack\"}}"
+            )),
+            "{r} pre-created"
+        );
+    }
+}
+
+fn live_policy(seoul: SocketAddr, tokyo: SocketAddr) -> gslb::policy::Policy {
+    support::sim::policy(|s| {
+        s.replace(SEOUL, &format!("http://{seoul}/api/v1/health"))
+            .replace(TOKYO, &format!("http://{tokyo}/api/v1/health"))
+            .replace("interval = \"10s\"", "interval = \"100ms\"")
+            .replace("timeout = \"4s\"", "timeout = \"80ms\"")
+            .replace("min_dwell = \"5m\"", "min_dwell = \"1s\"")
+            .replace("ttl = \"60s\"", "ttl = \"1s\"")
+            .replace("fall = 3", "fall = 2")
+    })
+}
+
+/// Waits for a decision `pick` accepts on `events`.
+async fn decision(
+    events: &mut broadcast::Receiver<Event>,
+    pick: impl Fn(&Decision) -> bool,
+) -> Decision {
+    let found = async {
+        loop {
+            match events.recv().await {
+                Ok(Event::Decision(d)) if pick(&d) => return d,
+                Ok(_) => {}
+                Err(e) => panic!("events: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, found)
+        .await
+        .expect("the decision in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("origin");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("origin");
+    let policy = live_policy(seoul.addr(), tokyo.addr());
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
+    let stuck = Receiver::hanging().await;
+    let down = support::daemon::free_port();
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(8192),
+        clock: Clock::system(),
+    };
+    let mut events = sinks.events.subscribe();
+    let mut tasks = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"stuck\"\nurl = \"{}\"\ntimeout = \"5m\"\n\n\
+             [[webhooks]]\nname = \"down\"\nurl = \"http://127.0.0.1:{down}/hook\"\n\
+             max_attempts = 3\nbackoff = \"10ms\"\nmax_backoff = \"20ms\"\n",
+            stuck.url("hook")
+        )),
+        &sinks.events,
+        &sinks.metrics,
+    );
+    let controller = Controller::start(
+        std::slice::from_ref(&policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::new(None, None, None),
+        vec![],
+    );
+    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
+    controller
+        .attach(
+            &mut tasks,
+            &policy,
+            provider.clone(),
+            controller::binding(&policy, Duration::from_millis(200)),
+            &prober,
+            &VantageId("test".into()),
+        )
+        .expect("attach");
+    let commands = controller.commands(&mut tasks);
+    decision(&mut events, |d| d.rule == Rule::Stay).await;
+
+    // A drill: its message is the first the stuck receiver gets, and it never answers.
+    let (reply, rx) = oneshot::channel();
+    let request = OverrideRequest {
+        id: OverrideId("d1".into()),
+        service: ServiceId("api".into()),
+        action: OverrideAction::Force,
+        pool: PoolId("tokyo".into()),
+        reason: "quarterly DR drill".into(),
+        actor: "alice".into(),
+        duration: Some(Duration::from_secs(600)),
+    };
+    commands
+        .send(Command::AddOverride { request, reply })
+        .await
+        .expect("engine loop running");
+    rx.await.expect("answered").expect("accepted");
+    eventually(DEADLINE, || async {
+        (!stuck.bodies("hook").is_empty()).then_some(())
+    })
+    .await
+    .expect("the stuck sink sent its first message");
+    decision(&mut events, |d| d.rule == Rule::Force && d.switched()).await;
+
+    // While that request hangs, a real outage of the forced pool fails over at once, the
+    // provider is written and the status board shows it.
+    tokyo.set_mode(Mode::Status(503));
+    let failover = decision(&mut events, |d| d.rule == Rule::Failover).await;
+    assert_eq!(failover.active, Some(PoolId("seoul".into())));
+    let priority = ["seoul".to_owned(), "tokyo".to_owned()];
+    eventually(DEADLINE, || async {
+        (provider.snapshot().active(&priority).map(String::as_str) == Some("seoul")).then_some(())
+    })
+    .await
+    .expect("the failover reaches the provider while the webhook hangs");
+    let board = sinks.board.snapshot();
+    assert_eq!(
+        board[&ServiceId("api".into())].active,
+        Some(PoolId("seoul".into()))
+    );
+    assert_eq!(
+        stuck.bodies("hook").len(),
+        1,
+        "the stuck sink is still on its first message"
+    );
+    assert_eq!(count(&sinks.metrics, "stuck", "delivered"), 0);
+
+    // The dead receiver: every message tried three times, then given up.
+    eventually(DEADLINE, || async {
+        (count(&sinks.metrics, "down", "failed") >= 3).then_some(())
+    })
+    .await
+    .expect("the dead sink gives up on the drill, the force and the failover");
+    assert!(count(&sinks.metrics, "down", "retried") >= 6);
+    assert_eq!(count(&sinks.metrics, "down", "delivered"), 0);
+
+    // Released, the stuck sink delivers what queued up, in order.
+    stuck.release();
+    eventually(DEADLINE, || async {
+        let kinds: Vec<_> = stuck
+            .bodies("hook")
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}:{}",
+                    m["kind"].as_str().unwrap_or(""),
+                    m["rule"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        kinds
+            .contains(&"switch:failover".to_owned())
+            .then_some(kinds)
+    })
+    .await
+    .map(|kinds| {
+        assert_eq!(kinds[0], "drill:-");
+        assert_eq!(kinds[1], "switch:force");
+    })
+    .expect("queued messages delivered after the release");
+    assert!(count(&sinks.metrics, "stuck", "delivered") >= 3);
+    controller.stop(&mut tasks).await;
+}
+
+fn load(text: &str) -> Result<Settings, String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gslb.toml");
+    std::fs::write(&file, text).expect("write");
+    Settings::load(&file).map_err(|e| e.to_string())
+}
+
+#[test]
+fn bad_webhook_settings_name_the_key_and_the_reason() {
+    let entry = |extra: &str| {
+        format!(
+            "[[notify.webhooks]]\nname = \"ops\"\nurl = \"https://hooks.example.test/T/B/secret\"\n{extra}"
+        )
+    };
+    for (text, key, reason) in [
+        (
+            "[[notify.webhooks]]\nname = \"ops\"\n".to_owned(),
+            "notify.webhooks[0]",
+            "set exactly one of url, url_file and url_env",
+        ),
+        (
+            entry("url_env = \"SLACK_URL\"\n"),
+            "notify.webhooks[0]",
+            "exactly one",
+        ),
+        (
+            "[[notify.webhooks]]\nname = \"Ops Team\"\nurl = \"https://x.test/\"\n".to_owned(),
+            "notify.webhooks[0].name",
+            "a-z, 0-9",
+        ),
+        (
+            format!("{}{}", entry(""), entry("")),
+            "notify.webhooks[1].name",
+            "'ops' is used twice",
+        ),
+        (
+            "[[notify.webhooks]]\nname = \"ops\"\nurl_env = \"GSLB_SLACK\"\n".to_owned(),
+            "notify.webhooks[0].url_env",
+            "outside GSLB_*",
+        ),
+        (
+            entry("events = []\n"),
+            "notify.webhooks[0].events",
+            "lists no event",
+        ),
+        (
+            entry("max_attempts = 0\n"),
+            "notify.webhooks[0].max_attempts",
+            "between 1 and 20",
+        ),
+        (
+            entry("timeout = \"10ms\"\n"),
+            "notify.webhooks[0].timeout",
+            "between 100ms and 5m",
+        ),
+        (
+            entry("backoff = \"2m\"\n"),
+            "notify.webhooks[0].backoff",
+            "at most max_backoff",
+        ),
+        (
+            entry("queue = 0\n"),
+            "notify.webhooks[0].queue",
+            "between 1 and 100000",
+        ),
+    ] {
+        let e = load(&text).expect_err(key);
+        assert!(
+            e.contains(&format!("{key}: ")) || e.contains(&format!("{key}]")) || e.contains(key),
+            "{e}"
+        );
+        assert!(e.contains(reason), "{key}: {e}");
+        assert!(!e.contains("secret"), "the URL is never printed: {e}");
+    }
+    // Wrong values and unknown keys: the `config` crate names the key.
+    for (extra, needle) in [
+        ("format = \"teams\"\n", "teams"),
+        ("events = [\"probe\"]\n", "probe"),
+        ("retries = 3\n", "retries"),
+    ] {
+        let e = load(&entry(extra)).expect_err(needle);
+        assert!(e.contains(needle), "{e}");
+        assert!(!e.contains("/T/B/secret"), "{e}");
+    }
+    let e =
+        load("[[notify.webhooks]]\nname = \"ops\"\nurl = \"ftp://hooks.example.test/secret\"\n")
+            .expect_err("ftp");
+    assert!(
+        e.contains("notify.webhooks[0].url: not an http(s) URL"),
+        "{e}"
+    );
+    assert!(!e.contains("secret"), "{e}");
+}
+
+#[test]
+fn webhook_urls_come_from_a_file_or_the_environment_and_never_show() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gslb.toml");
+    std::fs::write(
+        &file,
+        "[[notify.webhooks]]\nname = \"slack\"\nurl_file = \"secrets/slack-url\"\nformat = \"slack\"\n\n\
+         [[notify.webhooks]]\nname = \"pager\"\nurl_env = \"PAGER_WEBHOOK_URL\"\nevents = [\"switch\"]\n",
+    )
+    .expect("write");
+    let settings = Settings::load(&file).expect("valid");
+    assert_eq!(
+        settings.notify.webhooks[0].url_file,
+        Some(dir.path().join("secrets/slack-url"))
+    );
+    let e = settings
+        .notify
+        .resolve(|_| None)
+        .expect_err("missing file")
+        .to_string();
+    assert!(
+        e.starts_with("notify.webhooks[0].url_file: cannot read "),
+        "{e}"
+    );
+    std::fs::create_dir(dir.path().join("secrets")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("secrets/slack-url"),
+        "https://hooks.slack.test/services/T/B/XyZ\n",
+    )
+    .expect("write");
+    let e = settings
+        .notify
+        .resolve(|_| None)
+        .expect_err("unset env")
+        .to_string();
+    assert_eq!(
+        e,
+        "notify.webhooks[1].url_env: PAGER_WEBHOOK_URL is not set"
+    );
+    let e = settings
+        .notify
+        .resolve(|_| Some("not a url XyZ".into()))
+        .expect_err("not a URL")
+        .to_string();
+    assert_eq!(
+        e,
+        "notify.webhooks[1].url_env: does not hold an http(s) URL"
+    );
+    let hooks = settings
+        .notify
+        .resolve(|v| (v == "PAGER_WEBHOOK_URL").then(|| "http://127.0.0.1:9/pager".into()))
+        .expect("resolved");
+    assert_eq!(
+        hooks[0].url.as_str(),
+        "https://hooks.slack.test/services/T/B/XyZ"
+    );
+    assert_eq!(hooks[0].timeout, Duration::from_secs(5));
+    assert_eq!(hooks[0].max_attempts, 5);
+    assert_eq!(hooks[0].queue, 256);
+    assert_eq!(hooks[1].url.as_str(), "http://127.0.0.1:9/pager");
+    let shown = format!("{:?}", Settings::load(&file).expect("valid").notify);
+    assert!(!shown.contains("XyZ"), "{shown}");
+}
