@@ -23,6 +23,18 @@ impl WebDaemon {
     /// `head` is inserted after `hostname` (top-level keys, `[probe]`, `[health]`);
     /// `target` after the `[target.cloudflare]` ids (e.g. `ttl = "1s"`).
     pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
+        Self::start_with(fake, ncp, gcp, head, target, "")
+    }
+
+    /// [`WebDaemon::start`] with `settings` (TOML tables) appended to `gslb.toml`.
+    pub fn start_with(
+        fake: &Fake,
+        ncp: SocketAddr,
+        gcp: SocketAddr,
+        head: &str,
+        target: &str,
+        settings: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let policy = format!(
             r#"service = "web"
@@ -54,7 +66,7 @@ pool_id = "{gcp_id}"
         std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let settings = format!(
-            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n{settings}",
             fake.base_url()
         );
         std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
