@@ -92,7 +92,7 @@ pub fn spawn(
 }
 
 /// The JSON body `format` sends for `n`.
-pub fn body(format: WebhookFormat, n: &Notification) -> Vec<u8> {
+fn body(format: WebhookFormat, n: &Notification) -> Vec<u8> {
     let value = match format {
         WebhookFormat::Json => serde_json::to_value(n),
         WebhookFormat::Slack => Ok(slack::payload(n)),

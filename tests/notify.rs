@@ -538,7 +538,17 @@ fn webhook_urls_come_from_a_file_or_the_environment_and_never_show() {
     assert_eq!(hooks[0].max_attempts, 5);
     assert_eq!(hooks[0].queue, 256);
     assert_eq!(hooks[1].url.as_str(), "http://127.0.0.1:9/pager");
-    let shown = format!("{:?}", Settings::load(&file).expect("valid").notify);
+    let shown = format!("{hooks:?}");
+    assert!(
+        !shown.contains("XyZ") && !shown.contains(":9/pager"),
+        "{shown}"
+    );
+    std::fs::write(
+        &file,
+        "[[notify.webhooks]]\nname = \"ops\"\nurl = \"https://hooks.slack.test/services/T/B/XyZ\"\n",
+    )
+    .expect("write");
+    let shown = format!("{:?}", Settings::load(&file).expect("valid"));
     assert!(!shown.contains("XyZ"), "{shown}");
 }
 
@@ -658,5 +668,38 @@ async fn the_daemon_sends_a_drill_and_its_switch_and_never_logs_the_url() {
     assert!(
         !log.contains("s3cr3tPath"),
         "the URL is never logged:\n{log}"
+    );
+}
+
+#[test]
+fn the_readme_example_is_valid_and_states_the_defaults() {
+    let readme = include_str!("../README.md");
+    let section = &readme[readme.find("## Notifications").expect("section")..];
+    let start = section.find("```toml\n").expect("example") + "```toml\n".len();
+    let example = &section[start..start + section[start..].find("```").expect("end")];
+    let written = load(example).expect("the README's example loads");
+    let defaults = load(
+        "[[notify.webhooks]]\nname = \"ops-slack\"\nurl_file = \"secrets/slack-webhook-url\"\n",
+    )
+    .expect("defaults");
+    let (w, d) = (&written.notify.webhooks[0], &defaults.notify.webhooks[0]);
+    assert_eq!(
+        (
+            w.events.clone(),
+            w.timeout,
+            w.max_attempts,
+            w.backoff,
+            w.max_backoff,
+            w.queue
+        ),
+        (
+            d.events.clone(),
+            d.timeout,
+            d.max_attempts,
+            d.backoff,
+            d.max_backoff,
+            d.queue
+        ),
+        "the example shows the defaults"
     );
 }

@@ -110,8 +110,8 @@ impl NotifyKind {
     }
 }
 
-/// A sink ready to run: its URL resolved.
-#[derive(Debug, Clone)]
+/// A sink ready to run: its URL resolved. Its `Debug` leaves the URL out.
+#[derive(Clone)]
 pub struct Webhook {
     /// The name (metric label, log field).
     pub name: String,
@@ -131,6 +131,22 @@ pub struct Webhook {
     pub max_backoff: Duration,
     /// Queue capacity.
     pub queue: usize,
+}
+
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("name", &self.name)
+            .field("url", &"<redacted>")
+            .field("format", &self.format)
+            .field("events", &self.events)
+            .field("timeout", &self.timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("queue", &self.queue)
+            .finish()
+    }
 }
 
 /// A webhook URL could not be resolved. Names the key, never the URL.

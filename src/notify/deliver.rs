@@ -17,8 +17,7 @@ use crate::metrics::Metrics;
 /// How much of an error response's body is logged.
 const BODY_LOGGED: usize = 200;
 
-/// One sink's HTTP side.
-#[derive(Debug)]
+/// One sink's HTTP side (no `Debug`: it holds the secret URL).
 pub(super) struct Deliverer {
     name: String,
     url: url::Url,
