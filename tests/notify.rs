@@ -1,6 +1,6 @@
 //! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
 //! switch, a hold and a drill; a receiver that hangs and one that is down while the live
-//! controller keeps deciding; settings errors.
+//! controller keeps deciding; the real daemon. Settings: `notify_settings.rs`.
 
 mod support;
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb::clock::Clock;
-use gslb::config::{NotifySettings, Settings, Webhook};
+use gslb::config::{NotifySettings, Webhook};
 use gslb::control::Command;
 use gslb::controller::{self, Controller};
 use gslb::engine::{Decision, EngineSettings, OverrideAction, OverrideId, OverrideRequest, Rule};
@@ -384,216 +384,6 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
     controller.stop(&mut tasks).await;
 }
 
-fn load(text: &str) -> Result<Settings, String> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("gslb.toml");
-    std::fs::write(&file, text).expect("write");
-    Settings::load(&file).map_err(|e| e.to_string())
-}
-
-#[test]
-fn bad_webhook_settings_name_the_key_and_the_reason() {
-    let entry = |extra: &str| {
-        format!(
-            "[[notify.webhooks]]\nname = \"ops\"\nurl = \"https://hooks.example.test/T/B/secret\"\n{extra}"
-        )
-    };
-    for (text, key, reason) in [
-        (
-            "[[notify.webhooks]]\nname = \"ops\"\n".to_owned(),
-            "notify.webhooks[0]",
-            "set exactly one of url, url_file and url_env",
-        ),
-        (
-            entry("url_env = \"SLACK_URL\"\n"),
-            "notify.webhooks[0]",
-            "exactly one",
-        ),
-        (
-            "[[notify.webhooks]]\nname = \"Ops Team\"\nurl = \"https://x.test/\"\n".to_owned(),
-            "notify.webhooks[0].name",
-            "a-z, 0-9",
-        ),
-        (
-            format!("{}{}", entry(""), entry("")),
-            "notify.webhooks[1].name",
-            "'ops' is used twice",
-        ),
-        (
-            "[[notify.webhooks]]\nname = \"ops\"\nurl_env = \"GSLB_SLACK\"\n".to_owned(),
-            "notify.webhooks[0].url_env",
-            "outside GSLB_*",
-        ),
-        (
-            entry("events = []\n"),
-            "notify.webhooks[0].events",
-            "lists no event",
-        ),
-        (
-            entry("max_attempts = 0\n"),
-            "notify.webhooks[0].max_attempts",
-            "between 1 and 20",
-        ),
-        (
-            entry("timeout = \"10ms\"\n"),
-            "notify.webhooks[0].timeout",
-            "between 100ms and 5m",
-        ),
-        (
-            entry("backoff = \"2m\"\n"),
-            "notify.webhooks[0].backoff",
-            "at most max_backoff",
-        ),
-        (
-            entry("queue = 0\n"),
-            "notify.webhooks[0].queue",
-            "between 1 and 100000",
-        ),
-    ] {
-        let e = load(&text).expect_err(key);
-        assert!(
-            e.contains(&format!("{key}: ")) || e.contains(&format!("{key}]")) || e.contains(key),
-            "{e}"
-        );
-        assert!(e.contains(reason), "{key}: {e}");
-        assert!(!e.contains("secret"), "the URL is never printed: {e}");
-    }
-    // Wrong values and unknown keys: the `config` crate names the key.
-    for (extra, needle) in [
-        ("format = \"teams\"\n", "teams"),
-        ("events = [\"probe\"]\n", "probe"),
-        ("retries = 3\n", "retries"),
-    ] {
-        let e = load(&entry(extra)).expect_err(needle);
-        assert!(e.contains(needle), "{e}");
-        assert!(!e.contains("/T/B/secret"), "{e}");
-    }
-    let e =
-        load("[[notify.webhooks]]\nname = \"ops\"\nurl = \"ftp://hooks.example.test/secret\"\n")
-            .expect_err("ftp");
-    assert!(
-        e.contains("notify.webhooks[0].url: not an http(s) URL"),
-        "{e}"
-    );
-    assert!(!e.contains("secret"), "{e}");
-}
-
-#[test]
-fn webhook_urls_come_from_a_file_or_the_environment_and_never_show() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("gslb.toml");
-    std::fs::write(
-        &file,
-        "[[notify.webhooks]]\nname = \"slack\"\nurl_file = \"secrets/slack-url\"\nformat = \"slack\"\n\n\
-         [[notify.webhooks]]\nname = \"pager\"\nurl_env = \"PAGER_WEBHOOK_URL\"\nevents = [\"switch\"]\n",
-    )
-    .expect("write");
-    let settings = Settings::load(&file).expect("valid");
-    assert_eq!(
-        settings.notify.webhooks[0].url_file,
-        Some(dir.path().join("secrets/slack-url"))
-    );
-    let e = settings
-        .notify
-        .resolve(|_| None)
-        .expect_err("missing file")
-        .to_string();
-    assert!(
-        e.starts_with("notify.webhooks[0].url_file: cannot read "),
-        "{e}"
-    );
-    std::fs::create_dir(dir.path().join("secrets")).expect("mkdir");
-    std::fs::write(
-        dir.path().join("secrets/slack-url"),
-        "https://hooks.slack.test/services/T/B/XyZ\n",
-    )
-    .expect("write");
-    let e = settings
-        .notify
-        .resolve(|_| None)
-        .expect_err("unset env")
-        .to_string();
-    assert_eq!(
-        e,
-        "notify.webhooks[1].url_env: PAGER_WEBHOOK_URL is not set"
-    );
-    let e = settings
-        .notify
-        .resolve(|_| Some("not a url XyZ".into()))
-        .expect_err("not a URL")
-        .to_string();
-    assert_eq!(
-        e,
-        "notify.webhooks[1].url_env: does not hold an http(s) URL"
-    );
-    let hooks = settings
-        .notify
-        .resolve(|v| (v == "PAGER_WEBHOOK_URL").then(|| "http://127.0.0.1:9/pager".into()))
-        .expect("resolved");
-    assert_eq!(
-        hooks[0].url.as_str(),
-        "https://hooks.slack.test/services/T/B/XyZ"
-    );
-    assert_eq!(hooks[0].timeout, Duration::from_secs(5));
-    assert_eq!(hooks[0].max_attempts, 5);
-    assert_eq!(hooks[0].queue, 256);
-    assert_eq!(hooks[1].url.as_str(), "http://127.0.0.1:9/pager");
-    let shown = format!("{hooks:?}");
-    assert!(
-        !shown.contains("XyZ") && !shown.contains(":9/pager"),
-        "{shown}"
-    );
-    std::fs::write(
-        &file,
-        "[[notify.webhooks]]\nname = \"ops\"\nurl = \"https://hooks.slack.test/services/T/B/XyZ\"\n",
-    )
-    .expect("write");
-    let shown = format!("{:?}", Settings::load(&file).expect("valid"));
-    assert!(!shown.contains("XyZ"), "{shown}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_queue_drops_its_oldest_message_and_counts_it() {
-    let receiver = Receiver::hanging().await;
-    let events = events::channel(64);
-    let metrics = Metrics::new();
-    let _sinks = start_sinks(
-        &webhooks(&format!(
-            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\nqueue = 1\ntimeout = \"5m\"\n",
-            receiver.url("hook")
-        )),
-        &events,
-        &metrics,
-    );
-    let (switch, hold, drill) = engine_events();
-    events.send(drill).expect("sink listens");
-    eventually(DEADLINE, || async {
-        (receiver.bodies("hook").len() == 1).then_some(())
-    })
-    .await
-    .expect("the first message is in flight");
-    // One waits in the queue; the next pushes it out.
-    events.send(Event::Decision(switch)).expect("sink listens");
-    events.send(Event::Decision(hold)).expect("sink listens");
-    eventually(DEADLINE, || async {
-        (count(&metrics, "ops", "dropped") == 1).then_some(())
-    })
-    .await
-    .expect("the oldest queued message dropped");
-    receiver.release();
-    eventually(DEADLINE, || async {
-        (count(&metrics, "ops", "delivered") == 2).then_some(())
-    })
-    .await
-    .expect("the in-flight and the newest message delivered");
-    let kinds: Vec<_> = receiver
-        .bodies("hook")
-        .iter()
-        .map(|m| m["kind"].clone())
-        .collect();
-    assert_eq!(kinds, ["drill", "hold"]);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_sends_a_drill_and_its_switch_and_never_logs_the_url() {
     let receiver = Receiver::start().await;
@@ -671,35 +461,44 @@ async fn the_daemon_sends_a_drill_and_its_switch_and_never_logs_the_url() {
     );
 }
 
-#[test]
-fn the_readme_example_is_valid_and_states_the_defaults() {
-    let readme = include_str!("../README.md");
-    let section = &readme[readme.find("## Notifications").expect("section")..];
-    let start = section.find("```toml\n").expect("example") + "```toml\n".len();
-    let example = &section[start..start + section[start..].find("```").expect("end")];
-    let written = load(example).expect("the README's example loads");
-    let defaults = load(
-        "[[notify.webhooks]]\nname = \"ops-slack\"\nurl_file = \"secrets/slack-webhook-url\"\n",
-    )
-    .expect("defaults");
-    let (w, d) = (&written.notify.webhooks[0], &defaults.notify.webhooks[0]);
-    assert_eq!(
-        (
-            w.events.clone(),
-            w.timeout,
-            w.max_attempts,
-            w.backoff,
-            w.max_backoff,
-            w.queue
-        ),
-        (
-            d.events.clone(),
-            d.timeout,
-            d.max_attempts,
-            d.backoff,
-            d.max_backoff,
-            d.queue
-        ),
-        "the example shows the defaults"
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_drops_its_oldest_message_and_counts_it() {
+    let receiver = Receiver::hanging().await;
+    let events = events::channel(64);
+    let metrics = Metrics::new();
+    let _sinks = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\nqueue = 1\ntimeout = \"5m\"\n",
+            receiver.url("hook")
+        )),
+        &events,
+        &metrics,
     );
+    let (switch, hold, drill) = engine_events();
+    events.send(drill).expect("sink listens");
+    eventually(DEADLINE, || async {
+        (receiver.bodies("hook").len() == 1).then_some(())
+    })
+    .await
+    .expect("the first message is in flight");
+    // One waits in the queue; the next pushes it out.
+    events.send(Event::Decision(switch)).expect("sink listens");
+    events.send(Event::Decision(hold)).expect("sink listens");
+    eventually(DEADLINE, || async {
+        (count(&metrics, "ops", "dropped") == 1).then_some(())
+    })
+    .await
+    .expect("the oldest queued message dropped");
+    receiver.release();
+    eventually(DEADLINE, || async {
+        (count(&metrics, "ops", "delivered") == 2).then_some(())
+    })
+    .await
+    .expect("the in-flight and the newest message delivered");
+    let kinds: Vec<_> = receiver
+        .bodies("hook")
+        .iter()
+        .map(|m| m["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["drill", "hold"]);
 }
