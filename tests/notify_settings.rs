@@ -72,10 +72,7 @@ fn bad_webhook_settings_name_the_key_and_the_reason() {
         ),
     ] {
         let e = load(&text).expect_err(key);
-        assert!(
-            e.contains(&format!("{key}: ")) || e.contains(&format!("{key}]")) || e.contains(key),
-            "{e}"
-        );
+        assert!(e.contains(&format!("{key}: ")), "{e}");
         assert!(e.contains(reason), "{key}: {e}");
         assert!(!e.contains("secret"), "the URL is never printed: {e}");
     }
