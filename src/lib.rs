@@ -29,6 +29,7 @@
 //!   [`healthcheck`]: `gslb healthcheck`, one `GET /healthz` for a container `HEALTHCHECK`.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
+//! - [`notify`]: webhook sinks (JSON, Slack) for switches, holds and drills.
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
 //!
@@ -53,6 +54,7 @@ pub mod journal;
 pub mod jsonl;
 pub mod metrics;
 pub mod model;
+pub mod notify;
 pub mod origin;
 pub mod policy;
 pub mod probe;

@@ -446,6 +446,18 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         "probes in flight bounded"
     );
     let mut tasks = JoinSet::new();
+    let webhooks = settings
+        .notify
+        .resolve(|v| std::env::var(v).ok())
+        .map_err(bad_config)?;
+    gslb::notify::spawn(
+        &mut tasks,
+        &webhooks,
+        &sinks.events,
+        &sinks.metrics,
+        sinks.clock,
+        &settings.vantage,
+    )?;
     let state = StateFile::new(settings.state.overrides_file());
     let saved = state.load().map_err(bad_config)?;
     let audit = AuditLog::open(settings.state.audit_log())

@@ -54,6 +54,8 @@ async fn every_declared_metric_is_exported_after_one_probe_cycle() {
         ],
         "[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\ntls_verify = false\n[health]\nfall = 3\nrise = 1",
         &format!("load_balancer = \"{}\"", ids::LB_NAME),
+        // A sink, so its delivery counters are declared; nothing listens there.
+        "[[notify.webhooks]]\nname = \"ops\"\nurl = \"http://127.0.0.1:9/hook\"\n",
         &[("GSLB_LOG_FORMAT", "json"), ("GSLB_LOG", "info")],
     );
     let admin = web.admin;

@@ -19,10 +19,15 @@ use crate::probe::{DnsSettings, ProbingSettings};
 
 mod admin_auth;
 mod engine;
+mod notify;
 mod providers;
 
 pub use admin_auth::{AdminAuthError, check_admin_listen, resolve_admin_token};
 pub use engine::{EngineConfig, GlobalVelocity};
+pub use notify::{
+    NotifyKind, NotifySettings, Webhook, WebhookFormat, WebhookSettings, WebhookUrl,
+    WebhookUrlError,
+};
 pub use providers::{CloudflareSettings, Route53Settings};
 
 /// The daemon's settings.
@@ -63,6 +68,9 @@ pub struct Settings {
     /// Recording of observations (for `gslb replay`).
     #[serde(default)]
     pub record: RecordSettings,
+    /// Webhook notifications.
+    #[serde(default)]
+    pub notify: NotifySettings,
 }
 
 /// `[admin]`.
@@ -290,7 +298,9 @@ impl Settings {
             }
         }
         settings.engine.canary_endpoints().map_err(invalid)?;
+        settings.notify.check().map_err(invalid)?;
         let base = file.parent().unwrap_or(Path::new("."));
+        settings.notify.relative_to(base);
         let relative_to_file = |p: &mut PathBuf| {
             if p.is_relative() {
                 *p = base.join(&*p);

@@ -31,17 +31,20 @@ impl WebDaemon {
             ],
             head,
             target,
+            "",
             &[],
         )
     }
 
     /// [`WebDaemon::start`] with the endpoint URLs of NCP and GCP given whole (e.g. an
-    /// `https://` one) and extra environment variables for the daemon (set last, so they win).
+    /// `https://` one), `settings` (TOML tables) appended to `gslb.toml`, and extra environment
+    /// variables for the daemon (set last, so they win).
     pub fn start_with(
         fake: &Fake,
         [ncp, gcp]: [&str; 2],
         head: &str,
         target: &str,
+        settings: &str,
         env: &[(&str, &str)],
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -75,7 +78,7 @@ pool_id = "{gcp_id}"
         std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let settings = format!(
-            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n{settings}",
             fake.base_url()
         );
         std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");

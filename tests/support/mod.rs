@@ -12,6 +12,7 @@ pub mod proxy;
 pub mod reconcile;
 pub mod sim;
 pub mod tls;
+pub mod webhook;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
