@@ -26,6 +26,8 @@
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
 //!   the audit log and the observation recording use): drill I/O edges.
 //! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API.
+//! - [`timeline`]: failover timelines (first failed probe to first response from the new
+//!   region), a pure recorder of [`events`], outside observers, the drill report.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
@@ -57,3 +59,4 @@ pub mod probe;
 pub mod reconcile;
 pub mod replay;
 pub mod status;
+pub mod timeline;
