@@ -1,4 +1,5 @@
-//! Shared helpers for integration tests: real emulators, a counting proxy, a fake DNS server,
+//! Shared helpers for integration tests: real emulators (and Route 53 helpers), a counting
+//! proxy, a fake DNS server with a switchable answer,
 //! and waiting on a condition with a deadline. Each test binary uses a subset, hence the
 //! dead-code allowance.
 #![allow(dead_code)]
@@ -10,6 +11,7 @@ pub mod emulators;
 pub mod policy;
 pub mod proxy;
 pub mod reconcile;
+pub mod route53;
 pub mod sim;
 
 use std::future::Future;
