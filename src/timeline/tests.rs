@@ -254,3 +254,85 @@ fn decisions_that_do_not_switch_open_nothing() {
     assert!(r.apply(&Event::Decision(d)).is_empty());
     assert!(r.list(None, 10).is_empty());
 }
+
+#[tokio::test]
+async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
+    use std::sync::Arc;
+
+    use crate::audit::AuditLog;
+    use crate::clock::Clock;
+    use crate::metrics::Metrics;
+    use crate::reconcile::Sinks;
+    use crate::status::StatusBoard;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = AuditLog::open(dir.path().join("audit.jsonl"))
+        .await
+        .expect("audit log");
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: crate::events::channel(64),
+        clock: Clock::anchored_at(Millis(5_000)),
+    };
+    let policy = crate::policy::parse(
+        std::path::Path::new("demo.toml"),
+        &include_str!("../demo_policy.toml")
+            .replace("demo-api", "api")
+            .replace("{seoul}", "127.0.0.1:1")
+            .replace("{tokyo}", "127.0.0.1:2"),
+    )
+    .expect("the demo policy is valid");
+    let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![policy]));
+    let mut tasks = tokio::task::JoinSet::new();
+    let store = spawn(
+        &mut tasks,
+        &sinks,
+        Some(audit.clone()),
+        crate::probe::DnsSettings::default(),
+        policies,
+    );
+    let count = |phase: &str, n: u64| {
+        format!("gslb_failover_phase_seconds_count{{phase=\"{phase}\",service=\"api\"}} {n}")
+    };
+    let metrics = sinks.metrics.render();
+    assert!(
+        metrics.contains(&count("served_by_observed", 0)),
+        "{metrics}"
+    );
+
+    for e in [
+        probe("seoul", "s1", 500, ProbeReason::ConnectionRefused),
+        decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)),
+        in_sync(1_500, "tokyo"),
+    ] {
+        sinks.events.send(e).expect("the task listens");
+    }
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while store
+            .list(None, 1)
+            .first()
+            .is_none_or(|t| t.status != Status::Complete)
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the timeline completes (no observers: in sync is the last phase)");
+    let metrics = sinks.metrics.render();
+    assert!(metrics.contains(&count("provider_in_sync", 1)), "{metrics}");
+    assert!(
+        metrics.contains(
+            "gslb_failover_phase_seconds_sum{phase=\"provider_in_sync\",service=\"api\"} 1"
+        ),
+        "one second from the first failed probe: {metrics}"
+    );
+    assert!(metrics.contains(&count("dns_observed", 0)), "{metrics}");
+    audit.flush().await.expect("flush");
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line");
+    assert_eq!(line["action"], "failover.timeline");
+    assert_eq!(line["result"], "complete");
+    assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
+    tasks.shutdown().await;
+}
