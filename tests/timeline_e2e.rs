@@ -224,6 +224,11 @@ served_by_header = "X-Served-By"
         from += at + line.len();
     }
 
+    let bad = reqwest::get(format!("http://{admin}/v1/events?limit=many"))
+        .await
+        .expect("events");
+    assert_eq!(bad.status(), 400, "a query that does not parse is refused");
+
     // The phase histograms and the audit log have it too.
     let metrics = reqwest::get(format!("http://{admin}/metrics"))
         .await
