@@ -8,14 +8,15 @@
 //!   Each observation gets a fresh resolver that then caches answers for their TTL, like a
 //!   client's stub resolver: pointed at the zone's authoritative servers it sees every change
 //!   at once; pointed at a recursive resolver it sees what that resolver's clients see.
-//! - Served-by: `GET url`, its host resolved through the same resolver (a new connection each
-//!   time, no proxy, redirects not followed); any response whose `served_by_header` value
+//! - Served-by: `GET url`, its host resolved through the same resolver (to the same look's
+//!   answer when it is `dns_name`; a new connection each time, no proxy, redirects not
+//!   followed); any response whose `served_by_header` value
 //!   contains the new pool's `region` or name, or whose body names it after `served_by_body`.
 //!
 //! Observers never touch the engine or a provider; a slow or failing lookup only delays the
 //! observer itself.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -112,21 +113,17 @@ pub async fn run(job: Job, events: EventSender, clock: Clock) {
             return;
         }
     };
-    let client = match reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(reqwest::redirect::Policy::none())
-        .dns_resolver(dns.clone())
-        .no_proxy()
-        .user_agent(USER_AGENT)
-        .timeout(job.interval.clamp(Duration::from_secs(1), MAX_REQUEST_TIME))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(service = %job.service, timeline = %job.timeline, error = %e, "failover observer cannot build its HTTP client");
-            return;
-        }
+    let Ok(resolving) = client_builder(&job).dns_resolver(dns.clone()).build() else {
+        tracing::warn!(service = %job.service, timeline = %job.timeline, "failover observer cannot build its HTTP client");
+        return;
     };
+    // The served-by request goes to the addresses of the same look's answer when the URL's
+    // host is the observed name, so the two phases never disagree within one look.
+    let same_host = job
+        .served_by
+        .as_ref()
+        .and_then(|sb| sb.url.host_str())
+        .is_some_and(|h| h.eq_ignore_ascii_case(&job.dns_name));
     let deadline = Instant::now() + job.window;
     let mut dns_seen = job.want.is_empty();
     let mut served_seen = job.served_by.is_none();
@@ -134,18 +131,31 @@ pub async fn run(job: Job, events: EventSender, clock: Clock) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !(dns_seen && served_seen) && Instant::now() < deadline {
         tick.tick().await;
-        if !dns_seen {
-            if let Ok(ips) = dns.lookup(&job.dns_name).await {
-                if ips.iter().any(|ip| job.want.contains(ip)) {
-                    let list: Vec<String> = ips.iter().map(ToString::to_string).collect();
-                    let detail = format!("{} {}", job.dns_name, list.join(" "));
-                    report(&events, &job, ObservedPhase::Dns, clock, detail);
-                    dns_seen = true;
-                }
+        let answer = if !dns_seen || same_host {
+            dns.lookup(&job.dns_name).await.ok()
+        } else {
+            None
+        };
+        if let (false, Some(ips)) = (dns_seen, &answer) {
+            if ips.iter().any(|ip| job.want.contains(ip)) {
+                let list: Vec<String> = ips.iter().map(ToString::to_string).collect();
+                let detail = format!("{} {}", job.dns_name, list.join(" "));
+                report(&events, &job, ObservedPhase::Dns, clock, detail);
+                dns_seen = true;
             }
         }
         if let (false, Some(sb)) = (served_seen, &job.served_by) {
-            if let Some(detail) = served_by(&client, sb, &job.names).await {
+            // Port 0: the URL's port is used.
+            let pinned = answer.as_ref().filter(|_| same_host).and_then(|ips| {
+                let addrs: Vec<SocketAddr> = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+                client_builder(&job)
+                    .resolve_to_addrs(&job.dns_name, &addrs)
+                    .build()
+                    .ok()
+            });
+            if let Some(detail) =
+                served_by(pinned.as_ref().unwrap_or(&resolving), sb, &job.names).await
+            {
                 report(&events, &job, ObservedPhase::ServedBy, clock, detail);
                 served_seen = true;
             }
@@ -154,6 +164,16 @@ pub async fn run(job: Job, events: EventSender, clock: Clock) {
     if !(dns_seen && served_seen) {
         tracing::warn!(service = %job.service, timeline = %job.timeline, window = ?job.window, dns_seen, served_seen, "failover observer gave up: the new pool was not seen within the window");
     }
+}
+
+/// A client as a user's: a new connection each time, no proxy, no redirects followed.
+fn client_builder(job: &Job) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .user_agent(USER_AGENT)
+        .timeout(job.interval.clamp(Duration::from_secs(1), MAX_REQUEST_TIME))
 }
 
 fn report(events: &EventSender, job: &Job, phase: ObservedPhase, clock: Clock, detail: String) {
