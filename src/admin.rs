@@ -1,6 +1,7 @@
 //! The admin HTTP API (axum).
 //!
-//! Open, read-only: `GET /metrics` (Prometheus text), `GET /healthz`, `GET /v1/status` (JSON).
+//! Open, read-only: `GET /metrics` (Prometheus text), `GET /healthz`, `GET /v1/status` (JSON),
+//! `GET /v1/events` (failover timelines, [`events`]).
 //! Drills ([`drills`]), behind the bearer token when one is configured ([`auth`]):
 //! `POST /v1/drills`, `GET /v1/drills`, `DELETE /v1/drills/{id}`, `POST /v1/rearm`. The API
 //! never changes a decision itself: drill routes send [`crate::control::Command`]s to the
@@ -8,6 +9,7 @@
 
 pub mod auth;
 pub mod drills;
+pub mod events;
 
 use std::sync::Arc;
 
@@ -36,6 +38,8 @@ pub struct AdminState {
     /// The bearer token the drill routes require. `None`: they are open, which
     /// [`crate::config::check_admin_listen`] allows on loopback addresses only.
     pub token: Option<AdminToken>,
+    /// The failover timelines `GET /v1/events` answers (an empty store: none).
+    pub timelines: crate::timeline::TimelineStore,
 }
 
 /// The router.
@@ -52,6 +56,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/v1/status", get(status))
+        .route("/v1/events", get(events::list))
         .merge(guarded)
         .with_state(state)
 }

@@ -2,11 +2,10 @@
 //!
 //! Two loopback origins stand in for Seoul and Tokyo; the real probers, engine, service loop
 //! and reconciler run against an in-process provider with 200 ms probes. The demo stops the
-//! Seoul origin, prints a drill report (failure injected, first failed probe, marked down,
-//! decision, provider write, with detection and failover times), then restores Seoul and shows
-//! the failback rule at work.
+//! Seoul origin, prints the failover timeline's drill report ([`crate::timeline::report`]:
+//! first failed probe, marked down, decision, provider accepted, in sync, with detection,
+//! decision and apply times), then restores Seoul and shows the failback rule at work.
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -22,12 +21,13 @@ use crate::engine::{EngineSettings, Rule};
 use crate::events::{self, Event};
 use crate::journal::Journal;
 use crate::metrics::Metrics;
-use crate::model::{Millis, VantageId, Verdict};
+use crate::model::{VantageId, Verdict};
 use crate::origin::Origin;
 use crate::policy::{self, Policy};
 use crate::probe::{DnsSettings, Prober};
 use crate::reconcile::Sinks;
 use crate::status::StatusBoard;
+use crate::timeline::{Status, TimelineStore, report};
 
 /// The embedded policy template.
 const POLICY: &str = include_str!("demo_policy.toml");
@@ -76,6 +76,7 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
         clock,
     };
     let mut rx = sinks.events.subscribe();
+    let timelines = TimelineStore::default();
     let mut tasks = JoinSet::new();
     let binding = controller::binding(&policy, Duration::from_secs(5));
     let prober = Arc::new(Prober::new(&DnsSettings::default())?);
@@ -97,86 +98,72 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
 
     say(out, &intro(&policy, seoul.addr(), tokyo.addr()));
     let mut healthy = std::collections::BTreeSet::new();
-    wait_for(&mut rx, "seoul and tokyo healthy, seoul serving", |e| {
-        if let Event::EndpointVerdict {
-            pool,
-            verdict: Verdict::Healthy,
-            ..
-        } = e
-        {
-            healthy.insert(pool.0.clone());
-        }
-        (healthy.len() == 2).then_some(())
-    })
+    wait_for(
+        &mut rx,
+        &timelines,
+        "seoul and tokyo healthy, seoul serving",
+        |e| {
+            if let Event::EndpointVerdict {
+                pool,
+                verdict: Verdict::Healthy,
+                ..
+            } = e
+            {
+                healthy.insert(pool.0.clone());
+            }
+            (healthy.len() == 2).then_some(())
+        },
+    )
     .await?;
     say(
         out,
         "  steady state: both pools healthy, seoul serving, provider untouched\n",
     );
 
-    // Drill: stop Seoul.
+    // Drill: stop Seoul. The failover timeline records the phases; the report is its own.
     let injected = clock.now();
     seoul.stop().await;
-    let mut report = Timeline::new(injected);
-    report.mark("failure injected: seoul origin stopped", injected);
-    let (reason, failed_at) = wait_for(&mut rx, "first failed probe of seoul", |e| match e {
-        Event::Probe {
-            pool,
-            observation: o,
-            ..
-        } if pool.0 == "seoul" && !o.outcome.success && o.at >= injected => {
-            Some((o.outcome.reason, o.at))
+    let (mut plan, mut failover) = (Vec::new(), None);
+    let timeline = wait_for(&mut rx, &timelines, "failover timeline in sync", |e| {
+        match e {
+            Event::Applied { plan: p, .. } => plan.clone_from(p),
+            Event::Decision(d) if d.rule == Rule::Failover => failover = Some(d.clone()),
+            _ => {}
         }
-        _ => None,
+        timelines
+            .list(None, 1)
+            .into_iter()
+            .find(|t| t.status == Status::Complete && t.rule == Rule::Failover.as_str())
     })
     .await?;
-    report.mark(&format!("first failed probe ({reason})"), failed_at);
-    let down_at = wait_for(&mut rx, "seoul marked down", |e| match e {
-        Event::EndpointVerdict {
-            pool,
-            verdict: Verdict::Unhealthy,
-            at,
-            ..
-        } if pool.0 == "seoul" => Some(*at),
-        _ => None,
-    })
-    .await?;
-    report.mark(
-        &format!("seoul marked down (fall {})", policy.thresholds.fall),
-        down_at,
-    );
-    let failover = wait_for(&mut rx, "failover decision", |e| match e {
-        Event::Decision(d) if d.rule == Rule::Failover => Some(d.clone()),
-        _ => None,
-    })
-    .await?;
-    report.mark("decision: failover seoul -> tokyo", failover.at);
-    let (applied_at, plan) = wait_for(&mut rx, "provider write", |e| match e {
-        Event::Applied { at, plan, .. } => Some((*at, plan.clone())),
-        _ => None,
-    })
-    .await?;
-    report.mark(&format!("provider write: {}", describe(&plan)), applied_at);
     say(out, "\nDrill report: Seoul origin stopped\n");
-    say(out, &report.render());
     say(
         out,
         &format!(
-            "  detection time {} ms (fall {} x interval {} ms = {} ms at most, plus one timeout)\n  failover time  {} ms (failure injected -> provider write)\n",
-            down_at.since(injected).as_millis(),
+            "  failure injected: seoul origin stopped at {}\n",
+            injected.rfc3339()
+        ),
+    );
+    say(out, &report::render(&timeline));
+    say(out, &format!("  provider write: {}\n", describe(&plan)));
+    let in_sync = timeline.phases.provider_in_sync.unwrap_or(injected);
+    say(
+        out,
+        &format!(
+            "  detection bound: fall {} x interval {} ms = {} ms at most, plus one timeout\n  failover time  {} ms (failure injected -> provider in sync)\n",
             policy.thresholds.fall,
             policy.probe.interval.as_millis(),
             (policy.probe.interval * policy.thresholds.fall).as_millis(),
-            applied_at.since(injected).as_millis(),
+            in_sync.since(injected).as_millis(),
         ),
     );
     say(out, "  reasons:\n");
-    say_reasons(out, &failover.reasons);
+    say_reasons(out, &failover.map(|d| d.reasons).unwrap_or_default());
 
     // Restore Seoul: the failback rule decides what happens next.
     let restored = clock.now();
     seoul.start_again().await?;
-    let up_at = wait_for(&mut rx, "seoul healthy again", |e| match e {
+    let up_at = wait_for(&mut rx, &timelines, "seoul healthy again", |e| match e {
         Event::EndpointVerdict {
             pool,
             verdict: Verdict::Healthy,
@@ -186,19 +173,20 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
         _ => None,
     })
     .await?;
-    let held = wait_for(&mut rx, "failback rule", |e| match e {
+    let held = wait_for(&mut rx, &timelines, "failback rule", |e| match e {
         Event::Decision(d) if d.rule == Rule::FailbackManual => Some(d.clone()),
         _ => None,
     })
     .await?;
-    let mut fb = Timeline::new(restored);
-    fb.mark("seoul origin restored", restored);
-    fb.mark(
-        &format!("seoul healthy again (rise {})", policy.thresholds.rise),
-        up_at,
-    );
     say(out, "\nFailback: Seoul origin restored\n");
-    say(out, &fb.render());
+    say(
+        out,
+        &format!(
+            "  seoul healthy again (rise {}) {} ms after the restore\n",
+            policy.thresholds.rise,
+            up_at.since(restored).as_millis()
+        ),
+    );
     say(
         out,
         &format!(
@@ -285,9 +273,11 @@ fn say(out: &mut impl std::io::Write, text: &str) {
     let _ = out.flush();
 }
 
-/// Waits for the first event `pick` extracts something from, within [`PHASE_DEADLINE`].
+/// Waits for the first event `pick` extracts something from, within [`PHASE_DEADLINE`]; every
+/// event received feeds `timelines` first.
 async fn wait_for<T>(
     rx: &mut broadcast::Receiver<Event>,
+    timelines: &TimelineStore,
     what: &'static str,
     mut pick: impl FnMut(&Event) -> Option<T>,
 ) -> Result<T, DemoError> {
@@ -295,6 +285,7 @@ async fn wait_for<T>(
         loop {
             match rx.recv().await {
                 Ok(e) => {
+                    timelines.apply(&e);
                     if let Some(t) = pick(&e) {
                         return Some(t);
                     }
@@ -307,31 +298,5 @@ async fn wait_for<T>(
     match tokio::time::timeout(PHASE_DEADLINE, found).await {
         Ok(Some(t)) => Ok(t),
         _ => Err(DemoError::Timeout(what)),
-    }
-}
-
-struct Timeline {
-    origin: Millis,
-    rows: Vec<(Millis, String)>,
-}
-
-impl Timeline {
-    fn new(origin: Millis) -> Self {
-        Self {
-            origin,
-            rows: Vec::new(),
-        }
-    }
-
-    fn mark(&mut self, what: &str, at: Millis) {
-        self.rows.push((at, what.to_owned()));
-    }
-
-    fn render(&self) -> String {
-        let mut s = String::new();
-        for (at, what) in &self.rows {
-            let _ = writeln!(s, "  +{:>6} ms  {what}", at.since(self.origin).as_millis());
-        }
-        s
     }
 }

@@ -1,5 +1,5 @@
-//! The CLI side of drills: `gslb drill drain|restore|force|list|end` and `gslb rearm`, a small
-//! client of the admin API ([`crate::admin::drills`] defines the JSON it sends and reads).
+//! The CLI side of drills: `gslb drill drain|restore|force|list|end`, `gslb rearm` and
+//! `gslb events`, a small client of the admin API ([`crate::admin::drills`] defines the JSON it sends and reads).
 //!
 //! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log
 //! and decides nothing itself. Arguments are checked before anything is sent (exit code 2);
@@ -8,10 +8,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod events;
 mod http;
 
 use clap::{Args, Subcommand};
 
+pub use events::{EventsArgs, events};
 pub(crate) use http::innermost_cause;
 pub use http::{AdminClient, ClientError, REQUEST_TIMEOUT};
 
@@ -29,7 +31,7 @@ pub const DEFAULT_ADMIN_URL: &str = "http://127.0.0.1:9464";
 #[derive(Debug, Clone, Args)]
 pub struct AdminArgs {
     /// Admin API base URL.
-    #[arg(long = "admin", env = "GSLB_ADMIN_URL", default_value = DEFAULT_ADMIN_URL, global = true)]
+    #[arg(long = "admin", visible_alias = "admin-url", env = "GSLB_ADMIN_URL", default_value = DEFAULT_ADMIN_URL, global = true)]
     pub url: String,
     /// File holding the admin bearer token (default: the GSLB_ADMIN_TOKEN variable, if set).
     #[arg(long, global = true, value_name = "PATH")]

@@ -1,5 +1,5 @@
-//! Controller events, broadcast to whoever listens (the demo's drill report, tests, later the
-//! failover timeline). Sending never blocks a loop: slow listeners miss events, never delay them.
+//! Controller events, broadcast to whoever listens (the failover timeline, the demo's drill
+//! report, tests). Sending never blocks a loop: slow listeners miss events, never delay them.
 
 use serde::Serialize;
 
@@ -48,6 +48,32 @@ pub enum Event {
         /// What was written.
         plan: Plan,
     },
+    /// A provider read back the state the latest decision wants, after it did not have it (after
+    /// a write, or at the first read). For Route 53 this is the read-back of the updated verdict
+    /// checks; for Cloudflare the read-back of the load balancer.
+    InSync {
+        /// The service.
+        service: ServiceId,
+        /// The provider.
+        provider: String,
+        /// When the read that matched finished.
+        at: Millis,
+        /// The pool the provider serves now.
+        active: PoolId,
+    },
+    /// A failover observer saw a timeline phase from the outside (see [`crate::timeline`]).
+    Observed {
+        /// The service.
+        service: ServiceId,
+        /// The timeline's id.
+        timeline: String,
+        /// What was seen.
+        phase: ObservedPhase,
+        /// When.
+        at: Millis,
+        /// What exactly, e.g. `api.example.com A 192.0.2.2` or `X-Served-By: tokyo`.
+        detail: String,
+    },
     /// Shadow mode: a plan that would have been written, but was not.
     ShadowPlan {
         /// The service.
@@ -59,6 +85,16 @@ pub enum Event {
         /// What would have been written.
         plan: Plan,
     },
+}
+
+/// A timeline phase an observer sees from the outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObservedPhase {
+    /// A DNS answer for the public name names the new pool.
+    Dns,
+    /// A response through the public name was served by the new pool.
+    ServedBy,
 }
 
 /// The sending side; cloned into every loop.

@@ -25,8 +25,10 @@
 //!   drills and re-arms and hands them to the engine loop as [`control`] commands.
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
 //!   the audit log and the observation recording use): drill I/O edges.
-//! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API;
+//! - [`drill_client`]: `gslb drill`, `gslb rearm` and `gslb events`, clients of the admin API;
 //!   [`healthcheck`]: `gslb healthcheck`, one `GET /healthz` for a container `HEALTHCHECK`.
+//! - [`timeline`]: failover timelines (first failed probe to first response from the new
+//!   region), a pure recorder of [`events`], outside observers, the drill report.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`notify`]: webhook sinks (JSON, Slack) for switches, holds and drills.
@@ -61,3 +63,4 @@ pub mod probe;
 pub mod reconcile;
 pub mod replay;
 pub mod status;
+pub mod timeline;

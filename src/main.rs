@@ -1,4 +1,4 @@
-//! The `gslb` command: run, check, provision, demo, drill, rearm, healthcheck.
+//! The `gslb` command: run, check, provision, plan, demo, drill, rearm, events, healthcheck.
 //!
 //! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy. This is the only place
 //! that names concrete providers.
@@ -101,6 +101,9 @@ enum Command {
         #[arg(long, short, env = "GSLB_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Failover timelines of a running `gslb run` (every switch, automatic or drill), printed
+    /// as drill reports: detection, decision, apply, DNS-observed times and read RTO.
+    Events(gslb::drill_client::EventsArgs),
     /// Run the engine over a recorded observation log and print its decisions with reasons.
     Replay {
         /// Policy files or folders to evaluate with (e.g. a copy with tuned thresholds).
@@ -219,6 +222,10 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             println!("healthy: {}", gslb::healthcheck::check(&url).await?);
             Ok(())
         }
+        Command::Events(args) => gslb::drill_client::events(args)
+            .await
+            .map(|out| print!("{out}"))
+            .map_err(client_failure),
         Command::Replay {
             policy,
             observations,
@@ -242,12 +249,17 @@ fn check(paths: &[PathBuf]) -> Result<(), Failure> {
     let policies = policy::load(paths).map_err(bad_config)?;
     for (file, p) in &policies {
         println!(
-            "ok: {} (service {}, {} pools, worst-case failover {})",
+            "ok: {} (service {}, {} pools, worst-case failover {}: detection and TTL {} + expected apply time {})",
             file.display(),
             p.service,
             p.pools.len(),
-            humantime::format_duration(p.worst_case_failover())
+            humantime::format_duration(p.worst_case_rto()),
+            humantime::format_duration(p.worst_case_failover()),
+            humantime::format_duration(p.target.expected_apply_time()),
         );
+        if let Some(w) = p.rto_warning() {
+            println!("warning: {}: rto_budget: {w}", file.display());
+        }
     }
     Ok(())
 }
@@ -473,6 +485,15 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         ),
         None => None,
     };
+    // A policy reload replaces the set the timeline task reads.
+    let (_policy_set, policy_watch) = tokio::sync::watch::channel(Arc::new(policies.clone()));
+    let timelines = gslb::timeline::spawn(
+        &mut tasks,
+        &sinks,
+        Some(audit.clone()),
+        settings.dns.clone(),
+        policy_watch,
+    );
     let controller = Controller::start(
         &policies,
         &settings.engine.engine_settings(),
@@ -511,6 +532,7 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         metrics: sinks.metrics.clone(),
         commands: Some(commands),
         token,
+        timelines,
     };
     let listener = tokio::net::TcpListener::bind(settings.admin.listen)
         .await

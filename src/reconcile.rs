@@ -299,7 +299,9 @@ async fn pass<P: Provider>(
             .decision_applied
             .with_label_values(&[service.0.as_str()])
             .set(1.0);
+        let mut reached = false;
         sinks.board.update_apply(service, |a| {
+            reached = a.state != ApplyState::Applied;
             a.observed_active = observed_active;
             a.state = ApplyState::Applied;
             a.pending_since = None;
@@ -308,6 +310,14 @@ async fn pass<P: Provider>(
             a.write_fight = None;
             a.refused = None;
         });
+        if reached {
+            let _ = sinks.events.send(Event::InSync {
+                service: service.clone(),
+                provider: name.to_owned(),
+                at: sinks.clock.now(),
+                active: active.clone(),
+            });
+        }
         return Pass::Settled;
     }
     if let Some(held) = guard(binding, decision, &desired, &observed, sinks, fight, name) {

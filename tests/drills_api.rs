@@ -115,6 +115,7 @@ async fn serve(engine: Engine, token: Option<&str>) -> Server {
         metrics: Metrics::new(),
         commands,
         token: token.map(|t| AdminToken::new(t, "test").expect("token")),
+        timelines: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

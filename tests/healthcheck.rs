@@ -23,6 +23,7 @@ async fn admin_api() -> SocketAddr {
         metrics: Metrics::new(),
         commands: None,
         token: None,
+        timelines: Default::default(),
     };
     tokio::spawn(async move { admin::serve(listener, state).await });
     addr

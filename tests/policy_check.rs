@@ -441,3 +441,95 @@ fn huge_values_are_rejected_not_overflowed() {
     assert_error(&errs, "quorum.fresh_intervals", "between 1 and 100");
     assert_error(&errs, "failback_hold", "longer than the 7 days allowed");
 }
+
+#[test]
+fn the_observe_table_is_read_with_its_defaults() {
+    let p = policy::parse(Path::new("api.toml"), VALID).expect("valid");
+    let o = p.observe.expect("the shipped policy observes failovers");
+    assert_eq!(o.dns_name, "api.example.com", "default: the hostname");
+    assert!(o.nameservers.is_empty(), "default: the daemon's [dns]");
+    assert_eq!(o.window, std::time::Duration::from_secs(600));
+    let sb = o.served_by.expect("served-by probe");
+    assert_eq!(
+        sb.marker,
+        policy::ServedByMarker::Header("X-Served-By".into())
+    );
+    let p = policy::parse(
+        Path::new("api.toml"),
+        &with(
+            "interval = \"5s\"\nurl",
+            "nameservers = [\"192.0.2.53\", \"127.0.0.1:5353\"]\ninterval = \"5s\"\nurl",
+        ),
+    )
+    .expect("valid");
+    let ns: Vec<String> = p
+        .observe
+        .expect("observe")
+        .nameservers
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(ns, ["192.0.2.53:53", "127.0.0.1:5353"]);
+}
+
+#[test]
+fn observe_mistakes_are_each_reported() {
+    let text = with(
+        "[observe]\ninterval = \"5s\"\nurl = \"https://api.example.com/api/v1/health\"\nserved_by_header = \"X-Served-By\"",
+        "[observe]\ndns_name = \"not a name\"\nnameservers = [\"ns1\"]\ninterval = \"10ms\"\nwindow = \"1ms\"\nurl = \"ftp://api.example.com/\"\nserved_by_header = \"X Served\"\nserved_by_body = \"region=\"",
+    );
+    let errs = errors(&text);
+    assert_error(&errs, "observe.dns_name", "'not a name' is not a DNS name");
+    assert_error(
+        &errs,
+        "observe.nameservers[0]",
+        "'ns1' is not an IP address or ip:port",
+    );
+    assert_error(&errs, "observe.interval", "10ms is outside 100ms to 1m");
+    assert_error(&errs, "observe.window", "must be at least the interval");
+    assert_error(&errs, "observe.url", "must be an http:// or https:// URL");
+    assert_error(&errs, "observe.served_by_body", "not both");
+    let errs = errors(&with(
+        "served_by_header = \"X-Served-By\"",
+        "served_by_header = \"X Served\"",
+    ));
+    assert_error(&errs, "observe.served_by_header", "not an HTTP header name");
+    let errs = errors(&with("served_by_header = \"X-Served-By\"", ""));
+    assert_error(
+        &errs,
+        "observe.url",
+        "needs served_by_header or served_by_body",
+    );
+    let errs = errors(&with("url = \"https://api.example.com/api/v1/health\"", ""));
+    assert_error(&errs, "observe.served_by_header", "needs observe.url");
+    let errs = errors(&with("interval = \"5s\"\nurl", "bogus = 1\nurl"));
+    assert_error(&errs, "observe.bogus", "unknown key");
+}
+
+#[test]
+fn check_prints_the_worst_case_and_warns_past_the_rto_budget_with_apply_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // TTL 60 s + fall 3 x 10 s + timeout 4 s = 94 s fits 2 m; with Route 53's 60 s it does not.
+    let file = dir.path().join("api.toml");
+    std::fs::write(&file, with("rto_budget = \"3m\"", "rto_budget = \"2m\"")).expect("write");
+    let out = gslb().arg("check").arg(&file).output().expect("check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "a warning is not an error: {stdout}");
+    assert!(
+        stdout.contains(
+            "worst-case failover 2m 34s: detection and TTL 1m 34s + expected apply time 1m"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "warning: {}: rto_budget: worst-case failover 2m 34s (TTL 1m + fall 3 x interval 10s + timeout 4s + expected apply time 1m) exceeds rto_budget 2m",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    std::fs::write(&file, VALID).expect("write");
+    let out = gslb().arg("check").arg(&file).output().expect("check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("warning"), "{stdout}");
+}

@@ -11,9 +11,11 @@ use serde::de::DeserializeOwned;
 use crate::admin::drills::{
     ApiErrorBody, DrillList, DrillRequest, EndRequest, RearmRequest, RearmResponse,
 };
+use crate::admin::events::EventsResponse;
 use crate::admin::{AdminToken, TokenError};
 use crate::engine::Override;
 use crate::model::ServiceId;
+use crate::timeline::Timeline;
 
 /// How long one request may take, connection included: 30 s (the server gives up on the
 /// engine loop after 10 s).
@@ -145,6 +147,29 @@ impl AdminClient {
             .call(self.http.post(url.clone()), &url, Some(request))
             .await?;
         Ok(r.rearmed)
+    }
+
+    /// `GET /v1/events`: failover timelines, newest first.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub async fn events(
+        &self,
+        service: Option<&ServiceId>,
+        limit: usize,
+    ) -> Result<Vec<Timeline>, ClientError> {
+        let mut url = self.url(&["v1", "events"]);
+        {
+            let mut q = url.query_pairs_mut();
+            if let Some(s) = service {
+                q.append_pair("service", &s.0);
+            }
+            q.append_pair("limit", &limit.to_string());
+        }
+        let r: EventsResponse = self
+            .call(self.http.get(url.clone()), &url, None::<&()>)
+            .await?;
+        Ok(r.timelines)
     }
 
     fn url(&self, segments: &[&str]) -> reqwest::Url {

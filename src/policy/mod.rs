@@ -6,6 +6,7 @@
 
 mod cloudflare;
 mod error;
+mod observe;
 mod raw;
 mod tuning;
 mod types;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use error::{PolicyError, PolicyErrors};
+pub use observe::{Observe, ServedBy, ServedByMarker};
 pub use types::*;
 
 use error::Report;

@@ -42,6 +42,8 @@ pub struct RawPolicy {
     pub velocity: RawVelocity,
     pub pools: Vec<RawPool>,
     pub target: RawTarget,
+    #[serde(default)]
+    pub observe: Option<super::observe::RawObserve>,
 }
 
 /// `[probe]`.

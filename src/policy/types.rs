@@ -40,6 +40,8 @@ pub struct Policy {
     pub rto_budget: Option<Duration>,
     /// Where decisions are pushed.
     pub target: Target,
+    /// How failovers are watched from the outside (`[observe]`), if at all.
+    pub observe: Option<super::Observe>,
 }
 
 /// One pool: a region's own endpoints.
@@ -219,6 +221,18 @@ pub enum Target {
 }
 
 impl Target {
+    /// The provider's usual time from accepting a change to serving it everywhere, assumed by
+    /// [`Policy::worst_case_rto`]: Route 53 60 s (AWS: changes reach all Route 53
+    /// authoritative servers "generally within 60 seconds", `GetChange`/`INSYNC` docs);
+    /// Cloudflare 5 s (Cloudflare: load balancer and pool changes apply globally within
+    /// seconds).
+    pub fn expected_apply_time(&self) -> Duration {
+        match self {
+            Self::Route53(_) => Duration::from_secs(60),
+            Self::Cloudflare(_) => Duration::from_secs(5),
+        }
+    }
+
     /// The TTL of the answers the target serves: the records' TTL (Route 53) or the load
     /// balancer's (Cloudflare).
     pub fn ttl(&self) -> Duration {
@@ -284,10 +298,45 @@ impl Policy {
     /// Worst-case time from the first failed probe to a DNS answer that names the new region,
     /// ignoring provider apply time: `fall × interval + timeout + TTL`.
     pub fn worst_case_failover(&self) -> Duration {
-        self.probe
-            .interval
-            .saturating_mul(self.thresholds.fall)
-            .saturating_add(self.probe.timeout)
-            .saturating_add(self.ttl())
+        failover_bound(&self.probe, self.thresholds, self.ttl())
     }
+
+    /// [`Self::worst_case_failover`] plus the provider's expected apply time
+    /// ([`Target::expected_apply_time`]): the worst case `gslb check` prints and holds against
+    /// `rto_budget`.
+    pub fn worst_case_rto(&self) -> Duration {
+        self.worst_case_failover()
+            .saturating_add(self.target.expected_apply_time())
+    }
+
+    /// A warning when [`Self::worst_case_rto`] exceeds `rto_budget` (the policy is valid: the
+    /// apply time is an estimate, detection and TTL alone already fit, or validation would
+    /// have refused it). `None` without a budget or within it.
+    pub fn rto_warning(&self) -> Option<String> {
+        let budget = self.rto_budget?;
+        let worst = self.worst_case_rto();
+        (worst > budget).then(|| {
+            format!(
+                "worst-case failover {} (TTL {} + fall {} x interval {} + timeout {} + expected apply time {}) exceeds rto_budget {}",
+                humantime::format_duration(worst),
+                humantime::format_duration(self.ttl()),
+                self.thresholds.fall,
+                humantime::format_duration(self.probe.interval),
+                humantime::format_duration(self.probe.timeout),
+                humantime::format_duration(self.target.expected_apply_time()),
+                humantime::format_duration(budget),
+            )
+        })
+    }
+}
+
+/// `fall × interval + timeout + ttl`: the worst case from the first failed probe to a DNS
+/// answer naming the new region, before provider apply time. The one formula behind
+/// [`Policy::worst_case_failover`] and the `rto_budget` check of validation.
+pub(super) fn failover_bound(probe: &ProbeSpec, thresholds: Thresholds, ttl: Duration) -> Duration {
+    probe
+        .interval
+        .saturating_mul(thresholds.fall)
+        .saturating_add(probe.timeout)
+        .saturating_add(ttl)
 }

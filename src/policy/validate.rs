@@ -86,11 +86,11 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
             None
         }
     };
+    let observe = raw
+        .observe
+        .and_then(|o| super::observe::validate(o, &hostname, report));
     if let (Some(budget), Some(t)) = (raw.rto_budget, &target) {
-        let worst = t
-            .ttl()
-            .saturating_add(probe.interval.saturating_mul(thresholds.fall))
-            .saturating_add(probe.timeout);
+        let worst = super::types::failover_bound(&probe, thresholds, t.ttl());
         if worst > budget {
             report.add(
                 "rto_budget",
@@ -124,6 +124,7 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
         velocity: tuning.velocity,
         min_dwell: raw.min_dwell,
         rto_budget: raw.rto_budget,
+        observe,
         target: target?,
     })
 }

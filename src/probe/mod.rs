@@ -35,6 +35,7 @@ use crate::model::{EndpointId, ProbeOutcome, ProbeReason};
 use crate::policy::{Endpoint, EndpointKind, ProbeSpec};
 
 pub use classify::classify;
+pub(crate) use dns::Dns;
 pub use dns::{
     DnsError, DnsSettings, default_dns_cache_size, default_dns_nameservers, default_dns_timeout,
 };

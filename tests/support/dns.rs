@@ -1,9 +1,11 @@
-//! A minimal authoritative DNS server on 127.0.0.1 (UDP) for cache tests: `A <name>` is
-//! 127.0.0.1 with a chosen TTL; everything else is NXDOMAIN. Counts the A queries it answers.
+//! A minimal authoritative DNS server on 127.0.0.1 (UDP): `A <name>` is one IPv4 address
+//! (127.0.0.1 unless started with another, switchable while running with
+//! [`FakeDns::set_address`]) with a chosen TTL; everything else is NXDOMAIN. Counts the A
+//! queries it answers.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use tokio::net::UdpSocket;
 
@@ -12,15 +14,23 @@ pub struct FakeDns {
     /// Where it listens.
     pub addr: SocketAddr,
     a_queries: Arc<AtomicUsize>,
+    address: Arc<AtomicU32>,
 }
 
 impl FakeDns {
     /// Serves `A name` (lower case, no trailing dot) as 127.0.0.1 with `ttl` seconds.
     pub async fn start(name: &str, ttl: u32) -> FakeDns {
+        Self::start_with(name, ttl, Ipv4Addr::LOCALHOST).await
+    }
+
+    /// Serves `A name` as `address` with `ttl` seconds.
+    pub async fn start_with(name: &str, ttl: u32, address: Ipv4Addr) -> FakeDns {
         let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let addr = socket.local_addr().unwrap();
         let a_queries = Arc::new(AtomicUsize::new(0));
         let counter = a_queries.clone();
+        let address = Arc::new(AtomicU32::new(address.into()));
+        let current = address.clone();
         let name = name.to_owned();
         tokio::spawn(async move {
             let mut buf = [0u8; 1500];
@@ -28,7 +38,8 @@ impl FakeDns {
                 let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
                     return;
                 };
-                if let Some((answer, is_a)) = answer(&buf[..n], &name, ttl) {
+                let ip = Ipv4Addr::from(current.load(Ordering::SeqCst));
+                if let Some((answer, is_a)) = answer(&buf[..n], &name, ttl, ip) {
                     if is_a {
                         counter.fetch_add(1, Ordering::SeqCst);
                     }
@@ -36,7 +47,16 @@ impl FakeDns {
                 }
             }
         });
-        FakeDns { addr, a_queries }
+        FakeDns {
+            addr,
+            a_queries,
+            address,
+        }
+    }
+
+    /// Answers `address` from now on (what a resolver sees once a change has propagated).
+    pub fn set_address(&self, address: Ipv4Addr) {
+        self.address.store(address.into(), Ordering::SeqCst);
     }
 
     /// A queries answered so far.
@@ -46,7 +66,7 @@ impl FakeDns {
 }
 
 /// The answer to query `q`, and whether it was an A query for the served name.
-fn answer(q: &[u8], name: &str, ttl: u32) -> Option<(Vec<u8>, bool)> {
+fn answer(q: &[u8], name: &str, ttl: u32, ip: Ipv4Addr) -> Option<(Vec<u8>, bool)> {
     let mut i = 12;
     let mut labels = Vec::new();
     loop {
@@ -73,7 +93,8 @@ fn answer(q: &[u8], name: &str, ttl: u32) -> Option<(Vec<u8>, bool)> {
     if is_a {
         r.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1]);
         r.extend_from_slice(&ttl.to_be_bytes());
-        r.extend_from_slice(&[0, 4, 127, 0, 0, 1]);
+        r.extend_from_slice(&[0, 4]);
+        r.extend_from_slice(&ip.octets());
     }
     Some((r, is_a))
 }

@@ -1,5 +1,6 @@
-//! Shared helpers for integration tests: real emulators, a counting proxy, a fake DNS server,
-//! an HTTPS origin, and waiting on a condition with a deadline. Each test binary uses a subset, hence the
+//! Shared helpers for integration tests: real emulators (and Route 53 helpers), a counting
+//! proxy, a fake DNS server with a switchable answer, an HTTPS origin, a webhook receiver, and
+//! waiting on a condition with a deadline. Each test binary uses a subset, hence the
 //! dead-code allowance.
 #![allow(dead_code)]
 
@@ -10,6 +11,7 @@ pub mod emulators;
 pub mod policy;
 pub mod proxy;
 pub mod reconcile;
+pub mod route53;
 pub mod sim;
 pub mod tls;
 pub mod webhook;

@@ -1,0 +1,52 @@
+//! `GET /v1/events`: the failover timelines ([`crate::timeline`]), newest first.
+//!
+//! Query: `service` (only this service's), `limit` (default [`DEFAULT_LIMIT`], at most
+//! [`crate::timeline::CAPACITY`]). Answer: `{"timelines": [Timeline, ...]}`. Read-only and
+//! open like `/v1/status`.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use serde::{Deserialize, Serialize};
+
+use super::AdminState;
+use super::drills::ApiError;
+use crate::model::ServiceId;
+use crate::timeline::{CAPACITY, Timeline};
+
+/// Timelines answered when the query names no `limit`: 50.
+pub const DEFAULT_LIMIT: usize = 50;
+
+/// The query of `GET /v1/events`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Only this service's timelines.
+    #[serde(default)]
+    pub service: Option<ServiceId>,
+    /// At most this many (capped at [`CAPACITY`]).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The answer of `GET /v1/events`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventsResponse {
+    /// Newest first.
+    pub timelines: Vec<Timeline>,
+}
+
+/// `GET /v1/events`.
+///
+/// # Errors
+/// `400 bad_request` for a query that does not parse (e.g. `limit=many`).
+pub async fn list(
+    State(s): State<AdminState>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Json<EventsResponse>, ApiError> {
+    let Query(q) = query?;
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT).min(CAPACITY);
+    Ok(Json(EventsResponse {
+        timelines: s.timelines.list(q.service.as_ref(), limit),
+    }))
+}

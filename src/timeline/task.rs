@@ -1,0 +1,196 @@
+//! The timeline task: feeds every controller event to the [`Recorder`] and acts on what it
+//! answers: `gslb_failover_phase_seconds` observations, one audit line per closed timeline
+//! (action `failover.timeline`), and the observers of open timelines. It never blocks a loop:
+//! it listens on the event broadcast, and if it falls behind it misses events (logged), it
+//! never delays them.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::observer::{self, Job};
+use super::{Expect, Phase, Recorder, Timeline, Update};
+use crate::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR};
+use crate::events::Event;
+use crate::metrics::Metrics;
+use crate::model::ServiceId;
+use crate::policy::{Mode, Policy};
+use crate::probe::DnsSettings;
+use crate::reconcile::Sinks;
+
+/// How often open timelines are checked against their window: 1 s.
+pub const EXPIRY_TICK: Duration = Duration::from_secs(1);
+
+/// The recorder, shared between the task and the admin API's `GET /v1/events`. Cheap to
+/// clone; `Default` is an empty store nothing feeds.
+#[derive(Debug, Clone, Default)]
+pub struct TimelineStore(Arc<Mutex<Recorder>>);
+
+impl TimelineStore {
+    fn recorder(&self) -> std::sync::MutexGuard<'_, Recorder> {
+        // A poisoned lock only means a panic elsewhere; the recorder is always whole.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The timelines, newest first, of `service` when given, at most `limit`.
+    pub fn list(&self, service: Option<&ServiceId>, limit: usize) -> Vec<Timeline> {
+        self.recorder().list(service, limit)
+    }
+
+    /// Feeds one event (the task does; `gslb demo` feeds its own store).
+    pub fn apply(&self, event: &Event) -> Vec<Update> {
+        self.recorder().apply(event)
+    }
+
+    /// Sets what each policy's timelines wait for, and pre-creates its phase histograms.
+    pub fn configure(&self, policies: &[Policy], metrics: &Metrics) {
+        let mut r = self.recorder();
+        for p in policies {
+            let observe = p.observe.as_ref();
+            let dns = observe.is_some()
+                && p.pools
+                    .iter()
+                    .any(|pool| observer::dns_values(p, &pool.id).is_some_and(|v| !v.is_empty()));
+            r.expect(
+                p.service.clone(),
+                Expect {
+                    provider: p.mode == Mode::Enforce,
+                    dns,
+                    served_by: observe.is_some_and(|o| o.served_by.is_some()),
+                    window: observe.map_or(super::DEFAULT_WINDOW, |o| o.window),
+                },
+            );
+            for phase in &Phase::ALL[1..] {
+                metrics
+                    .failover_phase_seconds
+                    .with_label_values(&[p.service.0.as_str(), phase.as_str()]);
+            }
+        }
+    }
+}
+
+/// Starts the timeline task on `tasks` and returns its store (for the admin API).
+///
+/// `policies` is the current policy set; a reload replaces it and new timelines follow the new
+/// set. `dns` is the daemon's `[dns]`, the observers' default resolver. `audit`: where closed
+/// timelines are written, if anywhere.
+pub fn spawn(
+    tasks: &mut JoinSet<()>,
+    sinks: &Sinks,
+    audit: Option<AuditLog>,
+    dns: DnsSettings,
+    mut policies: watch::Receiver<Arc<Vec<Policy>>>,
+) -> TimelineStore {
+    let store = TimelineStore::default();
+    store.configure(&policies.borrow_and_update(), &sinks.metrics);
+    let mut rx = sinks.events.subscribe();
+    let (sinks, task_store) = (sinks.clone(), store.clone());
+    tasks.spawn(async move {
+        let mut observers = Observers::default();
+        let mut tick = tokio::time::interval(EXPIRY_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reloads = true;
+        loop {
+            let updates = tokio::select! {
+                e = rx.recv() => match e {
+                    Ok(e) => task_store.apply(&e),
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "failover timeline fell behind the controller's events; phases may be missing");
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                changed = policies.changed(), if reloads => {
+                    match changed {
+                        Ok(()) => task_store.configure(&policies.borrow_and_update(), &sinks.metrics),
+                        Err(_) => reloads = false,
+                    }
+                    continue;
+                }
+                _ = tick.tick() => task_store.recorder().expire(sinks.clock.now()),
+                Some(_) = observers.set.join_next(), if !observers.set.is_empty() => continue,
+            };
+            let current = policies.borrow().clone();
+            for u in updates {
+                publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
+            }
+        }
+    });
+    store
+}
+
+/// Running observers, at most one per service (the newest switch's).
+#[derive(Default)]
+struct Observers {
+    set: JoinSet<()>,
+    by_service: BTreeMap<ServiceId, (String, AbortHandle)>,
+}
+
+fn publish(
+    u: Update,
+    sinks: &Sinks,
+    audit: Option<&AuditLog>,
+    policies: &[Policy],
+    dns: &DnsSettings,
+    observers: &mut Observers,
+) {
+    match u {
+        Update::Phase {
+            service,
+            phase,
+            seconds,
+        } => sinks
+            .metrics
+            .failover_phase_seconds
+            .with_label_values(&[service.0.as_str(), phase.as_str()])
+            .observe(seconds),
+        Update::Opened(t) => {
+            tracing::info!(service = %t.service, timeline = %t.id, from = ?t.from, to = ?t.to, rule = %t.rule, "failover timeline opened");
+            let job = policies
+                .iter()
+                .find(|p| p.service == t.service)
+                .and_then(|p| Job::new(p, &t, dns));
+            if let Some(job) = job {
+                let handle =
+                    observers
+                        .set
+                        .spawn(observer::run(job, sinks.events.clone(), sinks.clock));
+                if let Some((_, old)) = observers
+                    .by_service
+                    .insert(t.service.clone(), (t.id.clone(), handle))
+                {
+                    old.abort();
+                }
+            }
+        }
+        Update::Closed(t) => {
+            if observers
+                .by_service
+                .get(&t.service)
+                .is_some_and(|(id, _)| *id == t.id)
+            {
+                if let Some((_, h)) = observers.by_service.remove(&t.service) {
+                    h.abort();
+                }
+            }
+            let status = t.status.as_str();
+            tracing::info!(service = %t.service, timeline = %t.id, status, "failover timeline closed");
+            if let Some(a) = audit {
+                a.record(
+                    &AuditEntry::new(
+                        sinks.clock.now(),
+                        CONTROLLER_ACTOR,
+                        "failover.timeline",
+                        &t.rule,
+                        status,
+                    )
+                    .with_service(t.service.clone())
+                    .with_detail(serde_json::to_value(&t).unwrap_or_default()),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The recorder in simulated time: events with explicit instants, no clock.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::*;
+use crate::engine::{PoolVerdict, Rule};
+use crate::events::ObservedPhase;
+use crate::model::{Observation, ProbeOutcome, ProbeReason};
+
+fn probe(pool: &str, endpoint: &str, at: u64, reason: ProbeReason) -> Event {
+    Event::Probe {
+        service: "api".into(),
+        pool: pool.into(),
+        observation: Observation {
+            endpoint: endpoint.into(),
+            vantage: "v1".into(),
+            at: Millis(at),
+            outcome: ProbeOutcome {
+                success: reason == ProbeReason::Ok,
+                duration: Duration::from_millis(5),
+                http_status: None,
+                reason,
+                dns_lookup: None,
+                cert_expiry: None,
+            },
+        },
+    }
+}
+
+fn decision(at: u64, rule: Rule, from: &str, to: &str, from_down_since: Option<u64>) -> Event {
+    let mut pools = BTreeMap::new();
+    let mut old = PoolVerdict::unknown(Millis(0));
+    if let Some(since) = from_down_since {
+        old.verdict = Verdict::Unhealthy;
+        old.since = Millis(since);
+    } else {
+        old.verdict = Verdict::Healthy;
+    }
+    pools.insert(PoolId::from(from), old);
+    let mut new = PoolVerdict::unknown(Millis(0));
+    new.verdict = Verdict::Healthy;
+    pools.insert(PoolId::from(to), new);
+    Event::Decision(Decision {
+        service: "api".into(),
+        at: Millis(at),
+        active: Some(to.into()),
+        previous: Some(from.into()),
+        rule,
+        blocked: None,
+        drained: Default::default(),
+        reasons: Vec::new(),
+        pools,
+    })
+}
+
+fn applied(at: u64) -> Event {
+    Event::Applied {
+        service: "api".into(),
+        provider: "memory".into(),
+        at: Millis(at),
+        plan: Vec::new(),
+    }
+}
+
+fn in_sync(at: u64, pool: &str) -> Event {
+    Event::InSync {
+        service: "api".into(),
+        provider: "memory".into(),
+        at: Millis(at),
+        active: pool.into(),
+    }
+}
+
+fn observed(id: &str, phase: ObservedPhase, at: u64) -> Event {
+    Event::Observed {
+        service: "api".into(),
+        timeline: id.into(),
+        phase,
+        at: Millis(at),
+        detail: "seen".into(),
+    }
+}
+
+fn observed_recorder() -> Recorder {
+    let mut r = Recorder::default();
+    r.expect(
+        "api".into(),
+        Expect {
+            dns: true,
+            served_by: true,
+            ..Expect::default()
+        },
+    );
+    r
+}
+
+fn feed(r: &mut Recorder, events: &[Event]) -> Vec<Update> {
+    events.iter().flat_map(|e| r.apply(e)).collect()
+}
+
+#[test]
+fn an_automatic_failover_records_every_phase_in_order_and_completes() {
+    let mut r = observed_recorder();
+    let id = "api-1600";
+    let updates = feed(
+        &mut r,
+        &[
+            probe("seoul", "s1", 900, ProbeReason::Ok),
+            probe("seoul", "s1", 1_000, ProbeReason::ConnectionRefused),
+            // A prober-side failure neither starts nor ends a run.
+            probe("seoul", "s2", 1_050, ProbeReason::LocalResources),
+            probe("seoul", "s1", 1_200, ProbeReason::ConnectionRefused),
+            probe("tokyo", "t1", 1_100, ProbeReason::Timeout),
+            probe("tokyo", "t1", 1_300, ProbeReason::Ok),
+            decision(1_600, Rule::Failover, "seoul", "tokyo", Some(1_400)),
+            applied(1_650),
+            in_sync(1_700, "tokyo"),
+            observed(id, ObservedPhase::Dns, 2_000),
+            observed(id, ObservedPhase::ServedBy, 2_500),
+        ],
+    );
+    let t = &r.list(None, 10)[0];
+    assert_eq!(t.id, id);
+    assert_eq!(t.kind, SwitchKind::Automatic);
+    assert_eq!(t.status, Status::Complete);
+    let times: Vec<_> = Phase::ALL.iter().map(|p| t.phases.get(*p)).collect();
+    assert_eq!(
+        times,
+        [1_000, 1_400, 1_600, 1_650, 1_700, 2_000, 2_500].map(|m| Some(Millis(m)))
+    );
+    assert_eq!(t.observed["dns_observed"], "seen");
+    let seconds: Vec<_> = updates
+        .iter()
+        .filter_map(|u| match u {
+            Update::Phase { phase, seconds, .. } => Some((*phase, *seconds)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seconds,
+        [
+            (Phase::MarkedDown, 0.4),
+            (Phase::Decision, 0.6),
+            (Phase::ProviderAccepted, 0.65),
+            (Phase::ProviderInSync, 0.7),
+            (Phase::DnsObserved, 1.0),
+            (Phase::ServedByObserved, 1.5),
+        ]
+    );
+    assert!(matches!(updates.last(), Some(Update::Closed(c)) if c.status == Status::Complete));
+    let report = report::render(t);
+    assert!(report.contains("detection time         400 ms"), "{report}");
+    assert!(report.contains("read RTO              1500 ms"), "{report}");
+}
+
+#[test]
+fn a_drill_starts_at_its_decision_and_ignores_phases_of_other_pools_or_before_it() {
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[
+            probe("seoul", "s1", 100, ProbeReason::ConnectionRefused),
+            decision(1_000, Rule::Drain, "seoul", "tokyo", None),
+            applied(900),
+            in_sync(1_100, "seoul"),
+        ],
+    );
+    let t = &r.list(None, 10)[0];
+    assert_eq!(t.kind, SwitchKind::Drill);
+    assert_eq!(t.start(), Millis(1_000));
+    assert_eq!(t.phases.first_failed_probe, None);
+    assert_eq!(t.phases.marked_down, None);
+    assert_eq!(t.phases.provider_accepted, None, "before the decision");
+    assert_eq!(t.phases.provider_in_sync, None, "the old pool");
+    assert_eq!(t.status, Status::Open);
+    let updates = r.apply(&in_sync(1_200, "tokyo"));
+    assert!(
+        matches!(&updates[..], [Update::Phase { seconds, .. }, Update::Closed(c)]
+        if (*seconds - 0.2).abs() < 1e-9 && c.status == Status::Complete)
+    );
+}
+
+#[test]
+fn a_newer_switch_supersedes_the_open_timeline() {
+    let mut r = observed_recorder();
+    feed(
+        &mut r,
+        &[
+            decision(1_000, Rule::Failover, "seoul", "tokyo", Some(900)),
+            applied(1_100),
+        ],
+    );
+    let updates = r.apply(&decision(2_000, Rule::Restore, "tokyo", "seoul", None));
+    assert!(
+        matches!(&updates[0], Update::Closed(t) if t.id == "api-1000" && t.status == Status::Superseded)
+    );
+    assert!(matches!(updates.last(), Some(Update::Opened(t)) if t.id == "api-2000"));
+    // A late observation of the superseded timeline is not recorded anywhere.
+    assert!(
+        r.apply(&observed("api-1000", ObservedPhase::Dns, 2_100))
+            .is_empty()
+    );
+    let all = r.list(None, 10);
+    assert_eq!(
+        all.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["api-2000", "api-1000"]
+    );
+    assert_eq!(all[1].phases.provider_in_sync, None);
+    assert_eq!(all[0].phases.dns_observed, None);
+}
+
+#[test]
+fn open_timelines_time_out_after_their_window() {
+    let mut r = Recorder::default();
+    r.apply(&decision(
+        1_000,
+        Rule::Failover,
+        "seoul",
+        "tokyo",
+        Some(900),
+    ));
+    assert!(r.expire(Millis(1_000 + 599_999)).is_empty());
+    let closed = r.expire(Millis(1_000 + 600_000));
+    assert!(matches!(&closed[..], [Update::Closed(t)] if t.status == Status::TimedOut));
+    assert!(r.expire(Millis(2_000_000)).is_empty(), "closed once");
+}
+
+#[test]
+fn only_the_last_timelines_are_kept() {
+    let mut r = Recorder::default();
+    for i in 0..(CAPACITY as u64 + 10) {
+        let (from, to) = if i % 2 == 0 {
+            ("seoul", "tokyo")
+        } else {
+            ("tokyo", "seoul")
+        };
+        r.apply(&decision(1_000 * (i + 1), Rule::Force, from, to, None));
+    }
+    let all = r.list(None, usize::MAX);
+    assert_eq!(all.len(), CAPACITY);
+    assert_eq!(all[0].id, format!("api-{}", 1_000 * (CAPACITY as u64 + 10)));
+    assert_eq!(r.list(Some(&"web".into()), 10).len(), 0);
+    assert_eq!(r.list(Some(&"api".into()), 3).len(), 3);
+}
+
+#[test]
+fn decisions_that_do_not_switch_open_nothing() {
+    let mut r = Recorder::default();
+    let Event::Decision(mut d) = decision(1_000, Rule::Stay, "seoul", "seoul", None) else {
+        unreachable!()
+    };
+    assert!(r.apply(&Event::Decision(d.clone())).is_empty());
+    d.previous = None;
+    d.rule = Rule::ServePreferred;
+    assert!(r.apply(&Event::Decision(d)).is_empty());
+    assert!(r.list(None, 10).is_empty());
+}
+
+#[tokio::test]
+async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
+    use std::sync::Arc;
+
+    use crate::audit::AuditLog;
+    use crate::clock::Clock;
+    use crate::metrics::Metrics;
+    use crate::reconcile::Sinks;
+    use crate::status::StatusBoard;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = AuditLog::open(dir.path().join("audit.jsonl"))
+        .await
+        .expect("audit log");
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: crate::events::channel(64),
+        clock: Clock::anchored_at(Millis(5_000)),
+    };
+    let policy = crate::policy::parse(
+        std::path::Path::new("demo.toml"),
+        &include_str!("../demo_policy.toml")
+            .replace("demo-api", "api")
+            .replace("{seoul}", "127.0.0.1:1")
+            .replace("{tokyo}", "127.0.0.1:2"),
+    )
+    .expect("the demo policy is valid");
+    let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![policy]));
+    let mut tasks = tokio::task::JoinSet::new();
+    let store = spawn(
+        &mut tasks,
+        &sinks,
+        Some(audit.clone()),
+        crate::probe::DnsSettings::default(),
+        policies,
+    );
+    let count = |phase: &str, n: u64| {
+        format!("gslb_failover_phase_seconds_count{{phase=\"{phase}\",service=\"api\"}} {n}")
+    };
+    let metrics = sinks.metrics.render();
+    assert!(
+        metrics.contains(&count("served_by_observed", 0)),
+        "{metrics}"
+    );
+
+    for e in [
+        probe("seoul", "s1", 500, ProbeReason::ConnectionRefused),
+        decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)),
+        in_sync(1_500, "tokyo"),
+    ] {
+        sinks.events.send(e).expect("the task listens");
+    }
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while store
+            .list(None, 1)
+            .first()
+            .is_none_or(|t| t.status != Status::Complete)
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the timeline completes (no observers: in sync is the last phase)");
+    let metrics = sinks.metrics.render();
+    assert!(metrics.contains(&count("provider_in_sync", 1)), "{metrics}");
+    assert!(
+        metrics.contains(
+            "gslb_failover_phase_seconds_sum{phase=\"provider_in_sync\",service=\"api\"} 1"
+        ),
+        "one second from the first failed probe: {metrics}"
+    );
+    assert!(metrics.contains(&count("dns_observed", 0)), "{metrics}");
+    audit.flush().await.expect("flush");
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line");
+    assert_eq!(line["action"], "failover.timeline");
+    assert_eq!(line["result"], "complete");
+    assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
+    tasks.shutdown().await;
+}

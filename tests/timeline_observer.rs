@@ -1,0 +1,78 @@
+//! The failover observer alone against real local servers: the test's DNS server answers the
+//! public name with the new pool's address, an origin answers with its region in the body, and
+//! the observer reports both phases (the body-marker variant of the served-by probe).
+
+mod support;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use gslb::clock::Clock;
+use gslb::events::{self, Event, ObservedPhase};
+use gslb::origin::Origin;
+use gslb::policy::{ServedBy, ServedByMarker};
+use gslb::probe::DnsSettings;
+use gslb::timeline::observer::{Job, run};
+use support::dns::FakeDns;
+
+const NEW_POOL: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
+
+#[tokio::test]
+async fn the_observer_reports_the_dns_answer_and_the_region_named_in_the_body() {
+    let origin = Origin::start(SocketAddr::from((NEW_POOL, 0)), "ap-northeast-1")
+        .await
+        .expect("origin");
+    let dns = FakeDns::start_with("api.example.test", 1, NEW_POOL).await;
+    let events = events::channel(16);
+    let mut rx = events.subscribe();
+    let job = Job {
+        service: "api".into(),
+        timeline: "api-1".into(),
+        dns_name: "api.example.test".into(),
+        want: vec![NEW_POOL.into()],
+        served_by: Some(ServedBy {
+            url: format!("http://api.example.test:{}/", origin.addr().port())
+                .parse()
+                .expect("url"),
+            marker: ServedByMarker::Body("region=".into()),
+        }),
+        names: vec!["ap-northeast-1".into(), "tokyo".into()],
+        interval: Duration::from_millis(100),
+        window: Duration::from_secs(10),
+        dns: DnsSettings {
+            nameservers: vec![dns.addr],
+            ..DnsSettings::default()
+        },
+    };
+    let observer = tokio::spawn(run(job, events.clone(), Clock::system()));
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            Ok(Ok(Event::Observed {
+                timeline,
+                phase,
+                detail,
+                ..
+            })) => {
+                assert_eq!(timeline, "api-1");
+                seen.push((phase, detail));
+            }
+            Ok(Ok(_)) => {}
+            other => panic!("no observation: {other:?} (seen {seen:?})"),
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            (ObservedPhase::Dns, "api.example.test 127.0.0.4".to_owned()),
+            (
+                ObservedPhase::ServedBy,
+                "200 body region=ap-northeast-1".to_owned()
+            ),
+        ]
+    );
+    tokio::time::timeout(Duration::from_secs(5), observer)
+        .await
+        .expect("the observer ends once both phases are seen")
+        .expect("no panic");
+}
