@@ -20,7 +20,8 @@
 //! - [`journal`]: the engine loop's recording, audit log and drill state file.
 //! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight;
 //!   [`guards`]: the fallback-pool refusal and write-fight detection it applies.
-//! - [`controller`]: wires the engine loop, and per service its probes and reconciler.
+//! - [`controller`]: wires the engine loop, and per service its probes and reconciler;
+//!   [`reload`]: when the policy files changed (SIGHUP, polling) and the new validated set.
 //! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes
 //!   drills and re-arms and hands them to the engine loop as [`control`] commands.
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
@@ -55,5 +56,6 @@ pub mod origin;
 pub mod policy;
 pub mod probe;
 pub mod reconcile;
+pub mod reload;
 pub mod replay;
 pub mod status;

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -417,20 +418,11 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         .map_err(bad_config)?;
     controller.attach_canaries(&mut tasks, canaries, &prober, &settings.vantage);
     for policy in &policies {
-        let binding = controller::binding(policy, settings.reconcile.resync);
-        let vantage = &settings.vantage;
-        match &policy.target {
-            Target::Route53(t) => {
-                let provider = Arc::new(route53(&settings, t).await);
-                controller.attach(&mut tasks, policy, provider, binding, &prober, vantage)
-            }
-            Target::Cloudflare(t) => {
-                let provider = Arc::new(cloudflare(&settings, cloudflare_token(&settings)?, t)?);
-                controller.attach(&mut tasks, policy, provider, binding, &prober, vantage)
-            }
-        }
-        .map_err(bad_config)?;
+        let provider = bind(&settings, policy).await?;
+        attach(&controller, &mut tasks, &settings, policy, provider, &prober).map_err(bad_config)?;
     }
+    sinks.metrics.record_initial_policy_load(unix_secs(&sinks));
+    let mut reloader = gslb::reload::Reloader::new(settings.policies.clone());
     let admin = gslb::admin::AdminState {
         board: sinks.board.clone(),
         metrics: sinks.metrics.clone(),
@@ -445,16 +437,144 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
             tracing::error!(error = %e, "admin API stopped");
         }
     });
-    tracing::info!(vantage = %settings.vantage, "gslb running");
-    let outcome = tokio::select! {
-        _ = shutdown_signal() => {
-            tracing::info!("shutting down");
-            Ok(())
-        }
-        _ = tasks.join_next() => Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
+    tracing::info!(vantage = %settings.vantage, "gslb running (policies reload on SIGHUP and file changes; daemon settings need a restart)");
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let mut hangup = hangup_signal()?;
+    let mut poll = tokio::time::interval(gslb::reload::POLL_INTERVAL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll.tick().await;
+    let outcome = loop {
+        let trigger = tokio::select! {
+            () = &mut shutdown => {
+                tracing::info!("shutting down");
+                break Ok(());
+            }
+            r = tasks.join_next() => match r {
+                // A reload stopped the tasks of a changed or removed service.
+                Some(Err(e)) if e.is_cancelled() => continue,
+                _ => break Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
+            },
+            Some(()) = hangup.recv() => gslb::reload::Trigger::Signal,
+            _ = poll.tick() => gslb::reload::Trigger::Poll,
+        };
+        let ctx = (&controller, &settings, &prober, &sinks);
+        reload(&mut reloader, trigger, ctx, &mut tasks).await;
     };
     controller.stop(&mut tasks).await;
     outcome
+}
+
+/// A policy target's provider.
+enum Bound {
+    Route53(Arc<Route53Provider>),
+    Cloudflare(Arc<CloudflareProvider>),
+}
+
+async fn bind(settings: &Settings, policy: &Policy) -> Result<Bound, Failure> {
+    Ok(match &policy.target {
+        Target::Route53(t) => Bound::Route53(Arc::new(route53(settings, t).await)),
+        Target::Cloudflare(t) => Bound::Cloudflare(Arc::new(cloudflare(
+            settings,
+            cloudflare_token(settings)?,
+            t,
+        )?)),
+    })
+}
+
+fn attach(
+    controller: &Controller,
+    tasks: &mut JoinSet<()>,
+    settings: &Settings,
+    policy: &Policy,
+    provider: Bound,
+    prober: &Arc<Prober>,
+) -> Result<(), gslb::probe::ProbeError> {
+    let binding = controller::binding(policy, settings.reconcile.resync);
+    let vantage = &settings.vantage;
+    match provider {
+        Bound::Route53(p) => controller.attach(tasks, policy, p, binding, prober, vantage),
+        Bound::Cloudflare(p) => controller.attach(tasks, policy, p, binding, prober, vantage),
+    }
+}
+
+fn unix_secs(sinks: &Sinks) -> f64 {
+    Duration::from_millis(sinks.clock.now().0).as_secs_f64()
+}
+
+/// Reloads the policies when their files changed: the whole new set is loaded, validated and
+/// bound to its providers and probe targets first; on any error the last good set keeps
+/// running (logged with file, key and reason; `gslb_policy_reload_success` 0).
+async fn reload(
+    reloader: &mut gslb::reload::Reloader,
+    trigger: gslb::reload::Trigger,
+    (controller, settings, prober, sinks): (&Controller, &Settings, &Arc<Prober>, &Sinks),
+    tasks: &mut JoinSet<()>,
+) {
+    let failed = |reloader: &mut gslb::reload::Reloader, error: &dyn std::fmt::Display| {
+        tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
+        sinks.metrics.record_policy_load(false, unix_secs(sinks));
+        reloader.settle(false);
+    };
+    let policies = match reloader.check(trigger) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            if trigger == gslb::reload::Trigger::Signal {
+                tracing::info!("SIGHUP: the policy files are unchanged; nothing to reload");
+            }
+            return;
+        }
+        Err(e) => return failed(reloader, &e),
+    };
+    let current = controller.policies().borrow().clone();
+    let mut bound = Vec::new();
+    for p in controller::changed(&current, &policies) {
+        let checked = match controller::probe_targets(p, prober) {
+            Ok(_) => bind(settings, p).await.map_err(|f| f.error),
+            Err(e) => Err(anyhow::Error::new(e)),
+        };
+        match checked {
+            Ok(provider) => bound.push((p.clone(), provider)),
+            Err(e) => {
+                let e = format!("service {}: {e:#}", p.service);
+                return failed(reloader, &e);
+            }
+        }
+    }
+    let reloaded = controller.reload(policies).await;
+    for (policy, provider) in bound {
+        if let Err(e) = attach(controller, tasks, settings, &policy, provider, prober) {
+            // Checked above; a target that builds once builds again.
+            tracing::error!(service = %policy.service, error = %e, "cannot probe the reloaded service");
+        }
+    }
+    tracing::info!(
+        changed = ?reloaded.attach.iter().map(|p| p.service.0.as_str()).collect::<Vec<_>>(),
+        unchanged = ?reloaded.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        removed = ?reloaded.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        "policies reloaded"
+    );
+    sinks.metrics.record_policy_load(true, unix_secs(sinks));
+    reloader.settle(true);
+}
+
+/// SIGHUP, as a stream (never yields where there is no such signal).
+fn hangup_signal() -> Result<tokio::sync::mpsc::Receiver<()>, Failure> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .context("listening for SIGHUP")?;
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                // A reload already queued covers this one too.
+                let _ = tx.try_send(());
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    std::mem::forget(tx);
+    Ok(rx)
 }
 
 async fn shutdown_signal() {

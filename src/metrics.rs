@@ -12,7 +12,7 @@ use prometheus::{
 };
 
 use crate::engine::{Decision, OverrideAction, Overrides, Rule, Suspicion};
-use crate::model::{Millis, Observation, VantageId, Verdict};
+use crate::model::{EndpointId, Millis, Observation, VantageId, Verdict};
 use crate::policy::Policy;
 
 /// The metric set of one controller process.
@@ -475,6 +475,78 @@ impl Metrics {
             self.override_oldest_age_seconds
                 .with_label_values(&[s])
                 .set(oldest);
+        }
+    }
+
+    /// Records a policy load (at start or a reload): `gslb_policy_reload_success` 1 or 0,
+    /// on success `gslb_policy_reload_timestamp_seconds` = `at_unix_secs`, and one
+    /// `gslb_policy_reloads_total{result="ok"|"error"}`.
+    pub fn record_policy_load(&self, ok: bool, at_unix_secs: f64) {
+        self.policy_reload_success.set(f64::from(u8::from(ok)));
+        if ok {
+            self.policy_reload_timestamp_seconds.set(at_unix_secs);
+        }
+        self.policy_reloads_total
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
+
+    /// Records the policy load at start: success 1, the timestamp, and both
+    /// `gslb_policy_reloads_total` series at 0 (the start is not a reload).
+    pub fn record_initial_policy_load(&self, at_unix_secs: f64) {
+        self.policy_reload_success.set(1.0);
+        self.policy_reload_timestamp_seconds.set(at_unix_secs);
+        for result in ["ok", "error"] {
+            self.policy_reloads_total.with_label_values(&[result]);
+        }
+    }
+
+    /// Removes the gauges of a service that a reload removed or changed (its pools', its
+    /// endpoints' as seen from `seen` vantage points), so none reads a stale value. Counters
+    /// stay: they are history.
+    pub fn forget_service(&self, policy: &Policy, seen: &[(EndpointId, VantageId)]) {
+        let service = policy.service.0.as_str();
+        for pool in &policy.pools {
+            let p = pool.id.0.as_str();
+            for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
+                let _ = self
+                    .pool_verdict
+                    .remove_label_values(&[service, p, verdict.as_str()]);
+            }
+            for g in [
+                &self.active_pool,
+                &self.pool_flap_percent,
+                &self.pool_flapping,
+                &self.pool_damping_penalty,
+                &self.pool_suppressed,
+            ] {
+                let _ = g.remove_label_values(&[service, p]);
+            }
+            for (e, v) in seen.iter().filter(|(e, _)| pool.endpoints.iter().any(|x| &x.id == e)) {
+                let labels = [service, p, e.0.as_str(), v.0.as_str()];
+                for g in [
+                    &self.probe_success,
+                    &self.probe_duration_seconds,
+                    &self.probe_http_status_code,
+                    &self.probe_ssl_earliest_cert_expiry,
+                    &self.probe_dns_lookup_time_seconds,
+                ] {
+                    let _ = g.remove_label_values(&labels);
+                }
+            }
+        }
+        let _ = self.velocity_available.remove_label_values(&[service]);
+        let _ = self
+            .override_oldest_age_seconds
+            .remove_label_values(&[service]);
+        for action in [
+            OverrideAction::Drain,
+            OverrideAction::Restore,
+            OverrideAction::Force,
+        ] {
+            let _ = self
+                .overrides_active
+                .remove_label_values(&[service, action.as_str()]);
         }
     }
 
