@@ -28,6 +28,7 @@
 //!   the audit log and the observation recording use): drill I/O edges.
 //! - [`drill_client`]: `gslb drill` and `gslb rearm`, a client of the admin API.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
+//! - [`plan`]: what `gslb run` would change now and why, without writing (`gslb plan`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
 //! - [`clock`]: wall time derived from tokio's clock, for the loops only.
@@ -53,6 +54,7 @@ pub mod jsonl;
 pub mod metrics;
 pub mod model;
 pub mod origin;
+pub mod plan;
 pub mod policy;
 pub mod probe;
 pub mod reconcile;

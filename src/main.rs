@@ -57,6 +57,17 @@ enum Command {
         #[arg(long, short, env = "GSLB_CONFIG")]
         config: PathBuf,
     },
+    /// Print, for every policy target, what `gslb run` would change right now and why, then
+    /// exit without writing: reads each provider, probes every endpoint once, evaluates.
+    Plan {
+        /// Daemon settings file (TOML).
+        #[arg(long, short, env = "GSLB_CONFIG")]
+        config: PathBuf,
+        /// Probe rounds the results are taken to hold for (default: the larger of each
+        /// policy's rise and fall).
+        #[arg(long)]
+        rounds: Option<u32>,
+    },
     /// Run the whole loop on loopback with an in-process provider and print a drill report.
     Demo,
     /// Manual drills through the admin API of a running `gslb run`: drain, restore or force a
@@ -170,6 +181,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             let (settings, policies) = load(&config)?;
             provision_all(&settings, &policies).await
         }
+        Command::Plan { config, rounds } => plan(&config, rounds).await,
         Command::Run { config, provision } => {
             let (settings, policies) = load(&config)?;
             if provision {
@@ -321,6 +333,36 @@ fn cloudflare(
         ..gslb_cloudflare::CloudflareSettings::new(token)
     };
     CloudflareProvider::new(cf, binding).map_err(bad_config)
+}
+
+async fn plan(config: &std::path::Path, rounds: Option<u32>) -> Result<(), Failure> {
+    let (settings, policies) = load(config)?;
+    let drills = StateFile::new(settings.state.overrides_file())
+        .load()
+        .map_err(bad_config)?;
+    let prober = Arc::new(
+        Prober::with_limits(&settings.dns, &settings.probing).context("building the prober")?,
+    );
+    let mut gathered = Vec::new();
+    for p in &policies {
+        let targets = controller::probe_targets(p, &prober).map_err(bad_config)?;
+        let read = match bind(&settings, p).await? {
+            Bound::Route53(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
+            Bound::Cloudflare(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
+        };
+        gathered.push(read.with_context(|| format!("reading the provider of service {}", p.service))?);
+    }
+    let now = gslb::clock::Clock::system().now();
+    let plans = gslb::plan::evaluate(
+        gathered,
+        &settings.engine.engine_settings(),
+        drills,
+        &settings.vantage,
+        now,
+        rounds,
+    );
+    gslb::plan::render(&plans, &mut std::io::stdout().lock()).context("writing the plan")?;
+    Ok(())
 }
 
 async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), Failure> {
