@@ -282,9 +282,7 @@ fn reload(
         }
         for s in reset.iter().filter_map(|id| engine.service(id)) {
             sinks.metrics.declare_service(s.policy());
-            sinks
-                .board
-                .update_service(s, engine.overrides().all(), at);
+            sinks.board.update_service(s, engine.overrides().all(), at);
         }
         tracing::info!(reset = ?reset, removed = ?removed, "policies reloaded; unchanged services keep their state");
     }

@@ -350,7 +350,8 @@ async fn plan(config: &std::path::Path, rounds: Option<u32>) -> Result<(), Failu
             Bound::Route53(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
             Bound::Cloudflare(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
         };
-        gathered.push(read.with_context(|| format!("reading the provider of service {}", p.service))?);
+        gathered
+            .push(read.with_context(|| format!("reading the provider of service {}", p.service))?);
     }
     let now = gslb::clock::Clock::system().now();
     let plans = gslb::plan::evaluate(
@@ -461,7 +462,15 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     controller.attach_canaries(&mut tasks, canaries, &prober, &settings.vantage);
     for policy in &policies {
         let provider = bind(&settings, policy).await?;
-        attach(&controller, &mut tasks, &settings, policy, provider, &prober).map_err(bad_config)?;
+        attach(
+            &controller,
+            &mut tasks,
+            &settings,
+            policy,
+            provider,
+            &prober,
+        )
+        .map_err(bad_config)?;
     }
     sinks.metrics.record_initial_policy_load(unix_secs(&sinks));
     let mut reloader = gslb::reload::Reloader::new(settings.policies.clone());

@@ -522,7 +522,10 @@ impl Metrics {
             ] {
                 let _ = g.remove_label_values(&[service, p]);
             }
-            for (e, v) in seen.iter().filter(|(e, _)| pool.endpoints.iter().any(|x| &x.id == e)) {
+            for (e, v) in seen
+                .iter()
+                .filter(|(e, _)| pool.endpoints.iter().any(|x| &x.id == e))
+            {
                 let labels = [service, p, e.0.as_str(), v.0.as_str()];
                 for g in [
                     &self.probe_success,

@@ -119,7 +119,10 @@ pub fn evaluate(
         .map(|g| span(&g.policy))
         .max()
         .unwrap_or_default();
-    let start = Millis(now.0.saturating_sub(u64::try_from(longest.as_millis()).unwrap_or(0)));
+    let start = Millis(
+        now.0
+            .saturating_sub(u64::try_from(longest.as_millis()).unwrap_or(0)),
+    );
     let mut engine = Engine::new(gathered.iter().map(|g| g.policy.clone()), settings);
     let bindings: BTreeMap<_, Binding> = gathered
         .iter()
@@ -140,7 +143,11 @@ pub fn evaluate(
         }
     };
     let active: Vec<Override> = drills.into_iter().filter(|o| o.expires > now).collect();
-    feed(&mut engine, start, Input::LoadOverrides { overrides: active });
+    feed(
+        &mut engine,
+        start,
+        Input::LoadOverrides { overrides: active },
+    );
     for g in &gathered {
         let pool = bindings[&g.policy.service].serving(&g.observed);
         let service = g.policy.service.clone();
@@ -151,7 +158,10 @@ pub fn evaluate(
         let n = rounds_of(&g.policy);
         let interval = u64::try_from(g.policy.probe.interval.as_millis()).unwrap_or(u64::MAX);
         for k in 0..n {
-            let at = Millis(now.0.saturating_sub(u64::from(n - 1 - k).saturating_mul(interval)));
+            let at = Millis(
+                now.0
+                    .saturating_sub(u64::from(n - 1 - k).saturating_mul(interval)),
+            );
             for (endpoint, outcome) in &g.probes {
                 let observation = Observation {
                     endpoint: endpoint.clone(),
@@ -160,7 +170,13 @@ pub fn evaluate(
                     outcome: outcome.clone(),
                 };
                 let service = g.policy.service.clone();
-                steps.push((at, Input::Observe { service, observation }));
+                steps.push((
+                    at,
+                    Input::Observe {
+                        service,
+                        observation,
+                    },
+                ));
             }
         }
     }
@@ -219,8 +235,16 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
     for p in plans {
         let g = &p.gathered;
         let policy = &g.policy;
-        writeln!(out, "service {} ({}, {}):", policy.service, policy.hostname, g.provider)?;
-        writeln!(out, "  provider serves: {}", name_or(p.serving.as_ref(), "none of the policy's pools"))?;
+        writeln!(
+            out,
+            "service {} ({}, {}):",
+            policy.service, policy.hostname, g.provider
+        )?;
+        writeln!(
+            out,
+            "  provider serves: {}",
+            name_or(p.serving.as_ref(), "none of the policy's pools")
+        )?;
         writeln!(out, "  probes now:")?;
         for (endpoint, o) in &g.probes {
             let pool = policy
@@ -252,7 +276,10 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
         }
         match &p.outcome {
             Outcome::NoChange => writeln!(out, "  would change: no change")?,
-            Outcome::Refused(why) => writeln!(out, "  would change: nothing; the plan would be refused: {why}")?,
+            Outcome::Refused(why) => writeln!(
+                out,
+                "  would change: nothing; the plan would be refused: {why}"
+            )?,
             Outcome::Error(why) => writeln!(out, "  would change: cannot plan: {why}")?,
             Outcome::Changes(plan) => {
                 let shadow = if policy.mode == Mode::Shadow {
@@ -278,7 +305,11 @@ fn name_or<'a>(pool: Option<&'a PoolId>, none: &'a str) -> &'a str {
 fn describe(policy: &Policy, change: &Change) -> String {
     match (change, &policy.target) {
         (Change::SetOrder { from, to }, _) => {
-            format!("set default_pools from [{}] to [{}]", from.join(", "), to.join(", "))
+            format!(
+                "set default_pools from [{}] to [{}]",
+                from.join(", "),
+                to.join(", ")
+            )
         }
         (Change::SetEnabled { pool, enabled, .. }, Target::Route53(t)) => {
             let gslb_pool = t
@@ -287,9 +318,13 @@ fn describe(policy: &Policy, change: &Change) -> String {
                 .find(|p| &p.set_identifier == pool)
                 .map_or(pool.as_str(), |p| p.pool.0.as_str());
             if *enabled {
-                format!("un-invert the verdict check of failover record {pool} (pool {gslb_pool} may serve)")
+                format!(
+                    "un-invert the verdict check of failover record {pool} (pool {gslb_pool} may serve)"
+                )
             } else {
-                format!("invert the verdict check of failover record {pool} (pool {gslb_pool} stops serving)")
+                format!(
+                    "invert the verdict check of failover record {pool} (pool {gslb_pool} stops serving)"
+                )
             }
         }
         (Change::SetEnabled { pool, enabled, .. }, Target::Cloudflare(t)) => {

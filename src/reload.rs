@@ -120,7 +120,11 @@ mod tests {
         let err = r.check(Trigger::Poll).expect_err("a bad set is refused");
         assert!(err.to_string().contains("api.toml"), "{err}");
         r.settle(false);
-        assert_eq!(r.check(Trigger::Poll).expect("no retry"), None, "not polled again");
+        assert_eq!(
+            r.check(Trigger::Poll).expect("no retry"),
+            None,
+            "not polled again"
+        );
         assert!(r.check(Trigger::Signal).is_err(), "SIGHUP retries");
         r.settle(false);
 

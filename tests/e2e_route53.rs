@@ -9,77 +9,17 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use aws_sdk_route53::Client;
-use aws_sdk_route53::config::{BehaviorVersion, Credentials, Region};
 use gslb::origin::Origin;
 use support::daemon::{Daemon, free_port, log_file, read_log, status};
 use support::emulators::{Emulator, Kind};
 use support::eventually;
 use support::proxy::CountingProxy;
+use support::route53::{gslb, sdk, verdict_check};
 
 const INTERVAL_MS: u64 = 200;
 const FALL: u64 = 3;
-
-fn sdk(endpoint: &str) -> Client {
-    let conf = aws_sdk_route53::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
-        .build();
-    Client::from_conf(conf)
-}
-
-fn gslb(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gslb"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", dir.join("no-aws-config"))
-        .env(
-            "AWS_SHARED_CREDENTIALS_FILE",
-            dir.join("no-aws-credentials"),
-        )
-        .env("GSLB_LOG", "info");
-    cmd
-}
-
-/// The verdict check of `set_id`: (id, inverted).
-async fn verdict_check(client: &Client, zone: &str, set_id: &str) -> (String, bool) {
-    let records = client
-        .list_resource_record_sets()
-        .hosted_zone_id(zone)
-        .send()
-        .await
-        .expect("list records");
-    let rr = records
-        .resource_record_sets()
-        .iter()
-        .find(|r| r.set_identifier() == Some(set_id))
-        .unwrap_or_else(|| panic!("no record {set_id}"));
-    let id = rr
-        .health_check_id()
-        .expect("record has a verdict check")
-        .to_owned();
-    let hc = client
-        .get_health_check()
-        .health_check_id(&id)
-        .send()
-        .await
-        .expect("get check");
-    let inverted = hc
-        .health_check()
-        .and_then(|h| h.health_check_config())
-        .and_then(|c| c.inverted())
-        .unwrap_or(false);
-    (id, inverted)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_through_route53_verdict_checks() {

@@ -55,7 +55,10 @@ fn an_unchanged_service_keeps_its_serving_pool_budget_and_evidence() {
     let api = ServiceId("api".into());
     let before = budget(&sim, "api");
     let evidence_before = sim.engine.service(&api).expect("api").evidence().count();
-    let input = reload(&mut sim, vec![policy(|t| t), web(|t| t.replace("rise = 2", "rise = 3"))]);
+    let input = reload(
+        &mut sim,
+        vec![policy(|t| t), web(|t| t.replace("rise = 2", "rise = 3"))],
+    );
     assert_eq!(
         input,
         Input::Reload {
@@ -64,9 +67,17 @@ fn an_unchanged_service_keeps_its_serving_pool_budget_and_evidence() {
         }
     );
     let s = sim.engine.service(&api).expect("api kept");
-    assert_eq!(s.active(), Some(&PoolId("tokyo".into())), "serving pool kept");
+    assert_eq!(
+        s.active(),
+        Some(&PoolId("tokyo".into())),
+        "serving pool kept"
+    );
     assert_eq!(s.velocity_available(Millis(sim.now)), before, "budget kept");
-    assert_eq!(s.evidence().count(), evidence_before, "rise/fall evidence kept");
+    assert_eq!(
+        s.evidence().count(),
+        evidence_before,
+        "rise/fall evidence kept"
+    );
     assert!(s.ready(), "no re-adoption needed");
     // Its rise/fall counts continue: seoul recovering needs `rise` more passes, not a restart
     // from unknown, and failback stays manual as before.
@@ -79,7 +90,10 @@ fn an_unchanged_service_keeps_its_serving_pool_budget_and_evidence() {
 fn a_changed_service_starts_fresh_and_waits_for_the_provider() {
     let mut sim = failed_over();
     let api = ServiceId("api".into());
-    let input = reload(&mut sim, vec![policy(|t| t.replace("fall = 3", "fall = 4")), web(|t| t)]);
+    let input = reload(
+        &mut sim,
+        vec![policy(|t| t.replace("fall = 3", "fall = 4")), web(|t| t)],
+    );
     assert_eq!(
         input,
         Input::Reload {
@@ -125,7 +139,9 @@ fn a_removed_service_is_gone_with_its_drills() {
         sim.overrides
     );
     assert_eq!(
-        sim.engine.service(&ServiceId("api".into())).and_then(|s| s.active()),
+        sim.engine
+            .service(&ServiceId("api".into()))
+            .and_then(|s| s.active()),
         Some(&PoolId("tokyo".into()))
     );
 }
@@ -149,7 +165,11 @@ fn a_recording_with_a_reload_replays_to_the_same_decisions() {
             .collect()
     };
     let live = switches(&sim.decisions);
-    assert_eq!(live.len(), 2, "failover to tokyo, then back to seoul: {live:?}");
+    assert_eq!(
+        live.len(),
+        2,
+        "failover to tokyo, then back to seoul: {live:?}"
+    );
     let text: String = sim
         .steps
         .iter()

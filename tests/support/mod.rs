@@ -10,6 +10,7 @@ pub mod emulators;
 pub mod policy;
 pub mod proxy;
 pub mod reconcile;
+pub mod route53;
 pub mod sim;
 
 use std::future::Future;
