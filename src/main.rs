@@ -404,6 +404,8 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
 }
 
 async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
+    // First, so a SIGHUP during start-up queues a reload instead of ending the process.
+    let mut hangup = hangup_signal()?;
     let token = settings.admin_auth().map_err(bad_config)?;
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
@@ -491,7 +493,6 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     tracing::info!(vantage = %settings.vantage, "gslb running (policies reload on SIGHUP and file changes; daemon settings need a restart)");
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
-    let mut hangup = hangup_signal()?;
     let mut poll = tokio::time::interval(gslb::reload::POLL_INTERVAL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     poll.tick().await;
