@@ -538,10 +538,14 @@ impl Metrics {
                 }
             }
         }
-        let _ = self.velocity_available.remove_label_values(&[service]);
-        let _ = self
-            .override_oldest_age_seconds
-            .remove_label_values(&[service]);
+        for g in [
+            &self.velocity_available,
+            &self.override_oldest_age_seconds,
+            &self.decision_applied,
+            &self.decision_unapplied_age_seconds,
+        ] {
+            let _ = g.remove_label_values(&[service]);
+        }
         for action in [
             OverrideAction::Drain,
             OverrideAction::Restore,
@@ -683,6 +687,78 @@ mod tests {
         assert!(
             text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 0"#),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn policy_loads_and_forgotten_services() {
+        use crate::model::{EndpointId, Millis, Observation, ProbeOutcome, ProbeReason, VantageId};
+        let m = super::Metrics::new();
+        m.record_initial_policy_load(1_000.0);
+        let text = m.render();
+        assert!(text.contains("gslb_policy_reload_success 1"), "{text}");
+        assert!(
+            text.contains(r#"gslb_policy_reloads_total{result="error"} 0"#),
+            "{text}"
+        );
+        m.record_policy_load(false, 2_000.0);
+        let text = m.render();
+        assert!(text.contains("gslb_policy_reload_success 0"), "{text}");
+        assert!(
+            text.contains("gslb_policy_reload_timestamp_seconds 1000"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_policy_reloads_total{result="error"} 1"#),
+            "{text}"
+        );
+        m.record_policy_load(true, 3_000.0);
+        let text = m.render();
+        assert!(
+            text.contains("gslb_policy_reload_timestamp_seconds 3000"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_policy_reloads_total{result="ok"} 1"#),
+            "{text}"
+        );
+
+        let policy = crate::policy::parse(
+            std::path::Path::new("demo.toml"),
+            &include_str!("demo_policy.toml")
+                .replace("{seoul}", "127.0.0.1:1")
+                .replace("{tokyo}", "127.0.0.1:2"),
+        )
+        .expect("the demo policy is valid");
+        m.declare_service(&policy);
+        let endpoint: EndpointId = policy.pools[0].endpoints[0].id.clone();
+        let vantage = VantageId("here".into());
+        let obs = Observation {
+            endpoint: endpoint.clone(),
+            vantage: vantage.clone(),
+            at: Millis(0),
+            outcome: ProbeOutcome {
+                success: true,
+                duration: std::time::Duration::from_millis(1),
+                http_status: Some(200),
+                reason: ProbeReason::Ok,
+            },
+        };
+        m.record_probe("demo-api", policy.pools[0].id.0.as_str(), &obs);
+        m.record_velocity(&policy.service, 3);
+        assert!(m.render().contains(r#"probe_success{"#), "recorded");
+        m.forget_service(&policy, &[(endpoint, vantage)]);
+        let text = m.render();
+        for gone in [
+            "probe_success{",
+            "gslb_velocity_available{",
+            "gslb_overrides_active{",
+        ] {
+            assert!(!text.contains(gone), "{gone} left:\n{text}");
+        }
+        assert!(
+            text.contains("gslb_decisions_total{"),
+            "counters stay: {text}"
         );
     }
 
