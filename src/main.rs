@@ -406,6 +406,8 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
 async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     // First, so a SIGHUP during start-up queues a reload instead of ending the process.
     let mut hangup = hangup_signal()?;
+    // The files as loaded (a change from here on is a reload).
+    let mut reloader = gslb::reload::Reloader::new(settings.policies.clone());
     let token = settings.admin_auth().map_err(bad_config)?;
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
@@ -475,7 +477,6 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         .map_err(bad_config)?;
     }
     sinks.metrics.record_initial_policy_load(unix_secs(&sinks));
-    let mut reloader = gslb::reload::Reloader::new(settings.policies.clone());
     let admin = gslb::admin::AdminState {
         board: sinks.board.clone(),
         metrics: sinks.metrics.clone(),
