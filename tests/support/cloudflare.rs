@@ -18,14 +18,19 @@ pub struct WebDaemon {
     _daemon: Daemon,
 }
 
-impl WebDaemon {
-    /// Writes `web.toml` and `gslb.toml`, then starts `gslb run` with the fake's token.
-    /// `head` is inserted after `hostname` (top-level keys, `[probe]`, `[health]`);
-    /// `target` after the `[target.cloudflare]` ids (e.g. `ttl = "1s"`).
-    pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let policy = format!(
-            r#"service = "web"
+/// A new folder with `web.toml` and `gslb.toml` (admin API on a free port, returned).
+/// `head` is inserted after `hostname` (top-level keys, `[probe]`, `[health]`); `target`
+/// after the `[target.cloudflare]` ids (e.g. `ttl = "1s"`).
+pub fn web_files(
+    fake: &Fake,
+    ncp: SocketAddr,
+    gcp: SocketAddr,
+    head: &str,
+    target: &str,
+) -> (TempDir, SocketAddr) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = format!(
+        r#"service = "web"
 hostname = "{lb}"
 {head}
 [[pools]]
@@ -45,24 +50,37 @@ pool_id = "{ncp_id}"
 [target.cloudflare.pools.gcp]
 pool_id = "{gcp_id}"
 "#,
-            lb = ids::LB_NAME,
-            account = ids::ACCOUNT,
-            zone = ids::ZONE,
-            ncp_id = ids::NCP,
-            gcp_id = ids::GCP,
-        );
-        std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
-        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let settings = format!(
-            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
-            fake.base_url()
-        );
-        std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+        lb = ids::LB_NAME,
+        account = ids::ACCOUNT,
+        zone = ids::ZONE,
+        ncp_id = ids::NCP,
+        gcp_id = ids::GCP,
+    );
+    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let settings = format!(
+        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n",
+        fake.base_url()
+    );
+    std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+    (dir, admin)
+}
+
+/// `gslb` run in `dir` with the fake's token.
+pub fn gslb(dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gslb"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("CLOUDFLARE_API_TOKEN", ids::TOKEN);
+    cmd
+}
+
+impl WebDaemon {
+    /// Writes the files ([`web_files`]), then starts `gslb run` with the fake's token.
+    pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
+        let (dir, admin) = web_files(fake, ncp, gcp, head, target);
         let daemon = Daemon(
-            Command::new(env!("CARGO_BIN_EXE_gslb"))
-                .args(["run", "--config", "gslb.toml"])
-                .current_dir(dir.path())
-                .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
+            gslb(dir.path(), &["run", "--config", "gslb.toml"])
                 .env("GSLB_LOG", "debug")
                 .stderr(log_file(dir.path(), "run.log"))
                 .spawn()
