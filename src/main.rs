@@ -569,7 +569,8 @@ async fn reload(
         sinks.metrics.record_policy_load(false, unix_secs(sinks));
         reloader.settle(false);
     };
-    let policies = match reloader.check(trigger) {
+    // Reads and parses files: off the async workers' hot path.
+    let policies = match tokio::task::block_in_place(|| reloader.check(trigger)) {
         Ok(Some(p)) => p,
         Ok(None) => {
             if trigger == gslb::reload::Trigger::Signal {
