@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gslb_provider::{Backoff, Provider};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 
 use crate::control::{Command, CommandSender};
 use crate::engine::{Decision, Engine, EngineSettings, Override};
@@ -62,8 +62,44 @@ pub struct Controller {
     /// means trouble.
     adoptions: std::sync::Mutex<JoinSet<()>>,
     messages: MessageSender,
-    decisions: BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>,
+    decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>>,
+    /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
+    services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
+    policies: watch::Sender<Arc<Vec<Policy>>>,
     sinks: Sinks,
+}
+
+/// What a reload changed: the services to attach (changed or added; their old tasks are
+/// stopped) and the ones removed (stopped).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reloaded {
+    /// Changed or added policies: attach them with [`Controller::attach`].
+    pub attach: Vec<Policy>,
+    /// Services whose policy did not change: they keep their state and tasks.
+    pub unchanged: Vec<ServiceId>,
+    /// Services whose policy was removed.
+    pub removed: Vec<ServiceId>,
+}
+
+/// The policies of `new` that differ from (or are missing in) `old`, compared with `==`.
+pub fn changed<'a>(old: &[Policy], new: &'a [Policy]) -> Vec<&'a Policy> {
+    new.iter()
+        .filter(|p| !old.iter().any(|o| o.service == p.service && o == *p))
+        .collect()
+}
+
+/// Every probe target of `policy`.
+///
+/// # Errors
+/// A probe target that cannot be built (e.g. an invalid TLS server name).
+pub fn probe_targets(policy: &Policy, prober: &Prober) -> Result<Vec<ProbeTarget>, ProbeError> {
+    let mut targets = Vec::new();
+    for pool in &policy.pools {
+        for endpoint in &pool.endpoints {
+            targets.push(prober.target(&policy.probe, endpoint)?);
+        }
+    }
+    Ok(targets)
 }
 
 impl Controller {
@@ -107,8 +143,68 @@ impl Controller {
             engine_loop,
             adoptions: std::sync::Mutex::new(JoinSet::new()),
             messages: tx,
-            decisions,
+            decisions: std::sync::Mutex::new(decisions),
+            services: std::sync::Mutex::new(BTreeMap::new()),
+            policies: watch::Sender::new(Arc::new(policies.to_vec())),
             sinks,
+        }
+    }
+
+    /// The policy set in force, updated by every applied reload.
+    pub fn policies(&self) -> watch::Receiver<Arc<Vec<Policy>>> {
+        self.policies.subscribe()
+    }
+
+    /// Applies a reloaded, validated policy set: stops the tasks of changed and removed
+    /// services and hands the new set to the engine loop, ordered with the probe results
+    /// before it ([`Message::Reload`]). Unchanged services keep their engine state and their
+    /// tasks. The caller then attaches [`Reloaded::attach`] (fresh probe loops, adoption read
+    /// and reconciler: a changed service re-adopts the provider's serving pool, so a reload
+    /// does not move traffic by itself).
+    ///
+    /// A reconciler stopped mid-write may leave that write to finish at the provider; its
+    /// successor reads the provider afresh before planning, as always.
+    pub async fn reload(&self, policies: Vec<Policy>) -> Reloaded {
+        let old = self.policies.borrow().clone();
+        let attach: Vec<Policy> = changed(&old, &policies).into_iter().cloned().collect();
+        let removed: Vec<ServiceId> = old
+            .iter()
+            .filter(|o| !policies.iter().any(|p| p.service == o.service))
+            .map(|o| o.service.clone())
+            .collect();
+        let unchanged = policies
+            .iter()
+            .filter(|p| !attach.iter().any(|a| a.service == p.service))
+            .map(|p| p.service.clone())
+            .collect();
+        let mut senders = BTreeMap::new();
+        {
+            let mut services = lock(&self.services);
+            let mut decisions = lock(&self.decisions);
+            for id in attach.iter().map(|p| &p.service).chain(&removed) {
+                for task in services.remove(id).into_iter().flatten() {
+                    task.abort();
+                }
+                decisions.remove(id);
+            }
+            for p in &attach {
+                let (dtx, drx) = watch::channel(None);
+                senders.insert(p.service.clone(), dtx);
+                decisions.insert(p.service.clone(), drx);
+            }
+        }
+        let _ = self
+            .messages
+            .send(Message::Reload {
+                policies: policies.clone(),
+                decisions: senders,
+            })
+            .await;
+        self.policies.send_replace(Arc::new(policies));
+        Reloaded {
+            attach,
+            unchanged,
+            removed,
         }
     }
 
@@ -154,15 +250,11 @@ impl Controller {
         prober: &Arc<Prober>,
         vantage: &VantageId,
     ) -> Result<(), ProbeError> {
-        let mut targets = Vec::new();
-        for pool in &policy.pools {
-            for endpoint in &pool.endpoints {
-                targets.push(prober.target(&policy.probe, endpoint)?);
-            }
-        }
+        let targets = probe_targets(policy, prober)?;
+        let mut handles = Vec::new();
         for target in targets {
             let service = policy.service.clone();
-            tasks.spawn(crate::probe::run_endpoint(
+            handles.push(tasks.spawn(crate::probe::run_endpoint(
                 prober.clone(),
                 target,
                 vantage.clone(),
@@ -172,18 +264,17 @@ impl Controller {
                     service: service.clone(),
                     observation,
                 },
-            ));
+            )));
         }
-        self.adoptions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .spawn(adopt(
-                provider.clone(),
-                binding.clone(),
-                self.messages.clone(),
-                self.sinks.clone(),
-            ));
-        let Some(decisions) = self.decisions.get(&policy.service).cloned() else {
+        handles.push(lock(&self.adoptions).spawn(adopt(
+            provider.clone(),
+            binding.clone(),
+            self.messages.clone(),
+            self.sinks.clone(),
+        )));
+        let decisions = lock(&self.decisions).get(&policy.service).cloned();
+        let Some(decisions) = decisions else {
+            lock(&self.services).insert(policy.service.clone(), handles);
             return Ok(());
         };
         let mut binding = binding;
@@ -202,12 +293,13 @@ impl Controller {
                 });
             })));
         }
-        tasks.spawn(reconcile::run(
+        handles.push(tasks.spawn(reconcile::run(
             provider,
             binding,
             decisions,
             self.sinks.clone(),
-        ));
+        )));
+        lock(&self.services).insert(policy.service.clone(), handles);
         Ok(())
     }
 
@@ -231,6 +323,10 @@ impl Controller {
             ));
         }
     }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.

@@ -18,7 +18,8 @@ use crate::engine::{
 };
 use crate::events::Event;
 use crate::journal::Journal;
-use crate::model::{Observation, PoolId, ServiceId};
+use crate::model::{EndpointId, Observation, PoolId, ServiceId, VantageId};
+use crate::policy::Policy;
 use crate::reconcile::Sinks;
 
 /// Buffered messages before probe loops wait for the engine loop.
@@ -58,6 +59,14 @@ pub enum Message {
     LoadOverrides(Vec<Override>),
     /// An operator command.
     Command(Command),
+    /// A reloaded, validated policy set (see [`Engine::reload`]), with the decision channels
+    /// of its changed and added services (their reconcilers are new).
+    Reload {
+        /// The whole new set.
+        policies: Vec<Policy>,
+        /// A decision channel for each changed or added service.
+        decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    },
 }
 
 /// The sending side, cloned into probe loops, adoption reads and the admin API.
@@ -74,7 +83,7 @@ enum Answer {
 pub async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
-    decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    mut decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
     sinks: Sinks,
     tick: Duration,
     mut journal: Journal,
@@ -95,9 +104,17 @@ pub async fn run(
     loop {
         let (input, answer) = tokio::select! {
             m = messages.recv() => {
-                let Some(m) = m else {
-                    journal.flush().await;
-                    return;
+                let m = match m {
+                    None => {
+                        journal.flush().await;
+                        return;
+                    }
+                    Some(Message::Reload { policies, decisions: new }) => {
+                        decisions.extend(new);
+                        reload(&mut engine, policies, &mut decisions, &sinks, &mut journal);
+                        continue;
+                    }
+                    Some(m) => m,
                 };
                 match into_input(m, &engine, &sinks) {
                     Some(x) => x,
@@ -196,6 +213,7 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
             },
             None,
         ),
+        Message::Reload { .. } => return None,
         Message::Command(c) => match c {
             Command::AddOverride { request, reply } => {
                 (Input::AddOverride(request), Some(Answer::Override(reply)))
@@ -228,6 +246,51 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
             }
         },
     })
+}
+
+/// Swaps in a reloaded policy set, records it (an [`Input::Reload`] step) and publishes what
+/// changed: status and metrics of reset and removed services are dropped (their gauges
+/// removed), reset and added services are declared afresh and show as awaiting the provider.
+fn reload(
+    engine: &mut Engine,
+    policies: Vec<Policy>,
+    decisions: &mut BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    sinks: &Sinks,
+    journal: &mut Journal,
+) {
+    // What the outgoing services' gauges are labelled with, before their state goes.
+    let outgoing: Vec<(Policy, Vec<(EndpointId, VantageId)>)> = engine
+        .services()
+        .filter(|s| !policies.contains(s.policy()))
+        .map(|s| {
+            let seen = s
+                .evidence()
+                .flat_map(|(e, _, m)| m.keys().map(|v| (e.clone(), v.clone())))
+                .collect();
+            (s.policy().clone(), seen)
+        })
+        .collect();
+    let at = sinks.clock.now();
+    let (input, out) = engine.reload(at, policies);
+    for (policy, seen) in &outgoing {
+        sinks.metrics.forget_service(policy, seen);
+        sinks.board.remove_service(&policy.service);
+    }
+    if let Input::Reload { reset, removed } = &input {
+        for id in removed {
+            decisions.remove(id);
+        }
+        for s in reset.iter().filter_map(|id| engine.service(id)) {
+            sinks.metrics.declare_service(s.policy());
+            sinks.board.update_service(s, engine.overrides().all(), at);
+        }
+        tracing::info!(reset = ?reset, removed = ?removed, "policies reloaded; unchanged services keep their state");
+    }
+    let step = Step { at, input };
+    journal.record(&step);
+    if let Err(e) = publish(engine, &step, &out, decisions, sinks, journal) {
+        tracing::error!(error = %e, "the drill state file could not be saved after a reload");
+    }
 }
 
 /// Writes the state file as it will be once `req` is added at `at` (when the engine would

@@ -20,7 +20,8 @@
 //! - [`journal`]: the engine loop's recording, audit log and drill state file.
 //! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight;
 //!   [`guards`]: the fallback-pool refusal and write-fight detection it applies.
-//! - [`controller`]: wires the engine loop, and per service its probes and reconciler.
+//! - [`controller`]: wires the engine loop, and per service its probes and reconciler;
+//!   [`reload`]: when the policy files changed (SIGHUP, polling) and the new validated set.
 //! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes
 //!   drills and re-arms and hands them to the engine loop as [`control`] commands.
 //! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
@@ -30,6 +31,7 @@
 //! - [`timeline`]: failover timelines (first failed probe to first response from the new
 //!   region), a pure recorder of [`events`], outside observers, the drill report.
 //! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
+//! - [`plan`]: what `gslb run` would change now and why, without writing (`gslb plan`).
 //! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
 //! - [`notify`]: webhook sinks (JSON, Slack) for switches, holds and drills.
 //! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
@@ -58,9 +60,11 @@ pub mod metrics;
 pub mod model;
 pub mod notify;
 pub mod origin;
+pub mod plan;
 pub mod policy;
 pub mod probe;
 pub mod reconcile;
+pub mod reload;
 pub mod replay;
 pub mod status;
 pub mod timeline;

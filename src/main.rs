@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -83,6 +84,17 @@ enum Command {
         /// Daemon settings file (TOML).
         #[arg(long, short, env = "GSLB_CONFIG")]
         config: PathBuf,
+    },
+    /// Print, for every policy target, what `gslb run` would change right now and why, then
+    /// exit without writing: reads each provider, probes every endpoint once, evaluates.
+    Plan {
+        /// Daemon settings file (TOML).
+        #[arg(long, short, env = "GSLB_CONFIG")]
+        config: PathBuf,
+        /// Probe rounds the results are taken to hold for (default: the larger of each
+        /// policy's rise and fall).
+        #[arg(long)]
+        rounds: Option<u32>,
     },
     /// Run the whole loop on loopback with an in-process provider and print a drill report.
     Demo,
@@ -235,6 +247,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             let (settings, policies) = load(&config)?;
             provision_all(&settings, &policies).await
         }
+        Command::Plan { config, rounds } => plan(&config, rounds).await,
         Command::Run { config, provision } => {
             let (settings, policies) = load(&config)?;
             if provision {
@@ -393,6 +406,37 @@ fn cloudflare(
     CloudflareProvider::new(cf, binding).map_err(bad_config)
 }
 
+async fn plan(config: &std::path::Path, rounds: Option<u32>) -> Result<(), Failure> {
+    let (settings, policies) = load(config)?;
+    let drills = StateFile::new(settings.state.overrides_file())
+        .load()
+        .map_err(bad_config)?;
+    let prober = Arc::new(
+        Prober::with_limits(&settings.dns, &settings.probing).context("building the prober")?,
+    );
+    let mut gathered = Vec::new();
+    for p in &policies {
+        let targets = controller::probe_targets(p, &prober).map_err(bad_config)?;
+        let read = match bind(&settings, p).await? {
+            Bound::Route53(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
+            Bound::Cloudflare(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
+        };
+        gathered
+            .push(read.with_context(|| format!("reading the provider of service {}", p.service))?);
+    }
+    let now = gslb::clock::Clock::system().now();
+    let plans = gslb::plan::evaluate(
+        gathered,
+        &settings.engine.engine_settings(),
+        drills,
+        &settings.vantage,
+        now,
+        rounds,
+    );
+    gslb::plan::render(&plans, &mut std::io::stdout().lock()).context("writing the plan")?;
+    Ok(())
+}
+
 async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), Failure> {
     for p in policies {
         let Target::Route53(t) = &p.target else {
@@ -431,6 +475,10 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
 }
 
 async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
+    // First, so a SIGHUP during start-up queues a reload instead of ending the process.
+    let mut hangup = hangup_signal()?;
+    // The files as loaded (a change from here on is a reload).
+    let mut reloader = gslb::reload::Reloader::new(settings.policies.clone());
     let token = settings.admin_auth().map_err(bad_config)?;
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
@@ -439,9 +487,7 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         clock: gslb::clock::Clock::system(),
     };
     // The policies loaded (a failed load exits before here); reloads record theirs too.
-    sinks
-        .metrics
-        .record_policy_load(true, sinks.clock.now().0 as f64 / 1000.0);
+    sinks.metrics.record_policy_load(true, unix_secs(&sinks));
     match gslb::probe::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
@@ -485,21 +531,22 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         ),
         None => None,
     };
-    // A policy reload replaces the set the timeline task reads.
-    let (_policy_set, policy_watch) = tokio::sync::watch::channel(Arc::new(policies.clone()));
-    let timelines = gslb::timeline::spawn(
-        &mut tasks,
-        &sinks,
-        Some(audit.clone()),
-        settings.dns.clone(),
-        policy_watch,
-    );
+    let timeline_audit = audit.clone();
     let controller = Controller::start(
         &policies,
         &settings.engine.engine_settings(),
         sinks.clone(),
         Journal::new(recording, Some(audit), Some(state)),
         saved,
+    );
+    // Subscribed before any service is attached, so no switch is missed; a reload replaces
+    // the policy set it reads.
+    let timelines = gslb::timeline::spawn(
+        &mut tasks,
+        &sinks,
+        Some(timeline_audit),
+        settings.dns.clone(),
+        controller.policies(),
     );
     let commands = controller.commands(&mut tasks);
     let (canary_spec, canaries) = settings
@@ -513,18 +560,15 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         .map_err(bad_config)?;
     controller.attach_canaries(&mut tasks, canaries, &prober, &settings.vantage);
     for policy in &policies {
-        let binding = controller::binding(policy, settings.reconcile.resync);
-        let vantage = &settings.vantage;
-        match &policy.target {
-            Target::Route53(t) => {
-                let provider = Arc::new(route53(&settings, t).await);
-                controller.attach(&mut tasks, policy, provider, binding, &prober, vantage)
-            }
-            Target::Cloudflare(t) => {
-                let provider = Arc::new(cloudflare(&settings, cloudflare_token(&settings)?, t)?);
-                controller.attach(&mut tasks, policy, provider, binding, &prober, vantage)
-            }
-        }
+        let provider = bind(&settings, policy).await?;
+        attach(
+            &controller,
+            &mut tasks,
+            &settings,
+            policy,
+            provider,
+            &prober,
+        )
         .map_err(bad_config)?;
     }
     let admin = gslb::admin::AdminState {
@@ -542,16 +586,144 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
             tracing::error!(error = %e, "admin API stopped");
         }
     });
-    tracing::info!(vantage = %settings.vantage, "gslb running");
-    let outcome = tokio::select! {
-        _ = shutdown_signal() => {
-            tracing::info!("shutting down");
-            Ok(())
-        }
-        _ = tasks.join_next() => Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
+    tracing::info!(vantage = %settings.vantage, "gslb running (policies reload on SIGHUP and file changes; daemon settings need a restart)");
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let mut poll = tokio::time::interval(gslb::reload::POLL_INTERVAL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll.tick().await;
+    let outcome = loop {
+        let trigger = tokio::select! {
+            () = &mut shutdown => {
+                tracing::info!("shutting down");
+                break Ok(());
+            }
+            r = tasks.join_next() => match r {
+                // A reload stopped the tasks of a changed or removed service.
+                Some(Err(e)) if e.is_cancelled() => continue,
+                _ => break Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
+            },
+            Some(()) = hangup.recv() => gslb::reload::Trigger::Signal,
+            _ = poll.tick() => gslb::reload::Trigger::Poll,
+        };
+        let ctx = (&controller, &settings, &prober, &sinks);
+        reload(&mut reloader, trigger, ctx, &mut tasks).await;
     };
     controller.stop(&mut tasks).await;
     outcome
+}
+
+/// A policy target's provider.
+enum Bound {
+    Route53(Arc<Route53Provider>),
+    Cloudflare(Arc<CloudflareProvider>),
+}
+
+async fn bind(settings: &Settings, policy: &Policy) -> Result<Bound, Failure> {
+    Ok(match &policy.target {
+        Target::Route53(t) => Bound::Route53(Arc::new(route53(settings, t).await)),
+        Target::Cloudflare(t) => Bound::Cloudflare(Arc::new(cloudflare(
+            settings,
+            cloudflare_token(settings)?,
+            t,
+        )?)),
+    })
+}
+
+fn attach(
+    controller: &Controller,
+    tasks: &mut JoinSet<()>,
+    settings: &Settings,
+    policy: &Policy,
+    provider: Bound,
+    prober: &Arc<Prober>,
+) -> Result<(), gslb::probe::ProbeError> {
+    let binding = controller::binding(policy, settings.reconcile.resync);
+    let vantage = &settings.vantage;
+    match provider {
+        Bound::Route53(p) => controller.attach(tasks, policy, p, binding, prober, vantage),
+        Bound::Cloudflare(p) => controller.attach(tasks, policy, p, binding, prober, vantage),
+    }
+}
+
+fn unix_secs(sinks: &Sinks) -> f64 {
+    Duration::from_millis(sinks.clock.now().0).as_secs_f64()
+}
+
+/// Reloads the policies when their files changed: the whole new set is loaded, validated and
+/// bound to its providers and probe targets first; on any error the last good set keeps
+/// running (logged with file, key and reason; `gslb_policy_reload_success` 0).
+async fn reload(
+    reloader: &mut gslb::reload::Reloader,
+    trigger: gslb::reload::Trigger,
+    (controller, settings, prober, sinks): (&Controller, &Settings, &Arc<Prober>, &Sinks),
+    tasks: &mut JoinSet<()>,
+) {
+    let failed = |reloader: &mut gslb::reload::Reloader, error: &dyn std::fmt::Display| {
+        tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
+        sinks.metrics.record_policy_load(false, unix_secs(sinks));
+        reloader.settle(false);
+    };
+    // Reads and parses files: off the async workers' hot path.
+    let policies = match tokio::task::block_in_place(|| reloader.check(trigger)) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            if trigger == gslb::reload::Trigger::Signal {
+                tracing::info!("SIGHUP: the policy files are unchanged; nothing to reload");
+            }
+            return;
+        }
+        Err(e) => return failed(reloader, &e),
+    };
+    let current = controller.policies().borrow().clone();
+    let mut bound = Vec::new();
+    for p in controller::changed(&current, &policies) {
+        let checked = match controller::probe_targets(p, prober) {
+            Ok(_) => bind(settings, p).await.map_err(|f| f.error),
+            Err(e) => Err(anyhow::Error::new(e)),
+        };
+        match checked {
+            Ok(provider) => bound.push((p.clone(), provider)),
+            Err(e) => {
+                let e = format!("service {}: {e:#}", p.service);
+                return failed(reloader, &e);
+            }
+        }
+    }
+    let reloaded = controller.reload(policies).await;
+    for (policy, provider) in bound {
+        if let Err(e) = attach(controller, tasks, settings, &policy, provider, prober) {
+            // Checked above; a target that builds once builds again.
+            tracing::error!(service = %policy.service, error = %e, "cannot probe the reloaded service");
+        }
+    }
+    tracing::info!(
+        changed = ?reloaded.attach.iter().map(|p| p.service.0.as_str()).collect::<Vec<_>>(),
+        unchanged = ?reloaded.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        removed = ?reloaded.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        "policies reloaded"
+    );
+    sinks.metrics.record_policy_load(true, unix_secs(sinks));
+    reloader.settle(true);
+}
+
+/// SIGHUP, as a stream (never yields where there is no such signal).
+fn hangup_signal() -> Result<tokio::sync::mpsc::Receiver<()>, Failure> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .context("listening for SIGHUP")?;
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                // A reload already queued covers this one too.
+                let _ = tx.try_send(());
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    std::mem::forget(tx);
+    Ok(rx)
 }
 
 async fn shutdown_signal() {

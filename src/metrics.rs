@@ -16,7 +16,7 @@ use prometheus::{
 };
 
 use crate::engine::{Decision, OverrideAction, Overrides, Rule, Suspicion};
-use crate::model::{Millis, Observation, VantageId, Verdict};
+use crate::model::{EndpointId, Millis, Observation, VantageId, Verdict};
 use crate::policy::Policy;
 
 /// The metric set of one controller process.
@@ -514,6 +514,62 @@ impl Metrics {
         }
     }
 
+    /// Removes the gauges of a service that a reload removed or changed (its pools', its
+    /// endpoints' as seen from `seen` vantage points), so none reads a stale value. Counters
+    /// stay: they are history.
+    pub fn forget_service(&self, policy: &Policy, seen: &[(EndpointId, VantageId)]) {
+        let service = policy.service.0.as_str();
+        for pool in &policy.pools {
+            let p = pool.id.0.as_str();
+            for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
+                let _ = self
+                    .pool_verdict
+                    .remove_label_values(&[service, p, verdict.as_str()]);
+            }
+            for g in [
+                &self.active_pool,
+                &self.pool_flap_percent,
+                &self.pool_flapping,
+                &self.pool_damping_penalty,
+                &self.pool_suppressed,
+            ] {
+                let _ = g.remove_label_values(&[service, p]);
+            }
+            for (e, v) in seen
+                .iter()
+                .filter(|(e, _)| pool.endpoints.iter().any(|x| &x.id == e))
+            {
+                let labels = [service, p, e.0.as_str(), v.0.as_str()];
+                for g in [
+                    &self.probe_success,
+                    &self.probe_duration_seconds,
+                    &self.probe_http_status_code,
+                    &self.probe_ssl_earliest_cert_expiry,
+                    &self.probe_dns_lookup_time_seconds,
+                ] {
+                    let _ = g.remove_label_values(&labels);
+                }
+            }
+        }
+        for g in [
+            &self.velocity_available,
+            &self.override_oldest_age_seconds,
+            &self.decision_applied,
+            &self.decision_unapplied_age_seconds,
+        ] {
+            let _ = g.remove_label_values(&[service]);
+        }
+        for action in [
+            OverrideAction::Drain,
+            OverrideAction::Restore,
+            OverrideAction::Force,
+        ] {
+            let _ = self
+                .overrides_active
+                .remove_label_values(&[service, action.as_str()]);
+        }
+    }
+
     /// Pre-creates a service's counters and gauges so they read 0, not absent.
     pub fn declare_service(&self, policy: &Policy) {
         let service = policy.service.0.as_str();
@@ -730,6 +786,80 @@ mod tests {
         assert!(
             text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 0"#),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn policy_loads_and_forgotten_services() {
+        use crate::model::{EndpointId, Millis, Observation, ProbeOutcome, ProbeReason, VantageId};
+        let m = super::Metrics::new();
+        m.record_policy_load(true, 1_000.0);
+        let text = m.render();
+        assert!(text.contains("gslb_policy_reload_success 1"), "{text}");
+        assert!(
+            text.contains(r#"gslb_policy_reloads_total{result="error"} 0"#),
+            "{text}"
+        );
+        m.record_policy_load(false, 2_000.0);
+        let text = m.render();
+        assert!(text.contains("gslb_policy_reload_success 0"), "{text}");
+        assert!(
+            text.contains("gslb_policy_reload_timestamp_seconds 1000"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_policy_reloads_total{result="error"} 1"#),
+            "{text}"
+        );
+        m.record_policy_load(true, 3_000.0);
+        let text = m.render();
+        assert!(
+            text.contains("gslb_policy_reload_timestamp_seconds 3000"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"gslb_policy_reloads_total{result="ok"} 2"#),
+            "{text}"
+        );
+
+        let policy = crate::policy::parse(
+            std::path::Path::new("demo.toml"),
+            &include_str!("demo_policy.toml")
+                .replace("{seoul}", "127.0.0.1:1")
+                .replace("{tokyo}", "127.0.0.1:2"),
+        )
+        .expect("the demo policy is valid");
+        m.declare_service(&policy);
+        let endpoint: EndpointId = policy.pools[0].endpoints[0].id.clone();
+        let vantage = VantageId("here".into());
+        let obs = Observation {
+            endpoint: endpoint.clone(),
+            vantage: vantage.clone(),
+            at: Millis(0),
+            outcome: ProbeOutcome {
+                success: true,
+                duration: std::time::Duration::from_millis(1),
+                http_status: Some(200),
+                reason: ProbeReason::Ok,
+                dns_lookup: None,
+                cert_expiry: None,
+            },
+        };
+        m.record_probe("demo-api", policy.pools[0].id.0.as_str(), &obs);
+        m.record_velocity(&policy.service, 3);
+        assert!(m.render().contains(r#"probe_success{"#), "recorded");
+        m.forget_service(&policy, &[(endpoint, vantage)]);
+        let text = m.render();
+        for gone in [
+            "probe_success{",
+            "gslb_velocity_available{",
+            "gslb_overrides_active{",
+        ] {
+            assert!(!text.contains(gone), "{gone} left:\n{text}");
+        }
+        assert!(
+            text.contains("gslb_decisions_total{"),
+            "counters stay: {text}"
         );
     }
 

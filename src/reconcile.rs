@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_provider::{Backoff, DesiredState, ObservedState, PoolRef, Provider, ProviderError, diff};
+use gslb_provider::{
+    Backoff, DesiredState, FailoverStyle, ObservedState, PoolRef, Provider, ProviderError, diff,
+};
 use tokio::sync::watch;
 
 use crate::clock::Clock;
@@ -264,31 +266,21 @@ async fn pass<P: Provider>(
         }
     }
     let observed_active = binding.serving(&observed);
-    let target = decision
-        .filter(|d| d.rule.pushes())
-        .and_then(|d| d.active.as_ref());
-    let Some(active) = target else {
-        sinks.board.update_apply(service, |a| {
-            a.observed_active = observed_active;
-            a.state = ApplyState::NotPushed;
-            a.last_error = None;
-        });
-        return Pass::Settled;
+    let desired = match desired(binding, provider.style(), decision, &observed) {
+        Ok(Some((desired, dropped))) => {
+            keep_fallback_enabled(binding, dropped.as_ref(), sinks, name);
+            desired
+        }
+        Ok(None) => {
+            sinks.board.update_apply(service, |a| {
+                a.observed_active = observed_active;
+                a.state = ApplyState::NotPushed;
+                a.last_error = None;
+            });
+            return Pass::Settled;
+        }
+        Err(e) => return fail("plan", e),
     };
-    let Some(active_ref) = binding.refs.get(active) else {
-        return fail(
-            "plan",
-            ProviderError::Invalid(format!("pool {active} has no provider binding")),
-        );
-    };
-    let mut drained: BTreeSet<PoolRef> = decision
-        .into_iter()
-        .flat_map(|d| &d.drained)
-        .filter_map(|p| binding.refs.get(p).cloned())
-        .collect();
-    keep_fallback_enabled(binding, &mut drained, &observed, sinks, name);
-    let desired =
-        DesiredState::for_active(provider.style(), &binding.priority, active_ref, &drained);
     let plan = match diff(&desired, &observed) {
         Ok(p) => p,
         Err(e) => return fail("plan", e),
@@ -310,12 +302,13 @@ async fn pass<P: Provider>(
             a.write_fight = None;
             a.refused = None;
         });
-        if reached {
+        // `desired` plans only for a pushed decision with an active pool.
+        if let (true, Some(active)) = (reached, decision.and_then(|d| d.active.clone())) {
             let _ = sinks.events.send(Event::InSync {
                 service: service.clone(),
                 provider: name.to_owned(),
                 at: sinks.clock.now(),
-                active: active.clone(),
+                active,
             });
         }
         return Pass::Settled;
@@ -366,6 +359,41 @@ async fn pass<P: Provider>(
             fail("apply", e)
         }
     }
+}
+
+/// What applying `decision` asks of the provider, whose state is `observed`: `Ok(None)` when
+/// the decision pushes nothing (a hold, or no serving pool). The decision's drains leave out
+/// the provider's fallback pool, which gslb never disables (see [`crate::guards`]); its ref
+/// is returned with the state when such a drain was dropped. Pure; the reconciler and
+/// `gslb plan` share it.
+///
+/// # Errors
+/// [`ProviderError::Invalid`] when the decision's pool has no provider binding.
+pub fn desired(
+    binding: &Binding,
+    style: FailoverStyle,
+    decision: Option<&Decision>,
+    observed: &ObservedState,
+) -> Result<Option<(DesiredState, Option<PoolRef>)>, ProviderError> {
+    let target = decision
+        .filter(|d| d.rule.pushes())
+        .and_then(|d| d.active.as_ref());
+    let Some(active) = target else {
+        return Ok(None);
+    };
+    let Some(active_ref) = binding.refs.get(active) else {
+        return Err(ProviderError::Invalid(format!(
+            "pool {active} has no provider binding"
+        )));
+    };
+    let mut drained: BTreeSet<PoolRef> = decision
+        .into_iter()
+        .flat_map(|d| &d.drained)
+        .filter_map(|p| binding.refs.get(p).cloned())
+        .collect();
+    let dropped = observed.fallback.clone().filter(|f| drained.remove(f));
+    let desired = DesiredState::for_active(style, &binding.priority, active_ref, &drained);
+    Ok(Some((desired, dropped)))
 }
 
 /// The safety guards of [`crate::guards`] for a non-empty plan towards `desired`: the
@@ -446,34 +474,29 @@ fn guard(
 }
 
 /// The provider's fallback pool is never disabled (see [`crate::guards`]): a drain of it is
-/// dropped from `drained` here, so the rest of the plan (e.g. a failover order) still applies,
-/// and reported: the status `ignored_drain`, a warning and
+/// dropped by [`desired`] (`dropped`), so the rest of the plan (e.g. a failover order) still
+/// applies, and reported here: the status `ignored_drain`, a warning and
 /// `gslb_plans_refused_total{reason="fallback_drain_ignored"}`, each once when it starts
 /// (the status stays set while the drain lasts).
 fn keep_fallback_enabled(
     binding: &Binding,
-    drained: &mut BTreeSet<PoolRef>,
-    observed: &ObservedState,
+    dropped: Option<&PoolRef>,
     sinks: &Sinks,
     provider: &str,
 ) {
     let service = &binding.service;
-    let note = observed
-        .fallback
-        .as_ref()
-        .filter(|f| drained.remove(*f))
-        .map(|f| {
-            let pool = binding
-                .refs
-                .iter()
-                .find(|(_, r)| *r == f)
-                .map_or_else(|| f.clone(), |(p, _)| p.0.clone());
-            format!(
-                "drain of pool {pool} ignored: it is the load balancer's fallback pool, which \
-                 gslb never disables (with every other pool down, nothing would answer); \
-                 the rest of the decision is applied"
-            )
-        });
+    let note = dropped.map(|f| {
+        let pool = binding
+            .refs
+            .iter()
+            .find(|(_, r)| *r == f)
+            .map_or_else(|| f.clone(), |(p, _)| p.0.clone());
+        format!(
+            "drain of pool {pool} ignored: it is the load balancer's fallback pool, which \
+             gslb never disables (with every other pool down, nothing would answer); \
+             the rest of the decision is applied"
+        )
+    });
     let mut fresh = false;
     sinks.board.update_apply(service, |a| {
         fresh = note.is_some() && a.ignored_drain != note;

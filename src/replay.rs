@@ -4,7 +4,9 @@
 //!
 //! With the policies the recording was made with, the decisions are exactly the live ones:
 //! every run of the controller starts with an [`Input::Start`] step, where the replay starts a
-//! fresh engine as the restarted controller did.
+//! fresh engine as the restarted controller did. A policy reload is recorded as an
+//! [`Input::Reload`] step naming the services it reset or removed; the replay keeps its own
+//! policies and resets (or drops) those services there, as the live engine did.
 
 use std::collections::BTreeSet;
 use std::io::BufRead;

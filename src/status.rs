@@ -242,6 +242,12 @@ impl StatusBoard {
         guard.insert(policy.service.clone(), ServiceStatus { apply, ..status });
     }
 
+    /// Drops a service and its recent probes (its policy was removed or changed by a reload).
+    pub fn remove_service(&self, service: &ServiceId) {
+        write(&self.services).remove(service);
+        write(&self.recent).retain(|(s, _, _), _| s != service);
+    }
+
     /// Updates a service's apply status.
     pub fn update_apply(&self, service: &ServiceId, f: impl FnOnce(&mut ApplyStatus)) {
         if let Some(entry) = write(&self.services).get_mut(service) {

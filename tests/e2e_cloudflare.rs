@@ -7,7 +7,7 @@
 //! primary origin reorders `default_pools` within fall × interval + 2 s with exactly one
 //! write and steering `off`; a concurrent writer that reverts gslb's writes is detected,
 //! bounded and reported as a write fight (status, metric, log); the token never appears in
-//! the logs.
+//! the logs; `gslb plan` prints the reorder it would write and writes nothing.
 
 mod support;
 
@@ -194,4 +194,44 @@ fn run_without_a_cloudflare_token_is_a_configuration_error() {
         stderr.contains("no Cloudflare API token") && stderr.contains("GSLB_TEST_NO_SUCH_TOKEN"),
         "{stderr}"
     );
+}
+
+/// `gslb plan` against the fake with the primary origin down: the reorder of `default_pools`
+/// is printed with its reasons, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_prints_the_reorder_and_writes_nothing() {
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut ncp = Origin::start(loopback, "ncp").await.expect("ncp origin");
+    let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
+    let [n, g] = support::cloudflare::health_urls(ncp.addr(), gcp.addr());
+    let (dir, _) = support::cloudflare::web_files(
+        &fake,
+        [&n, &g],
+        "[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"\n[health]\nfall = 3\nrise = 2",
+        &format!("load_balancer = \"{}\"", ids::LB_NAME),
+        "",
+    );
+    ncp.stop().await;
+    let before = fake.default_pools();
+    let out = support::cloudflare::gslb(dir.path(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("provider serves: ncp"), "{text}");
+    assert!(text.contains("decision: failover -> gcp"), "{text}");
+    assert!(text.contains("last: connection_refused"), "{text}");
+    let reorder = format!(
+        "set default_pools from [{n}, {g}] to [{g}, {n}]",
+        n = ids::NCP,
+        g = ids::GCP
+    );
+    assert!(text.contains(&reorder), "{text}");
+    assert_eq!(fake.writes(), 0, "plan writes nothing");
+    assert_eq!(fake.default_pools(), before);
 }

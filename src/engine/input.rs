@@ -77,6 +77,17 @@ pub enum Input {
         /// The saved overrides.
         overrides: Vec<Override>,
     },
+    /// The policy set was reloaded. Services not named kept every bit of their state. The
+    /// live engine swaps in the new policies ([`super::Engine::reload`]); a replay, which uses
+    /// the policies of its command line, resets the `reset` services with those.
+    Reload {
+        /// Services whose policy changed or was added: fresh state, not ready until the
+        /// provider's serving pool is adopted again.
+        reset: Vec<ServiceId>,
+        /// Services whose policy was removed: gone, with their overrides (reported as
+        /// skipped).
+        removed: Vec<ServiceId>,
+    },
 }
 
 /// One input at the time the engine evaluated it.
@@ -214,6 +225,10 @@ mod tests {
                 reason: "r".into(),
             },
             Input::LoadOverrides { overrides: vec![o] },
+            Input::Reload {
+                reset: vec![ServiceId("api".into())],
+                removed: vec![ServiceId("web".into())],
+            },
         ];
         for input in inputs {
             let step = Step {

@@ -224,6 +224,29 @@ impl Engine {
                 }
                 out.reply = Some(Reply::Rearmed(reply));
             }
+            Input::Reload { reset, removed } => {
+                for id in removed {
+                    self.services.remove(id);
+                }
+                for id in reset {
+                    if let Some(s) = self.services.get_mut(id) {
+                        *s = ServiceEngine::new(s.policy().clone());
+                    }
+                }
+                // Drills of removed services or pools are dropped, as on load.
+                let all: Vec<Override> = self.overrides.all().cloned().collect();
+                let services = &self.services;
+                let mut kept = Overrides::default();
+                let skipped = kept.restore_all(all, |o| {
+                    services
+                        .get(&o.service)
+                        .is_some_and(|s| s.policy().pool(&o.pool).is_some())
+                });
+                self.overrides = kept;
+                out.overrides
+                    .extend(skipped.into_iter().map(OverrideChange::Skipped));
+                touched.extend(reset.iter().cloned());
+            }
             Input::LoadOverrides { overrides: saved } => {
                 let services = &self.services;
                 let skipped = self.overrides.restore_all(saved.clone(), |o| {
@@ -240,6 +263,34 @@ impl Engine {
             self.evaluate(&id, at, &mut out);
         }
         out
+    }
+
+    /// Swaps in a reloaded policy set at `at` and returns the recordable input with what the
+    /// step produced. A service whose policy is unchanged (`==`) keeps all of its state (rise
+    /// and fall counts, damping, velocity budget, spacing, serving pool); a changed or added
+    /// one starts fresh and makes no decision until the provider's serving pool is adopted
+    /// again (so a reload never moves traffic by itself); a removed one is dropped.
+    /// Controller-wide state (suspect vantage points, the controller-wide velocity window) is
+    /// kept. Drills whose service or pool is gone are dropped and reported as skipped.
+    pub fn reload(&mut self, at: Millis, policies: Vec<Policy>) -> (Input, Output) {
+        let new: BTreeSet<ServiceId> = policies.iter().map(|p| p.service.clone()).collect();
+        let removed: Vec<ServiceId> = self
+            .services
+            .keys()
+            .filter(|id| !new.contains(*id))
+            .cloned()
+            .collect();
+        let mut reset = Vec::new();
+        for p in policies {
+            if self.services.get(&p.service).map(ServiceEngine::policy) != Some(&p) {
+                reset.push(p.service.clone());
+                self.services
+                    .insert(p.service.clone(), ServiceEngine::new(p));
+            }
+        }
+        let input = Input::Reload { reset, removed };
+        let out = self.step(at, &input);
+        (input, out)
     }
 
     fn evaluate(&mut self, id: &ServiceId, at: Millis, out: &mut Output) {

@@ -144,7 +144,12 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
     }
 }
 
-fn policy_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+/// The policy files `path` names, as [`load`] reads them: the file itself, or a folder's
+/// `*.toml` files in name order.
+///
+/// # Errors
+/// `path` cannot be read.
+pub fn policy_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         std::fs::metadata(path)?;
         return Ok(vec![path.to_path_buf()]);

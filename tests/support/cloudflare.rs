@@ -18,38 +18,28 @@ pub struct WebDaemon {
     _daemon: Daemon,
 }
 
-impl WebDaemon {
-    /// Writes `web.toml` and `gslb.toml`, then starts `gslb run` with the fake's token.
-    /// `head` is inserted after `hostname` (top-level keys, `[probe]`, `[health]`);
-    /// `target` after the `[target.cloudflare]` ids (e.g. `ttl = "1s"`).
-    pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
-        Self::start_with(
-            fake,
-            [
-                &format!("http://{ncp}/api/v1/health"),
-                &format!("http://{gcp}/api/v1/health"),
-            ],
-            head,
-            target,
-            "",
-            &[],
-        )
-    }
+/// The health endpoint URLs of origins at `ncp` and `gcp`.
+pub fn health_urls(ncp: SocketAddr, gcp: SocketAddr) -> [String; 2] {
+    [
+        format!("http://{ncp}/api/v1/health"),
+        format!("http://{gcp}/api/v1/health"),
+    ]
+}
 
-    /// [`WebDaemon::start`] with the endpoint URLs of NCP and GCP given whole (e.g. an
-    /// `https://` one), `settings` (TOML tables) appended to `gslb.toml`, and extra environment
-    /// variables for the daemon (set last, so they win).
-    pub fn start_with(
-        fake: &Fake,
-        [ncp, gcp]: [&str; 2],
-        head: &str,
-        target: &str,
-        settings: &str,
-        env: &[(&str, &str)],
-    ) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let policy = format!(
-            r#"service = "web"
+/// A new folder with `web.toml` and `gslb.toml` (admin API on a free port, returned).
+/// `[ncp, gcp]` are the pools' endpoint URLs (e.g. an `https://` one); `head` is inserted after
+/// `hostname` (top-level keys, `[probe]`, `[health]`); `target` after the `[target.cloudflare]`
+/// ids (e.g. `ttl = "1s"`); `settings` (TOML tables) is appended to `gslb.toml`.
+pub fn web_files(
+    fake: &Fake,
+    [ncp, gcp]: [&str; 2],
+    head: &str,
+    target: &str,
+    settings: &str,
+) -> (TempDir, SocketAddr) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = format!(
+        r#"service = "web"
 hostname = "{lb}"
 {head}
 [[pools]]
@@ -69,24 +59,52 @@ pool_id = "{ncp_id}"
 [target.cloudflare.pools.gcp]
 pool_id = "{gcp_id}"
 "#,
-            lb = ids::LB_NAME,
-            account = ids::ACCOUNT,
-            zone = ids::ZONE,
-            ncp_id = ids::NCP,
-            gcp_id = ids::GCP,
-        );
-        std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
-        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let settings = format!(
-            "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n{settings}",
-            fake.base_url()
-        );
-        std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+        lb = ids::LB_NAME,
+        account = ids::ACCOUNT,
+        zone = ids::ZONE,
+        ncp_id = ids::NCP,
+        gcp_id = ids::GCP,
+    );
+    std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let settings = format!(
+        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n{settings}",
+        fake.base_url()
+    );
+    std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+    (dir, admin)
+}
+
+/// `gslb` run in `dir` with the fake's token.
+pub fn gslb(dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gslb"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("CLOUDFLARE_API_TOKEN", ids::TOKEN);
+    cmd
+}
+
+impl WebDaemon {
+    /// Writes the files ([`web_files`]) for origins at `ncp` and `gcp`, then starts `gslb run`
+    /// with the fake's token.
+    pub fn start(fake: &Fake, ncp: SocketAddr, gcp: SocketAddr, head: &str, target: &str) -> Self {
+        let [n, g] = health_urls(ncp, gcp);
+        Self::start_with(fake, [&n, &g], head, target, "", &[])
+    }
+
+    /// [`WebDaemon::start`] with the endpoint URLs given whole, `settings` appended to
+    /// `gslb.toml`, and extra environment variables for the daemon (set last, so they win).
+    pub fn start_with(
+        fake: &Fake,
+        urls: [&str; 2],
+        head: &str,
+        target: &str,
+        settings: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let (dir, admin) = web_files(fake, urls, head, target, settings);
         let daemon = Daemon(
-            Command::new(env!("CARGO_BIN_EXE_gslb"))
-                .args(["run", "--config", "gslb.toml"])
-                .current_dir(dir.path())
-                .env("CLOUDFLARE_API_TOKEN", ids::TOKEN)
+            gslb(dir.path(), &["run", "--config", "gslb.toml"])
                 .env("GSLB_LOG", "debug")
                 .envs(env.iter().copied())
                 .stderr(log_file(dir.path(), "run.log"))

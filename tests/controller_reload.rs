@@ -1,0 +1,151 @@
+//! A reload through the controller, live: real loopback origins and probes, the in-process
+//! provider. The tasks of a changed and a removed service stop (and only theirs), the removed
+//! service leaves the status, the changed one re-adopts the provider's serving pool and decides
+//! again without a write, an unchanged one keeps its tasks, and the new set is published.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb::clock::Clock;
+use gslb::controller::{self, Controller};
+use gslb::engine::EngineSettings;
+use gslb::journal::Journal;
+use gslb::metrics::Metrics;
+use gslb::model::{ServiceId, VantageId};
+use gslb::origin::Origin;
+use gslb::policy::{self, Policy};
+use gslb::probe::{DnsSettings, Prober};
+use gslb::reconcile::Sinks;
+use gslb::status::StatusBoard;
+use gslb_provider::{FailoverStyle, MemoryProvider};
+use support::eventually;
+use tokio::task::JoinSet;
+
+const DEADLINE: Duration = Duration::from_secs(15);
+
+fn policy(service: &str, fall: u32, seoul: SocketAddr, tokyo: SocketAddr) -> Policy {
+    let text = format!(
+        r#"service = "{service}"
+hostname = "{service}.example.test"
+[probe]
+interval = "100ms"
+timeout = "80ms"
+[health]
+fall = {fall}
+rise = 2
+[[pools]]
+name = "seoul"
+priority = 1
+endpoints = ["http://{seoul}/{service}"]
+[[pools]]
+name = "tokyo"
+priority = 2
+endpoints = ["http://{tokyo}/{service}"]
+[target.route53]
+hosted_zone_id = "ZTEST"
+ttl = "1s"
+[target.route53.pools.seoul]
+values = ["192.0.2.1"]
+[target.route53.pools.tokyo]
+values = ["192.0.2.2"]
+"#
+    );
+    policy::parse(Path::new("p.toml"), &text).expect("valid policy")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest() {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let (s, t) = (seoul.addr(), tokyo.addr());
+    let before = vec![
+        policy("api", 2, s, t),
+        policy("web", 2, s, t),
+        policy("img", 2, s, t),
+    ];
+    let board = Arc::new(StatusBoard::default());
+    let sinks = Sinks {
+        board: board.clone(),
+        metrics: Metrics::new(),
+        events: gslb::events::channel(1024),
+        clock: Clock::system(),
+    };
+    let controller = Controller::start(
+        &before,
+        &EngineSettings::default(),
+        sinks,
+        Journal::default(),
+        Vec::new(),
+    );
+    let mut published = controller.policies();
+    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
+    let vantage = VantageId("test".into());
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
+    let mut tasks = JoinSet::new();
+    let attach = |tasks: &mut JoinSet<()>, p: &Policy| {
+        let binding = controller::binding(p, Duration::from_millis(200));
+        controller
+            .attach(tasks, p, provider.clone(), binding, &prober, &vantage)
+            .expect("attach");
+    };
+    for p in &before {
+        attach(&mut tasks, p);
+    }
+    let decided = |service: &'static str| {
+        let board = board.clone();
+        async move {
+            let s = board.snapshot().remove(&ServiceId(service.into()))?;
+            (s.last_decision.is_some() && s.active.is_some()).then_some(s)
+        }
+    };
+    for service in ["api", "web", "img"] {
+        let found = eventually(DEADLINE, || decided(service)).await;
+        assert!(found.is_some(), "{service} never decided");
+    }
+
+    // api changes (fall 3), web is removed, img is unchanged.
+    let after = vec![policy("api", 3, s, t), policy("img", 2, s, t)];
+    let reloaded = controller.reload(after.clone()).await;
+    assert_eq!(reloaded.attach, vec![after[0].clone()]);
+    assert_eq!(reloaded.unchanged, vec![ServiceId("img".into())]);
+    assert_eq!(reloaded.removed, vec![ServiceId("web".into())]);
+    assert!(published.has_changed().expect("sender alive"));
+    assert_eq!(**published.borrow_and_update(), after);
+    for p in &reloaded.attach {
+        attach(&mut tasks, p);
+    }
+
+    // Exactly the old tasks of api and web end, cancelled: two probe loops and a reconciler
+    // each (adoption reads are kept apart).
+    let mut cancelled = 0;
+    while cancelled < 6 {
+        let next = tokio::time::timeout(DEADLINE, tasks.join_next()).await;
+        match next.expect("tasks end in time").expect("tasks left") {
+            Err(e) if e.is_cancelled() => cancelled += 1,
+            other => panic!("a task ended otherwise: {other:?}"),
+        }
+    }
+    let web_gone = eventually(DEADLINE, || async {
+        let snapshot = board.snapshot();
+        (!snapshot.contains_key(&ServiceId("web".into()))).then_some(())
+    })
+    .await;
+    assert!(web_gone.is_some(), "web still in the status");
+    // The changed service re-adopts and decides again; nothing was written.
+    let again = eventually(DEADLINE, || decided("api")).await;
+    assert!(again.is_some(), "api never decided after the reload");
+    assert!(decided("img").await.is_some());
+    // No task of the reloaded set ends.
+    let quiet = tokio::time::timeout(Duration::from_millis(500), tasks.join_next()).await;
+    assert!(quiet.is_err(), "a task ended: {quiet:?}");
+    assert!(provider.writes().is_empty(), "{:?}", provider.writes());
+    controller.stop(&mut tasks).await;
+}

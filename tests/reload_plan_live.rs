@@ -1,0 +1,356 @@
+//! End to end with the real `gslb` binary, two loopback origins and the moto Route 53
+//! emulator behind a counting proxy:
+//!
+//! - reload: a bad policy on SIGHUP keeps the last good set running
+//!   (`gslb_policy_reload_success 0`); a fixed, changed policy on SIGHUP applies without moving
+//!   traffic; a policy file added or removed without any signal is picked up by polling.
+//! - plan: with the primary origin down, `gslb plan` prints the switch to the secondary with its
+//!   reasons and the exact write, and writes nothing; with all origins healthy, "no change".
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use gslb::origin::Origin;
+use support::daemon::{Daemon, free_port, log_file, read_log, status};
+use support::emulators::{Emulator, Kind};
+use support::eventually;
+use support::proxy::CountingProxy;
+use support::route53::{gslb, sdk, verdict_check};
+
+/// moto, a hosted zone, two origins and a settings file in a temp dir, provisioned.
+struct Setup {
+    _moto: Emulator,
+    client: aws_sdk_route53::Client,
+    proxy: CountingProxy,
+    zone: String,
+    seoul: Origin,
+    tokyo: Origin,
+    dir: tempfile::TempDir,
+    admin: SocketAddr,
+}
+
+impl Setup {
+    async fn start() -> Self {
+        let moto = Emulator::start(Kind::Moto);
+        let client = sdk(&moto.endpoint());
+        let zone = client
+            .create_hosted_zone()
+            .name("example.test.")
+            .caller_reference(format!("reload-{}", std::process::id()))
+            .send()
+            .await
+            .expect("create zone");
+        let zone = zone
+            .hosted_zone()
+            .expect("zone")
+            .id()
+            .trim_start_matches("/hostedzone/")
+            .to_owned();
+        let proxy = CountingProxy::start(&moto.endpoint()).await;
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+        let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("policies")).expect("policies dir");
+        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let settings = format!(
+            "vantage = \"e2e\"\npolicies = [\"policies\"]\n[admin]\nlisten = \"{admin}\"\n[route53]\nendpoint_url = \"{}\"\nrequests_per_second = 50\n[reconcile]\nresync = \"300ms\"\n",
+            proxy.url
+        );
+        std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
+        let s = Self {
+            _moto: moto,
+            client,
+            proxy,
+            zone,
+            seoul,
+            tokyo,
+            dir,
+            admin,
+        };
+        s.write_policy("api", "api", 3);
+        let out = gslb(s.dir(), &["provision", "--config", "gslb.toml"])
+            .output()
+            .expect("provision");
+        assert!(
+            out.status.success(),
+            "provision failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        s
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `policies/<file>.toml` for `service` (record `<service>.example.test`).
+    fn write_policy(&self, file: &str, service: &str, fall: u32) {
+        let text = format!(
+            r#"service = "{service}"
+hostname = "{service}.example.test"
+failback = "manual"
+[probe]
+interval = "200ms"
+timeout = "150ms"
+body_contains = "ok"
+[health]
+fall = {fall}
+rise = 2
+[[pools]]
+name = "seoul"
+priority = 1
+endpoints = ["http://{seoul}/api/v1/health"]
+[[pools]]
+name = "tokyo"
+priority = 2
+endpoints = ["http://{tokyo}/api/v1/health"]
+[target.route53]
+hosted_zone_id = "{zone}"
+ttl = "1s"
+[target.route53.pools.seoul]
+values = ["192.0.2.1"]
+[target.route53.pools.tokyo]
+values = ["192.0.2.2"]
+"#,
+            seoul = self.seoul.addr(),
+            tokyo = self.tokyo.addr(),
+            zone = self.zone,
+        );
+        self.write_file(file, &text);
+    }
+
+    /// Replaces `policies/<file>.toml` at once (write and rename, as a ConfigMap update does).
+    fn write_file(&self, file: &str, text: &str) {
+        let tmp = self.dir().join(format!(".{file}.tmp"));
+        std::fs::write(&tmp, text).expect("write policy");
+        std::fs::rename(
+            &tmp,
+            self.dir().join("policies").join(format!("{file}.toml")),
+        )
+        .expect("rename policy");
+    }
+
+    async fn metrics(&self) -> String {
+        let r = reqwest::get(format!("http://{}/metrics", self.admin)).await;
+        match r {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Waits until `/metrics` has a line starting with `line`.
+    async fn metric(&self, line: &str, log: &str) {
+        let found = eventually(Duration::from_secs(15), || async {
+            self.metrics()
+                .await
+                .lines()
+                .any(|l| l.starts_with(line))
+                .then_some(())
+        })
+        .await;
+        assert!(
+            found.is_some(),
+            "no metric line {line:?}:\n{}\nlog:\n{}",
+            self.metrics().await,
+            read_log(self.dir(), log)
+        );
+    }
+}
+
+fn hangup(daemon: &Daemon) {
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &daemon.0.id().to_string()])
+        .status()
+        .expect("kill -HUP");
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_keeps_the_last_good_set_and_applies_changes() {
+    let s = Setup::start().await;
+    let mut daemon = Daemon(
+        gslb(s.dir(), &["run", "--config", "gslb.toml"])
+            .stderr(log_file(s.dir(), "run.log"))
+            .spawn()
+            .expect("run"),
+    );
+    let applied = eventually(Duration::from_secs(15), || async {
+        status(s.admin, "api")
+            .await
+            .filter(|st| st["apply"]["state"] == "applied" && st["active"] == "seoul")
+    })
+    .await;
+    assert!(
+        applied.is_some(),
+        "never applied:\n{}",
+        read_log(s.dir(), "run.log")
+    );
+    s.metric("gslb_policy_reload_success 1", "run.log").await;
+    s.metric("gslb_policy_reloads_total{result=\"error\"} 0", "run.log")
+        .await;
+
+    // A bad policy on SIGHUP: refused with file, key and reason; the old set keeps running.
+    s.write_policy("api", "api", 0);
+    hangup(&daemon);
+    s.metric("gslb_policy_reload_success 0", "run.log").await;
+    assert!(
+        daemon.0.try_wait().expect("wait").is_none(),
+        "still running"
+    );
+    let log = read_log(s.dir(), "run.log");
+    assert!(
+        log.contains("policy reload failed")
+            && log.contains("api.toml")
+            && log.contains("health.fall"),
+        "{log}"
+    );
+    let still = status(s.admin, "api").await.expect("api still served");
+    assert_eq!(still["active"], "seoul");
+    let (_, writes0) = s.proxy.counts.get();
+
+    // Fixed with a changed threshold on SIGHUP: applied, the service re-adopts seoul and
+    // writes nothing (a reload never moves traffic by itself).
+    s.write_policy("api", "api", 4);
+    hangup(&daemon);
+    s.metric("gslb_policy_reload_success 1", "run.log").await;
+    s.metric("gslb_policy_reloads_total{result=\"ok\"} 1", "run.log")
+        .await;
+    let reapplied = eventually(Duration::from_secs(15), || async {
+        status(s.admin, "api")
+            .await
+            .filter(|st| st["apply"]["state"] == "applied" && st["active"] == "seoul")
+    })
+    .await;
+    assert!(reapplied.is_some(), "{}", read_log(s.dir(), "run.log"));
+    assert!(
+        read_log(s.dir(), "run.log").contains("policies reloaded"),
+        "{}",
+        read_log(s.dir(), "run.log")
+    );
+    assert_eq!(s.proxy.counts.get().1, writes0, "a reload writes nothing");
+
+    // A new service file, no signal: polling picks it up and the status shows it.
+    s.write_policy("web", "web", 3);
+    let web = eventually(Duration::from_secs(15), || async {
+        status(s.admin, "web").await
+    })
+    .await;
+    assert!(
+        web.is_some(),
+        "web never appeared:\n{}",
+        read_log(s.dir(), "run.log")
+    );
+    s.metric("gslb_policy_reloads_total{result=\"ok\"} 2", "run.log")
+        .await;
+
+    // Removed again, no signal: gone from the status; api unaffected.
+    std::fs::remove_file(s.dir().join("policies/web.toml")).expect("remove web");
+    let gone = eventually(Duration::from_secs(15), || async {
+        status(s.admin, "web").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "web still listed:\n{}",
+        read_log(s.dir(), "run.log")
+    );
+    assert_eq!(
+        status(s.admin, "api").await.expect("api")["active"],
+        "seoul"
+    );
+    assert!(
+        daemon.0.try_wait().expect("wait").is_none(),
+        "still running"
+    );
+    assert!(
+        !verdict_check(&s.client, &s.zone, "seoul").await.1,
+        "seoul still serves"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_prints_the_switch_and_writes_nothing() {
+    let mut s = Setup::start().await;
+    let (seoul_check, _) = verdict_check(&s.client, &s.zone, "seoul").await;
+
+    let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("provider serves: seoul"), "{text}");
+    assert!(text.contains("would change: no change"), "{text}");
+
+    s.seoul.stop().await;
+    let (_, writes0) = s.proxy.counts.get();
+    let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("provider serves: seoul"), "{text}");
+    assert!(text.contains("decision: failover -> tokyo"), "{text}");
+    assert!(
+        text.contains("failed 3 consecutive probes (fall=3), last: connection_refused"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "invert the verdict check of failover record seoul (pool seoul stops serving)"
+        ),
+        "{text}"
+    );
+    assert_eq!(s.proxy.counts.get().1, writes0, "plan writes nothing");
+    assert_eq!(
+        verdict_check(&s.client, &s.zone, "seoul").await,
+        (seoul_check, false),
+        "the record's verdict check is unchanged"
+    );
+
+    // A provider that cannot be read: exit 1, naming the service.
+    let settings = std::fs::read_to_string(s.dir().join("gslb.toml")).expect("settings");
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    std::fs::write(
+        s.dir().join("gslb.toml"),
+        settings.replace(&s.proxy.url, &dead),
+    )
+    .expect("settings");
+    let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reading the provider of service api"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A bad policy: exit 2.
+    s.write_file("api", "service = \"api\"\n");
+    let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
