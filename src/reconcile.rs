@@ -146,6 +146,8 @@ pub async fn run<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     let mut fight = FightGuard::default();
+    // The decision (by its time) last announced in sync ([`Event::InSync`]).
+    let mut announced = None;
     let service = binding.service.0.as_str();
     sinks.board.update_apply(&binding.service, |a| {
         a.provider = provider.name().to_owned()
@@ -171,6 +173,7 @@ pub async fn run<P: Provider>(
             decision.as_ref(),
             &sinks,
             &mut fight,
+            &mut announced,
         )
         .await;
         took.observe(started.elapsed().as_secs_f64());
@@ -230,6 +233,7 @@ async fn pass<P: Provider>(
     decision: Option<&Decision>,
     sinks: &Sinks,
     fight: &mut FightGuard,
+    announced: &mut Option<Millis>,
 ) -> Pass {
     let name = provider.name();
     let service = &binding.service;
@@ -302,8 +306,13 @@ async fn pass<P: Provider>(
             a.write_fight = None;
             a.refused = None;
         });
+        // Announced when the provider comes to match, and once for each new decision it
+        // already matches (a switch that needs no write is in sync all the same).
         // `desired` plans only for a pushed decision with an active pool.
-        if let (true, Some(active)) = (reached, decision.and_then(|d| d.active.clone())) {
+        let fresh = decision.map(|d| d.at) != *announced;
+        let target = decision.and_then(|d| Some((d.at, d.active.clone()?)));
+        if let (true, Some((decided, active))) = (reached || fresh, target) {
+            *announced = Some(decided);
             let _ = sinks.events.send(Event::InSync {
                 service: service.clone(),
                 provider: name.to_owned(),

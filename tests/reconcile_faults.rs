@@ -320,3 +320,43 @@ async fn unapplied_age_rises_while_the_provider_fails_and_is_zero_once_applied()
         passes.get_sample_count()
     );
 }
+
+/// The next `InSync` event, if one comes within `within` (paused time).
+async fn next_in_sync(
+    rx: &mut tokio::sync::broadcast::Receiver<Event>,
+    within: Duration,
+) -> Option<(Millis, PoolId)> {
+    tokio::time::timeout(within, async {
+        loop {
+            if let Ok(Event::InSync { at, active, .. }) = rx.recv().await {
+                return (at, active);
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
+    // Serving seoul and in sync with it.
+    let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
+    let (_, pool) = next_in_sync(&mut h.events, Duration::from_secs(5))
+        .await
+        .expect("the first read is in sync");
+    assert_eq!(pool, PoolId("seoul".into()));
+    // A switch to tokyo and straight back (a drill started and ended) coalesce in the watch:
+    // the reconciler only sees the switch back to seoul, which needs no write. Its failover
+    // timeline still waits for the provider's in-sync read.
+    let mut back = decision("seoul", Rule::Restore);
+    back.at = Millis(2_000);
+    back.previous = Some(PoolId("tokyo".into()));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    h.decisions.send_replace(Some(back));
+    let seen = next_in_sync(&mut h.events, Duration::from_secs(5)).await;
+    assert!(
+        matches!(&seen, Some((at, p)) if at.0 >= 2_000 && p.0 == "seoul"),
+        "no write needed, yet the new decision is in sync: {seen:?}"
+    );
+    assert_eq!(h.provider.applies(), 0);
+}
