@@ -10,7 +10,10 @@
 //! How each phase is found:
 //! - `first_failed_probe`: the earliest start of a run of failed probes (since that endpoint's
 //!   last success, from any vantage point) among the old pool's endpoints, when the old pool
-//!   was down at the decision. Prober-side failures count for neither start nor end.
+//!   was down at the decision. A run counts only if it started after the last success of any
+//!   of the pool's endpoints from the same vantage point: an endpoint broken for days while
+//!   the pool kept serving on the others did not start this failure. Prober-side failures
+//!   count for neither start nor end.
 //! - `marked_down`: when the old pool's quorum verdict became unhealthy (the decision's own
 //!   pool verdict).
 //! - `decision`: the switching decision.
@@ -283,6 +286,8 @@ pub struct Recorder {
     timelines: VecDeque<Timeline>,
     /// Start of each endpoint's current run of failed probes, per service.
     failing: BTreeMap<ServiceId, BTreeMap<(PoolId, EndpointId, VantageId), Millis>>,
+    /// Latest successful probe of any endpoint of each pool, by vantage point, per service.
+    last_ok: BTreeMap<ServiceId, BTreeMap<(PoolId, VantageId), Millis>>,
     expect: BTreeMap<ServiceId, Expect>,
 }
 
@@ -319,6 +324,9 @@ impl Recorder {
                 let key = (pool.clone(), o.endpoint.clone(), o.vantage.clone());
                 if o.outcome.success {
                     runs.remove(&key);
+                    let ok = self.last_ok.entry(service.clone()).or_default();
+                    let last = ok.entry((pool.clone(), o.vantage.clone())).or_insert(o.at);
+                    *last = (*last).max(o.at);
                 } else {
                     runs.entry(key).or_insert(o.at);
                 }
@@ -412,12 +420,18 @@ impl Recorder {
             .filter(|(_, v)| v.verdict == Verdict::Unhealthy && kind == SwitchKind::Automatic);
         if let Some((pool, verdict)) = down {
             phases.marked_down = Some(verdict.since.min(d.at));
+            let last_ok = self.last_ok.get(&d.service);
+            let stale = |v: &VantageId, start: Millis| {
+                last_ok
+                    .and_then(|m| m.get(&(pool.clone(), v.clone())))
+                    .is_some_and(|ok| start < *ok)
+            };
             phases.first_failed_probe = self
                 .failing
                 .get(&d.service)
                 .into_iter()
                 .flatten()
-                .filter(|((p, _, _), at)| p == pool && **at <= d.at)
+                .filter(|((p, _, v), at)| p == pool && **at <= d.at && !stale(v, **at))
                 .map(|(_, at)| *at)
                 .min();
         }

@@ -338,3 +338,27 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
     tasks.shutdown().await;
 }
+
+#[test]
+fn an_endpoint_failing_long_before_the_pool_went_down_does_not_start_the_timeline() {
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[
+            // s2 has been broken for ages; the pool stayed up on s1.
+            probe("seoul", "s2", 100, ProbeReason::ConnectionRefused),
+            probe("seoul", "s1", 4_900, ProbeReason::Ok),
+            probe("seoul", "s2", 4_900, ProbeReason::ConnectionRefused),
+            // Then s1 fails too: this is the failure that takes the pool down.
+            probe("seoul", "s1", 5_000, ProbeReason::Timeout),
+            probe("seoul", "s1", 5_200, ProbeReason::Timeout),
+            decision(5_600, Rule::Failover, "seoul", "tokyo", Some(5_400)),
+        ],
+    );
+    let t = &r.list(None, 1)[0];
+    assert_eq!(
+        t.phases.first_failed_probe,
+        Some(Millis(5_000)),
+        "the run that started after the pool's last success, not s2's stale one"
+    );
+}
