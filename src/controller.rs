@@ -81,10 +81,15 @@ pub struct Reloaded {
     pub removed: Vec<ServiceId>,
 }
 
-/// The policies of `new` that differ from (or are missing in) `old`, compared with `==`.
+/// The policies of `new` that differ from (or are missing in) `old` in what probes, decides
+/// or writes ([`Policy::controls_like`]: an edit of `[observe]` or `rto_budget` alone is no
+/// change here).
 pub fn changed<'a>(old: &[Policy], new: &'a [Policy]) -> Vec<&'a Policy> {
     new.iter()
-        .filter(|p| !old.iter().any(|o| o.service == p.service && o == *p))
+        .filter(|p| {
+            !old.iter()
+                .any(|o| o.service == p.service && o.controls_like(p))
+        })
         .collect()
 }
 

@@ -261,7 +261,7 @@ fn reload(
     // What the outgoing services' gauges are labelled with, before their state goes.
     let outgoing: Vec<(Policy, Vec<(EndpointId, VantageId)>)> = engine
         .services()
-        .filter(|s| !policies.contains(s.policy()))
+        .filter(|s| !policies.iter().any(|p| p.controls_like(s.policy())))
         .map(|s| {
             let seen = s
                 .evidence()
