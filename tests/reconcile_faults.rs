@@ -360,3 +360,38 @@ async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
     );
     assert_eq!(h.provider.applies(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn unapplied_age_counts_from_when_the_provider_stopped_matching_not_from_an_old_decision() {
+    // Decided at 0 s and applied at once (nothing to write).
+    let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
+    next_in_sync(&mut h.events, Duration::from_secs(5))
+        .await
+        .expect("in sync");
+    let age = h
+        .sinks
+        .metrics
+        .decision_unapplied_age_seconds
+        .with_label_values(&["api"]);
+    // An hour later another writer disables seoul, and the provider refuses writes for a while.
+    tokio::time::sleep(Duration::from_secs(3_600)).await;
+    let drift = vec![gslb_provider::Change::SetEnabled {
+        pool: "seoul".into(),
+        enabled: false,
+        expected_version: h.provider.inner.snapshot().pools["seoul"].version.clone(),
+    }];
+    h.provider.inner.apply(&drift).await.expect("drift");
+    h.provider
+        .apply_faults
+        .lock()
+        .expect("lock")
+        .extend((0..20).map(|_| ProviderError::Transient("503".into())));
+    // The next resync sees the drift within 60 s and starts failing to correct it.
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    assert_eq!(state(&h.sinks).state, ApplyState::Pending);
+    let seen = age.get();
+    assert!(
+        seen <= 90.0,
+        "unapplied for at most 90 s, not since the decision an hour ago: {seen} s"
+    );
+}
