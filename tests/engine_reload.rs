@@ -194,7 +194,8 @@ fn a_service_whose_edit_only_touches_observe_or_rto_budget_keeps_its_state() {
     });
     assert_ne!(edited.observe, policy(|t| t).observe, "the edit took");
     assert!(
-        gslb::controller::changed(&[policy(|t| t), web(|t| t)], &[edited.clone()]).is_empty(),
+        gslb::controller::changed(&[policy(|t| t), web(|t| t)], std::slice::from_ref(&edited))
+            .is_empty(),
         "the controller keeps its probes and reconciler"
     );
     let input = reload(&mut sim, vec![edited.clone(), web(|t| t)]);
