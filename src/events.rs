@@ -45,6 +45,8 @@ pub enum Event {
         provider: String,
         /// When the provider accepted it.
         at: Millis,
+        /// The pool the write makes serve: the decision's (always set for a write).
+        active: Option<PoolId>,
         /// What was written.
         plan: Plan,
     },

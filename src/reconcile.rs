@@ -363,6 +363,7 @@ async fn pass<P: Provider>(
                 service: service.clone(),
                 provider: name.to_owned(),
                 at,
+                active: decision.and_then(|d| d.active.clone()),
                 plan,
             });
             Pass::Wrote

@@ -17,8 +17,8 @@
 //! - `marked_down`: when the old pool's quorum verdict became unhealthy (the decision's own
 //!   pool verdict).
 //! - `decision`: the switching decision.
-//! - `provider_accepted`: the first provider write after the decision ([`Event::Applied`]);
-//!   none when the provider needed no write.
+//! - `provider_accepted`: the first provider write after the decision towards its new pool
+//!   ([`Event::Applied`]); none when the provider needed no write.
 //! - `provider_in_sync`: the first read-back matching the new pool ([`Event::InSync`]).
 //! - `dns_observed`, `served_by_observed`: from the observers.
 //!
@@ -332,9 +332,16 @@ impl Recorder {
                 }
             }
             Event::Decision(d) if d.switched() => self.open(d, &mut out),
-            Event::Applied { service, at, .. } => {
+            Event::Applied {
+                service,
+                at,
+                active,
+                ..
+            } => {
+                // A write for an earlier switch that lands after this one is not its write.
+                let serves = |t: &Timeline| &t.to == active;
                 if let Some(id) =
-                    self.record(service, |_| true, Phase::ProviderAccepted, *at, &mut out)
+                    self.record(service, serves, Phase::ProviderAccepted, *at, &mut out)
                 {
                     self.close_if_complete(&id, &mut out);
                 }
