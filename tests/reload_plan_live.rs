@@ -192,6 +192,9 @@ async fn reload_keeps_the_last_good_set_and_applies_changes() {
     s.metric("gslb_policy_reload_success 1", "run.log").await;
     s.metric("gslb_policy_reloads_total{result=\"error\"} 0", "run.log")
         .await;
+    // The load at start counts as the first good one.
+    s.metric("gslb_policy_reloads_total{result=\"ok\"} 1", "run.log")
+        .await;
 
     // A bad policy on SIGHUP: refused with file, key and reason; the old set keeps running.
     s.write_policy("api", "api", 0);
@@ -217,7 +220,7 @@ async fn reload_keeps_the_last_good_set_and_applies_changes() {
     s.write_policy("api", "api", 4);
     hangup(&daemon);
     s.metric("gslb_policy_reload_success 1", "run.log").await;
-    s.metric("gslb_policy_reloads_total{result=\"ok\"} 1", "run.log")
+    s.metric("gslb_policy_reloads_total{result=\"ok\"} 2", "run.log")
         .await;
     let reapplied = eventually(Duration::from_secs(15), || async {
         status(s.admin, "api")
@@ -244,7 +247,7 @@ async fn reload_keeps_the_last_good_set_and_applies_changes() {
         "web never appeared:\n{}",
         read_log(s.dir(), "run.log")
     );
-    s.metric("gslb_policy_reloads_total{result=\"ok\"} 2", "run.log")
+    s.metric("gslb_policy_reloads_total{result=\"ok\"} 3", "run.log")
         .await;
 
     // Removed again, no signal: gone from the status; api unaffected.
