@@ -162,10 +162,10 @@ impl Controller {
 
     /// Applies a reloaded, validated policy set: stops the tasks of changed and removed
     /// services and hands the new set to the engine loop, ordered with the probe results
-    /// before it ([`Message::Reload`]). Unchanged services keep their engine state and their
-    /// tasks. The caller then attaches [`Reloaded::attach`] (fresh probe loops, adoption read
-    /// and reconciler: a changed service re-adopts the provider's serving pool, so a reload
-    /// does not move traffic by itself).
+    /// before it ([`Message::Reload`]), and returns once the engine loop applied it. Unchanged
+    /// services keep their engine state and their tasks. The caller then attaches
+    /// [`Reloaded::attach`] (fresh probe loops, adoption read and reconciler: a changed service
+    /// re-adopts the provider's serving pool, so a reload does not move traffic by itself).
     ///
     /// A reconciler stopped mid-write may leave that write to finish at the provider; its
     /// successor reads the provider afresh before planning, as always.
@@ -198,13 +198,20 @@ impl Controller {
                 decisions.insert(p.service.clone(), drx);
             }
         }
-        let _ = self
+        let (done, applied) = tokio::sync::oneshot::channel();
+        let sent = self
             .messages
             .send(Message::Reload {
                 policies: policies.clone(),
                 decisions: senders,
+                done,
             })
             .await;
+        if sent.is_ok() {
+            // The engine loop resets the changed services' status and gauges: the caller's
+            // new tasks must start after that, or what they record first is wiped.
+            let _ = applied.await;
+        }
         self.policies.send_replace(Arc::new(policies));
         Reloaded {
             attach,
