@@ -134,12 +134,12 @@ enum Pass {
 /// Runs until the decision sender is dropped.
 ///
 /// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`;
-/// `gslb_decision_unapplied_age_seconds{service}` is now minus the later of the decision's
-/// time and the status's `pending_since` while the status says `pending` (a drift from an
-/// old decision counts from when it was found; refreshed every [`AGE_REFRESH`], so it keeps
-/// rising while the
-/// provider keeps failing), 0 otherwise (applied, not pushed, shadow mode). Every label set of
-/// the binding exists from the start ([`Metrics::declare_binding`]).
+/// `gslb_decision_unapplied_age_seconds{service}` is now minus the decision's time while the
+/// status says `pending`, or minus the status's `pending_since` when the provider had matched
+/// that decision before (a drift, or reads failing, counts from when it was found; refreshed
+/// every [`AGE_REFRESH`], so it keeps rising while the provider keeps failing), 0 otherwise
+/// (applied, not pushed, shadow mode). Every label set of the binding exists from the start
+/// ([`Metrics::declare_binding`]).
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     binding: Binding,
@@ -183,12 +183,15 @@ pub async fn run<P: Provider>(
         sinks.board.update_apply(&binding.service, |a| {
             pending = (a.state == ApplyState::Pending).then_some(a.pending_since);
         });
-        // Unapplied since the decision, or since the provider stopped matching an older one
-        // (drift, or reads failing): an hour-old decision is not an hour unapplied.
-        let waiting_since = decision
-            .as_ref()
-            .zip(pending)
-            .map(|(d, since)| since.map_or(d.at, |s| s.max(d.at)));
+        // Unapplied since the decision, or, for one the provider matched before, since it
+        // stopped matching (drift, or reads failing): an hour-old decision is not an hour
+        // unapplied.
+        let waiting_since = decision.as_ref().zip(pending).map(|(d, since)| {
+            match since.filter(|_| announced == Some(d.at)) {
+                Some(s) => s.max(d.at),
+                None => d.at,
+            }
+        });
         let wait = match passed {
             Pass::Settled => {
                 backoff.reset();
