@@ -81,10 +81,15 @@ pub struct Reloaded {
     pub removed: Vec<ServiceId>,
 }
 
-/// The policies of `new` that differ from (or are missing in) `old`, compared with `==`.
+/// The policies of `new` that differ from (or are missing in) `old` in what probes, decides
+/// or writes ([`Policy::controls_like`]: an edit of `[observe]` or `rto_budget` alone is no
+/// change here).
 pub fn changed<'a>(old: &[Policy], new: &'a [Policy]) -> Vec<&'a Policy> {
     new.iter()
-        .filter(|p| !old.iter().any(|o| o.service == p.service && o == *p))
+        .filter(|p| {
+            !old.iter()
+                .any(|o| o.service == p.service && o.controls_like(p))
+        })
         .collect()
 }
 
@@ -157,10 +162,10 @@ impl Controller {
 
     /// Applies a reloaded, validated policy set: stops the tasks of changed and removed
     /// services and hands the new set to the engine loop, ordered with the probe results
-    /// before it ([`Message::Reload`]). Unchanged services keep their engine state and their
-    /// tasks. The caller then attaches [`Reloaded::attach`] (fresh probe loops, adoption read
-    /// and reconciler: a changed service re-adopts the provider's serving pool, so a reload
-    /// does not move traffic by itself).
+    /// before it ([`Message::Reload`]), and returns once the engine loop applied it. Unchanged
+    /// services keep their engine state and their tasks. The caller then attaches
+    /// [`Reloaded::attach`] (fresh probe loops, adoption read and reconciler: a changed service
+    /// re-adopts the provider's serving pool, so a reload does not move traffic by itself).
     ///
     /// A reconciler stopped mid-write may leave that write to finish at the provider; its
     /// successor reads the provider afresh before planning, as always.
@@ -193,13 +198,20 @@ impl Controller {
                 decisions.insert(p.service.clone(), drx);
             }
         }
-        let _ = self
+        let (done, applied) = tokio::sync::oneshot::channel();
+        let sent = self
             .messages
             .send(Message::Reload {
                 policies: policies.clone(),
                 decisions: senders,
+                done,
             })
             .await;
+        if sent.is_ok() {
+            // The engine loop resets the changed services' status and gauges: the caller's
+            // new tasks must start after that, or what they record first is wiped.
+            let _ = applied.await;
+        }
         self.policies.send_replace(Arc::new(policies));
         Reloaded {
             attach,

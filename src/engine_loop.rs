@@ -66,6 +66,9 @@ pub enum Message {
         policies: Vec<Policy>,
         /// A decision channel for each changed or added service.
         decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+        /// Answered once the new set is in force (the reset services' status and gauges are
+        /// fresh), so their new tasks start after that and nothing they record is reset.
+        done: oneshot::Sender<()>,
     },
 }
 
@@ -109,9 +112,10 @@ pub async fn run(
                         journal.flush().await;
                         return;
                     }
-                    Some(Message::Reload { policies, decisions: new }) => {
+                    Some(Message::Reload { policies, decisions: new, done }) => {
                         decisions.extend(new);
                         reload(&mut engine, policies, &mut decisions, &sinks, &mut journal);
+                        let _ = done.send(());
                         continue;
                     }
                     Some(m) => m,
@@ -261,7 +265,7 @@ fn reload(
     // What the outgoing services' gauges are labelled with, before their state goes.
     let outgoing: Vec<(Policy, Vec<(EndpointId, VantageId)>)> = engine
         .services()
-        .filter(|s| !policies.contains(s.policy()))
+        .filter(|s| !policies.iter().any(|p| p.controls_like(s.policy())))
         .map(|s| {
             let seen = s
                 .evidence()

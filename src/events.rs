@@ -45,12 +45,16 @@ pub enum Event {
         provider: String,
         /// When the provider accepted it.
         at: Millis,
+        /// The pool the write makes serve: the decision's (always set for a write).
+        active: Option<PoolId>,
         /// What was written.
         plan: Plan,
     },
     /// A provider read back the state the latest decision wants, after it did not have it (after
-    /// a write, or at the first read). For Route 53 this is the read-back of the updated verdict
-    /// checks; for Cloudflare the read-back of the load balancer.
+    /// a write, or at the first read), or for the first time since a new decision (one the
+    /// provider already matched needs no write, and is in sync all the same). For Route 53 this
+    /// is the read-back of the updated verdict checks; for Cloudflare the read-back of the load
+    /// balancer.
     InSync {
         /// The service.
         service: ServiceId,

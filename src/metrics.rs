@@ -31,8 +31,9 @@ pub struct Metrics {
     pub probe_duration_seconds: GaugeVec,
     /// `probe_http_status_code{...}`: HTTP status of the last probe, 0 without a response.
     pub probe_http_status_code: GaugeVec,
-    /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the earliest certificate of
-    /// the last TLS handshake's chain expires; absent for endpoints without TLS.
+    /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the peer's leaf certificate
+    /// of the last TLS handshake expires (reqwest exposes only the leaf, so an intermediate
+    /// expiring first is not seen, unlike blackbox_exporter); absent for endpoints without TLS.
     pub probe_ssl_earliest_cert_expiry: GaugeVec,
     /// `probe_dns_lookup_time_seconds{...}`: time the last probe spent resolving the endpoint's
     /// name; 0 for IP literals.
@@ -209,7 +210,7 @@ impl Metrics {
             ),
             probe_ssl_earliest_cert_expiry: gauge(
                 "probe_ssl_earliest_cert_expiry",
-                "Unix time the earliest certificate in the last TLS handshake's chain expires.",
+                "Unix time the peer's leaf certificate in the last TLS handshake expires.",
                 PROBE_LABELS,
             ),
             probe_dns_lookup_time_seconds: gauge(

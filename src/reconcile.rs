@@ -135,9 +135,11 @@ enum Pass {
 ///
 /// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`;
 /// `gslb_decision_unapplied_age_seconds{service}` is now minus the decision's time while the
-/// status says `pending` (refreshed every [`AGE_REFRESH`], so it keeps rising while the
-/// provider keeps failing), 0 otherwise (applied, not pushed, shadow mode). Every label set of
-/// the binding exists from the start ([`Metrics::declare_binding`]).
+/// status says `pending`, or minus the status's `pending_since` when the provider had matched
+/// that decision before (a drift, or reads failing, counts from when it was found; refreshed
+/// every [`AGE_REFRESH`], so it keeps rising while the provider keeps failing), 0 otherwise
+/// (applied, not pushed, shadow mode). Every label set of the binding exists from the start
+/// ([`Metrics::declare_binding`]).
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     binding: Binding,
@@ -146,6 +148,8 @@ pub async fn run<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     let mut fight = FightGuard::default();
+    // The decision (by its time) last announced in sync ([`Event::InSync`]).
+    let mut announced = None;
     let service = binding.service.0.as_str();
     sinks.board.update_apply(&binding.service, |a| {
         a.provider = provider.name().to_owned()
@@ -171,14 +175,23 @@ pub async fn run<P: Provider>(
             decision.as_ref(),
             &sinks,
             &mut fight,
+            &mut announced,
         )
         .await;
         took.observe(started.elapsed().as_secs_f64());
-        let mut pending = false;
+        let mut pending = None;
         sinks.board.update_apply(&binding.service, |a| {
-            pending = a.state == ApplyState::Pending;
+            pending = (a.state == ApplyState::Pending).then_some(a.pending_since);
         });
-        let waiting_since = decision.as_ref().filter(|_| pending).map(|d| d.at);
+        // Unapplied since the decision, or, for one the provider matched before, since it
+        // stopped matching (drift, or reads failing): an hour-old decision is not an hour
+        // unapplied.
+        let waiting_since = decision.as_ref().zip(pending).map(|(d, since)| {
+            match since.filter(|_| announced == Some(d.at)) {
+                Some(s) => s.max(d.at),
+                None => d.at,
+            }
+        });
         let wait = match passed {
             Pass::Settled => {
                 backoff.reset();
@@ -230,6 +243,7 @@ async fn pass<P: Provider>(
     decision: Option<&Decision>,
     sinks: &Sinks,
     fight: &mut FightGuard,
+    announced: &mut Option<Millis>,
 ) -> Pass {
     let name = provider.name();
     let service = &binding.service;
@@ -302,8 +316,13 @@ async fn pass<P: Provider>(
             a.write_fight = None;
             a.refused = None;
         });
+        // Announced when the provider comes to match, and once for each new decision it
+        // already matches (a switch that needs no write is in sync all the same).
         // `desired` plans only for a pushed decision with an active pool.
-        if let (true, Some(active)) = (reached, decision.and_then(|d| d.active.clone())) {
+        let fresh = decision.map(|d| d.at) != *announced;
+        let target = decision.and_then(|d| Some((d.at, d.active.clone()?)));
+        if let (true, Some((decided, active))) = (reached || fresh, target) {
+            *announced = Some(decided);
             let _ = sinks.events.send(Event::InSync {
                 service: service.clone(),
                 provider: name.to_owned(),
@@ -347,6 +366,7 @@ async fn pass<P: Provider>(
                 service: service.clone(),
                 provider: name.to_owned(),
                 at,
+                active: decision.and_then(|d| d.active.clone()),
                 plan,
             });
             Pass::Wrote

@@ -10,12 +10,15 @@
 //! How each phase is found:
 //! - `first_failed_probe`: the earliest start of a run of failed probes (since that endpoint's
 //!   last success, from any vantage point) among the old pool's endpoints, when the old pool
-//!   was down at the decision. Prober-side failures count for neither start nor end.
+//!   was down at the decision. A run counts only if it started after the last success of any
+//!   of the pool's endpoints from the same vantage point: an endpoint broken for days while
+//!   the pool kept serving on the others did not start this failure. Prober-side failures
+//!   count for neither start nor end.
 //! - `marked_down`: when the old pool's quorum verdict became unhealthy (the decision's own
 //!   pool verdict).
 //! - `decision`: the switching decision.
-//! - `provider_accepted`: the first provider write after the decision ([`Event::Applied`]);
-//!   none when the provider needed no write.
+//! - `provider_accepted`: the first provider write after the decision towards its new pool
+//!   ([`Event::Applied`]); none when the provider needed no write.
 //! - `provider_in_sync`: the first read-back matching the new pool ([`Event::InSync`]).
 //! - `dns_observed`, `served_by_observed`: from the observers.
 //!
@@ -283,6 +286,8 @@ pub struct Recorder {
     timelines: VecDeque<Timeline>,
     /// Start of each endpoint's current run of failed probes, per service.
     failing: BTreeMap<ServiceId, BTreeMap<(PoolId, EndpointId, VantageId), Millis>>,
+    /// Latest successful probe of any endpoint of each pool, by vantage point, per service.
+    last_ok: BTreeMap<ServiceId, BTreeMap<(PoolId, VantageId), Millis>>,
     expect: BTreeMap<ServiceId, Expect>,
 }
 
@@ -319,14 +324,24 @@ impl Recorder {
                 let key = (pool.clone(), o.endpoint.clone(), o.vantage.clone());
                 if o.outcome.success {
                     runs.remove(&key);
+                    let ok = self.last_ok.entry(service.clone()).or_default();
+                    let last = ok.entry((pool.clone(), o.vantage.clone())).or_insert(o.at);
+                    *last = (*last).max(o.at);
                 } else {
                     runs.entry(key).or_insert(o.at);
                 }
             }
             Event::Decision(d) if d.switched() => self.open(d, &mut out),
-            Event::Applied { service, at, .. } => {
+            Event::Applied {
+                service,
+                at,
+                active,
+                ..
+            } => {
+                // A write for an earlier switch that lands after this one is not its write.
+                let serves = |t: &Timeline| &t.to == active;
                 if let Some(id) =
-                    self.record(service, |_| true, Phase::ProviderAccepted, *at, &mut out)
+                    self.record(service, serves, Phase::ProviderAccepted, *at, &mut out)
                 {
                     self.close_if_complete(&id, &mut out);
                 }
@@ -412,12 +427,18 @@ impl Recorder {
             .filter(|(_, v)| v.verdict == Verdict::Unhealthy && kind == SwitchKind::Automatic);
         if let Some((pool, verdict)) = down {
             phases.marked_down = Some(verdict.since.min(d.at));
+            let last_ok = self.last_ok.get(&d.service);
+            let stale = |v: &VantageId, start: Millis| {
+                last_ok
+                    .and_then(|m| m.get(&(pool.clone(), v.clone())))
+                    .is_some_and(|ok| start < *ok)
+            };
             phases.first_failed_probe = self
                 .failing
                 .get(&d.service)
                 .into_iter()
                 .flatten()
-                .filter(|((p, _, _), at)| p == pool && **at <= d.at)
+                .filter(|((p, _, v), at)| p == pool && **at <= d.at && !stale(v, **at))
                 .map(|(_, at)| *at)
                 .min();
         }

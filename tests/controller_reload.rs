@@ -142,6 +142,14 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
     // The changed service re-adopts and decides again; nothing was written.
     let again = eventually(DEADLINE, || decided("api")).await;
     assert!(again.is_some(), "api never decided after the reload");
+    // The new reconciler's status survives the engine loop's reset of the service.
+    let applied = eventually(DEADLINE, || async {
+        let s = board.snapshot().remove(&ServiceId("api".into()))?;
+        (s.apply.state == gslb::status::ApplyState::Applied).then_some(s)
+    })
+    .await
+    .expect("api applied after the reload");
+    assert_eq!(applied.apply.provider, "memory", "{:?}", applied.apply);
     assert!(decided("img").await.is_some());
     // No task of the reloaded set ends.
     let quiet = tokio::time::timeout(Duration::from_millis(500), tasks.join_next()).await;

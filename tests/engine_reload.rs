@@ -182,3 +182,33 @@ fn a_recording_with_a_reload_replays_to_the_same_decisions() {
     assert_eq!(replayed.steps, sim.steps.len());
     assert_eq!(switches(&replayed.decisions), live);
 }
+
+#[test]
+fn a_service_whose_edit_only_touches_observe_or_rto_budget_keeps_its_state() {
+    let mut sim = failed_over();
+    let api = ServiceId("api".into());
+    let before = budget(&sim, "api");
+    let edited = policy(|t| {
+        t.replace("interval = \"5s\"\nurl", "interval = \"2s\"\nurl")
+            .replace("rto_budget = \"3m\"", "rto_budget = \"4m\"")
+    });
+    assert_ne!(edited.observe, policy(|t| t).observe, "the edit took");
+    assert!(
+        gslb::controller::changed(&[policy(|t| t), web(|t| t)], std::slice::from_ref(&edited))
+            .is_empty(),
+        "the controller keeps its probes and reconciler"
+    );
+    let input = reload(&mut sim, vec![edited.clone(), web(|t| t)]);
+    assert_eq!(
+        input,
+        Input::Reload {
+            reset: vec![],
+            removed: vec![],
+        },
+        "nothing the engine reads changed"
+    );
+    let s = sim.engine.service(&api).expect("api kept");
+    assert_eq!(s.active(), Some(&PoolId("tokyo".into())));
+    assert_eq!(s.velocity_available(Millis(sim.now)), before, "budget kept");
+    assert_eq!(s.policy(), &edited, "the new [observe] is in force");
+}

@@ -320,3 +320,78 @@ async fn unapplied_age_rises_while_the_provider_fails_and_is_zero_once_applied()
         passes.get_sample_count()
     );
 }
+
+/// The next `InSync` event, if one comes within `within` (paused time).
+async fn next_in_sync(
+    rx: &mut tokio::sync::broadcast::Receiver<Event>,
+    within: Duration,
+) -> Option<(Millis, PoolId)> {
+    tokio::time::timeout(within, async {
+        loop {
+            if let Ok(Event::InSync { at, active, .. }) = rx.recv().await {
+                return (at, active);
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
+    // Serving seoul and in sync with it.
+    let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
+    let (_, pool) = next_in_sync(&mut h.events, Duration::from_secs(5))
+        .await
+        .expect("the first read is in sync");
+    assert_eq!(pool, PoolId("seoul".into()));
+    // A switch to tokyo and straight back (a drill started and ended) coalesce in the watch:
+    // the reconciler only sees the switch back to seoul, which needs no write. Its failover
+    // timeline still waits for the provider's in-sync read.
+    let mut back = decision("seoul", Rule::Restore);
+    back.at = Millis(2_000);
+    back.previous = Some(PoolId("tokyo".into()));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    h.decisions.send_replace(Some(back));
+    let seen = next_in_sync(&mut h.events, Duration::from_secs(5)).await;
+    assert!(
+        matches!(&seen, Some((at, p)) if at.0 >= 2_000 && p.0 == "seoul"),
+        "no write needed, yet the new decision is in sync: {seen:?}"
+    );
+    assert_eq!(h.provider.applies(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn unapplied_age_counts_from_when_the_provider_stopped_matching_not_from_an_old_decision() {
+    // Decided at 0 s and applied at once (nothing to write).
+    let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
+    next_in_sync(&mut h.events, Duration::from_secs(5))
+        .await
+        .expect("in sync");
+    let age = h
+        .sinks
+        .metrics
+        .decision_unapplied_age_seconds
+        .with_label_values(&["api"]);
+    // An hour later another writer disables seoul, and the provider refuses writes for a while.
+    tokio::time::sleep(Duration::from_secs(3_600)).await;
+    let drift = vec![gslb_provider::Change::SetEnabled {
+        pool: "seoul".into(),
+        enabled: false,
+        expected_version: h.provider.inner.snapshot().pools["seoul"].version.clone(),
+    }];
+    h.provider.inner.apply(&drift).await.expect("drift");
+    h.provider
+        .apply_faults
+        .lock()
+        .expect("lock")
+        .extend((0..20).map(|_| ProviderError::Transient("503".into())));
+    // The next resync sees the drift within 60 s and starts failing to correct it.
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    assert_eq!(state(&h.sinks).state, ApplyState::Pending);
+    let seen = age.get();
+    assert!(
+        seen <= 90.0,
+        "unapplied for at most 90 s, not since the decision an hour ago: {seen} s"
+    );
+}

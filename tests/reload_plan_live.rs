@@ -192,6 +192,9 @@ async fn reload_keeps_the_last_good_set_and_applies_changes() {
     s.metric("gslb_policy_reload_success 1", "run.log").await;
     s.metric("gslb_policy_reloads_total{result=\"error\"} 0", "run.log")
         .await;
+    // The load at start counts as the first good one.
+    s.metric("gslb_policy_reloads_total{result=\"ok\"} 1", "run.log")
+        .await;
 
     // A bad policy on SIGHUP: refused with file, key and reason; the old set keeps running.
     s.write_policy("api", "api", 0);

@@ -266,7 +266,8 @@ impl Engine {
     }
 
     /// Swaps in a reloaded policy set at `at` and returns the recordable input with what the
-    /// step produced. A service whose policy is unchanged (`==`) keeps all of its state (rise
+    /// step produced. A service whose policy is unchanged (but for `[observe]` and
+    /// `rto_budget`: [`Policy::controls_like`]) keeps all of its state (rise
     /// and fall counts, damping, velocity budget, spacing, serving pool); a changed or added
     /// one starts fresh and makes no decision until the provider's serving pool is adopted
     /// again (so a reload never moves traffic by itself); a removed one is dropped.
@@ -282,10 +283,14 @@ impl Engine {
             .collect();
         let mut reset = Vec::new();
         for p in policies {
-            if self.services.get(&p.service).map(ServiceEngine::policy) != Some(&p) {
-                reset.push(p.service.clone());
-                self.services
-                    .insert(p.service.clone(), ServiceEngine::new(p));
+            match self.services.get_mut(&p.service) {
+                // Only what the engine never reads changed: the new policy, the same state.
+                Some(s) if s.policy().controls_like(&p) => s.set_policy(p),
+                _ => {
+                    reset.push(p.service.clone());
+                    self.services
+                        .insert(p.service.clone(), ServiceEngine::new(p));
+                }
             }
         }
         let input = Input::Reload { reset, removed };

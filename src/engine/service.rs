@@ -89,6 +89,13 @@ impl ServiceEngine {
         &self.policy
     }
 
+    /// Swaps in `policy`, which must [control like](Policy::controls_like) the current one
+    /// (a reload that only changed `[observe]` or `rto_budget`); the state is kept.
+    pub(crate) fn set_policy(&mut self, policy: Policy) {
+        debug_assert!(self.policy.controls_like(&policy));
+        self.policy = policy;
+    }
+
     /// The pool serving now, as far as the engine knows.
     pub fn active(&self) -> Option<&PoolId> {
         self.active.as_ref()

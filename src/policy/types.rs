@@ -270,6 +270,19 @@ pub struct Route53Pool {
 }
 
 impl Policy {
+    /// Whether `other` probes, decides and writes exactly as this policy does: equal but for
+    /// `[observe]` and `rto_budget`, which only the failover timeline and `gslb check` read.
+    /// A reload that changes nothing else keeps the service's probes, reconciler and engine
+    /// state.
+    pub fn controls_like(&self, other: &Policy) -> bool {
+        let strip = |p: &Policy| Policy {
+            observe: None,
+            rto_budget: None,
+            ..p.clone()
+        };
+        strip(self) == strip(other)
+    }
+
     /// The pool with this id.
     pub fn pool(&self, id: &PoolId) -> Option<&Pool> {
         self.pools.iter().find(|p| &p.id == id)

@@ -54,11 +54,12 @@ fn decision(at: u64, rule: Rule, from: &str, to: &str, from_down_since: Option<u
     })
 }
 
-fn applied(at: u64) -> Event {
+fn applied(at: u64, pool: &str) -> Event {
     Event::Applied {
         service: "api".into(),
         provider: "memory".into(),
         at: Millis(at),
+        active: Some(pool.into()),
         plan: Vec::new(),
     }
 }
@@ -114,7 +115,7 @@ fn an_automatic_failover_records_every_phase_in_order_and_completes() {
             probe("tokyo", "t1", 1_100, ProbeReason::Timeout),
             probe("tokyo", "t1", 1_300, ProbeReason::Ok),
             decision(1_600, Rule::Failover, "seoul", "tokyo", Some(1_400)),
-            applied(1_650),
+            applied(1_650, "tokyo"),
             in_sync(1_700, "tokyo"),
             observed(id, ObservedPhase::Dns, 2_000),
             observed(id, ObservedPhase::ServedBy, 2_500),
@@ -162,7 +163,7 @@ fn a_drill_starts_at_its_decision_and_ignores_phases_of_other_pools_or_before_it
         &[
             probe("seoul", "s1", 100, ProbeReason::ConnectionRefused),
             decision(1_000, Rule::Drain, "seoul", "tokyo", None),
-            applied(900),
+            applied(900, "tokyo"),
             in_sync(1_100, "seoul"),
         ],
     );
@@ -188,7 +189,7 @@ fn a_newer_switch_supersedes_the_open_timeline() {
         &mut r,
         &[
             decision(1_000, Rule::Failover, "seoul", "tokyo", Some(900)),
-            applied(1_100),
+            applied(1_100, "tokyo"),
         ],
     );
     let updates = r.apply(&decision(2_000, Rule::Restore, "tokyo", "seoul", None));
@@ -337,4 +338,46 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     assert_eq!(line["result"], "complete");
     assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
     tasks.shutdown().await;
+}
+
+#[test]
+fn an_endpoint_failing_long_before_the_pool_went_down_does_not_start_the_timeline() {
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[
+            // s2 has been broken for ages; the pool stayed up on s1.
+            probe("seoul", "s2", 100, ProbeReason::ConnectionRefused),
+            probe("seoul", "s1", 4_900, ProbeReason::Ok),
+            probe("seoul", "s2", 4_900, ProbeReason::ConnectionRefused),
+            // Then s1 fails too: this is the failure that takes the pool down.
+            probe("seoul", "s1", 5_000, ProbeReason::Timeout),
+            probe("seoul", "s1", 5_200, ProbeReason::Timeout),
+            decision(5_600, Rule::Failover, "seoul", "tokyo", Some(5_400)),
+        ],
+    );
+    let t = &r.list(None, 1)[0];
+    assert_eq!(
+        t.phases.first_failed_probe,
+        Some(Millis(5_000)),
+        "the run that started after the pool's last success, not s2's stale one"
+    );
+}
+
+#[test]
+fn a_write_for_the_superseded_switch_is_not_the_new_ones_provider_accepted() {
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[
+            decision(1_000, Rule::Failover, "seoul", "tokyo", Some(900)),
+            // Back to seoul while the write for tokyo is still in flight at the provider.
+            decision(2_000, Rule::Restore, "tokyo", "seoul", None),
+            applied(2_100, "tokyo"),
+            applied(2_300, "seoul"),
+        ],
+    );
+    let t = &r.list(None, 1)[0];
+    assert_eq!(t.id, "api-2000");
+    assert_eq!(t.phases.provider_accepted, Some(Millis(2_300)));
 }
