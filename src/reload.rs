@@ -151,9 +151,16 @@ mod tests {
         // The operator reverts the file: the set in force is what the files hold again, so
         // the failure is over (the caller records a good load and the alert clears).
         std::fs::write(&file, POLICY).expect("write");
-        let set = r.check(Trigger::Poll).expect("loads").expect("the revert is reported");
+        let set = r
+            .check(Trigger::Poll)
+            .expect("loads")
+            .expect("the revert is reported");
         assert_eq!(set.len(), 1);
         r.settle(true);
-        assert_eq!(r.check(Trigger::Signal).expect("loads"), None, "unchanged now");
+        assert_eq!(
+            r.check(Trigger::Signal).expect("loads"),
+            None,
+            "unchanged now"
+        );
     }
 }
