@@ -144,7 +144,7 @@ async fn every_declared_metric_is_exported_after_one_probe_cycle() {
     }
     assert!(
         log.lines()
-            .any(|l| l.contains(r#""message":"gslb running""#)),
+            .any(|l| l.contains(r#""message":"gslb running"#)),
         "{log}"
     );
 }
