@@ -489,6 +489,11 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     };
     // The policies loaded (a failed load exits before here); reloads record theirs too.
     sinks.metrics.record_policy_load(true, unix_secs(&sinks));
+    // This vantage point is not suspect at start: its gauges read 0 before the engine's first
+    // tick after a probe result (which is when the engine first knows it).
+    sinks
+        .metrics
+        .record_vantage_points(&[(settings.vantage.clone(), None)]);
     match gslb::probe::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
