@@ -92,8 +92,9 @@ enum Command {
         #[arg(long, short, env = "GSLB_CONFIG")]
         config: PathBuf,
         /// Probe rounds the results are taken to hold for (default: the larger of each
-        /// policy's rise and fall).
-        #[arg(long)]
+        /// policy's rise and fall; at most 1000, ten times the largest rise or fall a policy
+        /// may set: every round of every endpoint is simulated in memory).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1000))]
         rounds: Option<u32>,
     },
     /// Run the whole loop on loopback with an in-process provider and print a drill report.

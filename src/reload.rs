@@ -74,15 +74,18 @@ impl Reloader {
         }
     }
 
-    /// Loads and validates the whole set when the files differ from the set in force
-    /// (`Ok(None)`: unchanged, nothing to do). Call [`Reloader::settle`] with the outcome.
+    /// Loads and validates the whole set when the files differ from the set in force, or are
+    /// back to it after a refused set (a revert ends the failure: the caller applies the
+    /// unchanged set and records a good load). `Ok(None)`: unchanged, nothing to do. Call
+    /// [`Reloader::settle`] with the outcome.
     ///
     /// # Errors
     /// Every problem of the new set, with file, key and reason.
     pub fn check(&mut self, trigger: Trigger) -> Result<Option<Vec<Policy>>, PolicyErrors> {
         let now = fingerprint(&self.paths);
         let retry = trigger == Trigger::Signal || self.failed != Some(now);
-        if now == self.applied || !retry {
+        let reverted = now == self.applied && self.failed.is_some();
+        if (now == self.applied && !reverted) || !retry {
             return Ok(None);
         }
         self.pending = Some(now);
@@ -133,5 +136,31 @@ mod tests {
         assert_eq!(set[0].thresholds.rise, 3);
         r.settle(true);
         assert_eq!(r.check(Trigger::Poll).expect("loads"), None, "applied");
+    }
+
+    #[test]
+    fn reverting_a_refused_set_to_the_set_in_force_clears_the_failure() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("api.toml");
+        std::fs::write(&file, POLICY).expect("write");
+        let mut r = Reloader::new(vec![dir.path().to_path_buf()]);
+        std::fs::write(&file, POLICY.replace("fall = ", "fall = -")).expect("write");
+        assert!(r.check(Trigger::Poll).is_err(), "a bad set is refused");
+        r.settle(false);
+
+        // The operator reverts the file: the set in force is what the files hold again, so
+        // the failure is over (the caller records a good load and the alert clears).
+        std::fs::write(&file, POLICY).expect("write");
+        let set = r
+            .check(Trigger::Poll)
+            .expect("loads")
+            .expect("the revert is reported");
+        assert_eq!(set.len(), 1);
+        r.settle(true);
+        assert_eq!(
+            r.check(Trigger::Signal).expect("loads"),
+            None,
+            "unchanged now"
+        );
     }
 }

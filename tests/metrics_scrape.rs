@@ -148,3 +148,34 @@ async fn every_declared_metric_is_exported_after_one_probe_cycle() {
         "{log}"
     );
 }
+
+/// This vantage point's suspect gauges read 0 from start, before any probe result (the engine
+/// knows a vantage point only from its first result): an alert on them sees the series at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vantage_suspect_gauges_read_zero_before_any_probe_result() {
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let ncp = Origin::start(loopback, "ncp").await.expect("ncp origin");
+    let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
+    // No probe result for the 5 s timeout.
+    ncp.set_mode(gslb::origin::Mode::Hang);
+    gcp.set_mode(gslb::origin::Mode::Hang);
+    let web = WebDaemon::start_with(
+        &fake,
+        [
+            &format!("http://{}/api/v1/health", ncp.addr()),
+            &format!("http://{}/api/v1/health", gcp.addr()),
+        ],
+        "[probe]\ninterval = \"10s\"\ntimeout = \"5s\"",
+        &format!("load_balancer = \"{}\"", ids::LB_NAME),
+        "",
+        &[],
+    );
+    let text = eventually(Duration::from_secs(4), || scrape(web.admin))
+        .await
+        .unwrap_or_else(|| panic!("no /metrics:\n{}", web.log()));
+    for reason in ["all_pools_down", "canaries_down", "prober_side_failures"] {
+        let series = format!("gslb_vantage_suspect{{reason=\"{reason}\",vantage=\"e2e\"}} 0");
+        assert!(text.contains(&series), "{series} missing:\n{text}");
+    }
+}

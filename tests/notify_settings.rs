@@ -120,6 +120,12 @@ fn webhook_urls_come_from_a_file_or_the_environment_and_never_show() {
         e.starts_with("notify.webhooks[0].url_file: cannot read "),
         "{e}"
     );
+    // As `gslb run` prints it (the error and its causes): the reason once, not twice.
+    let chain = format!(
+        "{:#}",
+        anyhow::Error::new(settings.notify.resolve(|_| None).expect_err("missing file"))
+    );
+    assert_eq!(chain.matches("No such file").count(), 1, "{chain}");
     std::fs::create_dir(dir.path().join("secrets")).expect("mkdir");
     std::fs::write(
         dir.path().join("secrets/slack-url"),

@@ -357,3 +357,19 @@ async fn plan_prints_the_switch_and_writes_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `--rounds` is bounded: the plan feeds the engine every round of every endpoint in memory, so
+/// a huge count must be refused as a bad argument (exit 2), not exhaust the machine's memory.
+#[test]
+fn plan_refuses_more_rounds_than_it_can_simulate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = gslb(
+        dir.path(),
+        &["plan", "--config", "gslb.toml", "--rounds", "100000000"],
+    )
+    .output()
+    .expect("gslb plan");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--rounds"), "{stderr}");
+}

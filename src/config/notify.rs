@@ -153,7 +153,7 @@ impl std::fmt::Debug for Webhook {
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookUrlError {
     /// `url_file` is unreadable.
-    #[error("notify.webhooks[{index}].url_file: cannot read {}: {source}", path.display())]
+    #[error("notify.webhooks[{index}].url_file: cannot read {}", path.display())]
     Unreadable {
         /// The entry.
         index: usize,

@@ -131,22 +131,40 @@ pub async fn run(job: Job, events: EventSender, clock: Clock) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !(dns_seen && served_seen) && Instant::now() < deadline {
         tick.tick().await;
-        let answer = if !dns_seen || same_host {
-            dns.lookup(&job.dns_name).await.ok()
-        } else {
-            None
+        let look = async {
+            let answer = if !dns_seen || same_host {
+                dns.lookup(&job.dns_name).await.ok()
+            } else {
+                None
+            };
+            let hit = match (dns_seen, &answer) {
+                (false, Some(ips)) if ips.iter().any(|ip| job.want.contains(ip)) => {
+                    let list: Vec<String> = ips.iter().map(ToString::to_string).collect();
+                    let detail = format!("{} {}", job.dns_name, list.join(" "));
+                    report(&events, &job, ObservedPhase::Dns, clock, detail);
+                    true
+                }
+                _ => false,
+            };
+            (answer, hit)
         };
-        if let (false, Some(ips)) = (dns_seen, &answer) {
-            if ips.iter().any(|ip| job.want.contains(ip)) {
-                let list: Vec<String> = ips.iter().map(ToString::to_string).collect();
-                let detail = format!("{} {}", job.dns_name, list.join(" "));
-                report(&events, &job, ObservedPhase::Dns, clock, detail);
-                dns_seen = true;
+        // A URL that does not go through the observed name need not wait for the look (a
+        // hanging nameserver would delay the served-by phase by its timeout).
+        let unpinned = async {
+            match (served_seen || same_host, &job.served_by) {
+                (false, Some(sb)) => served_by(&resolving, sb, &job.names)
+                    .await
+                    .map(|detail| report(&events, &job, ObservedPhase::ServedBy, clock, detail))
+                    .is_some(),
+                _ => false,
             }
-        }
-        if let (false, Some(sb)) = (served_seen, &job.served_by) {
+        };
+        let ((answer, dns_hit), served_hit) = tokio::join!(look, unpinned);
+        dns_seen |= dns_hit;
+        served_seen |= served_hit;
+        if let (false, true, Some(sb)) = (served_seen, same_host, &job.served_by) {
             // Port 0: the URL's port is used.
-            let pinned = answer.as_ref().filter(|_| same_host).and_then(|ips| {
+            let pinned = answer.as_ref().and_then(|ips| {
                 let addrs: Vec<SocketAddr> = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
                 client_builder(&job)
                     .resolve_to_addrs(&job.dns_name, &addrs)
