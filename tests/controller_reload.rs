@@ -37,22 +37,12 @@ timeout = "80ms"
 [health]
 fall = {fall}
 rise = 2
-[[pools]]
-name = "seoul"
-priority = 1
-endpoints = ["http://{seoul}/{service}"]
-[[pools]]
-name = "tokyo"
-priority = 2
-endpoints = ["http://{tokyo}/{service}"]
-[target.route53]
-hosted_zone_id = "ZTEST"
-ttl = "1s"
-[target.route53.pools.seoul]
-values = ["192.0.2.1"]
-[target.route53.pools.tokyo]
-values = ["192.0.2.2"]
-"#
+{pools}"#,
+        pools = support::policy::seoul_tokyo_route53(
+            &format!("http://{seoul}/{service}"),
+            &format!("http://{tokyo}/{service}"),
+            "ZTEST",
+        ),
     );
     policy::parse(Path::new("p.toml"), &text).expect("valid policy")
 }

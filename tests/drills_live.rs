@@ -3,6 +3,8 @@
 //! drill survives a restart, that the audit log holds every step, and that replaying the
 //! recording reproduces the live decisions exactly.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -46,27 +48,12 @@ timeout = "80ms"
 [health]
 fall = 2
 rise = 2
-
-[[pools]]
-name = "seoul"
-priority = 1
-endpoints = ["http://{seoul}/api/v1/health"]
-
-[[pools]]
-name = "tokyo"
-priority = 2
-endpoints = ["http://{tokyo}/api/v1/health"]
-
-[target.route53]
-hosted_zone_id = "ZTEST"
-ttl = "1s"
-
-[target.route53.pools.seoul]
-values = ["192.0.2.1"]
-
-[target.route53.pools.tokyo]
-values = ["192.0.2.2"]
-"#
+{pools}"#,
+        pools = support::policy::seoul_tokyo_route53(
+            &format!("http://{seoul}/api/v1/health"),
+            &format!("http://{tokyo}/api/v1/health"),
+            "ZTEST",
+        ),
     );
     policy::parse(Path::new("api.toml"), &text).expect("valid policy")
 }

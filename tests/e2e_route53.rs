@@ -47,24 +47,12 @@ body_contains = "ok"
 [health]
 fall = {FALL}
 rise = 2
-[[pools]]
-name = "seoul"
-priority = 1
-endpoints = ["http://{seoul}/api/v1/health"]
-[[pools]]
-name = "tokyo"
-priority = 2
-endpoints = ["http://{tokyo}/api/v1/health"]
-[target.route53]
-hosted_zone_id = "{zone_id}"
-ttl = "1s"
-[target.route53.pools.seoul]
-values = ["192.0.2.1"]
-[target.route53.pools.tokyo]
-values = ["192.0.2.2"]
-"#,
-        seoul = seoul.addr(),
-        tokyo = tokyo.addr(),
+{pools}"#,
+        pools = support::policy::seoul_tokyo_route53(
+            &format!("http://{}/api/v1/health", seoul.addr()),
+            &format!("http://{}/api/v1/health", tokyo.addr()),
+            &zone_id,
+        ),
     );
     std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
     let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));

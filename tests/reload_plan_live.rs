@@ -100,25 +100,12 @@ body_contains = "ok"
 [health]
 fall = {fall}
 rise = 2
-[[pools]]
-name = "seoul"
-priority = 1
-endpoints = ["http://{seoul}/api/v1/health"]
-[[pools]]
-name = "tokyo"
-priority = 2
-endpoints = ["http://{tokyo}/api/v1/health"]
-[target.route53]
-hosted_zone_id = "{zone}"
-ttl = "1s"
-[target.route53.pools.seoul]
-values = ["192.0.2.1"]
-[target.route53.pools.tokyo]
-values = ["192.0.2.2"]
-"#,
-            seoul = self.seoul.addr(),
-            tokyo = self.tokyo.addr(),
-            zone = self.zone,
+{pools}"#,
+            pools = support::policy::seoul_tokyo_route53(
+                &format!("http://{}/api/v1/health", self.seoul.addr()),
+                &format!("http://{}/api/v1/health", self.tokyo.addr()),
+                &self.zone,
+            ),
         );
         self.write_file(file, &text);
     }

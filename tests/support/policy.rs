@@ -34,3 +34,28 @@ pub fn edit(valid: &str, from: &str, to: &str) -> String {
     );
     valid.replacen(from, to, 1)
 }
+
+/// The pools and Route 53 target of a two-region test policy: `seoul` (priority 1) probed at
+/// `seoul`, `tokyo` (priority 2) at `tokyo` (whole endpoint URLs), failover records in zone
+/// `zone` with a 1 s TTL and values 192.0.2.1 / 192.0.2.2 (TEST-NET-1). Append it to the
+/// top-level keys, `[probe]` and `[health]`.
+pub fn seoul_tokyo_route53(seoul: &str, tokyo: &str, zone: &str) -> String {
+    format!(
+        r#"[[pools]]
+name = "seoul"
+priority = 1
+endpoints = ["{seoul}"]
+[[pools]]
+name = "tokyo"
+priority = 2
+endpoints = ["{tokyo}"]
+[target.route53]
+hosted_zone_id = "{zone}"
+ttl = "1s"
+[target.route53.pools.seoul]
+values = ["192.0.2.1"]
+[target.route53.pools.tokyo]
+values = ["192.0.2.2"]
+"#
+    )
+}
