@@ -724,16 +724,21 @@ mod recording_tests;
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn every_metric_registers_once() {
-        let m = super::Metrics::new();
-        let policy = crate::policy::parse(
+    /// The demo policy with placeholder origins.
+    fn demo_policy() -> crate::policy::Policy {
+        crate::policy::parse(
             std::path::Path::new("demo.toml"),
             &include_str!("demo_policy.toml")
                 .replace("{seoul}", "127.0.0.1:1")
                 .replace("{tokyo}", "127.0.0.1:2"),
         )
-        .expect("the demo policy is valid");
+        .expect("the demo policy is valid")
+    }
+
+    #[test]
+    fn every_metric_registers_once() {
+        let m = super::Metrics::new();
+        let policy = demo_policy();
         m.declare_service(&policy);
         assert!(m.render().contains("gslb_decisions_total"));
     }
@@ -743,13 +748,7 @@ mod tests {
         use crate::engine::{OverrideAction, OverrideId, OverrideRequest, Overrides};
         use crate::model::{Millis, PoolId};
         let m = super::Metrics::new();
-        let policy = crate::policy::parse(
-            std::path::Path::new("demo.toml"),
-            &include_str!("demo_policy.toml")
-                .replace("{seoul}", "127.0.0.1:1")
-                .replace("{tokyo}", "127.0.0.1:2"),
-        )
-        .expect("the demo policy is valid");
+        let policy = demo_policy();
         let mut overrides = Overrides::default();
         let req = OverrideRequest {
             id: OverrideId("d-1".into()),
@@ -823,13 +822,7 @@ mod tests {
             "{text}"
         );
 
-        let policy = crate::policy::parse(
-            std::path::Path::new("demo.toml"),
-            &include_str!("demo_policy.toml")
-                .replace("{seoul}", "127.0.0.1:1")
-                .replace("{tokyo}", "127.0.0.1:2"),
-        )
-        .expect("the demo policy is valid");
+        let policy = demo_policy();
         m.declare_service(&policy);
         let endpoint: EndpointId = policy.pools[0].endpoints[0].id.clone();
         let vantage = VantageId("here".into());

@@ -262,34 +262,32 @@ async fn reload_keeps_the_last_good_set_and_applies_changes() {
     );
 }
 
+/// Runs `gslb plan` in `dir`, expecting exit 0; its output.
+fn plan_ok(dir: &Path) -> String {
+    let out = gslb(dir, &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_prints_the_switch_and_writes_nothing() {
     let mut s = Setup::start().await;
     let (seoul_check, _) = verdict_check(&s.client, &s.zone, "seoul").await;
 
-    let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
-        .output()
-        .expect("plan");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = plan_ok(s.dir());
     assert!(text.contains("provider serves: seoul"), "{text}");
     assert!(text.contains("would change: no change"), "{text}");
 
     s.seoul.stop().await;
     let (_, writes0) = s.proxy.counts.get();
-    let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
-        .output()
-        .expect("plan");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = plan_ok(s.dir());
     assert!(text.contains("provider serves: seoul"), "{text}");
     assert!(text.contains("decision: failover -> tokyo"), "{text}");
     assert!(
