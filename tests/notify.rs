@@ -17,7 +17,9 @@ use gslb::events::{self, Event, EventSender};
 use gslb::journal::Journal;
 use gslb::metrics::Metrics;
 use gslb::model::{PoolId, ServiceId, VantageId};
+use gslb::notify::message::Notification;
 use gslb::origin::{Mode, Origin};
+use gslb::policy::Mode as PolicyMode;
 use gslb::probe::{DnsSettings, Prober};
 use gslb::reconcile::Sinks;
 use gslb::status::StatusBoard;
@@ -41,7 +43,12 @@ fn webhooks(toml_text: &str) -> Vec<Webhook> {
     settings.resolve(|_| None).expect("resolved")
 }
 
-fn start_sinks(webhooks: &[Webhook], events: &EventSender, metrics: &Metrics) -> JoinSet<()> {
+fn start_sinks(
+    webhooks: &[Webhook],
+    events: &EventSender,
+    metrics: &Metrics,
+    board: &Arc<StatusBoard>,
+) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     gslb::notify::spawn(
         &mut tasks,
@@ -50,6 +57,7 @@ fn start_sinks(webhooks: &[Webhook], events: &EventSender, metrics: &Metrics) ->
         metrics,
         Clock::system(),
         &VantageId("aws-ap-northeast-2".into()),
+        board,
     )
     .expect("sinks start");
     tasks
@@ -102,6 +110,7 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
         )),
         &events,
         &metrics,
+        &Arc::default(),
     );
     let (switch, hold, drill) = engine_events();
     let quiet = Decision {
@@ -130,8 +139,8 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
     // Generic JSON: the documented schema, every key present.
     let json = receiver.bodies("json");
     let keys = [
-        "version", "kind", "service", "at", "vantage", "summary", "rule", "from", "to", "reasons",
-        "drill",
+        "version", "kind", "service", "at", "vantage", "mode", "summary", "rule", "from", "to",
+        "reasons", "drill",
     ];
     for m in &json {
         let mut found: Vec<_> = m.as_object().expect("object").keys().cloned().collect();
@@ -142,9 +151,11 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
         assert_eq!(m["version"], 1);
         assert_eq!(m["service"], "api");
         assert_eq!(m["vantage"], "aws-ap-northeast-2");
+        assert_eq!(m["mode"], "enforce");
         assert!(m["at"].as_str().expect("at").ends_with('Z'), "{m}");
     }
     assert_eq!(json[0]["kind"], "switch");
+    assert_eq!(json[0]["summary"], "api: switched seoul → tokyo (failover)");
     assert_eq!(json[0]["rule"], "failover");
     assert_eq!(json[0]["from"], "seoul");
     assert_eq!(json[0]["to"], "tokyo");
@@ -215,6 +226,36 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
     }
 }
 
+/// A shadow instance writes nothing: its switch, hold and drill messages are sent, marked
+/// shadow in the JSON (`mode`), in the summary and in the Slack text and header.
+#[test]
+fn a_shadow_services_messages_say_it_would_switch() {
+    let (switch, hold, drill) = engine_events();
+    let vantage = VantageId("gcp-asia-northeast3".into());
+    let shadow = |_: &ServiceId| PolicyMode::Shadow;
+    let message = |e: &Event| Notification::from_event(e, &vantage, switch.at, shadow);
+    let n = message(&Event::Decision(switch.clone())).expect("a switch is sent");
+    let json = serde_json::to_value(&n).expect("json");
+    assert_eq!(json["mode"], "shadow");
+    assert_eq!(json["kind"], "switch");
+    assert_eq!(
+        json["summary"],
+        "[shadow] api: would switch seoul → tokyo (failover)"
+    );
+    let slack = gslb::notify::slack::payload(&n);
+    assert_eq!(
+        slack["text"],
+        "[shadow] api: would switch seoul → tokyo (failover)"
+    );
+    assert_eq!(slack["blocks"][0]["text"]["text"], "api switch (shadow)");
+    for e in [Event::Decision(hold), drill] {
+        let n = message(&e).expect("sent");
+        assert_eq!(n.mode, PolicyMode::Shadow);
+        assert!(n.summary.starts_with("[shadow] api: "), "{}", n.summary);
+        assert!(!n.summary.contains("switched"), "{}", n.summary);
+    }
+}
+
 fn live_policy(seoul: SocketAddr, tokyo: SocketAddr) -> gslb::policy::Policy {
     support::sim::policy(|s| {
         s.replace(SEOUL, &format!("http://{seoul}/api/v1/health"))
@@ -274,6 +315,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         )),
         &sinks.events,
         &sinks.metrics,
+        &sinks.board,
     );
     let controller = Controller::start(
         std::slice::from_ref(&policy),
@@ -476,6 +518,7 @@ async fn a_full_queue_drops_its_oldest_message_and_counts_it() {
         )),
         &events,
         &metrics,
+        &Arc::default(),
     );
     let (switch, hold, drill) = engine_events();
     events.send(drill).expect("sink listens");
