@@ -1,5 +1,5 @@
 //! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
-//! switch, a hold and a drill; a receiver that hangs and one that is down while the live
+//! switch, a hold and a drill (and marked shadow, live from a shadow instance); a receiver that hangs and one that is down while the live
 //! controller keeps deciding; the real daemon. Settings: `notify_settings.rs`.
 
 mod support;
@@ -285,6 +285,84 @@ async fn decision(
     tokio::time::timeout(DEADLINE, found)
         .await
         .expect("the decision in time")
+}
+
+/// The live path: a shadow instance's real failover reaches the receiver marked shadow (the
+/// mode read from the status board), while the provider keeps serving seoul and
+/// `gslb_switches_total` does not move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("origin");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("origin");
+    let mut policy = live_policy(seoul.addr(), tokyo.addr());
+    policy.mode = PolicyMode::Shadow;
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
+    let receiver = Receiver::start().await;
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(8192),
+        clock: Clock::system(),
+    };
+    let mut events = sinks.events.subscribe();
+    let mut tasks = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\nevents = [\"switch\"]\n",
+            receiver.url("hook")
+        )),
+        &sinks.events,
+        &sinks.metrics,
+        &sinks.board,
+    );
+    sinks.metrics.declare_service(&policy);
+    let controller = Controller::start(
+        std::slice::from_ref(&policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::new(None, None, None),
+        vec![],
+    );
+    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
+    controller
+        .attach(
+            &mut tasks,
+            &policy,
+            provider.clone(),
+            controller::binding(&policy, Duration::from_millis(200)),
+            &prober,
+            &VantageId("test".into()),
+        )
+        .expect("attach");
+    decision(&mut events, |d| d.rule == Rule::Stay).await;
+    seoul.set_mode(Mode::Status(503));
+    decision(&mut events, |d| d.rule == Rule::Failover).await;
+    let message = eventually(DEADLINE, || async {
+        receiver.bodies("hook").into_iter().next()
+    })
+    .await
+    .expect("the shadow switch is sent");
+    assert_eq!(message["mode"], "shadow", "{message}");
+    assert_eq!(
+        message["summary"],
+        "[shadow] api: would switch seoul → tokyo (failover)"
+    );
+    let priority = ["seoul".to_owned(), "tokyo".to_owned()];
+    assert_eq!(
+        provider.snapshot().active(&priority).map(String::as_str),
+        Some("seoul"),
+        "shadow mode writes nothing"
+    );
+    let text = sinks.metrics.render();
+    for line in [
+        r#"gslb_switches_total{kind="automatic",service="api"} 0"#,
+        r#"gslb_decisions_total{rule="failover",service="api"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
