@@ -1,6 +1,7 @@
 //! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
-//! switch, a hold and a drill (and marked shadow, live from a shadow instance); a receiver that hangs and one that is down while the live
-//! controller keeps deciding; the real daemon. Settings: `notify_settings.rs`.
+//! switch, a hold and a drill, and of a shadow instance's (marked shadow, also live); a receiver
+//! that hangs and one that is down while the live controller keeps deciding; the real daemon.
+//! Settings: `notify_settings.rs`.
 
 mod support;
 
