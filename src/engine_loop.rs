@@ -19,7 +19,7 @@ use crate::engine::{
 use crate::events::Event;
 use crate::journal::Journal;
 use crate::model::{EndpointId, Observation, PoolId, ServiceId, VantageId};
-use crate::policy::Policy;
+use crate::policy::{Mode, Policy};
 use crate::reconcile::Sinks;
 
 /// Buffered messages before probe loops wait for the engine loop.
@@ -373,7 +373,10 @@ fn publish(
         }
     }
     for (decision, changed) in &out.decisions {
-        sinks.metrics.record_decision(decision, *changed);
+        let mode = engine
+            .service(&decision.service)
+            .map_or(Mode::Enforce, |s| s.policy().mode);
+        sinks.metrics.record_decision(decision, *changed, mode);
         if let Some(s) = engine.service(&decision.service) {
             sinks
                 .board

@@ -520,6 +520,7 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
         &sinks.metrics,
         sinks.clock,
         &settings.vantage,
+        &sinks.board,
     )?;
     let state = StateFile::new(settings.state.overrides_file());
     let saved = state.load().map_err(bad_config)?;

@@ -17,7 +17,7 @@ use prometheus::{
 
 use crate::engine::{Decision, OverrideAction, Overrides, Rule, Suspicion};
 use crate::model::{EndpointId, Millis, Observation, VantageId, Verdict};
-use crate::policy::Policy;
+use crate::policy::{Mode, Policy};
 
 /// The metric set of one controller process.
 #[derive(Debug, Clone)]
@@ -411,8 +411,10 @@ impl Metrics {
     }
 
     /// Sets pool verdict and active pool gauges from a decision; when `counted` (the decision
-    /// changed), counts it by rule, and as a switch when it moved the serving pool.
-    pub fn record_decision(&self, d: &Decision, counted: bool) {
+    /// changed), counts it by rule, and as a switch when it moved the serving pool and `mode`
+    /// is `enforce`: a shadow service's switch is one gslb would make, not one that happened
+    /// (it shows in `gslb_decisions_total` and, as its plan, `gslb_shadow_plans_total`).
+    pub fn record_decision(&self, d: &Decision, counted: bool, mode: Mode) {
         let service = d.service.0.as_str();
         for (pool, v) in &d.pools {
             for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
@@ -441,7 +443,7 @@ impl Metrics {
             self.decisions_total
                 .with_label_values(&[service, d.rule.as_str()])
                 .inc();
-            if d.switched() {
+            if d.switched() && mode == Mode::Enforce {
                 self.switches_total
                     .with_label_values(&[service, switch_kind(d.rule)])
                     .inc();

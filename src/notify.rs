@@ -26,7 +26,8 @@ use crate::clock::Clock;
 use crate::config::{Webhook, WebhookFormat};
 use crate::events::{Event, EventSender};
 use crate::metrics::Metrics;
-use crate::model::VantageId;
+use crate::model::{ServiceId, VantageId};
+use crate::status::StatusBoard;
 use deliver::Deliverer;
 use message::Notification;
 
@@ -44,7 +45,9 @@ pub struct SinkError {
 }
 
 /// Starts every sink on `tasks`: each subscribes to `events` now, so it sees everything sent
-/// after this returns. Messages name `vantage`; drill changes are dated by `clock`.
+/// after this returns. Messages name `vantage`; drill changes are dated by `clock`; a
+/// service's `mode` is read from `board` (the engine loop updates it before it publishes a
+/// decision; `enforce` for a service it does not show yet).
 ///
 /// # Errors
 /// [`SinkError`] when a sink's HTTP client cannot be built; nothing is started then.
@@ -55,6 +58,7 @@ pub fn spawn(
     metrics: &Metrics,
     clock: Clock,
     vantage: &VantageId,
+    board: &Arc<StatusBoard>,
 ) -> Result<(), SinkError> {
     let deliverers = webhooks
         .iter()
@@ -79,6 +83,7 @@ pub fn spawn(
             metrics: metrics.clone(),
             clock,
             vantage: vantage.clone(),
+            board: board.clone(),
         };
         tasks.spawn(reader.run());
         tasks.spawn(async move {
@@ -110,6 +115,7 @@ struct Reader {
     metrics: Metrics,
     clock: Clock,
     vantage: VantageId,
+    board: Arc<StatusBoard>,
 }
 
 impl Reader {
@@ -132,7 +138,9 @@ impl Reader {
                     return;
                 }
             };
-            let Some(n) = Notification::from_event(&event, &self.vantage, self.clock.now()) else {
+            let mode = |s: &ServiceId| self.board.mode(s).unwrap_or_default();
+            let Some(n) = Notification::from_event(&event, &self.vantage, self.clock.now(), mode)
+            else {
                 continue;
             };
             if !self.sink.events.contains(&n.kind) {

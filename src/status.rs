@@ -242,6 +242,11 @@ impl StatusBoard {
         guard.insert(policy.service.clone(), ServiceStatus { apply, ..status });
     }
 
+    /// A service's `mode` as of its last status update; `None` before its first one.
+    pub fn mode(&self, service: &ServiceId) -> Option<Mode> {
+        read(&self.services).get(service).map(|s| s.mode)
+    }
+
     /// Drops a service and its recent probes (its policy was removed or changed by a reload).
     pub fn remove_service(&self, service: &ServiceId) {
         write(&self.services).remove(service);

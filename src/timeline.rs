@@ -26,6 +26,10 @@
 //! the same service closes the previous timeline (`superseded`; phases not seen stay empty);
 //! a timeline whose expected phases are all seen is `complete`; one still open when its
 //! observation window passes is `timed_out`. The last [`CAPACITY`] timelines are kept.
+//!
+//! A service in `mode = "shadow"` writes nothing, so its switch is one gslb would make: its
+//! timeline is kept, marked `mode: "shadow"`, and none of its phases is observed in
+//! `gslb_failover_phase_seconds` (no [`Update::Phase`]).
 
 pub mod observer;
 pub mod report;
@@ -39,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Decision;
 use crate::events::{Event, ObservedPhase};
 use crate::model::{EndpointId, Millis, PoolId, ServiceId, VantageId, Verdict};
+use crate::policy::Mode;
 
 pub use task::{TimelineStore, spawn};
 
@@ -199,6 +204,10 @@ pub struct Timeline {
     pub service: ServiceId,
     /// Automatic or drill.
     pub kind: SwitchKind,
+    /// The service's `mode` when it switched: in `shadow` the switch did not happen at the
+    /// provider (gslb would have made it), and its phases are not observed in the metrics.
+    #[serde(default)]
+    pub mode: Mode,
     /// The decision's rule, e.g. `failover`, `drain`.
     pub rule: String,
     /// The pool that served before.
@@ -267,7 +276,7 @@ impl Default for Expect {
 pub enum Update {
     /// A timeline opened (start its observers).
     Opened(Timeline),
-    /// A phase was recorded, `seconds` after the timeline's start.
+    /// A phase was recorded, `seconds` after the timeline's start (enforce mode only).
     Phase {
         /// The service.
         service: ServiceId,
@@ -457,6 +466,11 @@ impl Recorder {
             id: format!("{}-{}", d.service, d.at.0),
             service: d.service.clone(),
             kind,
+            mode: if expect.provider {
+                Mode::Enforce
+            } else {
+                Mode::Shadow
+            },
             rule: d.rule.as_str().to_owned(),
             from: d.previous.clone(),
             to: d.active.clone(),
@@ -466,7 +480,7 @@ impl Recorder {
             observed: BTreeMap::new(),
         };
         for phase in [Phase::MarkedDown, Phase::Decision] {
-            if let Some(s) = t.since_start(phase) {
+            if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {
                 out.push(Update::Phase {
                     service: t.service.clone(),
                     phase,
@@ -504,11 +518,13 @@ impl Recorder {
             return None;
         }
         *t.phases.slot_mut(phase) = Some(at);
-        out.push(Update::Phase {
-            service: service.clone(),
-            phase,
-            seconds: at.since(t.start()).as_secs_f64(),
-        });
+        if t.mode == Mode::Enforce {
+            out.push(Update::Phase {
+                service: service.clone(),
+                phase,
+                seconds: at.since(t.start()).as_secs_f64(),
+            });
+        }
         Some(t.id.clone())
     }
 

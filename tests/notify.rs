@@ -1,6 +1,7 @@
 //! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
-//! switch, a hold and a drill; a receiver that hangs and one that is down while the live
-//! controller keeps deciding; the real daemon. Settings: `notify_settings.rs`.
+//! switch, a hold and a drill, and of a shadow instance's (marked shadow, also live); a receiver
+//! that hangs and one that is down while the live controller keeps deciding; the real daemon.
+//! Settings: `notify_settings.rs`.
 
 mod support;
 
@@ -17,7 +18,9 @@ use gslb::events::{self, Event, EventSender};
 use gslb::journal::Journal;
 use gslb::metrics::Metrics;
 use gslb::model::{PoolId, ServiceId, VantageId};
+use gslb::notify::message::Notification;
 use gslb::origin::{Mode, Origin};
+use gslb::policy::Mode as PolicyMode;
 use gslb::probe::{DnsSettings, Prober};
 use gslb::reconcile::Sinks;
 use gslb::status::StatusBoard;
@@ -41,7 +44,12 @@ fn webhooks(toml_text: &str) -> Vec<Webhook> {
     settings.resolve(|_| None).expect("resolved")
 }
 
-fn start_sinks(webhooks: &[Webhook], events: &EventSender, metrics: &Metrics) -> JoinSet<()> {
+fn start_sinks(
+    webhooks: &[Webhook],
+    events: &EventSender,
+    metrics: &Metrics,
+    board: &Arc<StatusBoard>,
+) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     gslb::notify::spawn(
         &mut tasks,
@@ -50,6 +58,7 @@ fn start_sinks(webhooks: &[Webhook], events: &EventSender, metrics: &Metrics) ->
         metrics,
         Clock::system(),
         &VantageId("aws-ap-northeast-2".into()),
+        board,
     )
     .expect("sinks start");
     tasks
@@ -102,6 +111,7 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
         )),
         &events,
         &metrics,
+        &Arc::default(),
     );
     let (switch, hold, drill) = engine_events();
     let quiet = Decision {
@@ -130,8 +140,8 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
     // Generic JSON: the documented schema, every key present.
     let json = receiver.bodies("json");
     let keys = [
-        "version", "kind", "service", "at", "vantage", "summary", "rule", "from", "to", "reasons",
-        "drill",
+        "version", "kind", "service", "at", "vantage", "mode", "summary", "rule", "from", "to",
+        "reasons", "drill",
     ];
     for m in &json {
         let mut found: Vec<_> = m.as_object().expect("object").keys().cloned().collect();
@@ -142,9 +152,11 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
         assert_eq!(m["version"], 1);
         assert_eq!(m["service"], "api");
         assert_eq!(m["vantage"], "aws-ap-northeast-2");
+        assert_eq!(m["mode"], "enforce");
         assert!(m["at"].as_str().expect("at").ends_with('Z'), "{m}");
     }
     assert_eq!(json[0]["kind"], "switch");
+    assert_eq!(json[0]["summary"], "api: switched seoul → tokyo (failover)");
     assert_eq!(json[0]["rule"], "failover");
     assert_eq!(json[0]["from"], "seoul");
     assert_eq!(json[0]["to"], "tokyo");
@@ -215,6 +227,36 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
     }
 }
 
+/// A shadow instance writes nothing: its switch, hold and drill messages are sent, marked
+/// shadow in the JSON (`mode`), in the summary and in the Slack text and header.
+#[test]
+fn a_shadow_services_messages_say_it_would_switch() {
+    let (switch, hold, drill) = engine_events();
+    let vantage = VantageId("gcp-asia-northeast3".into());
+    let shadow = |_: &ServiceId| PolicyMode::Shadow;
+    let message = |e: &Event| Notification::from_event(e, &vantage, switch.at, shadow);
+    let n = message(&Event::Decision(switch.clone())).expect("a switch is sent");
+    let json = serde_json::to_value(&n).expect("json");
+    assert_eq!(json["mode"], "shadow");
+    assert_eq!(json["kind"], "switch");
+    assert_eq!(
+        json["summary"],
+        "[shadow] api: would switch seoul → tokyo (failover)"
+    );
+    let slack = gslb::notify::slack::payload(&n);
+    assert_eq!(
+        slack["text"],
+        "[shadow] api: would switch seoul → tokyo (failover)"
+    );
+    assert_eq!(slack["blocks"][0]["text"]["text"], "api switch (shadow)");
+    for e in [Event::Decision(hold), drill] {
+        let n = message(&e).expect("sent");
+        assert_eq!(n.mode, PolicyMode::Shadow);
+        assert!(n.summary.starts_with("[shadow] api: "), "{}", n.summary);
+        assert!(!n.summary.contains("switched"), "{}", n.summary);
+    }
+}
+
 fn live_policy(seoul: SocketAddr, tokyo: SocketAddr) -> gslb::policy::Policy {
     support::sim::policy(|s| {
         s.replace(SEOUL, &format!("http://{seoul}/api/v1/health"))
@@ -246,6 +288,84 @@ async fn decision(
         .expect("the decision in time")
 }
 
+/// The live path: a shadow instance's real failover reaches the receiver marked shadow (the
+/// mode read from the status board), while the provider keeps serving seoul and
+/// `gslb_switches_total` does not move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("origin");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("origin");
+    let mut policy = live_policy(seoul.addr(), tokyo.addr());
+    policy.mode = PolicyMode::Shadow;
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
+    let receiver = Receiver::start().await;
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(8192),
+        clock: Clock::system(),
+    };
+    let mut events = sinks.events.subscribe();
+    let mut tasks = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\nevents = [\"switch\"]\n",
+            receiver.url("hook")
+        )),
+        &sinks.events,
+        &sinks.metrics,
+        &sinks.board,
+    );
+    sinks.metrics.declare_service(&policy);
+    let controller = Controller::start(
+        std::slice::from_ref(&policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::new(None, None, None),
+        vec![],
+    );
+    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
+    controller
+        .attach(
+            &mut tasks,
+            &policy,
+            provider.clone(),
+            controller::binding(&policy, Duration::from_millis(200)),
+            &prober,
+            &VantageId("test".into()),
+        )
+        .expect("attach");
+    decision(&mut events, |d| d.rule == Rule::Stay).await;
+    seoul.set_mode(Mode::Status(503));
+    decision(&mut events, |d| d.rule == Rule::Failover).await;
+    let message = eventually(DEADLINE, || async {
+        receiver.bodies("hook").into_iter().next()
+    })
+    .await
+    .expect("the shadow switch is sent");
+    assert_eq!(message["mode"], "shadow", "{message}");
+    assert_eq!(
+        message["summary"],
+        "[shadow] api: would switch seoul → tokyo (failover)"
+    );
+    let priority = ["seoul".to_owned(), "tokyo".to_owned()];
+    assert_eq!(
+        provider.snapshot().active(&priority).map(String::as_str),
+        Some("seoul"),
+        "shadow mode writes nothing"
+    );
+    let text = sinks.metrics.render();
+    for line in [
+        r#"gslb_switches_total{kind="automatic",service="api"} 0"#,
+        r#"gslb_decisions_total{rule="failover",service="api"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -274,6 +394,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         )),
         &sinks.events,
         &sinks.metrics,
+        &sinks.board,
     );
     let controller = Controller::start(
         std::slice::from_ref(&policy),
@@ -476,6 +597,7 @@ async fn a_full_queue_drops_its_oldest_message_and_counts_it() {
         )),
         &events,
         &metrics,
+        &Arc::default(),
     );
     let (switch, hold, drill) = engine_events();
     events.send(drill).expect("sink listens");

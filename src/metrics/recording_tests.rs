@@ -9,6 +9,7 @@ use crate::engine::{Decision, Rule};
 use crate::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
 };
+use crate::policy::Mode;
 
 fn demo_policy() -> crate::policy::Policy {
     crate::policy::parse(
@@ -93,22 +94,55 @@ fn switches_are_counted_by_kind_and_only_when_they_move_traffic() {
         let line = format!(r#"gslb_switches_total{{kind="{kind}",service="demo-api"}} 0"#);
         assert!(text.contains(&line), "{line} missing from\n{text}");
     }
-    m.record_decision(&decision(Rule::Failover, "seoul", "tokyo"), true);
-    m.record_decision(&decision(Rule::Failback, "tokyo", "seoul"), true);
+    m.record_decision(
+        &decision(Rule::Failover, "seoul", "tokyo"),
+        true,
+        Mode::Enforce,
+    );
+    m.record_decision(
+        &decision(Rule::Failback, "tokyo", "seoul"),
+        true,
+        Mode::Enforce,
+    );
     // Republished unchanged: not a new switch.
-    m.record_decision(&decision(Rule::Failback, "tokyo", "seoul"), false);
+    m.record_decision(
+        &decision(Rule::Failback, "tokyo", "seoul"),
+        false,
+        Mode::Enforce,
+    );
     for rule in [Rule::Drain, Rule::Force, Rule::Restore] {
-        m.record_decision(&decision(rule, "seoul", "tokyo"), true);
+        m.record_decision(&decision(rule, "seoul", "tokyo"), true, Mode::Enforce);
     }
     // Not a switch: the serving pool stays.
-    m.record_decision(&decision(Rule::Stay, "seoul", "seoul"), true);
+    m.record_decision(&decision(Rule::Stay, "seoul", "seoul"), true, Mode::Enforce);
     let mut first = decision(Rule::ServePreferred, "seoul", "seoul");
     first.previous = None;
-    m.record_decision(&first, true);
+    m.record_decision(&first, true, Mode::Enforce);
     let text = m.render();
     for line in [
         r#"gslb_switches_total{kind="automatic",service="demo-api"} 2"#,
         r#"gslb_switches_total{kind="drill",service="demo-api"} 3"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+}
+
+#[test]
+fn a_shadow_services_switches_are_not_counted_as_switches() {
+    let m = Metrics::new();
+    m.declare_service(&demo_policy());
+    m.record_decision(
+        &decision(Rule::Failover, "seoul", "tokyo"),
+        true,
+        Mode::Shadow,
+    );
+    m.record_decision(&decision(Rule::Drain, "tokyo", "seoul"), true, Mode::Shadow);
+    let text = m.render();
+    for line in [
+        r#"gslb_switches_total{kind="automatic",service="demo-api"} 0"#,
+        r#"gslb_switches_total{kind="drill",service="demo-api"} 0"#,
+        // Still the engine's decisions.
+        r#"gslb_decisions_total{rule="failover",service="demo-api"} 1"#,
     ] {
         assert!(text.contains(line), "{line} missing from\n{text}");
     }

@@ -8,6 +8,10 @@
 //! automatic failback) are not sent: the switch that follows them is. Nor is `hold_unknown`
 //! (no fresh evidence for the serving pool): every start passes through it until the probes
 //! rise, and a prober that lost its network is `prober_suspect`, which is sent.
+//!
+//! A service in `mode = "shadow"` writes nothing: its messages are sent all the same, so its
+//! opinion can be compared with the writer's, but say so (`mode: "shadow"`, a summary starting
+//! `[shadow]`, and "would switch" for a switch).
 
 use serde::Serialize;
 
@@ -15,6 +19,7 @@ use crate::config::NotifyKind;
 use crate::engine::{Decision, Override, OverrideChange, Rule};
 use crate::events::Event;
 use crate::model::{Millis, PoolId, ServiceId, VantageId};
+use crate::policy::Mode;
 
 /// The version of the JSON message; bumped only on an incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -33,7 +38,10 @@ pub struct Notification {
     pub at: String,
     /// The vantage point (controller instance) that sends it.
     pub vantage: VantageId,
-    /// One line for humans.
+    /// The service's `mode` at this instance: `enforce`, or `shadow` when this instance only
+    /// records what it would write (a switch did not happen at the provider).
+    pub mode: Mode,
+    /// One line for humans; starts `[shadow] ` in shadow mode.
     pub summary: String,
     /// Switch and hold: the engine rule (`failover`, `drain`, `fail_static`, ...); drill: null.
     pub rule: Option<&'static str>,
@@ -83,21 +91,35 @@ pub fn is_notified_hold(rule: Rule) -> bool {
 
 impl Notification {
     /// The message for `event` sent by `vantage`, or `None` when people are not told about it.
-    /// `now` dates drill changes other than `added` (their event carries no time of its own).
-    pub fn from_event(event: &Event, vantage: &VantageId, now: Millis) -> Option<Self> {
-        match event {
-            Event::Decision(d) => Self::decision(d, vantage),
-            Event::Override(c) => Some(Self::drill(c, vantage, now)),
-            _ => None,
+    /// `now` dates drill changes other than `added` (their event carries no time of its own);
+    /// `mode` gives the `mode` of the event's service.
+    pub fn from_event(
+        event: &Event,
+        vantage: &VantageId,
+        now: Millis,
+        mode: impl Fn(&ServiceId) -> Mode,
+    ) -> Option<Self> {
+        let mut n = match event {
+            Event::Decision(d) => Self::decision(d, vantage, mode(&d.service))?,
+            Event::Override(c) => Self::drill(c, vantage, now, mode),
+            _ => return None,
+        };
+        if n.mode == Mode::Shadow {
+            n.summary = format!("[shadow] {}", n.summary);
         }
+        Some(n)
     }
 
-    fn decision(d: &Decision, vantage: &VantageId) -> Option<Self> {
+    fn decision(d: &Decision, vantage: &VantageId, mode: Mode) -> Option<Self> {
         let rule = d.rule.as_str();
         let (kind, from, to, summary) = if d.switched() {
             let (from, to) = (d.previous.clone(), d.active.clone());
+            let verb = match mode {
+                Mode::Enforce => "switched",
+                Mode::Shadow => "would switch",
+            };
             let summary = format!(
-                "{}: switched {} → {} ({rule})",
+                "{}: {verb} {} → {} ({rule})",
                 d.service,
                 name(from.as_ref()),
                 name(to.as_ref())
@@ -127,6 +149,7 @@ impl Notification {
             service: d.service.clone(),
             at: d.at.rfc3339(),
             vantage: vantage.clone(),
+            mode,
             summary,
             rule: Some(rule),
             from,
@@ -136,7 +159,12 @@ impl Notification {
         })
     }
 
-    fn drill(c: &OverrideChange, vantage: &VantageId, now: Millis) -> Self {
+    fn drill(
+        c: &OverrideChange,
+        vantage: &VantageId,
+        now: Millis,
+        mode: impl Fn(&ServiceId) -> Mode,
+    ) -> Self {
         let (change, o, ended_by, end_reason) = match c {
             OverrideChange::Added(o) => ("added", o, None, None),
             OverrideChange::Ended {
@@ -161,6 +189,7 @@ impl Notification {
             }
             .rfc3339(),
             vantage: vantage.clone(),
+            mode: mode(&o.service),
             summary,
             rule: None,
             from: None,

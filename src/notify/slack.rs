@@ -1,5 +1,6 @@
 //! A [`Notification`] as a Slack incoming-webhook message: `{"text": ..., "blocks": [...]}`
-//! (Block Kit: a header, a section of fields, the reasons, a context line).
+//! (Block Kit: a header, a section of fields, the reasons, a context line). A shadow-mode
+//! message's header ends `(shadow)` and its text is the `[shadow]` summary.
 //!
 //! Pure. Limits from Slack's Block Kit reference: header text at most 150 characters, a
 //! section's text at most 3000, a field at most 2000; `text` is the notification fallback.
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::message::Notification;
 use crate::config::NotifyKind;
+use crate::policy::Mode;
 
 const HEADER_MAX: usize = 150;
 const SECTION_MAX: usize = 3000;
@@ -47,8 +49,12 @@ pub fn payload(n: &Notification) -> Value {
             detail.push(format!("*Ended by {}:* {}", escape(by), escape(why)));
         }
     }
+    let shadow = match n.mode {
+        Mode::Enforce => "",
+        Mode::Shadow => " (shadow)",
+    };
     let mut blocks = vec![
-        json!({"type": "header", "text": {"type": "plain_text", "text": truncate(&format!("{} {}", n.service, n.kind.as_str()), HEADER_MAX)}}),
+        json!({"type": "header", "text": {"type": "plain_text", "text": truncate(&format!("{} {}{shadow}", n.service, n.kind.as_str()), HEADER_MAX)}}),
         json!({"type": "section", "text": {"type": "mrkdwn", "text": truncate(&format!("{icon} {}", escape(&n.summary)), SECTION_MAX)}, "fields": fields}),
     ];
     if !detail.is_empty() {

@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{Phase, Timeline};
+use crate::policy::Mode;
 
 /// The words for a phase in the report.
 pub fn phase_label(p: Phase) -> &'static str {
@@ -35,9 +36,14 @@ pub fn render(t: &Timeline) -> String {
         p.as_ref()
             .map_or_else(|| "-".to_owned(), ToString::to_string)
     };
+    // A shadow service's switch is one gslb would have made.
+    let shadow = match t.mode {
+        Mode::Enforce => "",
+        Mode::Shadow => ", shadow: not written",
+    };
     let _ = writeln!(
         s,
-        "{} {}: {} -> {} ({}, {}), {}",
+        "{} {}: {} -> {} ({}, {}{shadow}), {}",
         t.id,
         t.service,
         pool(&t.from),

@@ -156,6 +156,46 @@ fn an_automatic_failover_records_every_phase_in_order_and_completes() {
 }
 
 #[test]
+fn a_shadow_services_switch_is_marked_and_observes_no_phase_histogram() {
+    let mut r = Recorder::default();
+    r.expect(
+        "api".into(),
+        Expect {
+            provider: false,
+            dns: true,
+            ..Expect::default()
+        },
+    );
+    let updates = feed(
+        &mut r,
+        &[
+            probe("seoul", "s1", 1_000, ProbeReason::ConnectionRefused),
+            decision(1_600, Rule::Failover, "seoul", "tokyo", Some(1_400)),
+            // The writer's switch, seen by this instance's observer.
+            observed("api-1600", ObservedPhase::Dns, 2_000),
+        ],
+    );
+    let t = &r.list(None, 10)[0];
+    assert_eq!(t.mode, Mode::Shadow);
+    assert_eq!(t.status, Status::Complete);
+    assert_eq!(t.phases.marked_down, Some(Millis(1_400)));
+    assert_eq!(t.phases.dns_observed, Some(Millis(2_000)));
+    assert!(
+        !updates.iter().any(|u| matches!(u, Update::Phase { .. })),
+        "{updates:?}"
+    );
+    assert_eq!(
+        serde_json::to_value(t).expect("json")["mode"],
+        serde_json::json!("shadow")
+    );
+    assert!(
+        report::render(t).contains("(automatic, failover, shadow: not written)"),
+        "{}",
+        report::render(t)
+    );
+}
+
+#[test]
 fn a_drill_starts_at_its_decision_and_ignores_phases_of_other_pools_or_before_it() {
     let mut r = Recorder::default();
     feed(
