@@ -484,7 +484,7 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
-        events: gslb::events::channel(1024),
+        events: gslb::events::channel(gslb::events::CAPACITY),
         clock: gslb::clock::Clock::system(),
     };
     // The policies loaded (a failed load exits before here); reloads record theirs too.
