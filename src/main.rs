@@ -274,6 +274,9 @@ fn check(paths: &[PathBuf]) -> Result<(), Failure> {
         if let Some(w) = p.rto_warning() {
             println!("warning: {}: rto_budget: {w}", file.display());
         }
+        if let Some(w) = p.observe_warning() {
+            println!("warning: {}: observe: {w}", file.display());
+        }
     }
     Ok(())
 }

@@ -64,7 +64,7 @@ pub fn dns_values(policy: &Policy, pool: &PoolId) -> Option<Vec<IpAddr>> {
     let Target::Route53(t) = &policy.target else {
         return None;
     };
-    if t.record_type == "CNAME" {
+    if !policy.target.dns_names_the_pool() {
         return None;
     }
     let p = t.pools.iter().find(|p| &p.pool == pool)?;
