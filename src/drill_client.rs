@@ -172,7 +172,7 @@ pub async fn drill(args: DrillArgs) -> Result<String, ClientError> {
                     },
                 )
                 .await?;
-            return Ok(format!("ended {}\n", describe(&ended, now)));
+            return Ok(format!("{}\n", describe_ended(&ended)));
         }
     };
     let request = DrillRequest {
@@ -237,6 +237,15 @@ pub fn describe(o: &Override, now: Millis) -> String {
         expires_in(o, now),
         o.actor,
         o.reason
+    )
+}
+
+/// One line for a drill just ended: `ended d-5f3a9c1e drain api/seoul (started by alice:
+/// quarterly DR drill)`.
+pub fn describe_ended(o: &Override) -> String {
+    format!(
+        "ended {} {} {}/{} (started by {}: {})",
+        o.id, o.action, o.service, o.pool, o.actor, o.reason
     )
 }
 

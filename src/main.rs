@@ -274,6 +274,9 @@ fn check(paths: &[PathBuf]) -> Result<(), Failure> {
         if let Some(w) = p.rto_warning() {
             println!("warning: {}: rto_budget: {w}", file.display());
         }
+        if let Some(w) = p.observe_warning() {
+            println!("warning: {}: observe: {w}", file.display());
+        }
     }
     Ok(())
 }
@@ -484,7 +487,7 @@ async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
-        events: gslb::events::channel(1024),
+        events: gslb::events::channel(gslb::events::CAPACITY),
         clock: gslb::clock::Clock::system(),
     };
     // The policies loaded (a failed load exits before here); reloads record theirs too.

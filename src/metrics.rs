@@ -109,7 +109,8 @@ pub struct Metrics {
     /// `gslb_policy_reloads_total{result}`: reload attempts, `result` = `ok` or `error`.
     pub policy_reloads_total: IntCounterVec,
     /// `gslb_webhook_deliveries_total{sink,result}`: webhook attempts, `result` = `delivered`,
-    /// `retried`, `failed` (gave up) or `dropped` (queue full).
+    /// `retried`, `failed` (gave up), `dropped` (pushed out of a full queue) or `lagged`
+    /// (broadcast events the sink's reader missed, mostly probe results).
     pub webhook_deliveries_total: IntCounterVec,
     /// `gslb_build_info{version}`: always 1; the running version.
     pub build_info: GaugeVec,
@@ -366,7 +367,7 @@ impl Metrics {
             policy_reloads_total,
             webhook_deliveries_total: counter(
                 "gslb_webhook_deliveries_total",
-                "Webhook delivery attempts by sink and result (delivered, retried, failed, dropped).",
+                "Webhook delivery attempts by sink and result (delivered, retried, failed, dropped: pushed out of a full queue, lagged: events the reader missed).",
                 &["sink", "result"],
             ),
             build_info,

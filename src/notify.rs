@@ -6,11 +6,13 @@
 //! up with the broadcast. The deliverer sends queued messages one at a time, in order, with
 //! retries ([`deliver`]). The queue is bounded: when full, the oldest message is dropped and
 //! counted. Nothing here can delay a decision: the engine loop's `send` on the broadcast never
-//! waits on a listener (a listener that lags misses events, counted as dropped here).
+//! waits on a listener (a reader that lags misses events, counted as `lagged` here).
 //!
 //! Metrics: `gslb_webhook_deliveries_total{sink,result}`, `result` = `delivered`, `retried`
 //! (an attempt failed and will be retried), `failed` (attempts spent or not retryable),
-//! `dropped` (queue full, or events missed).
+//! `dropped` (a message pushed out of a full queue), `lagged` (broadcast events the reader
+//! missed by falling more than [`crate::events::CAPACITY`] behind: mostly probe results, which
+//! are never sent, but a missed switch is among them when one was).
 
 mod deliver;
 pub mod message;
@@ -32,7 +34,7 @@ use deliver::Deliverer;
 use message::Notification;
 
 /// The `result` label values, pre-created per sink so they read 0.
-pub const RESULTS: [&str; 4] = ["delivered", "retried", "failed", "dropped"];
+pub const RESULTS: [&str; 5] = ["delivered", "retried", "failed", "dropped", "lagged"];
 
 /// A sink's HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -125,11 +127,15 @@ impl Reader {
             .metrics
             .webhook_deliveries_total
             .with_label_values(&[&name, "dropped"]);
+        let lagged = self
+            .metrics
+            .webhook_deliveries_total
+            .with_label_values(&[&name, "lagged"]);
         loop {
             let event = match self.events.recv().await {
                 Ok(e) => e,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    dropped.inc_by(missed);
+                    lagged.inc_by(missed);
                     tracing::warn!(sink = %name, missed, "webhook sink fell behind the event stream; events missed");
                     continue;
                 }

@@ -104,6 +104,7 @@ fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
         "PoolFlapping",
         "FailoverHappened",
         "DecisionNotApplied",
+        "ProviderErrors",
         "ProviderWriteFight",
         "VelocityLimitHit",
         "AllPoolsDown",

@@ -643,7 +643,15 @@ async fn the_gslb_drill_command_drains_lists_and_ends() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("ended {id} drain")));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!("ended {id} drain api/seoul (started by frank: ")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("expires"),
+        "an ended drill does not expire: {stdout}"
+    );
 
     let out = gslb(common(&[
         "drill",
@@ -690,4 +698,38 @@ async fn gslb_run_refuses_a_non_loopback_admin_address_without_a_token() {
         stderr.contains("admin.listen: 0.0.0.0:0 is not a loopback address"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn gslb_events_refuses_limit_0_like_the_api_and_prints_the_api_json() {
+    let s = serve(Engine::Responder, None).await;
+    let a = call("GET", &format!("{}/v1/events?limit=0", s.url), None, None).await;
+    assert_eq!(a.status, 400, "{}", a.text);
+    assert!(a.text.contains("limit: must be at least 1"), "{}", a.text);
+    let a = call("GET", &format!("{}/v1/events?limit=1", s.url), None, None).await;
+    assert_eq!(
+        (a.status, a.body.clone()),
+        (200, json!({ "timelines": [] }))
+    );
+
+    let events = |extra: &[&str]| {
+        let mut v: Vec<String> = vec!["events".into(), "--admin".into(), s.url.clone()];
+        v.extend(extra.iter().map(|a| (*a).to_owned()));
+        v
+    };
+    let out = gslb(events(&["--limit", "0"])).await;
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'0' for '--limit <LIMIT>': must be at least 1"),
+        "{stderr}"
+    );
+    let out = gslb(events(&["--json"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(printed, a.body, "the API's answer, as it came");
 }

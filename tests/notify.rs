@@ -217,7 +217,7 @@ async fn a_switch_a_hold_and_a_drill_reach_the_receiver_as_json_and_as_slack() {
     assert_eq!(receiver.bodies("drills")[0]["kind"], "drill");
     assert_eq!(count(&metrics, "ops-json", "dropped"), 0);
     let rendered = metrics.render();
-    for r in ["delivered", "retried", "failed", "dropped"] {
+    for r in ["delivered", "retried", "failed", "dropped", "lagged"] {
         assert!(
             rendered.contains(&format!(
                 "gslb_webhook_deliveries_total{{result=\"{r}\",sink=\"ops-slack\"}}"
@@ -626,4 +626,43 @@ async fn a_full_queue_drops_its_oldest_message_and_counts_it() {
         .map(|m| m["kind"].clone())
         .collect();
     assert_eq!(kinds, ["drill", "hold"]);
+}
+
+/// A reader that falls behind the broadcast counts the events it missed as `lagged`, not as
+/// dropped messages, and still sends what it reads afterwards.
+#[tokio::test]
+async fn a_lagging_reader_counts_missed_events_as_lagged_not_dropped() {
+    let receiver = Receiver::start().await;
+    let events = events::channel(4);
+    let metrics = Metrics::new();
+    let _sinks = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\n",
+            receiver.url("hook")
+        )),
+        &events,
+        &metrics,
+    );
+    let (switch, _, _) = engine_events();
+    let quiet = Decision {
+        rule: Rule::Stay,
+        previous: None,
+        ..switch.clone()
+    };
+    // On this single-threaded runtime the reader has not run yet: 10 events, then the
+    // switch, overflow its 4 slots by 7.
+    for _ in 0..10 {
+        events
+            .send(Event::Decision(quiet.clone()))
+            .expect("sink listens");
+    }
+    events.send(Event::Decision(switch)).expect("sink listens");
+    eventually(DEADLINE, || async {
+        (count(&metrics, "ops", "delivered") == 1).then_some(())
+    })
+    .await
+    .expect("the switch read after the lag is delivered");
+    assert_eq!(count(&metrics, "ops", "lagged"), 7);
+    assert_eq!(count(&metrics, "ops", "dropped"), 0);
+    assert_eq!(receiver.bodies("hook").len(), 1);
 }

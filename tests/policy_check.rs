@@ -533,3 +533,37 @@ fn check_prints_the_worst_case_and_warns_past_the_rto_budget_with_apply_time() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("warning"), "{stdout}");
 }
+
+#[test]
+fn check_warns_when_observe_watches_nothing() {
+    let web = include_str!("../policies/web-ncp-gcp.toml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("web.toml");
+    let check = |text: String| {
+        std::fs::write(&file, text).expect("write");
+        let out = gslb().arg("check").arg(&file).output().expect("check");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "a warning is not an error: {stdout}");
+        stdout
+    };
+    // Cloudflare, no url: neither phase can be watched.
+    let stdout = check(format!("{web}\n[observe]\ninterval = \"5s\"\n"));
+    assert!(
+        stdout.contains(&format!(
+            "warning: {}: observe: watches nothing: no DNS phase (a proxied Cloudflare load balancer answers with Cloudflare's addresses) and no url",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    // With a url, the served-by phase runs.
+    let stdout = check(format!(
+        "{web}\n[observe]\nurl = \"https://web.example.com/\"\nserved_by_header = \"X-Served-By\"\n"
+    ));
+    assert!(!stdout.contains("warning"), "{stdout}");
+    // Route 53 A records without a url: the DNS phase runs.
+    let stdout = check(with(
+        "url = \"https://api.example.com/api/v1/health\"\nserved_by_header = \"X-Served-By\"",
+        "",
+    ));
+    assert!(!stdout.contains("warning"), "{stdout}");
+}

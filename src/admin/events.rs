@@ -1,7 +1,7 @@
 //! `GET /v1/events`: the failover timelines ([`crate::timeline`]), newest first.
 //!
-//! Query: `service` (only this service's), `limit` (default [`DEFAULT_LIMIT`], at most
-//! [`crate::timeline::CAPACITY`]). Answer: `{"timelines": [Timeline, ...]}`. Read-only and
+//! Query: `service` (only this service's), `limit` (default [`DEFAULT_LIMIT`], at least 1, at
+//! most [`crate::timeline::CAPACITY`]). Answer: `{"timelines": [Timeline, ...]}`. Read-only and
 //! open like `/v1/status`.
 
 use axum::Json;
@@ -24,7 +24,7 @@ pub struct EventsQuery {
     /// Only this service's timelines.
     #[serde(default)]
     pub service: Option<ServiceId>,
-    /// At most this many (capped at [`CAPACITY`]).
+    /// At most this many (at least 1; capped at [`CAPACITY`]).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -39,12 +39,20 @@ pub struct EventsResponse {
 /// `GET /v1/events`.
 ///
 /// # Errors
-/// `400 bad_request` for a query that does not parse (e.g. `limit=many`).
+/// `400 bad_request` for a query that does not parse (e.g. `limit=many`) or `limit=0` (which
+/// would answer nothing, as a mistake would).
 pub async fn list(
     State(s): State<AdminState>,
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Result<Json<EventsResponse>, ApiError> {
     let Query(q) = query?;
+    if q.limit == Some(0) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "bad_request",
+            "limit: must be at least 1",
+        ));
+    }
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT).min(CAPACITY);
     Ok(Json(EventsResponse {
         timelines: s.timelines.list(q.service.as_ref(), limit),

@@ -15,7 +15,6 @@ use crate::admin::events::EventsResponse;
 use crate::admin::{AdminToken, TokenError};
 use crate::engine::Override;
 use crate::model::ServiceId;
-use crate::timeline::Timeline;
 
 /// How long one request may take, connection included: 30 s (the server gives up on the
 /// engine loop after 10 s).
@@ -149,7 +148,7 @@ impl AdminClient {
         Ok(r.rearmed)
     }
 
-    /// `GET /v1/events`: failover timelines, newest first.
+    /// `GET /v1/events`: the answer, failover timelines newest first.
     ///
     /// # Errors
     /// As [`start`](Self::start).
@@ -157,7 +156,7 @@ impl AdminClient {
         &self,
         service: Option<&ServiceId>,
         limit: usize,
-    ) -> Result<Vec<Timeline>, ClientError> {
+    ) -> Result<EventsResponse, ClientError> {
         let mut url = self.url(&["v1", "events"]);
         {
             let mut q = url.query_pairs_mut();
@@ -166,10 +165,8 @@ impl AdminClient {
             }
             q.append_pair("limit", &limit.to_string());
         }
-        let r: EventsResponse = self
-            .call(self.http.get(url.clone()), &url, None::<&()>)
-            .await?;
-        Ok(r.timelines)
+        self.call(self.http.get(url.clone()), &url, None::<&()>)
+            .await
     }
 
     fn url(&self, segments: &[&str]) -> reqwest::Url {

@@ -90,10 +90,12 @@ pub struct ServedBy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServedByMarker {
     /// A response header (`served_by_header`, e.g. `X-Served-By` or `Via`): served by a pool
-    /// when its value contains the pool's `region` or name (case-insensitive).
+    /// when one of the words of its value (split at commas, semicolons and whitespace) is the
+    /// pool's `region` or name (case-insensitive): `seoul2` does not name `seoul`.
     Header(String),
-    /// A body marker (`served_by_body`, e.g. `region=`): the word after it is the serving
-    /// region, compared with the pool's `region` or name (case-insensitive). Only the first
+    /// A body marker (`served_by_body`, e.g. `region=`): found anywhere in the body (a
+    /// substring), the word after it (up to whitespace, a quote, `,`, `;`, `<` or `&`) is the
+    /// serving region, compared whole with the pool's `region` or name (case-insensitive). Only the first
     /// 64 KiB of the body are read.
     Body(String),
 }

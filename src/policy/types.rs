@@ -233,6 +233,14 @@ impl Target {
         }
     }
 
+    /// Whether a DNS answer for the public name tells which pool serves, so the failover
+    /// observer's DNS phase can run: Route 53 `A`/`AAAA` records (the pools' addresses). Not a
+    /// Route 53 CNAME (the answer names a host) nor Cloudflare (a proxied load balancer answers
+    /// with Cloudflare's addresses whichever pool serves).
+    pub fn dns_names_the_pool(&self) -> bool {
+        matches!(self, Self::Route53(r) if r.record_type != "CNAME")
+    }
+
     /// The TTL of the answers the target serves: the records' TTL (Route 53) or the load
     /// balancer's (Cloudflare).
     pub fn ttl(&self) -> Duration {
@@ -340,6 +348,25 @@ impl Policy {
                 humantime::format_duration(budget),
             )
         })
+    }
+
+    /// A warning when `[observe]` watches nothing: the DNS phase cannot run on this target
+    /// ([`Target::dns_names_the_pool`]) and there is no `url` for the served-by phase. `None`
+    /// without `[observe]` or when it has something to watch.
+    pub fn observe_warning(&self) -> Option<String> {
+        let observe = self.observe.as_ref()?;
+        if observe.served_by.is_some() || self.target.dns_names_the_pool() {
+            return None;
+        }
+        let why = match &self.target {
+            Target::Cloudflare(_) => {
+                "a proxied Cloudflare load balancer answers with Cloudflare's addresses"
+            }
+            Target::Route53(_) => "a CNAME answer names a host, not a pool",
+        };
+        Some(format!(
+            "watches nothing: no DNS phase ({why}) and no url; add url with served_by_header or served_by_body, or remove [observe]"
+        ))
     }
 }
 

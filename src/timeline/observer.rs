@@ -10,8 +10,9 @@
 //!   at once; pointed at a recursive resolver it sees what that resolver's clients see.
 //! - Served-by: `GET url`, its host resolved through the same resolver (to the same look's
 //!   answer when it is `dns_name`; a new connection each time, no proxy, redirects not
-//!   followed); any response whose `served_by_header` value
-//!   contains the new pool's `region` or name, or whose body names it after `served_by_body`.
+//!   followed); any response whose `served_by_header` value has the new pool's `region` or
+//!   name as one of its words ([`header_names`]), or whose body names it after
+//!   `served_by_body`.
 //!
 //! Observers never touch the engine or a provider; a slow or failing lookup only delays the
 //! observer itself.
@@ -63,7 +64,7 @@ pub fn dns_values(policy: &Policy, pool: &PoolId) -> Option<Vec<IpAddr>> {
     let Target::Route53(t) = &policy.target else {
         return None;
     };
-    if t.record_type == "CNAME" {
+    if !policy.target.dns_names_the_pool() {
         return None;
     }
     let p = t.pools.iter().find(|p| &p.pool == pool)?;
@@ -212,11 +213,7 @@ async fn served_by(client: &reqwest::Client, sb: &ServedBy, names: &[String]) ->
     match &sb.marker {
         ServedByMarker::Header(h) => {
             let value = response.headers().get(h.as_str())?.to_str().ok()?;
-            let lower = value.to_ascii_lowercase();
-            names
-                .iter()
-                .any(|n| lower.contains(n.as_str()))
-                .then(|| format!("{status} {h}: {value}"))
+            header_names(value, names).then(|| format!("{status} {h}: {value}"))
         }
         ServedByMarker::Body(marker) => {
             let mut body = Vec::new();
@@ -235,6 +232,16 @@ async fn served_by(client: &reqwest::Client, sb: &ServedBy, names: &[String]) ->
     }
 }
 
+/// Whether a served-by header `value` names one of `names` (lower-case): as a whole word, the
+/// value split at commas, semicolons and whitespace, compared case-insensitively. So
+/// `X-Served-By: tokyo` and `Via: 1.1 tokyo, 1.1 cdn` name `tokyo`; `seoul2` does not name
+/// `seoul`.
+pub fn header_names(value: &str, names: &[String]) -> bool {
+    value
+        .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .any(|word| names.iter().any(|n| word.eq_ignore_ascii_case(n)))
+}
+
 /// The word right after the first `marker` in `body` (up to whitespace, a quote, `,`, `;`,
 /// `<` or `&`).
 fn named_after(body: &str, marker: &str) -> Option<String> {
@@ -248,7 +255,24 @@ fn named_after(body: &str, marker: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::named_after;
+    use super::{header_names, named_after};
+
+    #[test]
+    fn a_header_names_a_pool_by_a_whole_word() {
+        let names = ["ap-northeast-2".to_owned(), "seoul".to_owned()];
+        for value in [
+            "seoul",
+            "SEOUL",
+            "ap-northeast-2",
+            "1.1 seoul, 1.1 cdn",
+            "x;Seoul",
+        ] {
+            assert!(header_names(value, &names), "{value}");
+        }
+        for value in ["seoul2", "cache-seoul", "ap-northeast-2b", "", "tokyo"] {
+            assert!(!header_names(value, &names), "{value}");
+        }
+    }
 
     #[test]
     fn the_word_after_the_marker_names_the_region() {
