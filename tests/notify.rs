@@ -642,6 +642,7 @@ async fn a_lagging_reader_counts_missed_events_as_lagged_not_dropped() {
         )),
         &events,
         &metrics,
+        &Arc::new(StatusBoard::default()),
     );
     let (switch, _, _) = engine_events();
     let quiet = Decision {
