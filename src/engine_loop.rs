@@ -20,7 +20,7 @@ use crate::events::Event;
 use crate::journal::Journal;
 use crate::model::{EndpointId, Observation, PoolId, ServiceId, VantageId};
 use crate::policy::{Mode, Policy};
-use crate::reconcile::Sinks;
+use crate::reconcile::{self, Sinks};
 
 /// Buffered messages before probe loops wait for the engine loop.
 pub const MESSAGE_BUFFER: usize = 4096;
@@ -390,7 +390,10 @@ fn publish(
             journal.decision(decision);
             let _ = sinks.events.send(Event::Decision(decision.clone()));
             if let Some(tx) = decisions.get(&decision.service) {
-                tx.send_replace(Some(decision.clone()));
+                let shadow = engine
+                    .service(&decision.service)
+                    .is_some_and(|s| s.policy().mode == crate::policy::Mode::Shadow);
+                reconcile::send(tx, decision, shadow, sinks);
             }
         }
     }
@@ -403,6 +406,10 @@ fn publish(
             engine.overrides(),
             step.at,
         );
+        // Here, not in the reconcilers: one blocked in a provider call cannot refresh it.
+        for s in engine.services() {
+            reconcile::record_unapplied_age(sinks, &s.policy().service);
+        }
     }
     saved
 }

@@ -250,11 +250,14 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
         }
         Command::Plan { config, rounds } => plan(&config, rounds).await,
         Command::Run { config, provision } => {
-            let (settings, policies) = load(&config)?;
+            // First, so a SIGHUP during start-up (provisioning included) queues a reload
+            // instead of ending the process.
+            let hangup = hangup_signal()?;
+            let (settings, policies, reloader) = load_tracked(&config)?;
             if provision {
                 provision_all(&settings, &policies).await?;
             }
-            run(settings, policies).await
+            run(settings, policies, reloader, hangup).await
         }
     }
 }
@@ -342,9 +345,19 @@ fn replay(
 }
 
 fn load(config: &std::path::Path) -> Result<(Settings, Vec<Policy>), Failure> {
+    load_tracked(config).map(|(settings, policies, _)| (settings, policies))
+}
+
+/// [`load`], with a reloader of the policy files fingerprinted just before they were read: a
+/// change from then on (during `run --provision` too) is a reload.
+fn load_tracked(
+    config: &std::path::Path,
+) -> Result<(Settings, Vec<Policy>, gslb::reload::Reloader), Failure> {
     let settings = Settings::load(config).map_err(bad_config)?;
+    let reloader = gslb::reload::Reloader::new(settings.policies.clone());
     let policies = policy::load(&settings.policies).map_err(bad_config)?;
-    Ok((settings, policies.into_iter().map(|(_, p)| p).collect()))
+    let policies = policies.into_iter().map(|(_, p)| p).collect();
+    Ok((settings, policies, reloader))
 }
 
 async fn route53(settings: &Settings, t: &gslb::policy::Route53Target) -> Route53Provider {
@@ -478,11 +491,14 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
     Ok(())
 }
 
-async fn run(settings: Settings, policies: Vec<Policy>) -> Result<(), Failure> {
-    // First, so a SIGHUP during start-up queues a reload instead of ending the process.
-    let mut hangup = hangup_signal()?;
-    // The files as loaded (a change from here on is a reload).
-    let mut reloader = gslb::reload::Reloader::new(settings.policies.clone());
+/// Runs the controller for `policies`; `reloader` tracks their files from when they were read
+/// and `hangup` is SIGHUP, both set up before provisioning (see `Command::Run`).
+async fn run(
+    settings: Settings,
+    policies: Vec<Policy>,
+    mut reloader: gslb::reload::Reloader,
+    mut hangup: tokio::sync::mpsc::Receiver<()>,
+) -> Result<(), Failure> {
     let token = settings.admin_auth().map_err(bad_config)?;
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),

@@ -29,10 +29,6 @@ pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
 /// buckets refill within seconds).
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
-/// How often `gslb_decision_unapplied_age_seconds` is refreshed while a decision waits
-/// between passes (a retry delay or a write-fight pause can last minutes): 1 s.
-pub const AGE_REFRESH: Duration = Duration::from_secs(1);
-
 /// What a reconciler steers: a service's pools as the provider names them.
 #[derive(Debug, Clone)]
 pub struct Binding {
@@ -133,13 +129,9 @@ enum Pass {
 
 /// Runs until the decision sender is dropped.
 ///
-/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`;
-/// `gslb_decision_unapplied_age_seconds{service}` is now minus the decision's time while the
-/// status says `pending`, or minus the status's `pending_since` when the provider had matched
-/// that decision before (a drift, or reads failing, counts from when it was found; refreshed
-/// every [`AGE_REFRESH`], so it keeps rising while the provider keeps failing), 0 otherwise
-/// (applied, not pushed, shadow mode). Every label set of the binding exists from the start
-/// ([`Metrics::declare_binding`]).
+/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`.
+/// Every label set of the binding exists from the start ([`Metrics::declare_binding`]). The
+/// status it keeps (`pending_since` included) is what [`record_unapplied_age`] reads.
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     binding: Binding,
@@ -176,22 +168,10 @@ pub async fn run<P: Provider>(
             &sinks,
             &mut fight,
             &mut announced,
+            &decisions,
         )
         .await;
         took.observe(started.elapsed().as_secs_f64());
-        let mut pending = None;
-        sinks.board.update_apply(&binding.service, |a| {
-            pending = (a.state == ApplyState::Pending).then_some(a.pending_since);
-        });
-        // Unapplied since the decision, or, for one the provider matched before, since it
-        // stopped matching (drift, or reads failing): an hour-old decision is not an hour
-        // unapplied.
-        let waiting_since = decision.as_ref().zip(pending).map(|(d, since)| {
-            match since.filter(|_| announced == Some(d.at)) {
-                Some(s) => s.max(d.at),
-                None => d.at,
-            }
-        });
         let wait = match passed {
             Pass::Settled => {
                 backoff.reset();
@@ -214,27 +194,66 @@ pub async fn run<P: Provider>(
         tokio::select! {
             changed = decisions.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(wait) => {}
-            () = unapplied_age(&sinks, &binding.service, waiting_since) => {}
         }
     }
 }
 
-/// Sets `gslb_decision_unapplied_age_seconds{service}`: now minus `since` every
-/// [`AGE_REFRESH`] while a decision made at `since` waits, or 0 once when none does. Never
-/// returns (it is raced against the reconciler's wait).
-async fn unapplied_age(sinks: &Sinks, service: &ServiceId, since: Option<Millis>) {
-    let gauge = sinks
+/// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and marks it
+/// decided but not applied from this moment: the status `pending` since the decision's time,
+/// `gslb_decision_applied{service}` 0. The reconciler may be inside a slow provider call and
+/// see the decision only when that call ends; until then the status must not say `applied`
+/// for an older decision. Not marked: a decision that pushes nothing (a hold: the status keeps
+/// what the reconciler last saw), shadow mode (`shadow`: nothing is ever applied; the
+/// reconciler reports `shadow` or `applied`), and a decision whose pool the provider already
+/// serves per the status (`applied` or `not_pushed` with that `observed_active`: the
+/// reconciler confirms or corrects it at its next read). The engine loop calls this.
+pub fn send(
+    tx: &watch::Sender<Option<Decision>>,
+    decision: &Decision,
+    shadow: bool,
+    sinks: &Sinks,
+) {
+    let wanted = decision.active.as_ref().filter(|_| decision.rule.pushes());
+    if let (false, Some(wanted)) = (shadow, wanted) {
+        let mut marked = false;
+        sinks.board.update_apply(&decision.service, |a| {
+            let served = matches!(a.state, ApplyState::Applied | ApplyState::NotPushed)
+                && a.observed_active.as_ref() == Some(wanted);
+            if !served {
+                a.state = ApplyState::Pending;
+                // Unapplied since the decision, not since an older one started waiting.
+                a.pending_since = Some(decision.at);
+                marked = true;
+            }
+        });
+        if marked {
+            sinks
+                .metrics
+                .decision_applied
+                .with_label_values(&[decision.service.0.as_str()])
+                .set(0.0);
+        }
+    }
+    tx.send_replace(Some(decision.clone()));
+}
+
+/// Sets `gslb_decision_unapplied_age_seconds{service}` from the status board: now minus
+/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow
+/// mode). `pending_since` is the decision's time when [`send`] marked it, or when the provider
+/// was found not matching a decision it had matched (a drift), or reads failing. The engine
+/// loop calls this at every tick, so the age keeps rising while the reconciler waits inside a
+/// provider call or between retries.
+pub fn record_unapplied_age(sinks: &Sinks, service: &ServiceId) {
+    let mut since = None;
+    sinks.board.update_apply(service, |a| {
+        since = a.pending_since.filter(|_| a.state == ApplyState::Pending);
+    });
+    let age = since.map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
+    sinks
         .metrics
         .decision_unapplied_age_seconds
-        .with_label_values(&[service.0.as_str()]);
-    let Some(since) = since else {
-        gauge.set(0.0);
-        return std::future::pending().await;
-    };
-    loop {
-        gauge.set(sinks.clock.now().since(since).as_secs_f64());
-        tokio::time::sleep(AGE_REFRESH).await;
-    }
+        .with_label_values(&[service.0.as_str()])
+        .set(age);
 }
 
 async fn pass<P: Provider>(
@@ -244,6 +263,7 @@ async fn pass<P: Provider>(
     sinks: &Sinks,
     fight: &mut FightGuard,
     announced: &mut Option<Millis>,
+    decisions: &watch::Receiver<Option<Decision>>,
 ) -> Pass {
     let name = provider.name();
     let service = &binding.service;
@@ -280,6 +300,15 @@ async fn pass<P: Provider>(
         }
     }
     let observed_active = binding.serving(&observed);
+    if decisions.has_changed().unwrap_or(false) {
+        // A newer decision came while this pass read (and shows `pending` since it was made,
+        // see [`send`]): this pass's verdict on the older one would hide it. The next pass,
+        // at once, judges the newer one.
+        sinks
+            .board
+            .update_apply(service, |a| a.observed_active = observed_active);
+        return Pass::Settled;
+    }
     let desired = match desired(binding, provider.style(), decision, &observed) {
         Ok(Some((desired, dropped))) => {
             keep_fallback_enabled(binding, dropped.as_ref(), sinks, name);

@@ -44,7 +44,10 @@ pub struct ApplyStatus {
     pub provider: String,
     /// The pool the provider serves, from the last successful observe.
     pub observed_active: Option<PoolId>,
-    /// Since when the state has been `pending`.
+    /// Since when the decision has waited while `pending`: its time when it was made
+    /// (the engine loop marks it, see `reconcile::send`), or when the provider was found not
+    /// matching it (a drift, failed reads, a refused plan). `gslb_decision_unapplied_age_seconds`
+    /// counts from it.
     pub pending_since: Option<Millis>,
     /// The last provider error, cleared on success.
     pub last_error: Option<String>,

@@ -27,6 +27,8 @@ struct Faulty {
     apply_faults: Mutex<VecDeque<ProviderError>>,
     always_fail: Option<ProviderError>,
     applies: Mutex<u32>,
+    /// How long each read takes (a provider that stopped answering, until its timeouts).
+    observe_delay: Mutex<Duration>,
 }
 
 impl Faulty {
@@ -39,6 +41,7 @@ impl Faulty {
             apply_faults: Mutex::new(faults.into()),
             always_fail,
             applies: Mutex::new(0),
+            observe_delay: Mutex::new(Duration::ZERO),
         }
     }
 
@@ -55,6 +58,8 @@ impl Provider for Faulty {
         FailoverStyle::Enablement
     }
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
+        let delay = *self.observe_delay.lock().expect("lock");
+        tokio::time::sleep(delay).await;
         self.inner.observe().await
     }
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
@@ -115,7 +120,9 @@ struct Harness {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Spawns the reconciler; it first runs when the test next yields.
+/// Spawns the reconciler, hands it `decision` as the engine loop does, and records the
+/// unapplied age every second as the engine loop's tick does; the reconciler first runs when
+/// the test next yields.
 fn start(provider: Faulty, decision: Decision) -> Harness {
     start_with(provider, decision, binding())
 }
@@ -124,8 +131,11 @@ fn start_with(provider: Faulty, decision: Decision, binding: Binding) -> Harness
     let provider = Arc::new(provider);
     let sinks = sinks();
     let events = sinks.events.subscribe();
-    let (decisions, rx) = watch::channel(Some(decision));
+    let (decisions, rx) = watch::channel(None);
+    let shadow = binding.shadow;
     let task = tokio::spawn(reconcile::run(provider.clone(), binding, rx, sinks.clone()));
+    reconcile::send(&decisions, &decision, shadow, &sinks);
+    support::reconcile::tick_unapplied_age(&sinks, "api");
     Harness {
         provider,
         sinks,
@@ -352,7 +362,7 @@ async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
     back.at = Millis(2_000);
     back.previous = Some(PoolId("tokyo".into()));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    h.decisions.send_replace(Some(back));
+    reconcile::send(&h.decisions, &back, false, &h.sinks);
     let seen = next_in_sync(&mut h.events, Duration::from_secs(5)).await;
     assert!(
         matches!(&seen, Some((at, p)) if at.0 >= 2_000 && p.0 == "seoul"),
@@ -394,4 +404,52 @@ async fn unapplied_age_counts_from_when_the_provider_stopped_matching_not_from_a
         seen <= 90.0,
         "unapplied for at most 90 s, not since the decision an hour ago: {seen} s"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
+    // Serving seoul and in sync with it.
+    let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
+    next_in_sync(&mut h.events, Duration::from_secs(5))
+        .await
+        .expect("in sync");
+    let labels = ["api"];
+    let age = h
+        .sinks
+        .metrics
+        .decision_unapplied_age_seconds
+        .with_label_values(&labels);
+    let applied = h.sinks.metrics.decision_applied.with_label_values(&labels);
+    // The provider stops answering: each read takes 40 s (a stopped emulator, three attempts
+    // of 10 s and more). The 60 s resync read starts and hangs; at 65 s a failover to tokyo
+    // is decided while that read is in flight.
+    *h.provider.observe_delay.lock().expect("lock") = Duration::from_secs(40);
+    let started = tokio::time::Instant::now();
+    tokio::time::sleep_until(started + Duration::from_secs(65)).await;
+    let mut failover = decision("tokyo", Rule::Failover);
+    failover.at = Millis(65_000);
+    reconcile::send(&h.decisions, &failover, false, &h.sinks);
+    // Decided but not applied from that moment, the age rising, through the end of the old
+    // read (100 s, which still finds seoul serving) and the new read that hangs until 140 s.
+    for at in [66, 90, 120, 135] {
+        tokio::time::sleep_until(started + Duration::from_secs(at)).await;
+        let status = state(&h.sinks);
+        assert_eq!(status.state, ApplyState::Pending, "at {at} s");
+        assert_eq!(status.pending_since, Some(Millis(65_000)), "at {at} s");
+        assert_eq!(status.observed_active, Some(PoolId("seoul".into())));
+        assert_eq!(applied.get(), 0.0, "at {at} s");
+        let (seen, waited) = (age.get(), (at - 65) as f64);
+        assert!(
+            (waited - 1.0..=waited).contains(&seen),
+            "age {seen} s at {at} s, decided at 65 s"
+        );
+    }
+    *h.provider.observe_delay.lock().expect("lock") = Duration::ZERO;
+    next_applied(&mut h.events).await;
+    tokio::time::sleep(Duration::from_secs(2)).await; // the read-back pass and a tick
+    let status = state(&h.sinks);
+    assert_eq!(status.state, ApplyState::Applied);
+    assert_eq!(status.observed_active, Some(PoolId("tokyo".into())));
+    assert_eq!(age.get(), 0.0, "applied: nothing waits");
+    assert_eq!(applied.get(), 1.0);
 }

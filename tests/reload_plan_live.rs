@@ -4,6 +4,8 @@
 //! - reload: a bad policy on SIGHUP keeps the last good set running
 //!   (`gslb_policy_reload_success 0`); a fixed, changed policy on SIGHUP applies without moving
 //!   traffic; a policy file added or removed without any signal is picked up by polling.
+//! - reload during `run --provision`: a policy edit and a SIGHUP while provisioning waits on
+//!   the provider are reloaded once the controller runs (the SIGHUP does not end the process).
 //! - plan: with the primary origin down, `gslb plan` prints the switch to the secondary with its
 //!   reasons and the exact write, and writes nothing; with all origins healthy, "no change".
 
@@ -274,6 +276,82 @@ fn plan_ok(dir: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     text
+}
+
+/// A TCP gate on 127.0.0.1 in front of `upstream` (`host:port`): it holds the first
+/// connection until `release` is sent, then pipes it and every later one through. `held`
+/// fires when the first connection arrives.
+async fn gate(
+    upstream: String,
+) -> (
+    String,
+    tokio::sync::oneshot::Receiver<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind gate");
+    let url = format!("http://{}", listener.local_addr().expect("gate addr"));
+    let (held_tx, held) = tokio::sync::oneshot::channel();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut gate = Some((held_tx, released));
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let first = gate.take();
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if let Some((held_tx, released)) = first {
+                    let _ = held_tx.send(());
+                    let _ = released.await;
+                }
+                if let Ok(mut out) = tokio::net::TcpStream::connect(&upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                }
+            });
+        }
+    });
+    (url, held, release)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_edit_and_sighup_during_provisioning_are_reloaded() {
+    let s = Setup::start().await;
+    // Provisioning's first call to Route 53 waits at the gate.
+    let upstream = s.proxy.url.trim_start_matches("http://").to_owned();
+    let (url, held, release) = gate(upstream).await;
+    let settings = std::fs::read_to_string(s.dir().join("gslb.toml")).expect("settings");
+    std::fs::write(
+        s.dir().join("gslb.toml"),
+        settings.replace(&s.proxy.url, &url),
+    )
+    .expect("settings");
+    let mut daemon = Daemon(
+        gslb(s.dir(), &["run", "--provision", "--config", "gslb.toml"])
+            .stderr(log_file(s.dir(), "provision-run.log"))
+            .spawn()
+            .expect("run"),
+    );
+    tokio::time::timeout(Duration::from_secs(15), held)
+        .await
+        .expect("provisioning reaches Route 53")
+        .expect("gate alive");
+    // While provisioning waits: the policy changes and an operator sends SIGHUP.
+    s.write_policy("api", "api", 4);
+    hangup(&daemon);
+    let _ = release.send(());
+    // The load at start, then the edit, reloaded (not taken as already in force).
+    s.metric(
+        "gslb_policy_reloads_total{result=\"ok\"} 2",
+        "provision-run.log",
+    )
+    .await;
+    s.metric("gslb_policy_reload_success 1", "provision-run.log")
+        .await;
+    assert!(
+        daemon.0.try_wait().expect("wait").is_none(),
+        "the SIGHUP ended the process:\n{}",
+        read_log(s.dir(), "provision-run.log")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

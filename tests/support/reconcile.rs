@@ -33,3 +33,16 @@ pub async fn next_applied(rx: &mut tokio::sync::broadcast::Receiver<Event>) {
         }
     }
 }
+
+/// Stands in for the engine loop's tick ([`gslb::controller::MAX_TICK`], 1 s): records
+/// `gslb_decision_unapplied_age_seconds` of `service` from the status board, forever.
+pub fn tick_unapplied_age(sinks: &Sinks, service: &str) {
+    let (sinks, service) = (sinks.clone(), gslb::model::ServiceId(service.into()));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(gslb::controller::MAX_TICK);
+        loop {
+            tick.tick().await;
+            gslb::reconcile::record_unapplied_age(&sinks, &service);
+        }
+    });
+}
