@@ -278,12 +278,16 @@ impl Controller {
                 },
             )));
         }
-        handles.push(lock(&self.adoptions).spawn(adopt(
+        let mut adoptions = lock(&self.adoptions);
+        // Reap finished reads, so reloads do not pile them up.
+        while adoptions.try_join_next().is_some() {}
+        handles.push(adoptions.spawn(adopt(
             provider.clone(),
             binding.clone(),
             self.messages.clone(),
             self.sinks.clone(),
         )));
+        drop(adoptions);
         let decisions = lock(&self.decisions).get(&policy.service).cloned();
         let Some(decisions) = decisions else {
             lock(&self.services).insert(policy.service.clone(), handles);

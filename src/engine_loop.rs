@@ -390,10 +390,7 @@ fn publish(
             journal.decision(decision);
             let _ = sinks.events.send(Event::Decision(decision.clone()));
             if let Some(tx) = decisions.get(&decision.service) {
-                let shadow = engine
-                    .service(&decision.service)
-                    .is_some_and(|s| s.policy().mode == crate::policy::Mode::Shadow);
-                reconcile::send(tx, decision, shadow, sinks);
+                reconcile::send(tx, decision, mode == Mode::Shadow, sinks);
             }
         }
     }
