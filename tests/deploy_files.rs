@@ -1,8 +1,8 @@
 //! The deployment files under `deploy/` and the Dockerfile: the alert rules pass `promtool check
 //! rules` and their unit tests, every alert has a firing and a non-firing case, every metric the
 //! rules and the Grafana dashboard read is declared in `gslb::metrics`, the dashboard's queries
-//! parse, the Kubernetes manifests pass a schema check, their settings and policies load, and
-//! the Dockerfile passes hadolint.
+//! parse, the Kubernetes manifests pass a schema check, their settings and policies load, their
+//! containers run a `gslb run` command line gslb accepts, and the Dockerfile passes hadolint.
 //!
 //! The tools come from `.ci/install-tools.sh` (promtool on PATH; kubernetes-validate and
 //! hadolint in the virtualenv). A missing tool skips its test with a message, except under
@@ -346,6 +346,50 @@ fn config_maps_hold_valid_settings_and_the_repository_policies() {
         policies.len(),
         "every service has one writer"
     );
+}
+
+/// The JSON array after `key` on the first line of `text` that starts (trimmed) with it, e.g.
+/// `ENTRYPOINT ["gslb", "run"]` or `args: ["run"]`.
+fn json_list_after(text: &str, key: &str) -> Option<Vec<String>> {
+    let line = text.lines().map(str::trim).find(|l| l.starts_with(key))?;
+    let list = line[key.len()..].trim();
+    Some(
+        serde_json::from_str(list)
+            .unwrap_or_else(|e| panic!("{key} is not a flow-style list ({e}): {line}")),
+    )
+}
+
+/// The command line each Deployment's container runs (the image's ENTRYPOINT, or the
+/// container's `command`, followed by its `args`) is `gslb run` with arguments gslb accepts.
+#[test]
+fn the_kubernetes_containers_run_a_command_line_gslb_accepts() {
+    let dockerfile = read("Dockerfile");
+    let entrypoint = json_list_after(&dockerfile, "ENTRYPOINT").expect("an ENTRYPOINT");
+    assert!(
+        !dockerfile.lines().any(|l| l.starts_with("CMD")),
+        "a CMD is replaced by a container's args: keep the command line in ENTRYPOINT"
+    );
+    for cloud in CLOUDS {
+        let manifest = read(&format!("deploy/kubernetes/{cloud}/gslb.yaml"));
+        let mut argv = json_list_after(&manifest, "command:").unwrap_or_else(|| entrypoint.clone());
+        argv.extend(json_list_after(&manifest, "args:").unwrap_or_default());
+        assert_eq!(
+            argv.get(..2),
+            Some(&["gslb".to_owned(), "run".to_owned()][..]),
+            "{cloud}: {argv:?}"
+        );
+        // `--help` parses the rest of the command line without starting anything.
+        let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+            .args(&argv[1..])
+            .arg("--help")
+            .output()
+            .expect("runs gslb");
+        assert!(
+            out.status.success(),
+            "{cloud}: {argv:?} is refused: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]
