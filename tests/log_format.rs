@@ -1,6 +1,7 @@
 //! Log format on stderr: human-readable text by default, one JSON object per line with
 //! `GSLB_LOG_FORMAT=json` or `--log-format json` (the fatal error included), and a clear
-//! refusal of any other value. `GSLB_LOG_FORMAT` is not read as a settings key.
+//! refusal of any other value. `GSLB_LOG_FORMAT` is not read as a settings key. The level and
+//! filter come from `GSLB_LOG`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -113,4 +114,33 @@ fn an_unknown_format_is_refused_naming_the_variable() {
         "{stderr}"
     );
     assert!(stderr.contains("`text` or `json`"), "{stderr}");
+}
+
+#[test]
+fn the_level_comes_from_gslb_log_and_a_bad_filter_is_named() {
+    let dir = bad_setup();
+    let run = |filter: &str| {
+        gslb()
+            .args(["--log-format", "json", "run", "--config", "gslb.toml"])
+            .current_dir(dir.path())
+            .env("GSLB_LOG", filter)
+            .output()
+            .expect("gslb run")
+    };
+    // `off`: not even the fatal error is logged (the exit code still says it).
+    let out = run("off");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A filter that does not parse: warned about, naming the variable, then the default level.
+    let lines = json_lines(&run("[[bad"));
+    assert_eq!(lines[0]["level"], "WARN", "{}", lines[0]);
+    assert_eq!(lines[0]["fields"]["GSLB_LOG"], "[[bad", "{}", lines[0]);
+    let last = lines.last().expect("a line");
+    assert_eq!(last["level"], "ERROR", "{last}");
+    assert_eq!(last["fields"]["exit_code"], 2, "{last}");
 }
