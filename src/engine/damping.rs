@@ -183,6 +183,21 @@ mod tests {
         assert!(!h.flapping());
     }
 
+    /// The engine side of the PoolFlapping alert's non-firing case: one clean failure (up,
+    /// then down for good) and its later recovery are one transition each, at most
+    /// 1.2 / 20 = 6 % apiece, far below `high`.
+    #[test]
+    fn a_single_clean_failure_and_recovery_do_not_flap() {
+        let mut h = FlapHistory::default();
+        for (up, n) in [(true, FLAP_WINDOW), (false, FLAP_WINDOW), (true, 3)] {
+            for _ in 0..n {
+                h.record(up, &F);
+                assert!(!h.flapping(), "{}", h.percent());
+            }
+        }
+        assert!(h.percent() > 0.0 && h.percent() <= 12.0, "{}", h.percent());
+    }
+
     #[test]
     fn recent_changes_weigh_more_and_hysteresis_holds() {
         let mut old = FlapHistory::default();
