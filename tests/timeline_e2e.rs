@@ -214,6 +214,7 @@ served_by_header = "X-Served-By"
         "provider in sync",
         "first response served by the new pool (200 X-Served-By: ap-northeast-1)",
         "detection time",
+        "decision time",
         "apply time",
         "DNS-observed time",
         "read RTO",
@@ -222,6 +223,24 @@ served_by_header = "X-Served-By"
             .find(line)
             .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{report}"));
         from += at + line.len();
+    }
+    // Every figure of the DR report is measured (none is `-`).
+    for name in [
+        "detection time",
+        "decision time",
+        "apply time",
+        "in sync time",
+        "DNS-observed time",
+        "read RTO",
+    ] {
+        let row = report
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{report}"));
+        assert!(
+            row.contains(" ms  ("),
+            "{name} not measured: {row}\n{report}"
+        );
     }
 
     let bad = reqwest::get(format!("http://{admin}/v1/events?limit=many"))
