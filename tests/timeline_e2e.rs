@@ -3,9 +3,10 @@
 //! The real `gslb` binary (`provision`, then `run`) steers a moto Route 53 failover pair for
 //! `api.example.test`, whose pools are two loopback origins on the same port, 127.0.0.2
 //! (seoul) and 127.0.0.3 (tokyo), answering `X-Served-By: <region>`. The test's own
-//! authoritative DNS server answers `api.example.test` with seoul's address, and switches to
-//! tokyo's once Route 53 (moto) serves the change and gslb has read it back in sync, standing
-//! in for Route 53's propagation. The policy's `[observe]` resolves the name through that
+//! authoritative DNS server (hickory-server, zone `example.test.`, TTL 1 s) answers
+//! `api.example.test` with seoul's address, and switches the A record to tokyo's once Route 53
+//! (moto) serves the change and gslb has read it back in sync, standing in for Route 53's
+//! propagation. The policy's `[observe]` resolves the name through that
 //! server and requests `http://api.example.test:<port>/` like a client.
 //!
 //! Stopping seoul must produce a timeline, at `GET /v1/events` and in `gslb events`, with all
@@ -18,8 +19,8 @@ use std::time::Duration;
 
 use gslb::origin::Origin;
 use serde_json::Value;
+use support::authoritative::Authoritative;
 use support::daemon::{Daemon, free_port, log_file, read_log, status};
-use support::dns::FakeDns;
 use support::emulators::{Emulator, Kind};
 use support::eventually;
 use support::route53::{create_zone, gslb, sdk, verdict_check};
@@ -57,7 +58,7 @@ async fn a_failover_timeline_has_every_phase_in_order() {
     let _tokyo = Origin::start(SocketAddr::from((TOKYO, port)), "ap-northeast-1")
         .await
         .expect("tokyo origin on the same port");
-    let dns = FakeDns::start_with("api.example.test", 1, SEOUL).await;
+    let dns = Authoritative::start("example.test.", "api.example.test.", 1, SEOUL).await;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = format!(
@@ -144,7 +145,7 @@ served_by_header = "X-Served-By"
     })
     .await
     .unwrap_or_else(|| panic!("no timeline in sync:\n{}", log()));
-    dns.set_address(TOKYO);
+    dns.set_address(TOKYO).await;
 
     let complete = eventually(Duration::from_secs(20), || async {
         newest_timeline(admin)

@@ -1,6 +1,6 @@
-//! The failover observer alone against real local servers: the test's DNS server answers the
-//! public name with the new pool's address, an origin answers with its region in the body, and
-//! the observer reports both phases (the body-marker variant of the served-by probe).
+//! The failover observer alone against real local servers: the test's authoritative DNS
+//! server (hickory-server) answers the public name with the new pool's address, an origin
+//! answers with its region in the body, and the observer reports both phases (the body-marker variant of the served-by probe).
 
 mod support;
 
@@ -13,7 +13,7 @@ use gslb::origin::Origin;
 use gslb::policy::{ServedBy, ServedByMarker};
 use gslb::probe::DnsSettings;
 use gslb::timeline::observer::{Job, run};
-use support::dns::FakeDns;
+use support::authoritative::Authoritative;
 
 const NEW_POOL: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
 
@@ -22,7 +22,7 @@ async fn the_observer_reports_the_dns_answer_and_the_region_named_in_the_body() 
     let origin = Origin::start(SocketAddr::from((NEW_POOL, 0)), "ap-northeast-1")
         .await
         .expect("origin");
-    let dns = FakeDns::start_with("api.example.test", 1, NEW_POOL).await;
+    let dns = Authoritative::start("example.test.", "api.example.test.", 1, NEW_POOL).await;
     let events = events::channel(16);
     let mut rx = events.subscribe();
     let job = Job {

@@ -1,11 +1,10 @@
-//! A minimal authoritative DNS server on 127.0.0.1 (UDP): `A <name>` is one IPv4 address
-//! (127.0.0.1 unless started with another, switchable while running with
-//! [`FakeDns::set_address`]) with a chosen TTL; everything else is NXDOMAIN. Counts the A
-//! queries it answers.
+//! A minimal hand-written DNS responder on 127.0.0.1 (UDP): `A <name>` is 127.0.0.1 with a
+//! chosen TTL; everything else is NXDOMAIN. Counts the A queries it answers. (A real
+//! authoritative server with a switchable record is [`super::authoritative`].)
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::net::UdpSocket;
 
@@ -14,23 +13,15 @@ pub struct FakeDns {
     /// Where it listens.
     pub addr: SocketAddr,
     a_queries: Arc<AtomicUsize>,
-    address: Arc<AtomicU32>,
 }
 
 impl FakeDns {
     /// Serves `A name` (lower case, no trailing dot) as 127.0.0.1 with `ttl` seconds.
     pub async fn start(name: &str, ttl: u32) -> FakeDns {
-        Self::start_with(name, ttl, Ipv4Addr::LOCALHOST).await
-    }
-
-    /// Serves `A name` as `address` with `ttl` seconds.
-    pub async fn start_with(name: &str, ttl: u32, address: Ipv4Addr) -> FakeDns {
         let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let addr = socket.local_addr().unwrap();
         let a_queries = Arc::new(AtomicUsize::new(0));
         let counter = a_queries.clone();
-        let address = Arc::new(AtomicU32::new(address.into()));
-        let current = address.clone();
         let name = name.to_owned();
         tokio::spawn(async move {
             let mut buf = [0u8; 1500];
@@ -38,8 +29,7 @@ impl FakeDns {
                 let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
                     return;
                 };
-                let ip = Ipv4Addr::from(current.load(Ordering::SeqCst));
-                if let Some((answer, is_a)) = answer(&buf[..n], &name, ttl, ip) {
+                if let Some((answer, is_a)) = answer(&buf[..n], &name, ttl, Ipv4Addr::LOCALHOST) {
                     if is_a {
                         counter.fetch_add(1, Ordering::SeqCst);
                     }
@@ -47,16 +37,7 @@ impl FakeDns {
                 }
             }
         });
-        FakeDns {
-            addr,
-            a_queries,
-            address,
-        }
-    }
-
-    /// Answers `address` from now on (what a resolver sees once a change has propagated).
-    pub fn set_address(&self, address: Ipv4Addr) {
-        self.address.store(address.into(), Ordering::SeqCst);
+        FakeDns { addr, a_queries }
     }
 
     /// A queries answered so far.

@@ -1,9 +1,10 @@
 //! Shared helpers for integration tests: real emulators (and Route 53 helpers), a counting
-//! proxy, a fake DNS server with a switchable answer, an HTTPS origin, a webhook receiver, and
-//! waiting on a condition with a deadline. Each test binary uses a subset, hence the
+//! proxy, a fake DNS server, a real authoritative DNS server with a switchable A record, an
+//! HTTPS origin, a webhook receiver, and waiting on a condition with a deadline. Each test binary uses a subset, hence the
 //! dead-code allowance.
 #![allow(dead_code)]
 
+pub mod authoritative;
 pub mod cloudflare;
 pub mod daemon;
 pub mod dns;
