@@ -566,8 +566,7 @@ async fn run(
     );
     // Subscribed before any service is attached, so no switch is missed; a reload replaces
     // the policy set it reads.
-    let timelines = gslb::timeline::spawn(
-        &mut tasks,
+    let (timelines, timeline_task) = gslb::timeline::spawn(
         &sinks,
         Some(timeline_audit),
         settings.dns.clone(),
@@ -635,6 +634,8 @@ async fn run(
         reload(&mut reloader, trigger, ctx, &mut tasks).await;
     };
     controller.stop(&mut tasks).await;
+    // After the engine's last events: open timelines are audited as interrupted.
+    timeline_task.stop().await;
     outcome
 }
 

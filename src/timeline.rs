@@ -35,7 +35,7 @@ pub mod observer;
 pub mod report;
 pub mod task;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Decision;
 use crate::events::{Event, ObservedPhase};
 use crate::model::{EndpointId, Millis, PoolId, ServiceId, VantageId, Verdict};
-use crate::policy::Mode;
+use crate::policy::{Mode, Policy};
 
 pub use task::{TimelineStore, spawn};
 
@@ -131,6 +131,8 @@ pub enum Status {
     Superseded,
     /// The observation window passed first.
     TimedOut,
+    /// The controller stopped watching first: it shut down, or a reload removed the service.
+    Interrupted,
 }
 
 impl Status {
@@ -141,6 +143,7 @@ impl Status {
             Self::Complete => "complete",
             Self::Superseded => "superseded",
             Self::TimedOut => "timed_out",
+            Self::Interrupted => "interrupted",
         }
     }
 }
@@ -285,7 +288,8 @@ pub enum Update {
         /// Seconds from the start.
         seconds: f64,
     },
-    /// A timeline closed (complete, superseded or timed out): audit it, stop its observers.
+    /// A timeline closed (complete, superseded, timed out or interrupted): audit it, stop its
+    /// observers.
     Closed(Timeline),
 }
 
@@ -407,6 +411,52 @@ impl Recorder {
                 t.status = Status::TimedOut;
                 out.push(Update::Closed(t.clone()));
             }
+        }
+        out
+    }
+
+    /// Follows a reloaded policy set: forgets the probe history (failure runs, last successes)
+    /// of services, pools and endpoints no longer in `policies` and what removed services'
+    /// timelines wait for, and closes their open timelines as `interrupted`. Kept timelines
+    /// of removed services stay listed until [`CAPACITY`] pushes them out.
+    pub fn retain(&mut self, policies: &[Policy]) -> Vec<Update> {
+        let endpoints: BTreeSet<(&ServiceId, &PoolId, &EndpointId)> = policies
+            .iter()
+            .flat_map(|p| {
+                p.pools.iter().flat_map(move |pool| {
+                    pool.endpoints
+                        .iter()
+                        .map(move |e| (&p.service, &pool.id, &e.id))
+                })
+            })
+            .collect();
+        let services: BTreeSet<&ServiceId> = policies.iter().map(|p| &p.service).collect();
+        self.failing.retain(|s, runs| {
+            runs.retain(|(p, e, _), _| endpoints.contains(&(s, p, e)));
+            !runs.is_empty()
+        });
+        self.last_ok.retain(|s, ok| {
+            ok.retain(|(p, _), _| endpoints.iter().any(|(s2, p2, _)| *s2 == s && *p2 == p));
+            !ok.is_empty()
+        });
+        self.expect.retain(|s, _| services.contains(s));
+        self.close_open(|t| !services.contains(&t.service))
+    }
+
+    /// Closes every open timeline as `interrupted` (the controller is stopping).
+    pub fn interrupt(&mut self) -> Vec<Update> {
+        self.close_open(|_| true)
+    }
+
+    fn close_open(&mut self, which: impl Fn(&Timeline) -> bool) -> Vec<Update> {
+        let mut out = Vec::new();
+        for t in self
+            .timelines
+            .iter_mut()
+            .filter(|t| t.status == Status::Open && which(t))
+        {
+            t.status = Status::Interrupted;
+            out.push(Update::Closed(t.clone()));
         }
         out
     }

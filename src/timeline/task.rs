@@ -2,14 +2,14 @@
 //! answers: `gslb_failover_phase_seconds` observations, one audit line per closed timeline
 //! (action `failover.timeline`), and the observers of open timelines. It never blocks a loop:
 //! it listens on the event broadcast, and if it falls behind it misses events (logged), it
-//! never delays them.
+//! never delays them. At shutdown it audits the timelines still open as `interrupted`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, watch};
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::sync::{broadcast, oneshot, watch};
+use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 
 use super::observer::{self, Job};
 use super::{Expect, Phase, Recorder, Timeline, Update};
@@ -45,8 +45,10 @@ impl TimelineStore {
         self.recorder().apply(event)
     }
 
-    /// Sets what each policy's timelines wait for, and pre-creates its phase histograms.
-    pub fn configure(&self, policies: &[Policy], metrics: &Metrics) {
+    /// Sets what each policy's timelines wait for, pre-creates its phase histograms and
+    /// forgets removed services and endpoints ([`Recorder::retain`]); returns the timelines
+    /// this closed.
+    pub fn configure(&self, policies: &[Policy], metrics: &Metrics) -> Vec<Update> {
         let mut r = self.recorder();
         for p in policies {
             let observe = p.observe.as_ref();
@@ -69,26 +71,49 @@ impl TimelineStore {
                     .with_label_values(&[p.service.0.as_str(), phase.as_str()]);
             }
         }
+        r.retain(policies)
     }
 }
 
-/// Starts the timeline task on `tasks` and returns its store (for the admin API).
+/// The running timeline task. Stop it with [`TimelineTask::stop`] so the timelines still open
+/// reach the audit log; dropping it stops the task the same way without waiting.
+#[derive(Debug)]
+pub struct TimelineTask {
+    stop: oneshot::Sender<()>,
+    handle: JoinHandle<()>,
+}
+
+impl TimelineTask {
+    /// Stops the task: it applies the events already queued, closes every open timeline as
+    /// `interrupted` (audited like any closed timeline), stops its observers and flushes the
+    /// audit log; returns when that is done. A flush failure is logged, not returned.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        if let Err(e) = self.handle.await {
+            tracing::error!(error = %e, "the failover timeline task failed");
+        }
+    }
+}
+
+/// Starts the timeline task and returns its store (for the admin API) and the task (to stop
+/// it at shutdown, after the controller so its last events are recorded).
 ///
-/// `policies` is the current policy set; a reload replaces it and new timelines follow the new
-/// set. `dns` is the daemon's `[dns]`, the observers' default resolver. `audit`: where closed
+/// `policies` is the current policy set; a reload replaces it, new timelines follow the new
+/// set and the timelines of removed services close as `interrupted` ([`Recorder::retain`]).
+/// `dns` is the daemon's `[dns]`, the observers' default resolver. `audit`: where closed
 /// timelines are written, if anywhere.
 pub fn spawn(
-    tasks: &mut JoinSet<()>,
     sinks: &Sinks,
     audit: Option<AuditLog>,
     dns: DnsSettings,
     mut policies: watch::Receiver<Arc<Vec<Policy>>>,
-) -> TimelineStore {
+) -> (TimelineStore, TimelineTask) {
     let store = TimelineStore::default();
     store.configure(&policies.borrow_and_update(), &sinks.metrics);
     let mut rx = sinks.events.subscribe();
+    let (stop, mut stopped) = oneshot::channel();
     let (sinks, task_store) = (sinks.clone(), store.clone());
-    tasks.spawn(async move {
+    let handle = tokio::spawn(async move {
         let mut observers = Observers::default();
         let mut tick = tokio::time::interval(EXPIRY_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -101,15 +126,30 @@ pub fn spawn(
                         tracing::warn!(missed = n, "failover timeline fell behind the controller's events; phases may be missing");
                         continue;
                     }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    Err(broadcast::error::RecvError::Closed) => break,
                 },
-                changed = policies.changed(), if reloads => {
-                    match changed {
-                        Ok(()) => task_store.configure(&policies.borrow_and_update(), &sinks.metrics),
-                        Err(_) => reloads = false,
+                _ = &mut stopped => {
+                    let mut queued = Vec::new();
+                    loop {
+                        match rx.try_recv() {
+                            Ok(e) => queued.extend(task_store.apply(&e)),
+                            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                            Err(_) => break,
+                        }
                     }
-                    continue;
+                    let current = policies.borrow().clone();
+                    for u in queued {
+                        publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
+                    }
+                    break;
                 }
+                changed = policies.changed(), if reloads => match changed {
+                    Ok(()) => task_store.configure(&policies.borrow_and_update(), &sinks.metrics),
+                    Err(_) => {
+                        reloads = false;
+                        continue;
+                    }
+                },
                 _ = tick.tick() => task_store.recorder().expire(sinks.clock.now()),
                 Some(_) = observers.set.join_next(), if !observers.set.is_empty() => continue,
             };
@@ -118,8 +158,19 @@ pub fn spawn(
                 publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
             }
         }
+        let interrupted = task_store.recorder().interrupt();
+        let current = policies.borrow().clone();
+        for u in interrupted {
+            publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
+        }
+        observers.set.shutdown().await;
+        if let Some(a) = &audit {
+            if let Err(e) = a.flush().await {
+                tracing::error!(error = %e, "flushing the audit log after the last failover timelines");
+            }
+        }
     });
-    store
+    (store, TimelineTask { stop, handle })
 }
 
 /// Running observers, at most one per service (the newest switch's).

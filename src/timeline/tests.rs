@@ -318,18 +318,9 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
         events: crate::events::channel(64),
         clock: Clock::anchored_at(Millis(5_000)),
     };
-    let policy = crate::policy::parse(
-        std::path::Path::new("demo.toml"),
-        &include_str!("../demo_policy.toml")
-            .replace("demo-api", "api")
-            .replace("{seoul}", "127.0.0.1:1")
-            .replace("{tokyo}", "127.0.0.1:2"),
-    )
-    .expect("the demo policy is valid");
+    let policy = api_policy();
     let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![policy]));
-    let mut tasks = tokio::task::JoinSet::new();
-    let store = spawn(
-        &mut tasks,
+    let (store, task) = spawn(
         &sinks,
         Some(audit.clone()),
         crate::probe::DnsSettings::default(),
@@ -377,7 +368,53 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     assert_eq!(line["action"], "failover.timeline");
     assert_eq!(line["result"], "complete");
     assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
-    tasks.shutdown().await;
+    task.stop().await;
+}
+
+#[tokio::test]
+async fn stopping_the_task_audits_open_timelines_as_interrupted() {
+    use std::sync::Arc;
+
+    use crate::audit::AuditLog;
+    use crate::clock::Clock;
+    use crate::metrics::Metrics;
+    use crate::reconcile::Sinks;
+    use crate::status::StatusBoard;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = AuditLog::open(dir.path().join("audit.jsonl"))
+        .await
+        .expect("audit log");
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: crate::events::channel(64),
+        clock: Clock::anchored_at(Millis(5_000)),
+    };
+    let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![api_policy()]));
+    let (store, task) = spawn(
+        &sinks,
+        Some(audit),
+        crate::probe::DnsSettings::default(),
+        policies,
+    );
+    sinks
+        .events
+        .send(decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)))
+        .expect("the task listens");
+    // Events already sent when the stop arrives are still recorded, then the timeline closes.
+    sinks
+        .events
+        .send(applied(1_100, "tokyo"))
+        .expect("the task listens");
+    task.stop().await;
+    let t = &store.list(None, 1)[0];
+    assert_eq!(t.status, Status::Interrupted);
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line, flushed");
+    assert_eq!(line["action"], "failover.timeline");
+    assert_eq!(line["result"], "interrupted");
+    assert_eq!(line["detail"]["phases"]["provider_accepted"], 1_100);
 }
 
 #[test]
@@ -420,4 +457,92 @@ fn a_write_for_the_superseded_switch_is_not_the_new_ones_provider_accepted() {
     let t = &r.list(None, 1)[0];
     assert_eq!(t.id, "api-2000");
     assert_eq!(t.phases.provider_accepted, Some(Millis(2_300)));
+}
+
+/// The demo policy as service `api`: pools `seoul` (endpoint [`SEOUL`]) and `tokyo`.
+fn api_policy() -> Policy {
+    crate::policy::parse(
+        std::path::Path::new("demo.toml"),
+        &include_str!("../demo_policy.toml")
+            .replace("demo-api", "api")
+            .replace("{seoul}", "127.0.0.1:1")
+            .replace("{tokyo}", "127.0.0.1:2"),
+    )
+    .expect("the demo policy is valid")
+}
+
+/// The endpoint of [`api_policy`]'s `seoul` pool.
+const SEOUL: &str = "http://127.0.0.1:1/api/v1/health";
+
+#[test]
+fn a_reload_forgets_removed_endpoints_and_interrupts_removed_services() {
+    let mut r = Recorder::default();
+    let mut other = probe("seoul", "s1", 100, ProbeReason::Timeout);
+    if let Event::Probe { service, .. } = &mut other {
+        *service = "old".into();
+    }
+    let mut old_switch = decision(1_000, Rule::Failover, "seoul", "tokyo", Some(900));
+    if let Event::Decision(d) = &mut old_switch {
+        d.service = "old".into();
+    }
+    feed(
+        &mut r,
+        &[
+            probe("seoul", SEOUL, 50, ProbeReason::Ok),
+            probe("seoul", SEOUL, 100, ProbeReason::Timeout),
+            probe("seoul", "removed", 100, ProbeReason::Timeout),
+            probe("gone-pool", "x", 100, ProbeReason::Ok),
+            other,
+            old_switch,
+        ],
+    );
+    r.expect("old".into(), Expect::default());
+    let closed = r.retain(&[api_policy()]);
+    assert!(
+        matches!(&closed[..], [Update::Closed(t)] if t.id == "old-1000" && t.status == Status::Interrupted),
+        "{closed:?}"
+    );
+    let kept = |m: &BTreeMap<(PoolId, EndpointId, VantageId), Millis>| {
+        m.keys()
+            .map(|(p, e, _)| format!("{p}/{e}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        r.failing.keys().collect::<Vec<_>>(),
+        [&ServiceId::from("api")]
+    );
+    assert_eq!(
+        kept(&r.failing[&ServiceId::from("api")]),
+        [format!("seoul/{SEOUL}")]
+    );
+    assert_eq!(
+        r.last_ok[&ServiceId::from("api")]
+            .keys()
+            .map(|(p, _)| p.to_string())
+            .collect::<Vec<_>>(),
+        ["seoul"]
+    );
+    assert_eq!(r.last_ok.len(), 1);
+    assert!(!r.expect.contains_key(&ServiceId::from("old")));
+    assert!(r.retain(&[api_policy()]).is_empty(), "closed once");
+    assert_eq!(r.list(None, 10).len(), 1, "closed timelines stay listed");
+}
+
+#[test]
+fn interrupt_closes_every_open_timeline_once() {
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[
+            decision(1_000, Rule::Failover, "seoul", "tokyo", Some(900)),
+            in_sync(1_500, "tokyo"),
+            decision(2_000, Rule::Restore, "tokyo", "seoul", None),
+        ],
+    );
+    let closed = r.interrupt();
+    assert!(
+        matches!(&closed[..], [Update::Closed(t)] if t.id == "api-2000" && t.status == Status::Interrupted),
+        "the complete one stays complete: {closed:?}"
+    );
+    assert!(r.interrupt().is_empty());
 }
