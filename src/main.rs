@@ -532,7 +532,7 @@ async fn run(
         .notify
         .resolve(|v| std::env::var(v).ok())
         .map_err(bad_config)?;
-    gslb::notify::spawn(
+    let notifier = gslb::notify::spawn(
         &mut tasks,
         &webhooks,
         &sinks.events,
@@ -636,6 +636,8 @@ async fn run(
     controller.stop(&mut tasks).await;
     // After the engine's last events: open timelines are audited as interrupted.
     timeline_task.stop().await;
+    // Webhook messages still queued get a short, bounded chance to go out.
+    notifier.drain(gslb::notify::DRAIN_TIMEOUT).await;
     outcome
 }
 

@@ -5,7 +5,8 @@
 //! what the sink wants, formats it and queues it; it never waits on the network, so it keeps
 //! up with the broadcast. The deliverer sends queued messages one at a time, in order, with
 //! retries ([`deliver`]). The queue is bounded: when full, the oldest message is dropped and
-//! counted. Nothing here can delay a decision: the engine loop's `send` on the broadcast never
+//! counted. At shutdown, [`Notifier::drain`] sends what is still queued for a few seconds.
+//! Nothing here can delay a decision: the engine loop's `send` on the broadcast never
 //! waits on a listener (a reader that lags misses events, counted as `lagged` here).
 //!
 //! Metrics: `gslb_webhook_deliveries_total{sink,result}`, `result` = `delivered`, `retried`
@@ -20,6 +21,7 @@ pub mod slack;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{Notify, broadcast};
 use tokio::task::JoinSet;
@@ -46,8 +48,43 @@ pub struct SinkError {
     pub source: reqwest::Error,
 }
 
+/// How long shutdown waits, in all, for the webhook messages still queued: 5 s.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The sinks' queues and deliverers, to send what is still queued at shutdown.
+#[must_use = "drain it at shutdown, or queued messages are lost"]
+pub struct Notifier {
+    sinks: Vec<(Arc<Queue>, Arc<Deliverer>)>,
+}
+
+impl Notifier {
+    /// Delivers the messages still queued, in order, every sink in parallel, with the usual
+    /// retries, for at most `within` in all (see [`DRAIN_TIMEOUT`]); what is left then is
+    /// logged and lost. Call it once the sinks' tasks are stopped (at shutdown): a message that
+    /// was in flight when its deliverer task stopped is lost, and events sent after the reader
+    /// stopped are not queued.
+    pub async fn drain(self, within: Duration) {
+        let mut set = JoinSet::new();
+        for (queue, deliverer) in self.sinks {
+            queue.close();
+            set.spawn(async move {
+                while let Some(body) = queue.pop().await {
+                    deliverer.deliver(&body).await;
+                }
+            });
+        }
+        let all = async { while set.join_next().await.is_some() {} };
+        if tokio::time::timeout(within, all).await.is_err() {
+            tracing::warn!(
+                ?within,
+                "webhook messages still queued at shutdown were not all delivered in time; the rest are lost"
+            );
+        }
+    }
+}
+
 /// Starts every sink on `tasks`: each subscribes to `events` now, so it sees everything sent
-/// after this returns. Messages name `vantage`; drill changes are dated by `clock`; a
+/// after this returns; the returned [`Notifier`] drains their queues at shutdown. Messages name `vantage`; drill changes are dated by `clock`; a
 /// service's `mode` is read from `board` (the engine loop updates it before it publishes a
 /// decision; `enforce` for a service it does not show yet).
 ///
@@ -61,7 +98,7 @@ pub fn spawn(
     clock: Clock,
     vantage: &VantageId,
     board: &Arc<StatusBoard>,
-) -> Result<(), SinkError> {
+) -> Result<Notifier, SinkError> {
     let deliverers = webhooks
         .iter()
         .map(|w| {
@@ -71,7 +108,9 @@ pub fn spawn(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let mut notifier = Notifier { sinks: Vec::new() };
     for (w, deliverer) in webhooks.iter().zip(deliverers) {
+        let deliverer = Arc::new(deliverer);
         for r in RESULTS {
             metrics
                 .webhook_deliveries_total
@@ -88,6 +127,7 @@ pub fn spawn(
             board: board.clone(),
         };
         tasks.spawn(reader.run());
+        notifier.sinks.push((queue.clone(), deliverer.clone()));
         tasks.spawn(async move {
             while let Some(body) = queue.pop().await {
                 deliverer.deliver(&body).await;
@@ -95,7 +135,7 @@ pub fn spawn(
         });
         tracing::info!(sink = %w.name, format = ?w.format, events = ?w.events, "webhook sink started");
     }
-    Ok(())
+    Ok(notifier)
 }
 
 /// The JSON body `format` sends for `n`.

@@ -18,6 +18,7 @@ use gslb::events::{self, Event, EventSender};
 use gslb::journal::Journal;
 use gslb::metrics::Metrics;
 use gslb::model::{PoolId, ServiceId, VantageId};
+use gslb::notify::Notifier;
 use gslb::notify::message::Notification;
 use gslb::origin::{Mode, Origin};
 use gslb::policy::Mode as PolicyMode;
@@ -44,14 +45,15 @@ fn webhooks(toml_text: &str) -> Vec<Webhook> {
     settings.resolve(|_| None).expect("resolved")
 }
 
+/// The sinks' tasks and their notifier (to drain at a simulated shutdown).
 fn start_sinks(
     webhooks: &[Webhook],
     events: &EventSender,
     metrics: &Metrics,
     board: &Arc<StatusBoard>,
-) -> JoinSet<()> {
+) -> (JoinSet<()>, Notifier) {
     let mut tasks = JoinSet::new();
-    gslb::notify::spawn(
+    let notifier = gslb::notify::spawn(
         &mut tasks,
         webhooks,
         events,
@@ -61,7 +63,7 @@ fn start_sinks(
         board,
     )
     .expect("sinks start");
-    tasks
+    (tasks, notifier)
 }
 
 fn count(metrics: &Metrics, sink: &str, result: &str) -> u64 {
@@ -310,7 +312,7 @@ async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
         clock: Clock::system(),
     };
     let mut events = sinks.events.subscribe();
-    let mut tasks = start_sinks(
+    let (mut tasks, _notifier) = start_sinks(
         &webhooks(&format!(
             "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\nevents = [\"switch\"]\n",
             receiver.url("hook")
@@ -385,7 +387,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         clock: Clock::system(),
     };
     let mut events = sinks.events.subscribe();
-    let mut tasks = start_sinks(
+    let (mut tasks, _notifier) = start_sinks(
         &webhooks(&format!(
             "[[webhooks]]\nname = \"stuck\"\nurl = \"{}\"\ntimeout = \"5m\"\n\n\
              [[webhooks]]\nname = \"down\"\nurl = \"http://127.0.0.1:{down}/hook\"\n\
@@ -666,4 +668,45 @@ async fn a_lagging_reader_counts_missed_events_as_lagged_not_dropped() {
     assert_eq!(count(&metrics, "ops", "lagged"), 7);
     assert_eq!(count(&metrics, "ops", "dropped"), 0);
     assert_eq!(receiver.bodies("hook").len(), 1);
+}
+
+/// At shutdown the sinks' tasks stop; the message still queued is delivered by the drain, the
+/// one in flight is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_still_queued_at_shutdown_is_delivered_by_the_drain() {
+    let receiver = Receiver::hanging().await;
+    let events = events::channel(64);
+    let metrics = Metrics::new();
+    let (mut tasks, notifier) = start_sinks(
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\ntimeout = \"5m\"\n",
+            receiver.url("hook")
+        )),
+        &events,
+        &metrics,
+        &Arc::default(),
+    );
+    let (switch, _hold, drill) = engine_events();
+    events.send(drill).expect("sink listens");
+    eventually(DEADLINE, || async {
+        (receiver.bodies("hook").len() == 1).then_some(())
+    })
+    .await
+    .expect("the first message is in flight");
+    events.send(Event::Decision(switch)).expect("sink listens");
+    // The reader queues what it reads before its next await: once the broadcast holds
+    // nothing for it, the switch is queued.
+    eventually(DEADLINE, || async { events.is_empty().then_some(()) })
+        .await
+        .expect("the reader read the switch");
+    tasks.shutdown().await;
+    receiver.release();
+    notifier.drain(gslb::notify::DRAIN_TIMEOUT).await;
+    assert_eq!(count(&metrics, "ops", "delivered"), 1);
+    let kinds: Vec<_> = receiver
+        .bodies("hook")
+        .iter()
+        .map(|m| m["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["drill", "switch"]);
 }
