@@ -290,6 +290,34 @@ async fn decision(
         .expect("the decision in time")
 }
 
+/// A controller for `policy` with its probes and reconciler (against `provider`) on `tasks`.
+fn live_controller(
+    policy: &gslb::policy::Policy,
+    sinks: &Sinks,
+    provider: &Arc<MemoryProvider>,
+    tasks: &mut JoinSet<()>,
+) -> Controller {
+    let controller = Controller::start(
+        std::slice::from_ref(policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::new(None, None, None),
+        vec![],
+    );
+    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
+    controller
+        .attach(
+            tasks,
+            policy,
+            provider.clone(),
+            controller::binding(policy, Duration::from_millis(200)),
+            &prober,
+            &VantageId("test".into()),
+        )
+        .expect("attach");
+    controller
+}
+
 /// The live path: a shadow instance's real failover reaches the receiver marked shadow (the
 /// mode read from the status board), while the provider keeps serving seoul and
 /// `gslb_switches_total` does not move.
@@ -322,24 +350,7 @@ async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
         &sinks.board,
     );
     sinks.metrics.declare_service(&policy);
-    let controller = Controller::start(
-        std::slice::from_ref(&policy),
-        &EngineSettings::default(),
-        sinks.clone(),
-        Journal::new(None, None, None),
-        vec![],
-    );
-    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
-    controller
-        .attach(
-            &mut tasks,
-            &policy,
-            provider.clone(),
-            controller::binding(&policy, Duration::from_millis(200)),
-            &prober,
-            &VantageId("test".into()),
-        )
-        .expect("attach");
+    let _controller = live_controller(&policy, &sinks, &provider, &mut tasks);
     decision(&mut events, |d| d.rule == Rule::Stay).await;
     seoul.set_mode(Mode::Status(503));
     decision(&mut events, |d| d.rule == Rule::Failover).await;
@@ -398,24 +409,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         &sinks.metrics,
         &sinks.board,
     );
-    let controller = Controller::start(
-        std::slice::from_ref(&policy),
-        &EngineSettings::default(),
-        sinks.clone(),
-        Journal::new(None, None, None),
-        vec![],
-    );
-    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
-    controller
-        .attach(
-            &mut tasks,
-            &policy,
-            provider.clone(),
-            controller::binding(&policy, Duration::from_millis(200)),
-            &prober,
-            &VantageId("test".into()),
-        )
-        .expect("attach");
+    let controller = live_controller(&policy, &sinks, &provider, &mut tasks);
     let commands = controller.commands(&mut tasks);
     decision(&mut events, |d| d.rule == Rule::Stay).await;
 

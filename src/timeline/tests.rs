@@ -298,26 +298,30 @@ fn decisions_that_do_not_switch_open_nothing() {
     assert!(r.list(None, 10).is_empty());
 }
 
+/// A temporary folder with an audit log in it, and sinks whose clock reads 5 s.
+async fn task_fixture() -> (
+    tempfile::TempDir,
+    crate::audit::AuditLog,
+    crate::reconcile::Sinks,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = crate::audit::AuditLog::open(dir.path().join("audit.jsonl"))
+        .await
+        .expect("audit log");
+    let sinks = crate::reconcile::Sinks {
+        board: std::sync::Arc::new(crate::status::StatusBoard::default()),
+        metrics: crate::metrics::Metrics::new(),
+        events: crate::events::channel(64),
+        clock: crate::clock::Clock::anchored_at(Millis(5_000)),
+    };
+    (dir, audit, sinks)
+}
+
 #[tokio::test]
 async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     use std::sync::Arc;
 
-    use crate::audit::AuditLog;
-    use crate::clock::Clock;
-    use crate::metrics::Metrics;
-    use crate::reconcile::Sinks;
-    use crate::status::StatusBoard;
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let audit = AuditLog::open(dir.path().join("audit.jsonl"))
-        .await
-        .expect("audit log");
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: crate::events::channel(64),
-        clock: Clock::anchored_at(Millis(5_000)),
-    };
+    let (dir, audit, sinks) = task_fixture().await;
     let policy = api_policy();
     let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![policy]));
     let (store, task) = spawn(
@@ -375,22 +379,7 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
 async fn stopping_the_task_audits_open_timelines_as_interrupted() {
     use std::sync::Arc;
 
-    use crate::audit::AuditLog;
-    use crate::clock::Clock;
-    use crate::metrics::Metrics;
-    use crate::reconcile::Sinks;
-    use crate::status::StatusBoard;
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let audit = AuditLog::open(dir.path().join("audit.jsonl"))
-        .await
-        .expect("audit log");
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: crate::events::channel(64),
-        clock: Clock::anchored_at(Millis(5_000)),
-    };
+    let (dir, audit, sinks) = task_fixture().await;
     let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![api_policy()]));
     let (store, task) = spawn(
         &sinks,
