@@ -244,11 +244,10 @@ pub fn send(
 /// loop calls this at every tick, so the age keeps rising while the reconciler waits inside a
 /// provider call or between retries.
 pub fn record_unapplied_age(sinks: &Sinks, service: &ServiceId) {
-    let mut since = None;
-    sinks.board.update_apply(service, |a| {
-        since = a.pending_since.filter(|_| a.state == ApplyState::Pending);
-    });
-    let age = since.map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
+    let age = sinks
+        .board
+        .pending_since(service)
+        .map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
     sinks
         .metrics
         .decision_unapplied_age_seconds

@@ -250,6 +250,16 @@ impl StatusBoard {
         read(&self.services).get(service).map(|s| s.mode)
     }
 
+    /// Since when a service's latest decision has waited for the provider: `pending_since`
+    /// while its apply state is `pending`, else `None` (also for an unknown service).
+    pub fn pending_since(&self, service: &ServiceId) -> Option<Millis> {
+        read(&self.services).get(service).and_then(|s| {
+            s.apply
+                .pending_since
+                .filter(|_| s.apply.state == ApplyState::Pending)
+        })
+    }
+
     /// Drops a service and its recent probes (its policy was removed or changed by a reload).
     pub fn remove_service(&self, service: &ServiceId) {
         write(&self.services).remove(service);
