@@ -133,11 +133,13 @@ const PROBE_LABELS: &[&str] = &["service", "pool", "endpoint", "vantage"];
 /// The `kind` label values of `gslb_switches_total`.
 const SWITCH_KINDS: [&str; 2] = ["automatic", "drill"];
 
-/// `drill` for a switch an operator's drill made (drain, force, restore), else `automatic`.
+/// `automatic` for the engine's own switches ([`Rule::is_automatic`], the split the velocity
+/// limit and the failover timeline use), else `drill` (drain, force, restore).
 fn switch_kind(rule: Rule) -> &'static str {
-    match rule {
-        Rule::Drain | Rule::Force | Rule::Restore => "drill",
-        _ => "automatic",
+    if rule.is_automatic() {
+        SWITCH_KINDS[0]
+    } else {
+        SWITCH_KINDS[1]
     }
 }
 
