@@ -8,11 +8,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use gslb::engine::{Engine, EngineSettings, Input};
-use gslb::model::{
+use gslb_core::engine::{Engine, EngineSettings, Input};
+use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
 };
-use gslb::policy::{self, Policy};
+use gslb_core::policy::{self, Policy};
 
 const SERVICES: usize = 5_000;
 const VANTAGES: [&str; 3] = ["aws-ap-northeast-2", "gcp-asia-northeast1", "ncp-kr"];

@@ -40,31 +40,8 @@
 //! Besides the `gslb` binary, `src/bin/gslb-bench/` is the probe benchmark (issue 6: gslb
 //! against blackbox_exporter, detection latency); see the README's "Probe benchmark".
 
-pub mod admin;
-pub mod audit;
-pub mod clock;
+pub mod cli;
 pub mod config;
-pub mod control;
-pub mod controller;
-pub mod demo;
-pub mod drill_client;
-pub mod drills;
-pub mod engine;
-pub mod engine_loop;
-pub mod events;
-pub mod guards;
-pub mod healthcheck;
-pub mod journal;
-pub mod jsonl;
-pub mod metrics;
-pub mod model;
-pub mod notify;
-pub mod origin;
-pub mod plan;
-pub mod policy;
-pub mod probe;
-pub mod reconcile;
-pub mod reload;
-pub mod replay;
-pub mod status;
-pub mod timeline;
+pub mod daemon;
+pub mod io;
+pub mod ops;

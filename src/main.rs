@@ -10,20 +10,20 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use gslb::audit::AuditLog;
 use gslb::config::Settings;
-use gslb::controller::{self, Controller};
-use gslb::drills::StateFile;
-use gslb::journal::Journal;
-use gslb::jsonl::JsonlWriter;
-use gslb::metrics::Metrics;
-use gslb::policy::{self, Policy, Target};
-use gslb::probe::Prober;
-use gslb::reconcile::Sinks;
-use gslb::status::StatusBoard;
+use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::reconcile::Sinks;
+use gslb::io::audit::AuditLog;
+use gslb::io::journal::Journal;
+use gslb::io::jsonl::JsonlWriter;
+use gslb::io::probe::Prober;
+use gslb::io::state_file::StateFile;
+use gslb::ops::metrics::Metrics;
+use gslb::ops::status::StatusBoard;
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, LoadBalancerRef,
 };
+use gslb_core::policy::{self, Policy, Target};
 use gslb_route53::{ProvisionAction, Route53Binding, Route53Pool, Route53Provider};
 use tokio::task::JoinSet;
 
@@ -101,9 +101,9 @@ enum Command {
     Demo,
     /// Manual drills through the admin API of a running `gslb run`: drain, restore or force a
     /// pool for a while; list or end them.
-    Drill(gslb::drill_client::DrillArgs),
+    Drill(gslb::cli::drill::DrillArgs),
     /// Refill the velocity budget (of one service, or all) after a velocity-limited hold.
-    Rearm(gslb::drill_client::RearmArgs),
+    Rearm(gslb::cli::drill::RearmArgs),
     /// Exit 0 when the admin API's /healthz answers 200, else 1 (a container HEALTHCHECK).
     Healthcheck {
         /// URL to get. Default: /healthz on the settings' admin.listen (loopback for 0.0.0.0),
@@ -116,7 +116,7 @@ enum Command {
     },
     /// Failover timelines of a running `gslb run` (every switch, automatic or drill), printed
     /// as drill reports: detection, decision, apply, DNS-observed times and read RTO.
-    Events(gslb::drill_client::EventsArgs),
+    Events(gslb::cli::drill::EventsArgs),
     /// Run the engine over a recorded observation log and print its decisions with reasons.
     Replay {
         /// Policy files or folders to evaluate with (e.g. a copy with tuned thresholds).
@@ -153,7 +153,7 @@ fn bad_config(e: impl Into<anyhow::Error>) -> Failure {
     }
 }
 
-fn client_failure(e: gslb::drill_client::ClientError) -> Failure {
+fn client_failure(e: gslb::cli::drill::ClientError) -> Failure {
     Failure {
         code: e.exit_code(),
         error: e.into(),
@@ -192,7 +192,7 @@ fn main() -> ExitCode {
 }
 
 /// Logs to stderr in `format`, filtered by `GSLB_LOG` (an `EnvFilter` directive, e.g.
-/// `info,gslb::reconcile=debug`); default `info` (`warn` when `quiet`).
+/// `info,gslb::daemon::reconcile=debug`); default `info` (`warn` when `quiet`).
 fn init_tracing(quiet: bool, format: LogFormat) {
     let default = if quiet { "warn" } else { "info" };
     let (filter, bad) = match std::env::var("GSLB_LOG") {
@@ -218,24 +218,24 @@ fn init_tracing(quiet: bool, format: LogFormat) {
 async fn dispatch(command: Command) -> Result<(), Failure> {
     match command {
         Command::Check { paths } => check(&paths),
-        Command::Demo => Ok(gslb::demo::run(&mut std::io::stdout()).await?),
-        Command::Drill(args) => gslb::drill_client::drill(args)
+        Command::Demo => Ok(gslb::cli::demo::run(&mut std::io::stdout()).await?),
+        Command::Drill(args) => gslb::cli::drill::drill(args)
             .await
             .map(|out| print!("{out}"))
             .map_err(client_failure),
-        Command::Rearm(args) => gslb::drill_client::rearm(args)
+        Command::Rearm(args) => gslb::cli::drill::rearm(args)
             .await
             .map(|out| print!("{out}"))
             .map_err(client_failure),
         Command::Healthcheck { url, config } => {
             let url = match url {
                 Some(u) => u,
-                None => gslb::healthcheck::default_url(config.as_deref())?,
+                None => gslb::cli::healthcheck::default_url(config.as_deref())?,
             };
-            println!("healthy: {}", gslb::healthcheck::check(&url).await?);
+            println!("healthy: {}", gslb::cli::healthcheck::check(&url).await?);
             Ok(())
         }
-        Command::Events(args) => gslb::drill_client::events(args)
+        Command::Events(args) => gslb::cli::drill::events(args)
             .await
             .map(|out| print!("{out}"))
             .map_err(client_failure),
@@ -296,7 +296,7 @@ fn replay(
     };
     let file = std::fs::File::open(observations)
         .with_context(|| format!("opening {}", observations.display()))?;
-    let replayed = gslb::replay::replay(
+    let replayed = gslb::cli::replay::replay(
         policies.into_iter().map(|(_, p)| p).collect(),
         &engine.engine_settings(),
         std::io::BufReader::new(file),
@@ -352,15 +352,15 @@ fn load(config: &std::path::Path) -> Result<(Settings, Vec<Policy>), Failure> {
 /// change from then on (during `run --provision` too) is a reload.
 fn load_tracked(
     config: &std::path::Path,
-) -> Result<(Settings, Vec<Policy>, gslb::reload::Reloader), Failure> {
+) -> Result<(Settings, Vec<Policy>, gslb::daemon::reload::Reloader), Failure> {
     let settings = Settings::load(config).map_err(bad_config)?;
-    let reloader = gslb::reload::Reloader::new(settings.policies.clone());
+    let reloader = gslb::daemon::reload::Reloader::new(settings.policies.clone());
     let policies = policy::load(&settings.policies).map_err(bad_config)?;
     let policies = policies.into_iter().map(|(_, p)| p).collect();
     Ok((settings, policies, reloader))
 }
 
-async fn route53(settings: &Settings, t: &gslb::policy::Route53Target) -> Route53Provider {
+async fn route53(settings: &Settings, t: &gslb_core::policy::Route53Target) -> Route53Provider {
     let binding = Route53Binding {
         hosted_zone_id: t.hosted_zone_id.clone(),
         record_name: t.record_name.clone(),
@@ -400,7 +400,7 @@ fn cloudflare_token(settings: &Settings) -> Result<ApiToken, Failure> {
 fn cloudflare(
     settings: &Settings,
     token: ApiToken,
-    t: &gslb::policy::CloudflareTarget,
+    t: &gslb_core::policy::CloudflareTarget,
 ) -> Result<CloudflareProvider, Failure> {
     let binding = CloudflareBinding {
         account_id: t.account_id.clone(),
@@ -435,14 +435,14 @@ async fn plan(config: &std::path::Path, rounds: Option<u32>) -> Result<(), Failu
     for p in &policies {
         let targets = controller::probe_targets(p, &prober).map_err(bad_config)?;
         let read = match bind(&settings, p).await? {
-            Bound::Route53(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
-            Bound::Cloudflare(x) => gslb::plan::gather(p, x.as_ref(), targets, &prober).await,
+            Bound::Route53(x) => gslb::cli::plan::gather(p, x.as_ref(), targets, &prober).await,
+            Bound::Cloudflare(x) => gslb::cli::plan::gather(p, x.as_ref(), targets, &prober).await,
         };
         gathered
             .push(read.with_context(|| format!("reading the provider of service {}", p.service))?);
     }
-    let now = gslb::clock::Clock::system().now();
-    let plans = gslb::plan::evaluate(
+    let now = gslb::io::clock::Clock::system().now();
+    let plans = gslb::cli::plan::evaluate(
         gathered,
         &settings.engine.engine_settings(),
         drills,
@@ -450,7 +450,7 @@ async fn plan(config: &std::path::Path, rounds: Option<u32>) -> Result<(), Failu
         now,
         rounds,
     );
-    gslb::plan::render(&plans, &mut std::io::stdout().lock()).context("writing the plan")?;
+    gslb::cli::plan::render(&plans, &mut std::io::stdout().lock()).context("writing the plan")?;
     Ok(())
 }
 
@@ -496,15 +496,15 @@ async fn provision_all(settings: &Settings, policies: &[Policy]) -> Result<(), F
 async fn run(
     settings: Settings,
     policies: Vec<Policy>,
-    mut reloader: gslb::reload::Reloader,
+    mut reloader: gslb::daemon::reload::Reloader,
     mut hangup: tokio::sync::mpsc::Receiver<()>,
 ) -> Result<(), Failure> {
     let token = settings.admin_auth().map_err(bad_config)?;
     let sinks = Sinks {
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
-        events: gslb::events::channel(gslb::events::CAPACITY),
-        clock: gslb::clock::Clock::system(),
+        events: gslb::ops::events::channel(gslb::ops::events::CAPACITY),
+        clock: gslb::io::clock::Clock::system(),
     };
     // The policies loaded (a failed load exits before here); reloads record theirs too.
     sinks.metrics.record_policy_load(true, unix_secs(&sinks));
@@ -512,7 +512,7 @@ async fn run(
     sinks
         .metrics
         .record_vantage_points(&[(settings.vantage.clone(), None)]);
-    match gslb::probe::raise_open_file_limit() {
+    match gslb::io::probe::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
     }
@@ -532,7 +532,7 @@ async fn run(
         .notify
         .resolve(|v| std::env::var(v).ok())
         .map_err(bad_config)?;
-    let notifier = gslb::notify::spawn(
+    let notifier = gslb::ops::notify::spawn(
         &mut tasks,
         &webhooks,
         &sinks.events,
@@ -549,7 +549,7 @@ async fn run(
         .map_err(bad_config)?;
     let recording = match &settings.record.observations {
         Some(path) => Some(
-            JsonlWriter::open(path, gslb::jsonl::DEFAULT_CAPACITY)
+            JsonlWriter::open(path, gslb::io::jsonl::DEFAULT_CAPACITY)
                 .await
                 .context("opening the observation recording ([record] observations)")
                 .map_err(bad_config)?,
@@ -566,7 +566,7 @@ async fn run(
     );
     // Subscribed before any service is attached, so no switch is missed; a reload replaces
     // the policy set it reads.
-    let (timelines, timeline_task) = gslb::timeline::spawn(
+    let (timelines, timeline_task) = gslb::ops::timeline::spawn(
         &sinks,
         Some(timeline_audit),
         settings.dns.clone(),
@@ -595,7 +595,7 @@ async fn run(
         )
         .map_err(bad_config)?;
     }
-    let admin = gslb::admin::AdminState {
+    let admin = gslb::ops::admin::AdminState {
         board: sinks.board.clone(),
         metrics: sinks.metrics.clone(),
         commands: Some(commands),
@@ -606,14 +606,14 @@ async fn run(
         .await
         .with_context(|| format!("binding the admin API on {}", settings.admin.listen))?;
     tasks.spawn(async move {
-        if let Err(e) = gslb::admin::serve(listener, admin).await {
+        if let Err(e) = gslb::ops::admin::serve(listener, admin).await {
             tracing::error!(error = %e, "admin API stopped");
         }
     });
     tracing::info!(vantage = %settings.vantage, "gslb running (policies reload on SIGHUP and file changes; daemon settings need a restart)");
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
-    let mut poll = tokio::time::interval(gslb::reload::POLL_INTERVAL);
+    let mut poll = tokio::time::interval(gslb::daemon::reload::POLL_INTERVAL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     poll.tick().await;
     let outcome = loop {
@@ -627,8 +627,8 @@ async fn run(
                 Some(Err(e)) if e.is_cancelled() => continue,
                 _ => break Err(anyhow::anyhow!("a controller task stopped unexpectedly").into()),
             },
-            Some(()) = hangup.recv() => gslb::reload::Trigger::Signal,
-            _ = poll.tick() => gslb::reload::Trigger::Poll,
+            Some(()) = hangup.recv() => gslb::daemon::reload::Trigger::Signal,
+            _ = poll.tick() => gslb::daemon::reload::Trigger::Poll,
         };
         let ctx = (&controller, &settings, &prober, &sinks);
         reload(&mut reloader, trigger, ctx, &mut tasks).await;
@@ -637,7 +637,7 @@ async fn run(
     // After the engine's last events: open timelines are audited as interrupted.
     timeline_task.stop().await;
     // Webhook messages still queued get a short, bounded chance to go out.
-    notifier.drain(gslb::notify::DRAIN_TIMEOUT).await;
+    notifier.drain(gslb::ops::notify::DRAIN_TIMEOUT).await;
     outcome
 }
 
@@ -665,7 +665,7 @@ fn attach(
     policy: &Policy,
     provider: Bound,
     prober: &Arc<Prober>,
-) -> Result<(), gslb::probe::ProbeError> {
+) -> Result<(), gslb::io::probe::ProbeError> {
     let binding = controller::binding(policy, settings.reconcile.resync);
     let vantage = &settings.vantage;
     match provider {
@@ -682,12 +682,12 @@ fn unix_secs(sinks: &Sinks) -> f64 {
 /// bound to its providers and probe targets first; on any error the last good set keeps
 /// running (logged with file, key and reason; `gslb_policy_reload_success` 0).
 async fn reload(
-    reloader: &mut gslb::reload::Reloader,
-    trigger: gslb::reload::Trigger,
+    reloader: &mut gslb::daemon::reload::Reloader,
+    trigger: gslb::daemon::reload::Trigger,
     (controller, settings, prober, sinks): (&Controller, &Settings, &Arc<Prober>, &Sinks),
     tasks: &mut JoinSet<()>,
 ) {
-    let failed = |reloader: &mut gslb::reload::Reloader, error: &dyn std::fmt::Display| {
+    let failed = |reloader: &mut gslb::daemon::reload::Reloader, error: &dyn std::fmt::Display| {
         tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
         sinks.metrics.record_policy_load(false, unix_secs(sinks));
         reloader.settle(false);
@@ -696,7 +696,7 @@ async fn reload(
     let policies = match tokio::task::block_in_place(|| reloader.check(trigger)) {
         Ok(Some(p)) => p,
         Ok(None) => {
-            if trigger == gslb::reload::Trigger::Signal {
+            if trigger == gslb::daemon::reload::Trigger::Signal {
                 tracing::info!("SIGHUP: the policy files are unchanged; nothing to reload");
             }
             return;

@@ -10,17 +10,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::clock::Clock;
-use gslb::controller::{self, Controller};
-use gslb::engine::EngineSettings;
-use gslb::journal::Journal;
-use gslb::metrics::Metrics;
-use gslb::model::{ServiceId, VantageId};
-use gslb::origin::Origin;
-use gslb::policy::{self, Policy};
-use gslb::probe::{DnsSettings, Prober};
-use gslb::reconcile::Sinks;
-use gslb::status::StatusBoard;
+use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::reconcile::Sinks;
+use gslb::io::clock::Clock;
+use gslb::io::journal::Journal;
+use gslb::io::origin::Origin;
+use gslb::io::probe::{DnsSettings, Prober};
+use gslb::ops::metrics::Metrics;
+use gslb::ops::status::StatusBoard;
+use gslb_core::engine::EngineSettings;
+use gslb_core::model::{ServiceId, VantageId};
+use gslb_core::policy::{self, Policy};
 use gslb_provider::{FailoverStyle, MemoryProvider};
 use support::eventually;
 use tokio::task::JoinSet;
@@ -62,7 +62,7 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
     let sinks = Sinks {
         board: board.clone(),
         metrics: Metrics::new(),
-        events: gslb::events::channel(1024),
+        events: gslb::ops::events::channel(1024),
         clock: Clock::system(),
     };
     let controller = Controller::start(
@@ -135,7 +135,7 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
     // The new reconciler's status survives the engine loop's reset of the service.
     let applied = eventually(DEADLINE, || async {
         let s = board.snapshot().remove(&ServiceId("api".into()))?;
-        (s.apply.state == gslb::status::ApplyState::Applied).then_some(s)
+        (s.apply.state == gslb::ops::status::ApplyState::Applied).then_some(s)
     })
     .await
     .expect("api applied after the reload");

@@ -1,6 +1,6 @@
 //! The deployment files under `deploy/` and the Dockerfile: the alert rules pass `promtool check
 //! rules` and their unit tests, every alert has a firing and a non-firing case, every metric the
-//! rules and the Grafana dashboard read is declared in `gslb::metrics`, the dashboard's queries
+//! rules and the Grafana dashboard read is declared in `gslb::ops::metrics`, the dashboard's queries
 //! parse, the Kubernetes manifests pass a schema check, their settings and policies load, their
 //! containers run a `gslb run` command line gslb accepts, and the Dockerfile passes hadolint.
 //!
@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gslb::metrics::Metrics;
+use gslb::ops::metrics::Metrics;
 use prometheus::proto::MetricType;
 
 const RULES: &str = "deploy/prometheus/gslb-alerts.yml";
@@ -188,14 +188,14 @@ fn every_metric_the_rules_and_the_dashboard_read_is_declared() {
     let unknown: Vec<_> = used.iter().filter(|(_, m)| !exported.contains(m)).collect();
     assert!(
         unknown.is_empty(),
-        "not declared in gslb::metrics: {unknown:?}"
+        "not declared in gslb::ops::metrics: {unknown:?}"
     );
 }
 
 #[test]
 fn the_declared_families_are_what_metrics_renders() {
     let metrics = Metrics::new();
-    let policies = gslb::policy::load(&[root().join("policies")]).expect("valid policies");
+    let policies = gslb_core::policy::load(&[root().join("policies")]).expect("valid policies");
     for (_, p) in &policies {
         metrics.declare_service(p);
     }
@@ -326,11 +326,11 @@ fn config_maps_hold_valid_settings_and_the_repository_policies() {
         assert_eq!(settings.state.dir, Path::new("/var/lib/gslb"), "{cloud}");
         assert_eq!(settings.admin.listen.port(), 9464, "{cloud}");
         let loaded =
-            gslb::policy::load(&settings.policies).unwrap_or_else(|e| panic!("{cloud}: {e}"));
+            gslb_core::policy::load(&settings.policies).unwrap_or_else(|e| panic!("{cloud}: {e}"));
         assert_eq!(loaded.len(), policies.len(), "{cloud}");
         let enforced: Vec<_> = loaded
             .iter()
-            .filter(|(_, p)| p.mode == gslb::policy::Mode::Enforce)
+            .filter(|(_, p)| p.mode == gslb_core::policy::Mode::Enforce)
             .map(|(_, p)| p.service.to_string())
             .collect();
         for service in &enforced {

@@ -8,15 +8,15 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use gslb::admin::drills::{DrillRequest, EndRequest, RearmRequest};
-use gslb::admin::{AdminState, AdminToken};
-use gslb::control::{Command, CommandSender};
-use gslb::drill_client::{self, AdminClient, ClientError};
-use gslb::engine::{OverrideAction, OverrideError, Overrides};
-use gslb::metrics::Metrics;
-use gslb::model::ServiceId;
-use gslb::policy::Policy;
-use gslb::status::StatusBoard;
+use gslb::cli::drill::{self, AdminClient, ClientError};
+use gslb::daemon::control::{Command, CommandSender};
+use gslb::ops::admin::drills::{DrillRequest, EndRequest, RearmRequest};
+use gslb::ops::admin::{AdminState, AdminToken};
+use gslb::ops::metrics::Metrics;
+use gslb::ops::status::StatusBoard;
+use gslb_core::engine::{OverrideAction, OverrideError, Overrides};
+use gslb_core::model::ServiceId;
+use gslb_core::policy::Policy;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -25,7 +25,7 @@ const TOKEN: &str = "correct horse battery staple";
 fn policy() -> Policy {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/api-seoul-tokyo.toml");
     let text = std::fs::read_to_string(&path).expect("example policy");
-    gslb::policy::parse(&path, &text).expect("valid policy")
+    gslb_core::policy::parse(&path, &text).expect("valid policy")
 }
 
 /// What the responder was asked, as `command actor reason`.
@@ -36,7 +36,7 @@ async fn responder(mut rx: mpsc::Receiver<Command>, policy: Policy, seen: Seen) 
     let mut store = Overrides::default();
     let log = |s: String| seen.lock().expect("lock").push(s);
     while let Some(cmd) = rx.recv().await {
-        let now = drill_client::wall_now();
+        let now = drill::wall_now();
         match cmd {
             Command::AddOverride { request, reply } => {
                 log(format!("add {} {}", request.actor, request.reason));
@@ -121,7 +121,7 @@ async fn serve(engine: Engine, token: Option<&str>) -> Server {
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(gslb::admin::serve(listener, state));
+    tokio::spawn(gslb::ops::admin::serve(listener, state));
     Server { url, seen }
 }
 
@@ -485,7 +485,7 @@ async fn the_client_starts_lists_and_ends_drills() {
     assert_eq!(started.action, OverrideAction::Force);
     let listed = c.list().await.expect("list");
     assert_eq!(listed, vec![started.clone()]);
-    let table = drill_client::table(&listed, drill_client::wall_now());
+    let table = drill::table(&listed, drill::wall_now());
     let row = table.lines().nth(1).expect("row");
     assert!(
         row.starts_with(&format!("{}  api      force   tokyo  ", started.id)),

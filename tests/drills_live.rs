@@ -10,24 +10,25 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::audit::{AuditEntry, AuditLog};
-use gslb::clock::Clock;
-use gslb::control::{Command, CommandSender};
-use gslb::controller::{self, Controller};
-use gslb::drills::StateFile;
-use gslb::engine::{
+use gslb::daemon::control::{Command, CommandSender};
+use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::reconcile::Sinks;
+use gslb::io::audit::{AuditEntry, AuditLog};
+use gslb::io::clock::Clock;
+use gslb::io::journal::Journal;
+use gslb::io::jsonl::{DEFAULT_CAPACITY, JsonlWriter};
+use gslb::io::origin::Origin;
+use gslb::io::probe::{DnsSettings, Prober};
+use gslb::io::state_file::StateFile;
+use gslb::ops::events;
+use gslb::ops::metrics::Metrics;
+use gslb::ops::status::StatusBoard;
+use gslb_core::engine::{
     Decision, EngineSettings, Override, OverrideAction, OverrideId, OverrideRequest, Rule,
 };
-use gslb::events::{self, Event};
-use gslb::journal::Journal;
-use gslb::jsonl::{DEFAULT_CAPACITY, JsonlWriter};
-use gslb::metrics::Metrics;
-use gslb::model::{PoolId, ServiceId, VantageId};
-use gslb::origin::Origin;
-use gslb::policy::{self, Policy};
-use gslb::probe::{DnsSettings, Prober};
-use gslb::reconcile::Sinks;
-use gslb::status::StatusBoard;
+use gslb_core::event::Event;
+use gslb_core::model::{PoolId, ServiceId, VantageId};
+use gslb_core::policy::{self, Policy};
 use gslb_provider::{FailoverStyle, MemoryProvider};
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinSet;
@@ -279,7 +280,7 @@ async fn drills_survive_a_restart_are_audited_and_replay_exactly() {
     // Both runs append to one recording, as a restarted daemon does; replaying it starts a
     // fresh engine at each run's start and reproduces both runs' decisions exactly.
     let recording = std::fs::File::open(dir.path().join("observations.jsonl")).expect("recording");
-    let replayed = gslb::replay::replay(
+    let replayed = gslb::cli::replay::replay(
         vec![policy.clone()],
         &EngineSettings::default(),
         std::io::BufReader::new(recording),
@@ -362,7 +363,7 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         .expect("engine loop running");
     let answer = rx.await.expect("answered");
     assert!(
-        matches!(&answer, Err(gslb::engine::OverrideError::NotSaved(_))),
+        matches!(&answer, Err(gslb_core::engine::OverrideError::NotSaved(_))),
         "{answer:?}"
     );
     let (reply, rx) = oneshot::channel();

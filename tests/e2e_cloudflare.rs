@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gslb::origin::Origin;
+use gslb::io::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
 use serde_json::json;
 use support::cloudflare::WebDaemon;
@@ -121,7 +121,7 @@ async fn failover_through_cloudflare_default_pools() {
     })
     .await
     .unwrap_or_else(|| panic!("no write fight reported:\n{}", web.log()));
-    let limit = gslb::guards::WRITE_FIGHT_LIMIT as u64;
+    let limit = gslb::daemon::guards::WRITE_FIGHT_LIMIT as u64;
     assert_eq!(fight["apply"]["drift"], limit, "{fight}");
     assert_eq!(
         u64::from(fake.reverts()),

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use gslb::origin::Origin;
+use gslb::io::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
 use support::cloudflare::WebDaemon;
 use support::daemon::status;

@@ -11,7 +11,7 @@ mod support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use gslb::origin::Origin;
+use gslb::io::origin::Origin;
 use support::daemon::{Daemon, free_port, log_file, read_log, status};
 use support::emulators::{Emulator, Kind};
 use support::eventually;

@@ -7,14 +7,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use gslb::engine::{
+use gslb_core::engine::{
     Decision, Engine, EngineSettings, Input, OverrideAction, OverrideId, OverrideRequest, Rule,
 };
-use gslb::model::{
+use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
     Verdict,
 };
-use gslb::policy::{self, Policy};
+use gslb_core::policy::{self, Policy};
 use proptest::prelude::*;
 
 const VANTAGES: [&str; 3] = ["a", "b", "c"];
@@ -270,7 +270,7 @@ proptest! {
             };
             for input in inputs {
                 let out = engine.step(Millis(now), &input);
-                let drills = !engine.overrides().is_empty() || out.overrides.iter().any(|c| matches!(c, gslb::engine::OverrideChange::Added(_)));
+                let drills = !engine.overrides().is_empty() || out.overrides.iter().any(|c| matches!(c, gslb_core::engine::OverrideChange::Added(_)));
                 for (d, _) in &out.decisions {
                     check(d, drills)?;
                     if d.switched() && d.rule.is_automatic() {

@@ -4,9 +4,9 @@
 
 mod support;
 
-use gslb::engine::{EngineSettings, Input, OverrideAction, OverrideChange, Rule, Step};
-use gslb::model::{Millis, PoolId, ServiceId};
-use gslb::policy::Policy;
+use gslb_core::engine::{EngineSettings, Input, OverrideAction, OverrideChange, Rule, Step};
+use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::policy::Policy;
 use support::sim::{Sim, policy};
 
 fn web(edit: impl Fn(String) -> String) -> Policy {
@@ -158,12 +158,13 @@ fn a_recording_with_a_reload_replays_to_the_same_decisions() {
     for _ in 0..3 {
         sim.round(true, false);
     }
-    let switches = |ds: &[gslb::engine::Decision]| -> Vec<(Millis, ServiceId, Option<PoolId>)> {
-        ds.iter()
-            .filter(|d| d.switched())
-            .map(|d| (d.at, d.service.clone(), d.active.clone()))
-            .collect()
-    };
+    let switches =
+        |ds: &[gslb_core::engine::Decision]| -> Vec<(Millis, ServiceId, Option<PoolId>)> {
+            ds.iter()
+                .filter(|d| d.switched())
+                .map(|d| (d.at, d.service.clone(), d.active.clone()))
+                .collect()
+        };
     let live = switches(&sim.decisions);
     assert_eq!(
         live.len(),
@@ -177,7 +178,7 @@ fn a_recording_with_a_reload_replays_to_the_same_decisions() {
         .collect();
     assert!(text.contains(r#""input":"reload""#), "{text}");
     // Replayed with the policies in force after the reload (as `gslb replay --policy`).
-    let replayed = gslb::replay::replay(after(), &EngineSettings::default(), text.as_bytes())
+    let replayed = gslb::cli::replay::replay(after(), &EngineSettings::default(), text.as_bytes())
         .expect("replays");
     assert_eq!(replayed.steps, sim.steps.len());
     assert_eq!(switches(&replayed.decisions), live);
@@ -194,8 +195,11 @@ fn a_service_whose_edit_only_touches_observe_or_rto_budget_keeps_its_state() {
     });
     assert_ne!(edited.observe, policy(|t| t).observe, "the edit took");
     assert!(
-        gslb::controller::changed(&[policy(|t| t), web(|t| t)], std::slice::from_ref(&edited))
-            .is_empty(),
+        gslb::daemon::controller::changed(
+            &[policy(|t| t), web(|t| t)],
+            std::slice::from_ref(&edited)
+        )
+        .is_empty(),
         "the controller keeps its probes and reconciler"
     );
     let input = reload(&mut sim, vec![edited.clone(), web(|t| t)]);

@@ -3,8 +3,8 @@
 
 mod support;
 
-use gslb::engine::{Engine, EngineSettings, Input, OverrideAction, OverrideChange, Rule};
-use gslb::model::{EndpointId, Millis, PoolId, ProbeReason, Verdict};
+use gslb_core::engine::{Engine, EngineSettings, Input, OverrideAction, OverrideChange, Rule};
+use gslb_core::model::{EndpointId, Millis, PoolId, ProbeReason, Verdict};
 use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, obs, policy};
 
 fn pool(p: &str) -> PoolId {
@@ -434,7 +434,7 @@ fn replaying_the_recorded_steps_reproduces_the_decisions_exactly() {
     let mut replay = Engine::new(vec![policy(|t| t)], &EngineSettings::default());
     let mut decisions = Vec::new();
     for line in text.lines() {
-        let step: gslb::engine::Step = serde_json::from_str(line).expect("parses");
+        let step: gslb_core::engine::Step = serde_json::from_str(line).expect("parses");
         let out = replay.step(step.at, &step.input);
         decisions.extend(out.decisions.into_iter().map(|(d, _)| d));
     }
@@ -547,7 +547,7 @@ fn rearming_a_service_releases_a_controller_wide_hold() {
         ..EngineSettings::default()
     };
     let mut sim = Sim::with(vec![policy(|t| t), second], &settings, Some("seoul"));
-    let web = gslb::model::ServiceId("web".into());
+    let web = gslb_core::model::ServiceId("web".into());
     let web_seoul = "https://seoul.web.example.com:443/api/v1/health";
     let web_tokyo = "https://tokyo.web.example.com:443/api/v1/health";
     let probe_web = |sim: &mut Sim, seoul_ok: bool| {
@@ -596,8 +596,8 @@ fn rearming_a_service_releases_a_controller_wide_hold() {
 #[test]
 fn a_state_file_is_checked_like_requests_when_loaded() {
     let mut sim = Sim::new(policy(|t| t));
-    let o = |id: &str, action, pool: &str, reason: &str, hours: u64| gslb::engine::Override {
-        id: gslb::engine::OverrideId(id.into()),
+    let o = |id: &str, action, pool: &str, reason: &str, hours: u64| gslb_core::engine::Override {
+        id: gslb_core::engine::OverrideId(id.into()),
         service: sim.service.clone(),
         action,
         pool: PoolId(pool.into()),
@@ -636,8 +636,8 @@ fn drill_text_is_bounded_and_free_of_control_characters() {
         ("x".repeat(501), "alice".to_owned()),
         ("drill".to_owned(), "alice\n d-fake drain".to_owned()),
     ] {
-        let out = sim.step(Input::AddOverride(gslb::engine::OverrideRequest {
-            id: gslb::engine::OverrideId("d-x".into()),
+        let out = sim.step(Input::AddOverride(gslb_core::engine::OverrideRequest {
+            id: gslb_core::engine::OverrideId("d-x".into()),
             service: sim.service.clone(),
             action: OverrideAction::Drain,
             pool: pool("seoul"),
@@ -648,8 +648,8 @@ fn drill_text_is_bounded_and_free_of_control_characters() {
         assert!(
             matches!(
                 out.reply,
-                Some(gslb::engine::Reply::Override(Err(
-                    gslb::engine::OverrideError::BadText(_)
+                Some(gslb_core::engine::Reply::Override(Err(
+                    gslb_core::engine::OverrideError::BadText(_)
                 )))
             ),
             "{:?}",

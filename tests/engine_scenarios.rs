@@ -3,8 +3,8 @@
 
 mod support;
 
-use gslb::engine::{Input, Rule};
-use gslb::model::{Millis, PoolId, ProbeReason, Verdict};
+use gslb_core::engine::{Input, Rule};
+use gslb_core::model::{Millis, PoolId, ProbeReason, Verdict};
 use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, policy};
 
 #[test]
@@ -237,7 +237,7 @@ fn before_adoption_nothing_is_decided() {
     let mut sim = Sim::with(vec![policy(|t| t)], &Default::default(), None);
     let service = sim.service.clone();
     // A fresh engine that has not been told what the provider serves decides nothing.
-    let mut fresh = gslb::engine::Engine::new(vec![policy(|t| t)], &Default::default());
+    let mut fresh = gslb_core::engine::Engine::new(vec![policy(|t| t)], &Default::default());
     let out = fresh.step(Millis(1), &Input::Tick);
     assert!(out.decisions.is_empty());
     sim.round(true, true);

@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use gslb::admin::{self, AdminState};
-use gslb::metrics::Metrics;
-use gslb::status::StatusBoard;
+use gslb::ops::admin::{self, AdminState};
+use gslb::ops::metrics::Metrics;
+use gslb::ops::status::StatusBoard;
 
 /// Serves the admin API (no token, no drills) on 127.0.0.1:<free port>.
 async fn admin_api() -> SocketAddr {

@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use gslb::metrics::Metrics;
-use gslb::origin::Origin;
-use gslb::probe::{DnsSettings, Prober};
+use gslb::io::origin::Origin;
+use gslb::io::probe::{DnsSettings, Prober};
+use gslb::ops::metrics::Metrics;
 use gslb_cloudflare::fake::{Fake, ids};
 use prometheus_parse::{Scrape, Value};
 use serde_json::Value as Json;
@@ -158,8 +158,8 @@ async fn the_vantage_suspect_gauges_read_zero_before_any_probe_result() {
     let ncp = Origin::start(loopback, "ncp").await.expect("ncp origin");
     let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
     // No probe result for the 5 s timeout.
-    ncp.set_mode(gslb::origin::Mode::Hang);
-    gcp.set_mode(gslb::origin::Mode::Hang);
+    ncp.set_mode(gslb::io::origin::Mode::Hang);
+    gcp.set_mode(gslb::io::origin::Mode::Hang);
     let web = WebDaemon::start_with(
         &fake,
         [

@@ -9,23 +9,26 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::clock::Clock;
 use gslb::config::{NotifySettings, Webhook};
-use gslb::control::Command;
-use gslb::controller::{self, Controller};
-use gslb::engine::{Decision, EngineSettings, OverrideAction, OverrideId, OverrideRequest, Rule};
-use gslb::events::{self, Event, EventSender};
-use gslb::journal::Journal;
-use gslb::metrics::Metrics;
-use gslb::model::{PoolId, ServiceId, VantageId};
-use gslb::notify::Notifier;
-use gslb::notify::message::Notification;
-use gslb::origin::{Mode, Origin};
-use gslb::policy::Mode as PolicyMode;
-use gslb::probe::{DnsSettings, Prober};
-use gslb::reconcile::Sinks;
-use gslb::status::StatusBoard;
+use gslb::daemon::control::Command;
+use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::reconcile::Sinks;
+use gslb::io::clock::Clock;
+use gslb::io::journal::Journal;
+use gslb::io::origin::{Mode, Origin};
+use gslb::io::probe::{DnsSettings, Prober};
+use gslb::ops::events::{self, EventSender};
+use gslb::ops::metrics::Metrics;
+use gslb::ops::notify::Notifier;
+use gslb::ops::notify::message::Notification;
+use gslb::ops::status::StatusBoard;
 use gslb_cloudflare::fake::Fake;
+use gslb_core::engine::{
+    Decision, EngineSettings, OverrideAction, OverrideId, OverrideRequest, Rule,
+};
+use gslb_core::event::Event;
+use gslb_core::model::{PoolId, ServiceId, VantageId};
+use gslb_core::policy::Mode as PolicyMode;
 use gslb_provider::{FailoverStyle, MemoryProvider};
 use serde_json::Value;
 use support::cloudflare::WebDaemon;
@@ -53,7 +56,7 @@ fn start_sinks(
     board: &Arc<StatusBoard>,
 ) -> (JoinSet<()>, Notifier) {
     let mut tasks = JoinSet::new();
-    let notifier = gslb::notify::spawn(
+    let notifier = gslb::ops::notify::spawn(
         &mut tasks,
         webhooks,
         events,
@@ -245,7 +248,7 @@ fn a_shadow_services_messages_say_it_would_switch() {
         json["summary"],
         "[shadow] api: would switch seoul → tokyo (failover)"
     );
-    let slack = gslb::notify::slack::payload(&n);
+    let slack = gslb::ops::notify::slack::payload(&n);
     assert_eq!(
         slack["text"],
         "[shadow] api: would switch seoul → tokyo (failover)"
@@ -259,7 +262,7 @@ fn a_shadow_services_messages_say_it_would_switch() {
     }
 }
 
-fn live_policy(seoul: SocketAddr, tokyo: SocketAddr) -> gslb::policy::Policy {
+fn live_policy(seoul: SocketAddr, tokyo: SocketAddr) -> gslb_core::policy::Policy {
     support::sim::policy(|s| {
         s.replace(SEOUL, &format!("http://{seoul}/api/v1/health"))
             .replace(TOKYO, &format!("http://{tokyo}/api/v1/health"))
@@ -292,7 +295,7 @@ async fn decision(
 
 /// A controller for `policy` with its probes and reconciler (against `provider`) on `tasks`.
 fn live_controller(
-    policy: &gslb::policy::Policy,
+    policy: &gslb_core::policy::Policy,
     sinks: &Sinks,
     provider: &Arc<MemoryProvider>,
     tasks: &mut JoinSet<()>,
@@ -695,7 +698,7 @@ async fn a_message_still_queued_at_shutdown_is_delivered_by_the_drain() {
         .expect("the reader read the switch");
     tasks.shutdown().await;
     receiver.release();
-    notifier.drain(gslb::notify::DRAIN_TIMEOUT).await;
+    notifier.drain(gslb::ops::notify::DRAIN_TIMEOUT).await;
     assert_eq!(count(&metrics, "ops", "delivered"), 1);
     let kinds: Vec<_> = receiver
         .bodies("hook")

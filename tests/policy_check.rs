@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use gslb::policy;
+use gslb_core::policy;
 
 use support::policy::{assert_error, errors};
 
@@ -358,7 +358,7 @@ fn engine_tuning_defaults_come_from_their_sources() {
     let text = VALID.replace("[health]", "[health]\n");
     let p = policy::parse(Path::new("api.toml"), &text).expect("valid");
     let minutes = |m: u64| std::time::Duration::from_secs(60 * m);
-    assert_eq!(p.mode, gslb::policy::Mode::Enforce);
+    assert_eq!(p.mode, gslb_core::policy::Mode::Enforce);
     assert_eq!(
         (p.failback_hold.step, p.failback_hold.max),
         (minutes(5), minutes(30))
@@ -417,7 +417,7 @@ fn mode_accepts_enforce_and_shadow_only() {
         &with("service = \"api\"", "service = \"api\"\nmode = \"shadow\""),
     )
     .expect("shadow is valid");
-    assert_eq!(p.mode, gslb::policy::Mode::Shadow);
+    assert_eq!(p.mode, gslb_core::policy::Mode::Shadow);
     let errs = errors(&with(
         "service = \"api\"",
         "service = \"api\"\nmode = \"dry-run\"",

@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use gslb::policy::{self, Target};
+use gslb_core::policy::{self, Target};
 
 use support::policy::{assert_error, errors};
 

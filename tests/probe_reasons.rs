@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use gslb::clock::Clock;
-use gslb::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId};
-use gslb::origin::{Mode, Origin};
-use gslb::policy::{Endpoint, EndpointKind, ProbeSpec};
-use gslb::probe::{DnsSettings, Prober, run_endpoint};
+use gslb::io::clock::Clock;
+use gslb::io::origin::{Mode, Origin};
+use gslb::io::probe::{DnsSettings, Prober, run_endpoint};
+use gslb_core::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId};
+use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use support::dns::FakeDns;
 use support::tls::{CERT_NOT_AFTER, Seen, read_head, tls_origin};
 use tokio::net::{TcpListener, UdpSocket};

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use gslb::clock::Clock;
-use gslb::model::{EndpointId, Millis, Observation, ProbeReason, VantageId};
-use gslb::origin::Origin;
-use gslb::policy::{Endpoint, EndpointKind, ProbeSpec};
-use gslb::probe::{DnsSettings, Prober, ProbingSettings, run_endpoint};
+use gslb::io::clock::Clock;
+use gslb::io::origin::Origin;
+use gslb::io::probe::{DnsSettings, Prober, ProbingSettings, run_endpoint};
+use gslb_core::model::{EndpointId, Millis, Observation, ProbeReason, VantageId};
+use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;

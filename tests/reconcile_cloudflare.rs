@@ -15,16 +15,16 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::engine::{Decision, PoolVerdict, Rule};
-use gslb::events::Event;
-use gslb::model::{Millis, PoolId, ServiceId, Verdict};
-use gslb::reconcile::{self, Binding, Sinks};
-use gslb::status::{ApplyState, ApplyStatus};
+use gslb::daemon::reconcile::{self, Binding, Sinks};
+use gslb::ops::status::{ApplyState, ApplyStatus};
 use gslb_cloudflare::fake::{Fake, ids};
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
     LoadBalancerRef,
 };
+use gslb_core::engine::{Decision, PoolVerdict, Rule};
+use gslb_core::event::Event;
+use gslb_core::model::{Millis, PoolId, ServiceId, Verdict};
 use support::reconcile::next_applied;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -191,7 +191,7 @@ async fn a_concurrent_reverter_is_detected_bounded_and_reported() {
     let h = start(failover(), |f| f.reverter(true)).await;
     // A minute: the first write, then WRITE_FIGHT_LIMIT re-applies, then gslb stops.
     tokio::time::sleep(Duration::from_secs(60)).await;
-    let limit = gslb::guards::WRITE_FIGHT_LIMIT as u32;
+    let limit = gslb::daemon::guards::WRITE_FIGHT_LIMIT as u32;
     assert_eq!(h.fake.reverts(), 1 + limit);
     let s = status(&h.sinks);
     assert_eq!(s.drift, u64::from(limit));
@@ -224,7 +224,7 @@ async fn a_concurrent_reverter_is_detected_bounded_and_reported() {
 
     // The other writer stops; once the window has passed gslb applies its decision.
     h.fake.reverter(false);
-    tokio::time::sleep(gslb::guards::WRITE_FIGHT_WINDOW).await;
+    tokio::time::sleep(gslb::daemon::guards::WRITE_FIGHT_WINDOW).await;
     assert_eq!(h.fake.default_pools(), failed_over());
     let s = status(&h.sinks);
     assert_eq!(s.state, ApplyState::Applied, "{s:?}");
@@ -292,7 +292,7 @@ async fn pool_health_is_reported_as_a_vote_when_the_policy_asks() {
     let votes = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = votes.clone();
     let binding = Binding {
-        health_votes: Some(gslb::reconcile::HealthVotes(Arc::new(
+        health_votes: Some(gslb::daemon::reconcile::HealthVotes(Arc::new(
             move |pool, healthy| {
                 sink.lock().expect("lock").push((pool.clone(), healthy));
             },

@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gslb::engine::{Decision, Rule};
-use gslb::events::Event;
-use gslb::model::{Millis, PoolId, ServiceId};
-use gslb::reconcile::{self, Binding, Sinks};
-use gslb::status::ApplyState;
+use gslb::daemon::reconcile::{self, Binding, Sinks};
+use gslb::ops::status::ApplyState;
+use gslb_core::engine::{Decision, Rule};
+use gslb_core::event::Event;
+use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_provider::{FailoverStyle, MemoryProvider, ObservedState, Plan, Provider, ProviderError};
 use support::reconcile::next_applied;
 use tokio::sync::watch;
@@ -107,7 +107,7 @@ fn sinks() -> Sinks {
     support::reconcile::sinks(include_str!("../policies/api-seoul-tokyo.toml"))
 }
 
-fn state(s: &Sinks) -> gslb::status::ApplyStatus {
+fn state(s: &Sinks) -> gslb::ops::status::ApplyStatus {
     s.board.snapshot()[&ServiceId("api".into())].apply.clone()
 }
 

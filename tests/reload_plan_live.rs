@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use gslb::origin::Origin;
+use gslb::io::origin::Origin;
 use support::daemon::{Daemon, free_port, log_file, read_log, status};
 use support::emulators::{Emulator, Kind};
 use support::eventually;

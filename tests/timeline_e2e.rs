@@ -17,7 +17,7 @@ mod support;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use gslb::origin::Origin;
+use gslb::io::origin::Origin;
 use serde_json::Value;
 use support::authoritative::Authoritative;
 use support::daemon::{Daemon, free_port, log_file, read_log, status};

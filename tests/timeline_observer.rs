@@ -7,12 +7,13 @@ mod support;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use gslb::clock::Clock;
-use gslb::events::{self, Event, ObservedPhase};
-use gslb::origin::Origin;
-use gslb::policy::{ServedBy, ServedByMarker};
-use gslb::probe::DnsSettings;
-use gslb::timeline::observer::{Job, run};
+use gslb::io::clock::Clock;
+use gslb::io::origin::Origin;
+use gslb::io::probe::DnsSettings;
+use gslb::ops::events;
+use gslb::ops::timeline::observer::{Job, run};
+use gslb_core::event::{Event, ObservedPhase};
+use gslb_core::policy::{ServedBy, ServedByMarker};
 use support::authoritative::Authoritative;
 
 const NEW_POOL: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);

@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::admin::{AdminToken, TokenError};
+use crate::ops::admin::{AdminToken, TokenError};
 
 use super::{ADMIN_TOKEN_ENV, AdminSettings};
 

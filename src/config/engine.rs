@@ -51,13 +51,13 @@ impl Default for EngineConfig {
 
 impl EngineConfig {
     /// The engine's settings.
-    pub fn engine_settings(&self) -> crate::engine::EngineSettings {
-        crate::engine::EngineSettings {
+    pub fn engine_settings(&self) -> gslb_core::engine::EngineSettings {
+        gslb_core::engine::EngineSettings {
             suspect_window: self.suspect_window,
             canaries: self
                 .canaries
                 .iter()
-                .map(|c| crate::model::EndpointId(c.clone()))
+                .map(|c| gslb_core::model::EndpointId(c.clone()))
                 .collect(),
             global_velocity: self.global_velocity.map(|g| (g.services, g.window)),
         }
@@ -70,8 +70,14 @@ impl EngineConfig {
     /// A canary that is not a valid endpoint, naming `engine.canaries[i]`.
     pub fn canary_endpoints(
         &self,
-    ) -> Result<(crate::policy::ProbeSpec, Vec<crate::policy::Endpoint>), String> {
-        let spec = crate::policy::ProbeSpec {
+    ) -> Result<
+        (
+            gslb_core::policy::ProbeSpec,
+            Vec<gslb_core::policy::Endpoint>,
+        ),
+        String,
+    > {
+        let spec = gslb_core::policy::ProbeSpec {
             interval: self.canary_interval,
             timeout: (self.canary_interval / 2).min(Duration::from_secs(5)),
             expected_status: (100..=599).collect(),
@@ -85,7 +91,7 @@ impl EngineConfig {
             .canaries
             .iter()
             .enumerate()
-            .map(|(i, c)| crate::policy::endpoint(c, &format!("engine.canaries[{i}]")))
+            .map(|(i, c)| gslb_core::policy::endpoint(c, &format!("engine.canaries[{i}]")))
             .collect::<Result<_, _>>()?;
         Ok((spec, endpoints))
     }

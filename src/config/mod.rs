@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::admin::AdminToken;
-use crate::model::VantageId;
-use crate::probe::{DnsSettings, ProbingSettings};
+use crate::io::probe::{DnsSettings, ProbingSettings};
+use crate::ops::admin::AdminToken;
+use gslb_core::model::VantageId;
 
 mod admin_auth;
 mod engine;
@@ -121,12 +121,12 @@ pub const OVERRIDES_FILE: &str = "overrides.json";
 pub const AUDIT_LOG: &str = "audit.jsonl";
 
 impl StateSettings {
-    /// `<dir>/overrides.json`: the active drills (see [`crate::drills::StateFile`]).
+    /// `<dir>/overrides.json`: the active drills (see [`crate::io::state_file::StateFile`]).
     pub fn overrides_file(&self) -> PathBuf {
         self.dir.join(OVERRIDES_FILE)
     }
 
-    /// `<dir>/audit.jsonl`: the audit log (see [`crate::audit`]).
+    /// `<dir>/audit.jsonl`: the audit log (see [`crate::io::audit`]).
     pub fn audit_log(&self) -> PathBuf {
         self.dir.join(AUDIT_LOG)
     }

@@ -1,4 +1,4 @@
-//! `[[notify.webhooks]]`: webhook sinks for switches, holds and drills (see [`crate::notify`]).
+//! `[[notify.webhooks]]`: webhook sinks for switches, holds and drills (see [`crate::ops::notify`]).
 //!
 //! A webhook URL is often a secret (a Slack incoming-webhook URL is its own credential), so it
 //! can come from a file (`url_file`) or an environment variable (`url_env`) instead of the
@@ -93,7 +93,7 @@ pub enum WebhookFormat {
 pub enum NotifyKind {
     /// The serving pool changed (automatic or by a drill).
     Switch,
-    /// The engine entered a hold that needs attention (see [`crate::notify`]).
+    /// The engine entered a hold that needs attention (see [`crate::ops::notify`]).
     Hold,
     /// A drill override started, ended, expired, completed or was skipped.
     Drill,

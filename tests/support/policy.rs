@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use gslb::policy::{self, PolicyError};
+use gslb_core::policy::{self, PolicyError};
 
 /// The errors of `text` parsed as `p.toml`; panics if it is valid.
 pub fn errors(text: &str) -> Vec<PolicyError> {

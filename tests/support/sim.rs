@@ -3,14 +3,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use gslb::engine::{
+use gslb_core::engine::{
     Decision, Engine, EngineSettings, Input, Output, OverrideAction, OverrideChange, OverrideId,
     OverrideRequest, Reply, Step,
 };
-use gslb::model::{
+use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
 };
-use gslb::policy::{self, Policy};
+use gslb_core::policy::{self, Policy};
 
 pub const SEOUL: &str = "https://seoul.api.example.com:443/api/v1/health";
 pub const TOKYO: &str = "https://tokyo.api.example.com:443/api/v1/health";

@@ -9,16 +9,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use gslb::controller::{self, Controller};
-use gslb::engine::EngineSettings;
-use gslb::events::{self, Event};
-use gslb::journal::Journal;
-use gslb::metrics::Metrics;
-use gslb::model::VantageId;
-use gslb::origin::Origin;
-use gslb::probe::{DnsSettings, Prober};
-use gslb::reconcile::Sinks;
-use gslb::status::StatusBoard;
+use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::reconcile::Sinks;
+use gslb::io::journal::Journal;
+use gslb::io::origin::Origin;
+use gslb::io::probe::{DnsSettings, Prober};
+use gslb::ops::events;
+use gslb::ops::metrics::Metrics;
+use gslb::ops::status::StatusBoard;
+use gslb_core::engine::EngineSettings;
+use gslb_core::event::Event;
+use gslb_core::model::VantageId;
 use gslb_provider::{Change, FailoverStyle, MemoryProvider};
 use rand::Rng;
 use tokio::sync::broadcast;
@@ -94,7 +95,7 @@ pub async fn run(kills: usize, interval: Duration, fall: u32) -> anyhow::Result<
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut seoul = Origin::start(loopback, "seoul").await?;
     let tokyo = Origin::start(loopback, "tokyo").await?;
-    let policy = gslb::policy::parse(
+    let policy = gslb_core::policy::parse(
         Path::new("<bench detection policy>"),
         &policy(seoul.addr(), tokyo.addr(), interval, fall),
     )
@@ -107,7 +108,7 @@ pub async fn run(kills: usize, interval: Duration, fall: u32) -> anyhow::Result<
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
         events: events::channel(4096),
-        clock: gslb::clock::Clock::system(),
+        clock: gslb::io::clock::Clock::system(),
     };
     let mut rx = sinks.events.subscribe();
     let mut tasks = JoinSet::new();
@@ -131,7 +132,7 @@ pub async fn run(kills: usize, interval: Duration, fall: u32) -> anyhow::Result<
     let mut healthy = std::collections::BTreeSet::new();
     wait(&mut rx, |e| {
         if let Event::EndpointVerdict { pool, verdict, .. } = e {
-            if *verdict == gslb::model::Verdict::Healthy {
+            if *verdict == gslb_core::model::Verdict::Healthy {
                 healthy.insert(pool.0.clone());
             }
         }

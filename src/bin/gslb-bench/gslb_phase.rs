@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gslb::clock::Clock;
-use gslb::model::{EndpointId, VantageId};
-use gslb::policy::{Endpoint, EndpointKind, ProbeSpec};
-use gslb::probe::{DnsSettings, Prober, ProbingSettings, run_endpoint};
+use gslb::io::clock::Clock;
+use gslb::io::probe::{DnsSettings, Prober, ProbingSettings, run_endpoint};
+use gslb_core::model::{EndpointId, VantageId};
+use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -36,7 +36,7 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
         tls_verify: true,
         follow_redirects: false,
     };
-    let (tx, mut rx) = mpsc::channel(gslb::engine_loop::MESSAGE_BUFFER);
+    let (tx, mut rx) = mpsc::channel(gslb::daemon::engine_loop::MESSAGE_BUFFER);
     // Stands in for the engine loop: counts results by reason while measuring.
     let counting = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = counting.clone();
@@ -44,7 +44,7 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
         let mut reasons = BTreeMap::<&'static str, u64>::new();
         let mut durations = Vec::new();
         while let Some(o) = rx.recv().await {
-            let o: gslb::model::Observation = o;
+            let o: gslb_core::model::Observation = o;
             if flag.load(std::sync::atomic::Ordering::Relaxed) {
                 *reasons.entry(o.outcome.reason.as_str()).or_default() += 1;
                 durations.push(o.outcome.duration);

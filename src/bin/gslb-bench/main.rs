@@ -51,7 +51,7 @@ struct Cli {
     #[arg(long, value_parser = humantime::parse_duration)]
     warmup: Option<Duration>,
     /// Probes in flight at once, for both probers (gslb's `[probing] max_in_flight`).
-    #[arg(long, default_value_t = gslb::probe::default_max_in_flight())]
+    #[arg(long, default_value_t = gslb::io::probe::default_max_in_flight())]
     max_in_flight: usize,
     /// The blackbox_exporter binary (default: prometheus-blackbox-exporter or blackbox_exporter on PATH).
     #[arg(long)]
@@ -147,7 +147,7 @@ async fn bench(cli: Cli) -> anyhow::Result<()> {
         max_in_flight: cli.max_in_flight,
         origins_pid: String::new(),
     };
-    let open_files = gslb::probe::raise_open_file_limit().ok();
+    let open_files = gslb::io::probe::raise_open_file_limit().ok();
     let ticks = procfs::clock_ticks();
     println!("gslb probe benchmark");
     println!("  machine: {}", procfs::machine());

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use std::io::{BufRead, BufReader, Read};
 
-use gslb::origin::Origin;
+use gslb::io::origin::Origin;
 
 /// The loopback address of endpoint `i`: 127.0.(1 + i / 250).(1 + i % 250).
 pub fn address(i: usize) -> Ipv4Addr {
@@ -21,7 +21,7 @@ pub fn address(i: usize) -> Ipv4Addr {
 
 /// The child's side: serve until standard input closes.
 pub fn serve(endpoints: usize) -> anyhow::Result<()> {
-    let _ = gslb::probe::raise_open_file_limit();
+    let _ = gslb::io::probe::raise_open_file_limit();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

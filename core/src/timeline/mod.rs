@@ -1,0 +1,594 @@
+//! Failover timelines: every switch of a service's serving pool, automatic or drill, with the
+//! time of each phase, from the first failed probe to the first response served by the new
+//! region.
+//!
+//! [`Recorder`] is PURE: it is fed [`Event`]s (times come from the events, never from a clock)
+//! and answers with [`Update`]s, which the daemon's timeline task turns into metrics, audit
+//! lines and observer starts; its observers watch DNS and the public URL from the outside and
+//! report back as [`Event::Observed`]. [`report`] prints timelines as a drill report.
+//!
+//! How each phase is found:
+//! - `first_failed_probe`: the earliest start of a run of failed probes (since that endpoint's
+//!   last success, from any vantage point) among the old pool's endpoints, when the old pool
+//!   was down at the decision. A run counts only if it started after the last success of any
+//!   of the pool's endpoints from the same vantage point: an endpoint broken for days while
+//!   the pool kept serving on the others did not start this failure. Prober-side failures
+//!   count for neither start nor end.
+//! - `marked_down`: when the old pool's quorum verdict became unhealthy (the decision's own
+//!   pool verdict).
+//! - `decision`: the switching decision.
+//! - `provider_accepted`: the first provider write after the decision towards its new pool
+//!   ([`Event::Applied`]); none when the provider needed no write.
+//! - `provider_in_sync`: the first read-back matching the new pool ([`Event::InSync`]).
+//! - `dns_observed`, `served_by_observed`: from the observers.
+//!
+//! A drill's (and an automatic failback's) timeline starts at its decision. A newer switch of
+//! the same service closes the previous timeline (`superseded`; phases not seen stay empty);
+//! a timeline whose expected phases are all seen is `complete`; one still open when its
+//! observation window passes is `timed_out`. The last [`CAPACITY`] timelines are kept.
+//!
+//! A service in `mode = "shadow"` writes nothing, so its switch is one gslb would make: its
+//! timeline is kept, marked `mode: "shadow"`, and none of its phases is observed in
+//! `gslb_failover_phase_seconds` (no [`Update::Phase`]).
+
+#[cfg(any(test, feature = "test-util"))]
+pub mod fixtures;
+pub mod report;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Decision;
+use crate::event::{Event, ObservedPhase};
+use crate::model::{EndpointId, Millis, PoolId, ServiceId, VantageId, Verdict};
+use crate::policy::{Mode, Policy};
+
+/// Timelines kept in memory: the last 256 switches.
+pub const CAPACITY: usize = 256;
+
+/// How long a timeline without observers waits for its provider phases: 10 min.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(600);
+
+/// One phase of a failover, in the order they normally happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The first failed probe of the run that took the old pool down.
+    FirstFailedProbe,
+    /// The old pool's quorum verdict turned unhealthy.
+    MarkedDown,
+    /// The engine decided the switch.
+    Decision,
+    /// The provider accepted the write.
+    ProviderAccepted,
+    /// A read-back of the provider showed the new pool serving.
+    ProviderInSync,
+    /// A DNS answer for the public name named the new pool.
+    DnsObserved,
+    /// A response through the public name was served by the new pool.
+    ServedByObserved,
+}
+
+impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Phase; 7] = [
+        Phase::FirstFailedProbe,
+        Phase::MarkedDown,
+        Phase::Decision,
+        Phase::ProviderAccepted,
+        Phase::ProviderInSync,
+        Phase::DnsObserved,
+        Phase::ServedByObserved,
+    ];
+
+    /// The label value, e.g. `provider_in_sync`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FirstFailedProbe => "first_failed_probe",
+            Self::MarkedDown => "marked_down",
+            Self::Decision => "decision",
+            Self::ProviderAccepted => "provider_accepted",
+            Self::ProviderInSync => "provider_in_sync",
+            Self::DnsObserved => "dns_observed",
+            Self::ServedByObserved => "served_by_observed",
+        }
+    }
+}
+
+/// What started a switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwitchKind {
+    /// The engine's own failover or failback.
+    Automatic,
+    /// An operator's drill (drain, force, restore).
+    Drill,
+}
+
+impl SwitchKind {
+    /// The JSON value and `gslb_switches_total` label: `automatic` or `drill`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Automatic => "automatic",
+            Self::Drill => "drill",
+        }
+    }
+}
+
+/// Where a timeline stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Still waiting for phases.
+    Open,
+    /// Every expected phase was seen.
+    Complete,
+    /// A newer switch of the service came first.
+    Superseded,
+    /// The observation window passed first.
+    TimedOut,
+    /// The controller stopped watching first: it shut down, or a reload removed the service.
+    Interrupted,
+}
+
+impl Status {
+    /// The JSON value and audit `result`, e.g. `timed_out`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Complete => "complete",
+            Self::Superseded => "superseded",
+            Self::TimedOut => "timed_out",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The times of each phase, Unix milliseconds; `None` when not (yet) seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phases {
+    /// See [`Phase::FirstFailedProbe`].
+    pub first_failed_probe: Option<Millis>,
+    /// See [`Phase::MarkedDown`].
+    pub marked_down: Option<Millis>,
+    /// See [`Phase::Decision`].
+    pub decision: Option<Millis>,
+    /// See [`Phase::ProviderAccepted`].
+    pub provider_accepted: Option<Millis>,
+    /// See [`Phase::ProviderInSync`].
+    pub provider_in_sync: Option<Millis>,
+    /// See [`Phase::DnsObserved`].
+    pub dns_observed: Option<Millis>,
+    /// See [`Phase::ServedByObserved`].
+    pub served_by_observed: Option<Millis>,
+}
+
+impl Phases {
+    /// The time of `phase`.
+    pub fn get(&self, phase: Phase) -> Option<Millis> {
+        *self.slot(phase)
+    }
+
+    fn slot(&self, phase: Phase) -> &Option<Millis> {
+        match phase {
+            Phase::FirstFailedProbe => &self.first_failed_probe,
+            Phase::MarkedDown => &self.marked_down,
+            Phase::Decision => &self.decision,
+            Phase::ProviderAccepted => &self.provider_accepted,
+            Phase::ProviderInSync => &self.provider_in_sync,
+            Phase::DnsObserved => &self.dns_observed,
+            Phase::ServedByObserved => &self.served_by_observed,
+        }
+    }
+
+    fn slot_mut(&mut self, phase: Phase) -> &mut Option<Millis> {
+        match phase {
+            Phase::FirstFailedProbe => &mut self.first_failed_probe,
+            Phase::MarkedDown => &mut self.marked_down,
+            Phase::Decision => &mut self.decision,
+            Phase::ProviderAccepted => &mut self.provider_accepted,
+            Phase::ProviderInSync => &mut self.provider_in_sync,
+            Phase::DnsObserved => &mut self.dns_observed,
+            Phase::ServedByObserved => &mut self.served_by_observed,
+        }
+    }
+}
+
+/// One switch and its phases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// `<service>-<decision time in Unix ms>`, unique per service and stable across restarts.
+    pub id: String,
+    /// The service.
+    pub service: ServiceId,
+    /// Automatic or drill.
+    pub kind: SwitchKind,
+    /// The service's `mode` when it switched: in `shadow` the switch did not happen at the
+    /// provider (gslb would have made it), and its phases are not observed in the metrics.
+    #[serde(default)]
+    pub mode: Mode,
+    /// The decision's rule, e.g. `failover`, `drain`.
+    pub rule: String,
+    /// The pool that served before.
+    pub from: Option<PoolId>,
+    /// The pool that serves after.
+    pub to: Option<PoolId>,
+    /// Where it stands.
+    pub status: Status,
+    /// The phases still awaited for `complete` (the provider's in-sync read unless in shadow
+    /// mode; DNS and served-by when observers watch them).
+    pub expected: Vec<Phase>,
+    /// The times.
+    pub phases: Phases,
+    /// What the observers saw, by phase (`api.example.com A 192.0.2.2`, `X-Served-By: tokyo`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub observed: BTreeMap<String, String>,
+}
+
+impl Timeline {
+    /// Where the timeline starts: the first failed probe, else the marked-down time, else the
+    /// decision.
+    pub fn start(&self) -> Millis {
+        self.phases
+            .first_failed_probe
+            .or(self.phases.marked_down)
+            .or(self.phases.decision)
+            .unwrap_or_default()
+    }
+
+    /// The time from the start to `phase`, when seen.
+    pub fn since_start(&self, phase: Phase) -> Option<Duration> {
+        self.phases.get(phase).map(|t| t.since(self.start()))
+    }
+
+    fn is_complete(&self) -> bool {
+        self.expected.iter().all(|p| self.phases.get(*p).is_some())
+    }
+}
+
+/// What a service's timelines should wait for (from its policy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    /// The provider is written (`mode = "enforce"`): wait for its in-sync read.
+    pub provider: bool,
+    /// A DNS observer runs.
+    pub dns: bool,
+    /// A served-by observer runs.
+    pub served_by: bool,
+    /// How long a timeline stays open.
+    pub window: Duration,
+}
+
+impl Default for Expect {
+    fn default() -> Self {
+        Self {
+            provider: true,
+            dns: false,
+            served_by: false,
+            window: DEFAULT_WINDOW,
+        }
+    }
+}
+
+/// What the recorder asks its task to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// A timeline opened (start its observers).
+    Opened(Timeline),
+    /// A phase was recorded, `seconds` after the timeline's start (enforce mode only).
+    Phase {
+        /// The service.
+        service: ServiceId,
+        /// The phase.
+        phase: Phase,
+        /// Seconds from the start.
+        seconds: f64,
+    },
+    /// A timeline closed (complete, superseded, timed out or interrupted): audit it, stop its
+    /// observers.
+    Closed(Timeline),
+}
+
+/// The pure recorder. See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    timelines: VecDeque<Timeline>,
+    /// Start of each endpoint's current run of failed probes, per service.
+    failing: BTreeMap<ServiceId, BTreeMap<(PoolId, EndpointId, VantageId), Millis>>,
+    /// Latest successful probe of any endpoint of each pool, by vantage point, per service.
+    last_ok: BTreeMap<ServiceId, BTreeMap<(PoolId, VantageId), Millis>>,
+    expect: BTreeMap<ServiceId, Expect>,
+}
+
+impl Recorder {
+    /// Sets what `service`'s timelines opened from now on wait for.
+    pub fn expect(&mut self, service: ServiceId, expect: Expect) {
+        self.expect.insert(service, expect);
+    }
+
+    /// The timelines, newest first, of `service` when given, at most `limit`.
+    pub fn list(&self, service: Option<&ServiceId>, limit: usize) -> Vec<Timeline> {
+        self.timelines
+            .iter()
+            .rev()
+            .filter(|t| service.is_none_or(|s| &t.service == s))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// Feeds one event.
+    pub fn apply(&mut self, event: &Event) -> Vec<Update> {
+        let mut out = Vec::new();
+        match event {
+            Event::Probe {
+                service,
+                pool,
+                observation: o,
+            } => {
+                if o.outcome.reason.is_prober_side() {
+                    return out;
+                }
+                let runs = self.failing.entry(service.clone()).or_default();
+                let key = (pool.clone(), o.endpoint.clone(), o.vantage.clone());
+                if o.outcome.success {
+                    runs.remove(&key);
+                    let ok = self.last_ok.entry(service.clone()).or_default();
+                    let last = ok.entry((pool.clone(), o.vantage.clone())).or_insert(o.at);
+                    *last = (*last).max(o.at);
+                } else {
+                    runs.entry(key).or_insert(o.at);
+                }
+            }
+            Event::Decision(d) if d.switched() => self.open(d, &mut out),
+            Event::Applied {
+                service,
+                at,
+                active,
+                ..
+            } => {
+                // A write for an earlier switch that lands after this one is not its write.
+                let serves = |t: &Timeline| &t.to == active;
+                if let Some(id) =
+                    self.record(service, serves, Phase::ProviderAccepted, *at, &mut out)
+                {
+                    self.close_if_complete(&id, &mut out);
+                }
+            }
+            Event::InSync {
+                service,
+                at,
+                active,
+                ..
+            } => {
+                let serves = |t: &Timeline| t.to.as_ref() == Some(active);
+                if let Some(id) = self.record(service, serves, Phase::ProviderInSync, *at, &mut out)
+                {
+                    self.close_if_complete(&id, &mut out);
+                }
+            }
+            Event::Observed {
+                service,
+                timeline,
+                phase,
+                at,
+                detail,
+            } => {
+                let phase = match phase {
+                    ObservedPhase::Dns => Phase::DnsObserved,
+                    ObservedPhase::ServedBy => Phase::ServedByObserved,
+                };
+                let this = |t: &Timeline| &t.id == timeline;
+                if let Some(id) = self.record(service, this, phase, *at, &mut out) {
+                    if let Some(t) = self.timelines.iter_mut().find(|t| t.id == id) {
+                        t.observed.insert(phase.as_str().to_owned(), detail.clone());
+                    }
+                    self.close_if_complete(&id, &mut out);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Closes the open timelines whose window passed by `now` as `timed_out`.
+    pub fn expire(&mut self, now: Millis) -> Vec<Update> {
+        let mut out = Vec::new();
+        for t in self
+            .timelines
+            .iter_mut()
+            .filter(|t| t.status == Status::Open)
+        {
+            let window = self
+                .expect
+                .get(&t.service)
+                .map_or(DEFAULT_WINDOW, |e| e.window);
+            if t.phases.decision.is_some_and(|d| now >= d.plus(window)) {
+                t.status = Status::TimedOut;
+                out.push(Update::Closed(t.clone()));
+            }
+        }
+        out
+    }
+
+    /// Follows a reloaded policy set: forgets the probe history (failure runs, last successes)
+    /// of services, pools and endpoints no longer in `policies` and what removed services'
+    /// timelines wait for, and closes their open timelines as `interrupted`. Kept timelines
+    /// of removed services stay listed until [`CAPACITY`] pushes them out.
+    pub fn retain(&mut self, policies: &[Policy]) -> Vec<Update> {
+        let endpoints: BTreeSet<(&ServiceId, &PoolId, &EndpointId)> = policies
+            .iter()
+            .flat_map(|p| {
+                p.pools.iter().flat_map(move |pool| {
+                    pool.endpoints
+                        .iter()
+                        .map(move |e| (&p.service, &pool.id, &e.id))
+                })
+            })
+            .collect();
+        let services: BTreeSet<&ServiceId> = policies.iter().map(|p| &p.service).collect();
+        self.failing.retain(|s, runs| {
+            runs.retain(|(p, e, _), _| endpoints.contains(&(s, p, e)));
+            !runs.is_empty()
+        });
+        self.last_ok.retain(|s, ok| {
+            ok.retain(|(p, _), _| endpoints.iter().any(|(s2, p2, _)| *s2 == s && *p2 == p));
+            !ok.is_empty()
+        });
+        self.expect.retain(|s, _| services.contains(s));
+        self.close_open(|t| !services.contains(&t.service))
+    }
+
+    /// Closes every open timeline as `interrupted` (the controller is stopping).
+    pub fn interrupt(&mut self) -> Vec<Update> {
+        self.close_open(|_| true)
+    }
+
+    fn close_open(&mut self, which: impl Fn(&Timeline) -> bool) -> Vec<Update> {
+        let mut out = Vec::new();
+        for t in self
+            .timelines
+            .iter_mut()
+            .filter(|t| t.status == Status::Open && which(t))
+        {
+            t.status = Status::Interrupted;
+            out.push(Update::Closed(t.clone()));
+        }
+        out
+    }
+
+    fn open(&mut self, d: &Decision, out: &mut Vec<Update>) {
+        for t in self
+            .timelines
+            .iter_mut()
+            .filter(|t| t.service == d.service && t.status == Status::Open)
+        {
+            t.status = Status::Superseded;
+            out.push(Update::Closed(t.clone()));
+        }
+        let kind = if d.rule.is_automatic() {
+            SwitchKind::Automatic
+        } else {
+            SwitchKind::Drill
+        };
+        let mut phases = Phases {
+            decision: Some(d.at),
+            ..Phases::default()
+        };
+        let down = d
+            .previous
+            .as_ref()
+            .and_then(|p| d.pools.get(p).map(|v| (p, v)))
+            .filter(|(_, v)| v.verdict == Verdict::Unhealthy && kind == SwitchKind::Automatic);
+        if let Some((pool, verdict)) = down {
+            phases.marked_down = Some(verdict.since.min(d.at));
+            let last_ok = self.last_ok.get(&d.service);
+            let stale = |v: &VantageId, start: Millis| {
+                last_ok
+                    .and_then(|m| m.get(&(pool.clone(), v.clone())))
+                    .is_some_and(|ok| start < *ok)
+            };
+            phases.first_failed_probe = self
+                .failing
+                .get(&d.service)
+                .into_iter()
+                .flatten()
+                .filter(|((p, _, v), at)| p == pool && **at <= d.at && !stale(v, **at))
+                .map(|(_, at)| *at)
+                .min();
+        }
+        let expect = self.expect.get(&d.service).cloned().unwrap_or_default();
+        let mut expected = vec![Phase::Decision];
+        for (on, phase) in [
+            (expect.provider, Phase::ProviderInSync),
+            (expect.dns, Phase::DnsObserved),
+            (expect.served_by, Phase::ServedByObserved),
+        ] {
+            if on {
+                expected.push(phase);
+            }
+        }
+        let t = Timeline {
+            id: format!("{}-{}", d.service, d.at.0),
+            service: d.service.clone(),
+            kind,
+            mode: if expect.provider {
+                Mode::Enforce
+            } else {
+                Mode::Shadow
+            },
+            rule: d.rule.as_str().to_owned(),
+            from: d.previous.clone(),
+            to: d.active.clone(),
+            status: Status::Open,
+            expected,
+            phases,
+            observed: BTreeMap::new(),
+        };
+        for phase in [Phase::MarkedDown, Phase::Decision] {
+            if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {
+                out.push(Update::Phase {
+                    service: t.service.clone(),
+                    phase,
+                    seconds: s.as_secs_f64(),
+                });
+            }
+        }
+        out.push(Update::Opened(t.clone()));
+        let id = t.id.clone();
+        self.timelines.push_back(t);
+        while self.timelines.len() > CAPACITY {
+            self.timelines.pop_front();
+        }
+        self.close_if_complete(&id, out);
+    }
+
+    /// Records `phase` at `at` on the service's newest open timeline when `which` accepts it,
+    /// unless the phase is already recorded or `at` is before the decision. Returns the
+    /// timeline's id when recorded.
+    fn record(
+        &mut self,
+        service: &ServiceId,
+        which: impl Fn(&Timeline) -> bool,
+        phase: Phase,
+        at: Millis,
+        out: &mut Vec<Update>,
+    ) -> Option<String> {
+        let t = self
+            .timelines
+            .iter_mut()
+            .rev()
+            .find(|t| &t.service == service && t.status == Status::Open)
+            .filter(|t| which(t))?;
+        if t.phases.get(phase).is_some() || t.phases.decision.is_none_or(|d| at < d) {
+            return None;
+        }
+        *t.phases.slot_mut(phase) = Some(at);
+        if t.mode == Mode::Enforce {
+            out.push(Update::Phase {
+                service: service.clone(),
+                phase,
+                seconds: at.since(t.start()).as_secs_f64(),
+            });
+        }
+        Some(t.id.clone())
+    }
+
+    fn close_if_complete(&mut self, id: &str, out: &mut Vec<Update>) {
+        if let Some(t) = self
+            .timelines
+            .iter_mut()
+            .find(|t| t.id == id && t.status == Status::Open)
+        {
+            if t.is_complete() {
+                t.status = Status::Complete;
+                out.push(Update::Closed(t.clone()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

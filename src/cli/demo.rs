@@ -1,0 +1,304 @@
+//! `gslb demo`: the whole loop on one machine with nothing else installed.
+//!
+//! Two loopback origins stand in for Seoul and Tokyo; the real probers, engine, service loop
+//! and reconciler run against an in-process provider with 200 ms probes. The demo stops the
+//! Seoul origin, prints the failover timeline's drill report ([`gslb_core::timeline::report`]:
+//! first failed probe, marked down, decision, provider accepted, in sync, with detection,
+//! decision and apply times), then restores Seoul and shows the failback rule at work.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_provider::{Change, FailoverStyle, MemoryProvider};
+use tokio::sync::broadcast;
+use tokio::task::JoinSet;
+
+use crate::daemon::controller::{self, Controller};
+use crate::daemon::reconcile::Sinks;
+use crate::io::clock::Clock;
+use crate::io::journal::Journal;
+use crate::io::origin::Origin;
+use crate::io::probe::{DnsSettings, Prober};
+use crate::ops::events;
+use crate::ops::metrics::Metrics;
+use crate::ops::status::StatusBoard;
+use crate::ops::timeline::TimelineStore;
+use gslb_core::engine::{EngineSettings, Rule};
+use gslb_core::event::Event;
+use gslb_core::model::{VantageId, Verdict};
+use gslb_core::policy::{self, Policy};
+use gslb_core::timeline::{Status, report};
+
+/// The embedded policy template.
+const POLICY: &str = include_str!("demo_policy.toml");
+/// How long any one demo phase may take before the demo gives up.
+const PHASE_DEADLINE: Duration = Duration::from_secs(15);
+
+/// Why the demo failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// A local origin could not be started.
+    #[error("cannot start a local origin: {0}")]
+    Origin(#[from] std::io::Error),
+    /// The embedded policy did not validate (a bug).
+    #[error("embedded demo policy is invalid:\n{0}")]
+    Policy(#[from] policy::PolicyErrors),
+    /// The prober could not be built.
+    #[error("cannot build the prober: {0}")]
+    Probe(#[from] crate::io::probe::ProbeError),
+    /// A phase did not complete in time.
+    #[error("timed out waiting for: {0}")]
+    Timeout(&'static str),
+}
+
+/// Runs the demo and returns the report it printed, line by line, as it goes.
+///
+/// # Errors
+/// See [`DemoError`].
+pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await?;
+    let tokyo = Origin::start(loopback, "tokyo").await?;
+    let text = POLICY
+        .replace("{seoul}", &seoul.addr().to_string())
+        .replace("{tokyo}", &tokyo.addr().to_string());
+    let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
+
+    let clock = Clock::system();
+    let provider = Arc::new(MemoryProvider::new(
+        FailoverStyle::Enablement,
+        &["seoul".into(), "tokyo".into()],
+    ));
+    let sinks = Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(4096),
+        clock,
+    };
+    let mut rx = sinks.events.subscribe();
+    let timelines = TimelineStore::default();
+    let mut tasks = JoinSet::new();
+    let binding = controller::binding(&policy, Duration::from_secs(5));
+    let prober = Arc::new(Prober::new(&DnsSettings::default())?);
+    let controller = Controller::start(
+        std::slice::from_ref(&policy),
+        &EngineSettings::default(),
+        sinks.clone(),
+        Journal::default(),
+        Vec::new(),
+    );
+    controller.attach(
+        &mut tasks,
+        &policy,
+        provider.clone(),
+        binding,
+        &prober,
+        &VantageId("demo".into()),
+    )?;
+
+    say(out, &intro(&policy, seoul.addr(), tokyo.addr()));
+    let mut healthy = std::collections::BTreeSet::new();
+    wait_for(
+        &mut rx,
+        &timelines,
+        "seoul and tokyo healthy, seoul serving",
+        |e| {
+            if let Event::EndpointVerdict {
+                pool,
+                verdict: Verdict::Healthy,
+                ..
+            } = e
+            {
+                healthy.insert(pool.0.clone());
+            }
+            (healthy.len() == 2).then_some(())
+        },
+    )
+    .await?;
+    say(
+        out,
+        "  steady state: both pools healthy, seoul serving, provider untouched\n",
+    );
+
+    // Drill: stop Seoul. The failover timeline records the phases; the report is its own.
+    let injected = clock.now();
+    seoul.stop().await;
+    let (mut plan, mut failover) = (Vec::new(), None);
+    let timeline = wait_for(&mut rx, &timelines, "failover timeline in sync", |e| {
+        match e {
+            Event::Applied { plan: p, .. } => plan.clone_from(p),
+            Event::Decision(d) if d.rule == Rule::Failover => failover = Some(d.clone()),
+            _ => {}
+        }
+        timelines
+            .list(None, 1)
+            .into_iter()
+            .find(|t| t.status == Status::Complete && t.rule == Rule::Failover.as_str())
+    })
+    .await?;
+    say(out, "\nDrill report: Seoul origin stopped\n");
+    say(
+        out,
+        &format!(
+            "  failure injected: seoul origin stopped at {}\n",
+            injected.rfc3339()
+        ),
+    );
+    say(out, &report::render(&timeline));
+    say(out, &format!("  provider write: {}\n", describe(&plan)));
+    let in_sync = timeline.phases.provider_in_sync.unwrap_or(injected);
+    say(
+        out,
+        &format!(
+            "  detection bound: fall {} x interval {} ms = {} ms at most, plus one timeout\n  failover time  {} ms (failure injected -> provider in sync)\n",
+            policy.thresholds.fall,
+            policy.probe.interval.as_millis(),
+            (policy.probe.interval * policy.thresholds.fall).as_millis(),
+            in_sync.since(injected).as_millis(),
+        ),
+    );
+    say(out, "  reasons:\n");
+    say_reasons(out, &failover.map(|d| d.reasons).unwrap_or_default());
+
+    // Restore Seoul: the failback rule decides what happens next.
+    let restored = clock.now();
+    seoul.start_again().await?;
+    let up_at = wait_for(&mut rx, &timelines, "seoul healthy again", |e| match e {
+        Event::EndpointVerdict {
+            pool,
+            verdict: Verdict::Healthy,
+            at,
+            ..
+        } if pool.0 == "seoul" => Some(*at),
+        _ => None,
+    })
+    .await?;
+    let held = wait_for(&mut rx, &timelines, "failback rule", |e| match e {
+        Event::Decision(d) if d.rule == Rule::FailbackManual => Some(d.clone()),
+        _ => None,
+    })
+    .await?;
+    say(out, "\nFailback: Seoul origin restored\n");
+    say(
+        out,
+        &format!(
+            "  seoul healthy again (rise {}) {} ms after the restore\n",
+            policy.thresholds.rise,
+            up_at.since(restored).as_millis()
+        ),
+    );
+    say(
+        out,
+        &format!(
+            "  decision: {} -> {} keeps serving\n",
+            held.rule.as_str(),
+            held.active.as_ref().map_or("-", |p| p.0.as_str())
+        ),
+    );
+    say_reasons(out, &held.reasons);
+    let serving = provider
+        .snapshot()
+        .active(&["seoul".into(), "tokyo".into()])
+        .cloned()
+        .unwrap_or_default();
+    let writes = provider.writes().len();
+    say(
+        out,
+        &format!("  provider now serves {serving}; {writes} write(s) in total\n"),
+    );
+    let board = sinks.board.snapshot();
+    if let Some(s) = board.values().next() {
+        say(
+            out,
+            &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase(),
+        );
+    }
+    say(
+        out,
+        &format!(
+            "\nfailback = \"manual\": an operator moves traffic back (gslb drill restore --service {} --pool seoul --reason ...); with failback = \"auto\" it returns once seoul has been healthy for the failback hold ({} per consecutive failover), is not flap-suppressed, and the spacing rail ({}) allows it.\n",
+            policy.service,
+            humantime::format_duration(policy.failback_hold.step),
+            humantime::format_duration(policy.spacing())
+        ),
+    );
+    controller.stop(&mut tasks).await;
+    Ok(())
+}
+
+fn intro(policy: &Policy, seoul: SocketAddr, tokyo: SocketAddr) -> String {
+    format!(
+        "gslb demo: service {} ({}), in-process provider standing in for Route 53\n  seoul (priority 1) origin http://{seoul}\n  tokyo (priority 2) origin http://{tokyo}\n  probe every {} ms, timeout {} ms, fall {}, rise {}, failback {}\n",
+        policy.service,
+        policy.hostname,
+        policy.probe.interval.as_millis(),
+        policy.probe.timeout.as_millis(),
+        policy.thresholds.fall,
+        policy.thresholds.rise,
+        if policy.failback == gslb_core::policy::Failback::Manual {
+            "manual"
+        } else {
+            "auto"
+        },
+    )
+}
+
+fn describe(plan: &[Change]) -> String {
+    plan.iter()
+        .map(|c| match c {
+            Change::SetEnabled {
+                pool,
+                enabled: false,
+                ..
+            } => format!("{pool} disabled (verdict check inverted)"),
+            Change::SetEnabled {
+                pool,
+                enabled: true,
+                ..
+            } => format!("{pool} enabled"),
+            Change::SetOrder { to, .. } => format!("order {}", to.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn say_reasons(out: &mut impl std::io::Write, reasons: &[String]) {
+    for r in reasons {
+        say(out, &format!("    - {r}\n"));
+    }
+}
+
+fn say(out: &mut impl std::io::Write, text: &str) {
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+/// Waits for the first event `pick` extracts something from, within [`PHASE_DEADLINE`]; every
+/// event received feeds `timelines` first.
+async fn wait_for<T>(
+    rx: &mut broadcast::Receiver<Event>,
+    timelines: &TimelineStore,
+    what: &'static str,
+    mut pick: impl FnMut(&Event) -> Option<T>,
+) -> Result<T, DemoError> {
+    let found = async {
+        loop {
+            match rx.recv().await {
+                Ok(e) => {
+                    timelines.apply(&e);
+                    if let Some(t) = pick(&e) {
+                        return Some(t);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    };
+    match tokio::time::timeout(PHASE_DEADLINE, found).await {
+        Ok(Some(t)) => Ok(t),
+        _ => Err(DemoError::Timeout(what)),
+    }
+}

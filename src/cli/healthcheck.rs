@@ -1,0 +1,91 @@
+//! `gslb healthcheck`: one `GET` of the admin API's `/healthz`, for a container `HEALTHCHECK`
+//! in an image without curl or wget. It reads the settings only to find the admin address; it
+//! never touches policies, providers or state.
+//!
+//! Exit codes (Docker's): 0 healthy (HTTP 200), 1 anything else; Docker reserves 2, so a
+//! settings problem is 1 too.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::drill::{DEFAULT_ADMIN_URL, innermost_cause};
+use crate::config::{Settings, SettingsError};
+
+/// How long the whole check may take, connection included: 3 s, under the Dockerfile's
+/// `HEALTHCHECK --timeout=5s`.
+pub const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why the check failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// The settings file (for the admin address) cannot be read.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// No connection, no answer in time, or a bad URL.
+    #[error("{url}: {reason}")]
+    Unreachable {
+        /// The URL asked.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// An answer other than 200.
+    #[error("{url}: HTTP {status}")]
+    Status {
+        /// The URL asked.
+        url: String,
+        /// The status received.
+        status: u16,
+    },
+}
+
+/// The URL checked when none is given: `/healthz` on `admin.listen` of `config` (an
+/// unspecified address such as `0.0.0.0` is reached on the loopback address of its family),
+/// or on [`DEFAULT_ADMIN_URL`] without a settings file.
+///
+/// # Errors
+/// [`HealthError::Settings`] when `config` cannot be loaded.
+pub fn default_url(config: Option<&Path>) -> Result<String, HealthError> {
+    let Some(file) = config else {
+        return Ok(format!("{DEFAULT_ADMIN_URL}/healthz"));
+    };
+    let listen = Settings::load(file)?.admin.listen;
+    let ip = match listen.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    Ok(format!(
+        "http://{}/healthz",
+        SocketAddr::new(ip, listen.port())
+    ))
+}
+
+/// `GET url` once (no proxy, [`TIMEOUT`]); `Ok` with the URL on HTTP 200.
+///
+/// # Errors
+/// [`HealthError::Unreachable`] or [`HealthError::Status`].
+pub async fn check(url: &str) -> Result<String, HealthError> {
+    let unreachable = |reason: String| HealthError::Unreachable {
+        url: url.to_owned(),
+        reason,
+    };
+    let client = reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .no_proxy()
+        .build()
+        .map_err(|e| unreachable(innermost_cause(&e)))?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| unreachable(innermost_cause(&e)))?;
+    match response.status().as_u16() {
+        200 => Ok(url.to_owned()),
+        status => Err(HealthError::Status {
+            url: url.to_owned(),
+            status,
+        }),
+    }
+}

@@ -1,0 +1,458 @@
+//! `gslb plan`: what `gslb run` would change right now, and why, without writing anything.
+//!
+//! For every policy: read the provider's current state (one `observe`, never an `apply`),
+//! probe every endpoint once from this vantage point, and evaluate with the real engine in
+//! simulated time. The engine is fed as if each probe result had held for `rounds` probe
+//! rounds spaced by the policy's interval, ending now (default: the larger of `rise` and
+//! `fall`, enough for any verdict to form), with the provider's serving pool adopted before the
+//! first round and the drills of the state file that are still active now. So the plan is what
+//! a controller (re)started now would decide once the current results persisted: it has no
+//! earlier switch (no minimum dwell or spacing hold) and a full velocity budget. Canary targets
+//! are not probed. The desired state and the plan come from the reconciler's own pure
+//! functions ([`crate::daemon::reconcile::desired`], [`gslb_provider::diff`]).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError, diff};
+
+use crate::daemon::controller;
+use crate::daemon::guards::fallback_refusal;
+use crate::daemon::reconcile::{Binding, desired};
+use crate::io::probe::{ProbeTarget, Prober};
+use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
+use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId, Verdict};
+use gslb_core::policy::{Mode, Policy, Target};
+
+/// One service's provider read and probe results.
+#[derive(Debug, Clone)]
+pub struct Gathered {
+    /// The policy.
+    pub policy: Policy,
+    /// The provider's name (`route53`, `cloudflare`).
+    pub provider: &'static str,
+    /// How the provider expresses the serving pool.
+    pub style: FailoverStyle,
+    /// The provider's state, read now.
+    pub observed: ObservedState,
+    /// One probe result per endpoint, in policy order.
+    pub probes: Vec<(EndpointId, ProbeOutcome)>,
+}
+
+/// Reads `provider` once and probes every target once (concurrently). Writes nothing.
+///
+/// # Errors
+/// The provider read failed.
+pub async fn gather<P: Provider>(
+    policy: &Policy,
+    provider: &P,
+    targets: Vec<ProbeTarget>,
+    prober: &Arc<Prober>,
+) -> Result<Gathered, ProviderError> {
+    let observed = provider.observe().await?;
+    let mut running = tokio::task::JoinSet::new();
+    for (i, target) in targets.into_iter().enumerate() {
+        let prober = prober.clone();
+        running.spawn(async move {
+            let outcome = prober.probe(&target).await;
+            (i, target.endpoint().clone(), outcome)
+        });
+    }
+    let mut probes: Vec<_> = running.join_all().await;
+    probes.sort_by_key(|(i, _, _)| *i);
+    Ok(Gathered {
+        policy: policy.clone(),
+        provider: provider.name(),
+        style: provider.style(),
+        observed,
+        probes: probes.into_iter().map(|(_, e, o)| (e, o)).collect(),
+    })
+}
+
+/// What `gslb run` would do to a service's provider.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Nothing to write.
+    NoChange,
+    /// These writes, in order.
+    Changes(Plan),
+    /// The reconciler's guard would refuse the plan (e.g. traffic to an unhealthy fallback
+    /// pool), with why.
+    Refused(String),
+    /// No plan can be made (e.g. the decision's pool is missing at the provider).
+    Error(String),
+}
+
+/// One service's plan.
+#[derive(Debug, Clone)]
+pub struct ServicePlan {
+    /// The gathered inputs.
+    pub gathered: Gathered,
+    /// The pool the provider serves now (`None`: none of the policy's pools).
+    pub serving: Option<PoolId>,
+    /// The engine's decision: the switch if one happened over the rounds, else the last one.
+    pub decision: Option<Decision>,
+    /// What would be written.
+    pub outcome: Outcome,
+}
+
+/// Evaluates every gathered service with one engine at `now` from `vantage` (see the module
+/// docs for the rounds). `drills` are the state file's overrides; those expired by `now` are
+/// left out. `rounds` of `None` (or 0) means `max(rise, fall)` per policy.
+pub fn evaluate(
+    gathered: Vec<Gathered>,
+    settings: &EngineSettings,
+    drills: Vec<Override>,
+    vantage: &VantageId,
+    now: Millis,
+    rounds: Option<u32>,
+) -> Vec<ServicePlan> {
+    let rounds_of = |p: &Policy| {
+        rounds
+            .filter(|r| *r > 0)
+            .unwrap_or(p.thresholds.rise.max(p.thresholds.fall))
+    };
+    let span = |p: &Policy| p.probe.interval.saturating_mul(rounds_of(p));
+    let longest = gathered
+        .iter()
+        .map(|g| span(&g.policy))
+        .max()
+        .unwrap_or_default();
+    let start = Millis(
+        now.0
+            .saturating_sub(u64::try_from(longest.as_millis()).unwrap_or(0)),
+    );
+    let mut engine = Engine::new(gathered.iter().map(|g| g.policy.clone()), settings);
+    let bindings: BTreeMap<_, Binding> = gathered
+        .iter()
+        .map(|g| {
+            let b = controller::binding(&g.policy, std::time::Duration::ZERO);
+            (g.policy.service.clone(), b)
+        })
+        .collect();
+    let mut decisions: BTreeMap<_, Decision> = BTreeMap::new();
+    let mut feed = |engine: &mut Engine, at: Millis, input: Input| {
+        for (d, _) in engine.step(at, &input).decisions {
+            let keep = decisions
+                .get(&d.service)
+                .is_none_or(|kept| d.switched() || !kept.switched());
+            if keep {
+                decisions.insert(d.service.clone(), d);
+            }
+        }
+    };
+    let active: Vec<Override> = drills.into_iter().filter(|o| o.expires > now).collect();
+    feed(
+        &mut engine,
+        start,
+        Input::LoadOverrides { overrides: active },
+    );
+    for g in &gathered {
+        let pool = bindings[&g.policy.service].serving(&g.observed);
+        let service = g.policy.service.clone();
+        feed(&mut engine, start, Input::Adopt { service, pool });
+    }
+    let mut steps: Vec<(Millis, Input)> = Vec::new();
+    for g in &gathered {
+        let n = rounds_of(&g.policy);
+        let interval = u64::try_from(g.policy.probe.interval.as_millis()).unwrap_or(u64::MAX);
+        for k in 0..n {
+            let at = Millis(
+                now.0
+                    .saturating_sub(u64::from(n - 1 - k).saturating_mul(interval)),
+            );
+            for (endpoint, outcome) in &g.probes {
+                let observation = Observation {
+                    endpoint: endpoint.clone(),
+                    vantage: vantage.clone(),
+                    at,
+                    outcome: outcome.clone(),
+                };
+                let service = g.policy.service.clone();
+                steps.push((
+                    at,
+                    Input::Observe {
+                        service,
+                        observation,
+                    },
+                ));
+            }
+        }
+    }
+    steps.sort_by_key(|(at, _)| *at);
+    for (at, input) in steps {
+        feed(&mut engine, at, input);
+    }
+    feed(&mut engine, now, Input::Tick);
+    gathered
+        .into_iter()
+        .map(|g| {
+            let binding = &bindings[&g.policy.service];
+            let decision = decisions.remove(&g.policy.service);
+            let outcome = outcome(binding, &g, decision.as_ref());
+            ServicePlan {
+                serving: binding.serving(&g.observed),
+                gathered: g,
+                decision,
+                outcome,
+            }
+        })
+        .collect()
+}
+
+fn outcome(binding: &Binding, g: &Gathered, decision: Option<&Decision>) -> Outcome {
+    let (state, _) = match desired(binding, g.style, decision, &g.observed) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Outcome::NoChange,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    let plan = match diff(&state, &g.observed) {
+        Ok(p) if p.is_empty() => return Outcome::NoChange,
+        Ok(p) => p,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    let verdicts = decision
+        .map(|d| {
+            d.pools
+                .iter()
+                .filter_map(|(p, v)| binding.refs.get(p).map(|r| (r.clone(), v.verdict)))
+                .collect::<BTreeMap<_, Verdict>>()
+        })
+        .unwrap_or_default();
+    match fallback_refusal(&state, &g.observed, &verdicts) {
+        Some(r) => Outcome::Refused(r.reason),
+        None => Outcome::Changes(plan),
+    }
+}
+
+/// Writes the plans for people: per service the provider's serving pool, the probe results,
+/// the decision with its rule and reasons, and the exact writes (or "no change").
+///
+/// # Errors
+/// Writing to `out` failed.
+pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()> {
+    for p in plans {
+        let g = &p.gathered;
+        let policy = &g.policy;
+        writeln!(
+            out,
+            "service {} ({}, {}):",
+            policy.service, policy.hostname, g.provider
+        )?;
+        writeln!(
+            out,
+            "  provider serves: {}",
+            name_or(p.serving.as_ref(), "none of the policy's pools")
+        )?;
+        writeln!(out, "  probes now:")?;
+        for (endpoint, o) in &g.probes {
+            let pool = policy
+                .pools
+                .iter()
+                .find(|pool| pool.endpoints.iter().any(|e| &e.id == endpoint))
+                .map_or("?", |pool| pool.id.0.as_str());
+            let status = o.http_status.map_or_else(String::new, |s| format!(" {s}"));
+            writeln!(
+                out,
+                "    {pool} {endpoint}: {}{status} in {} ms",
+                o.reason,
+                o.duration.as_millis()
+            )?;
+        }
+        match &p.decision {
+            Some(d) => {
+                writeln!(
+                    out,
+                    "  decision: {} -> {}",
+                    d.rule.as_str(),
+                    name_or(d.active.as_ref(), "-")
+                )?;
+                for r in &d.reasons {
+                    writeln!(out, "    - {r}")?;
+                }
+            }
+            None => writeln!(out, "  decision: none")?,
+        }
+        match &p.outcome {
+            Outcome::NoChange => writeln!(out, "  would change: no change")?,
+            Outcome::Refused(why) => writeln!(
+                out,
+                "  would change: nothing; the plan would be refused: {why}"
+            )?,
+            Outcome::Error(why) => writeln!(out, "  would change: cannot plan: {why}")?,
+            Outcome::Changes(plan) => {
+                let shadow = if policy.mode == Mode::Shadow {
+                    " (shadow mode: gslb run would only record these)"
+                } else {
+                    ""
+                };
+                writeln!(out, "  would change{shadow}:")?;
+                for c in plan {
+                    writeln!(out, "    - {}", describe(policy, c))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn name_or<'a>(pool: Option<&'a PoolId>, none: &'a str) -> &'a str {
+    pool.map_or(none, |p| p.0.as_str())
+}
+
+/// One write in the provider's own words.
+fn describe(policy: &Policy, change: &Change) -> String {
+    match (change, &policy.target) {
+        (Change::SetOrder { from, to }, _) => {
+            format!(
+                "set default_pools from [{}] to [{}]",
+                from.join(", "),
+                to.join(", ")
+            )
+        }
+        (Change::SetEnabled { pool, enabled, .. }, Target::Route53(t)) => {
+            let gslb_pool = t
+                .pools
+                .iter()
+                .find(|p| &p.set_identifier == pool)
+                .map_or(pool.as_str(), |p| p.pool.0.as_str());
+            if *enabled {
+                format!(
+                    "un-invert the verdict check of failover record {pool} (pool {gslb_pool} may serve)"
+                )
+            } else {
+                format!(
+                    "invert the verdict check of failover record {pool} (pool {gslb_pool} stops serving)"
+                )
+            }
+        }
+        (Change::SetEnabled { pool, enabled, .. }, Target::Cloudflare(t)) => {
+            let gslb_pool = t
+                .pools
+                .iter()
+                .find(|p| &p.pool_id == pool)
+                .map_or(pool.as_str(), |p| p.pool.0.as_str());
+            format!("set enabled = {enabled} on Cloudflare pool {pool} (pool {gslb_pool})")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use gslb_provider::ObservedPool;
+
+    use super::*;
+    use gslb_core::engine::{OverrideAction, OverrideId};
+    use gslb_core::model::{ProbeReason, ServiceId};
+
+    const NOW: Millis = Millis(1_800_000_000_000);
+
+    fn gathered(seoul_ok: bool) -> Gathered {
+        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let policy = gslb_core::policy::parse(Path::new("api.toml"), text).expect("valid");
+        let pool = ObservedPool {
+            enabled: true,
+            version: Some("1".into()),
+            healthy: None,
+        };
+        let outcome = |ok: bool| ProbeOutcome {
+            success: ok,
+            duration: Duration::from_millis(5),
+            http_status: ok.then_some(200),
+            reason: if ok {
+                ProbeReason::Ok
+            } else {
+                ProbeReason::ConnectionRefused
+            },
+            dns_lookup: None,
+            cert_expiry: None,
+        };
+        let probes = policy
+            .pools
+            .iter()
+            .flat_map(|p| p.endpoints.iter().map(move |e| (p, e)))
+            .map(|(p, e)| (e.id.clone(), outcome(seoul_ok || p.id.0 != "seoul")))
+            .collect();
+        Gathered {
+            policy,
+            provider: "route53",
+            style: FailoverStyle::Enablement,
+            observed: ObservedState {
+                order: None,
+                pools: [("seoul".into(), pool.clone()), ("tokyo".into(), pool)].into(),
+                fallback: None,
+            },
+            probes,
+        }
+    }
+
+    fn drain(expires: Millis) -> Override {
+        Override {
+            id: OverrideId("d-1".into()),
+            service: ServiceId("api".into()),
+            action: OverrideAction::Drain,
+            pool: PoolId("seoul".into()),
+            reason: "quarterly DR drill".into(),
+            actor: "alice".into(),
+            created: Millis(NOW.0 - 60_000),
+            expires,
+        }
+    }
+
+    fn plan(seoul_ok: bool, drills: Vec<Override>) -> ServicePlan {
+        let v = VantageId("here".into());
+        let settings = EngineSettings::default();
+        let mut plans = evaluate(vec![gathered(seoul_ok)], &settings, drills, &v, NOW, None);
+        plans.pop().expect("one plan")
+    }
+
+    #[test]
+    fn all_healthy_is_no_change() {
+        let p = plan(true, vec![]);
+        assert_eq!(p.serving, Some(PoolId("seoul".into())));
+        assert_eq!(p.outcome, Outcome::NoChange);
+    }
+
+    #[test]
+    fn the_primary_down_for_fall_rounds_is_a_failover_write() {
+        let p = plan(false, vec![]);
+        let d = p.decision.expect("decided");
+        assert_eq!(d.active, Some(PoolId("tokyo".into())), "{:?}", d.reasons);
+        assert!(d.switched());
+        let Outcome::Changes(changes) = p.outcome else {
+            panic!("{:?}", p.outcome);
+        };
+        assert!(matches!(
+            &changes[..],
+            [Change::SetEnabled { pool, enabled: false, .. }] if pool == "seoul"
+        ));
+        let mut out = Vec::new();
+        render(
+            &[ServicePlan {
+                outcome: Outcome::Changes(changes),
+                decision: Some(d),
+                ..plan(false, vec![])
+            }],
+            &mut out,
+        )
+        .expect("renders");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.contains("decision: failover -> tokyo"), "{text}");
+        assert!(text.contains("connection_refused"), "{text}");
+    }
+
+    #[test]
+    fn an_active_drill_of_the_state_file_counts_and_an_expired_one_does_not() {
+        let p = plan(true, vec![drain(Millis(NOW.0 + 600_000))]);
+        assert_eq!(
+            p.decision.as_ref().and_then(|d| d.active.clone()),
+            Some(PoolId("tokyo".into()))
+        );
+        assert!(matches!(p.outcome, Outcome::Changes(_)), "{:?}", p.outcome);
+        assert_eq!(plan(true, vec![drain(NOW)]).outcome, Outcome::NoChange);
+    }
+}

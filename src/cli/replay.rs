@@ -1,0 +1,106 @@
+//! `gslb replay`: runs the pure engine over a recorded observation log (JSON lines of
+//! [`Step`]s, as the daemon writes with `[record] observations`) and returns the decisions it
+//! makes, so a team can tune thresholds against a past incident before changing production.
+//!
+//! With the policies the recording was made with, the decisions are exactly the live ones:
+//! every run of the controller starts with an [`Input::Start`] step, where the replay starts a
+//! fresh engine as the restarted controller did. A policy reload is recorded as an
+//! [`Input::Reload`] step naming the services it reset or removed; the replay keeps its own
+//! policies and resets (or drops) those services there, as the live engine did.
+
+use std::collections::BTreeSet;
+use std::io::BufRead;
+
+use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Step};
+use gslb_core::model::ServiceId;
+use gslb_core::policy::Policy;
+
+/// Why a recording could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// Reading failed.
+    #[error("reading the recording: {0}")]
+    Read(#[from] std::io::Error),
+    /// A line other than the last is not a recorded step.
+    #[error("line {line}: not a recorded step: {reason}")]
+    Parse {
+        /// 1-based line number.
+        line: usize,
+        /// The JSON error.
+        reason: String,
+    },
+}
+
+/// What a replay produced.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    /// Every decision that changed (rule, serving pool, blocked switch or drained pools), in
+    /// order: the decisions the live controller published.
+    pub decisions: Vec<Decision>,
+    /// Steps replayed.
+    pub steps: usize,
+    /// Controller runs in the recording (`start` steps; a recording made before they existed
+    /// counts as one).
+    pub runs: usize,
+    /// Services the recording observed that none of the policies names.
+    pub unknown_services: BTreeSet<ServiceId>,
+    /// The last line, when it is cut short (a crash mid-write): `(line number, reason)`. It is
+    /// skipped; everything before it is replayed.
+    pub truncated_last_line: Option<(usize, String)>,
+}
+
+/// Replays `recording` through a fresh engine for `policies` (a new one at every `start`
+/// step). Steps for services not in `policies` are ignored and listed; blank lines are skipped;
+/// a malformed *last* line is skipped and reported.
+///
+/// # Errors
+/// See [`ReplayError`]; nothing is returned for a recording unreadable before its last line.
+pub fn replay(
+    policies: Vec<Policy>,
+    settings: &EngineSettings,
+    recording: impl BufRead,
+) -> Result<Replay, ReplayError> {
+    let known: BTreeSet<ServiceId> = policies.iter().map(|p| p.service.clone()).collect();
+    let fresh = || Engine::new(policies.clone(), settings);
+    let mut engine = fresh();
+    let mut out = Replay {
+        runs: 1,
+        ..Replay::default()
+    };
+    let mut lines = recording.lines().enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let step: Step = match serde_json::from_str(&line) {
+            Ok(s) => s,
+            Err(e) if lines.peek().is_none() => {
+                out.truncated_last_line = Some((i + 1, e.to_string()));
+                break;
+            }
+            Err(e) => {
+                return Err(ReplayError::Parse {
+                    line: i + 1,
+                    reason: e.to_string(),
+                });
+            }
+        };
+        match &step.input {
+            Input::Start if out.steps > 0 => {
+                engine = fresh();
+                out.runs += 1;
+            }
+            Input::Observe { service, .. } | Input::Adopt { service, .. }
+                if !known.contains(service) =>
+            {
+                out.unknown_services.insert(service.clone());
+            }
+            _ => {}
+        }
+        out.steps += 1;
+        let result = engine.step(step.at, &step.input);
+        out.decisions.extend(result.changed().cloned());
+    }
+    Ok(out)
+}

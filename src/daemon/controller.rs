@@ -1,0 +1,380 @@
+//! Wiring: one engine loop for every service, and per service its probe loops, the adoption
+//! read and the reconciler. Probes of every service feed the one engine loop, so what is
+//! controller-wide (suspect vantage points, the controller-wide velocity limit, drills) is
+//! decided in one place, in order.
+//!
+//! Generic over the provider; only `main.rs` names concrete providers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_provider::{Backoff, Provider};
+use tokio::sync::{mpsc, watch};
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::daemon::control::{Command, CommandSender};
+use crate::daemon::engine_loop::{self, MESSAGE_BUFFER, Message, MessageSender};
+use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, Binding, HealthVotes, Sinks};
+use crate::io::journal::Journal;
+use crate::io::probe::{ProbeError, ProbeTarget, Prober};
+use gslb_core::engine::{Decision, Engine, EngineSettings, Override};
+use gslb_core::model::{PoolId, ServiceId, VantageId};
+use gslb_core::policy::{Policy, Target};
+
+/// Longest time between two evaluations of a service without new input: 1 s, so expiries,
+/// staleness and holds are noticed promptly even with long probe intervals.
+pub const MAX_TICK: Duration = Duration::from_secs(1);
+
+/// The provider binding a policy's target describes: provider pool refs in priority order.
+pub fn binding(policy: &Policy, resync: Duration) -> Binding {
+    let refs: BTreeMap<PoolId, String> = match &policy.target {
+        Target::Route53(r) => r
+            .pools
+            .iter()
+            .map(|p| (p.pool.clone(), p.set_identifier.clone()))
+            .collect(),
+        Target::Cloudflare(c) => c
+            .pools
+            .iter()
+            .map(|p| (p.pool.clone(), p.pool_id.clone()))
+            .collect(),
+    };
+    Binding {
+        service: policy.service.clone(),
+        priority: policy
+            .pools
+            .iter()
+            .filter_map(|p| refs.get(&p.id).cloned())
+            .collect(),
+        refs,
+        resync,
+        shadow: policy.mode == gslb_core::policy::Mode::Shadow,
+        health_votes: None,
+    }
+}
+
+/// A running engine loop, to which services are attached.
+#[derive(Debug)]
+pub struct Controller {
+    engine_loop: tokio::task::JoinHandle<()>,
+    /// Adoption reads: they end by themselves, so they are kept apart from the tasks whose end
+    /// means trouble.
+    adoptions: std::sync::Mutex<JoinSet<()>>,
+    messages: MessageSender,
+    decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>>,
+    /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
+    services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
+    policies: watch::Sender<Arc<Vec<Policy>>>,
+    sinks: Sinks,
+}
+
+/// What a reload changed: the services to attach (changed or added; their old tasks are
+/// stopped) and the ones removed (stopped).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reloaded {
+    /// Changed or added policies: attach them with [`Controller::attach`].
+    pub attach: Vec<Policy>,
+    /// Services whose policy did not change: they keep their state and tasks.
+    pub unchanged: Vec<ServiceId>,
+    /// Services whose policy was removed.
+    pub removed: Vec<ServiceId>,
+}
+
+/// The policies of `new` that differ from (or are missing in) `old` in what probes, decides
+/// or writes ([`Policy::controls_like`]: an edit of `[observe]` or `rto_budget` alone is no
+/// change here).
+pub fn changed<'a>(old: &[Policy], new: &'a [Policy]) -> Vec<&'a Policy> {
+    new.iter()
+        .filter(|p| {
+            !old.iter()
+                .any(|o| o.service == p.service && o.controls_like(p))
+        })
+        .collect()
+}
+
+/// Every probe target of `policy`.
+///
+/// # Errors
+/// A probe target that cannot be built (e.g. an invalid TLS server name).
+pub fn probe_targets(policy: &Policy, prober: &Prober) -> Result<Vec<ProbeTarget>, ProbeError> {
+    let mut targets = Vec::new();
+    for pool in &policy.pools {
+        for endpoint in &pool.endpoints {
+            targets.push(prober.target(&policy.probe, endpoint)?);
+        }
+    }
+    Ok(targets)
+}
+
+impl Controller {
+    /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides (from the drill
+    /// state file) are loaded first, through the loop, so they are recorded like any input.
+    pub fn start(
+        policies: &[Policy],
+        settings: &EngineSettings,
+        sinks: Sinks,
+        journal: Journal,
+        saved: Vec<Override>,
+    ) -> Self {
+        let engine = Engine::new(policies.iter().cloned(), settings);
+        let (tx, rx) = mpsc::channel(MESSAGE_BUFFER);
+        let mut senders = BTreeMap::new();
+        let mut decisions = BTreeMap::new();
+        for p in policies {
+            let (dtx, drx) = watch::channel(None);
+            senders.insert(p.service.clone(), dtx);
+            decisions.insert(p.service.clone(), drx);
+        }
+        let tick = policies
+            .iter()
+            .map(|p| p.probe.interval)
+            .min()
+            .unwrap_or(MAX_TICK)
+            .min(MAX_TICK);
+        if !saved.is_empty() {
+            // The channel is empty: this cannot fail for lack of room.
+            let _ = tx.try_send(Message::LoadOverrides(saved));
+        }
+        let engine_loop = tokio::spawn(engine_loop::run(
+            engine,
+            rx,
+            senders,
+            sinks.clone(),
+            tick,
+            journal,
+        ));
+        Self {
+            engine_loop,
+            adoptions: std::sync::Mutex::new(JoinSet::new()),
+            messages: tx,
+            decisions: std::sync::Mutex::new(decisions),
+            services: std::sync::Mutex::new(BTreeMap::new()),
+            policies: watch::Sender::new(Arc::new(policies.to_vec())),
+            sinks,
+        }
+    }
+
+    /// The policy set in force, updated by every applied reload.
+    pub fn policies(&self) -> watch::Receiver<Arc<Vec<Policy>>> {
+        self.policies.subscribe()
+    }
+
+    /// Applies a reloaded, validated policy set: stops the tasks of changed and removed
+    /// services and hands the new set to the engine loop, ordered with the probe results
+    /// before it ([`Message::Reload`]), and returns once the engine loop applied it. Unchanged
+    /// services keep their engine state and their tasks. The caller then attaches
+    /// [`Reloaded::attach`] (fresh probe loops, adoption read and reconciler: a changed service
+    /// re-adopts the provider's serving pool, so a reload does not move traffic by itself).
+    ///
+    /// A reconciler stopped mid-write may leave that write to finish at the provider; its
+    /// successor reads the provider afresh before planning, as always.
+    pub async fn reload(&self, policies: Vec<Policy>) -> Reloaded {
+        let old = self.policies.borrow().clone();
+        let attach: Vec<Policy> = changed(&old, &policies).into_iter().cloned().collect();
+        let removed: Vec<ServiceId> = old
+            .iter()
+            .filter(|o| !policies.iter().any(|p| p.service == o.service))
+            .map(|o| o.service.clone())
+            .collect();
+        let unchanged = policies
+            .iter()
+            .filter(|p| !attach.iter().any(|a| a.service == p.service))
+            .map(|p| p.service.clone())
+            .collect();
+        let mut senders = BTreeMap::new();
+        {
+            let mut services = lock(&self.services);
+            let mut decisions = lock(&self.decisions);
+            for id in attach.iter().map(|p| &p.service).chain(&removed) {
+                for task in services.remove(id).into_iter().flatten() {
+                    task.abort();
+                }
+                decisions.remove(id);
+            }
+            for p in &attach {
+                let (dtx, drx) = watch::channel(None);
+                senders.insert(p.service.clone(), dtx);
+                decisions.insert(p.service.clone(), drx);
+            }
+        }
+        let (done, applied) = tokio::sync::oneshot::channel();
+        let sent = self
+            .messages
+            .send(Message::Reload {
+                policies: policies.clone(),
+                decisions: senders,
+                done,
+            })
+            .await;
+        if sent.is_ok() {
+            // The engine loop resets the changed services' status and gauges: the caller's
+            // new tasks must start after that, or what they record first is wiped.
+            let _ = applied.await;
+        }
+        self.policies.send_replace(Arc::new(policies));
+        Reloaded {
+            attach,
+            unchanged,
+            removed,
+        }
+    }
+
+    /// Stops every task on `tasks` (probes, reconcilers, the command forwarder), then lets the
+    /// engine loop finish what it has received and flush its journal.
+    pub async fn stop(self, tasks: &mut JoinSet<()>) {
+        tasks.shutdown().await;
+        let mut adoptions = self
+            .adoptions
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        adoptions.shutdown().await;
+        drop(self.messages);
+        let _ = self.engine_loop.await;
+    }
+
+    /// Where operator commands go (the admin API's side): a channel forwarded into the engine
+    /// loop by a small task that ends when either side is gone.
+    pub fn commands(&self, tasks: &mut JoinSet<()>) -> CommandSender {
+        let (tx, mut rx) = mpsc::channel::<Command>(64);
+        let messages = self.messages.clone();
+        tasks.spawn(async move {
+            while let Some(c) = rx.recv().await {
+                if messages.send(Message::Command(c)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        tx
+    }
+
+    /// Starts probing `policy`'s endpoints from `vantage`, the adoption read and the
+    /// reconciler that pushes its decisions to `provider`.
+    ///
+    /// # Errors
+    /// A probe target that cannot be built (e.g. an invalid TLS server name).
+    pub fn attach<P: Provider>(
+        &self,
+        tasks: &mut JoinSet<()>,
+        policy: &Policy,
+        provider: Arc<P>,
+        binding: Binding,
+        prober: &Arc<Prober>,
+        vantage: &VantageId,
+    ) -> Result<(), ProbeError> {
+        let targets = probe_targets(policy, prober)?;
+        let mut handles = Vec::new();
+        for target in targets {
+            let service = policy.service.clone();
+            handles.push(tasks.spawn(crate::io::probe::run_endpoint(
+                prober.clone(),
+                target,
+                vantage.clone(),
+                self.sinks.clock,
+                self.messages.clone(),
+                move |observation| Message::Observation {
+                    service: service.clone(),
+                    observation,
+                },
+            )));
+        }
+        let mut adoptions = lock(&self.adoptions);
+        // Reap finished reads, so reloads do not pile them up.
+        while adoptions.try_join_next().is_some() {}
+        handles.push(adoptions.spawn(adopt(
+            provider.clone(),
+            binding.clone(),
+            self.messages.clone(),
+            self.sinks.clone(),
+        )));
+        drop(adoptions);
+        let decisions = lock(&self.decisions).get(&policy.service).cloned();
+        let Some(decisions) = decisions else {
+            lock(&self.services).insert(policy.service.clone(), handles);
+            return Ok(());
+        };
+        let mut binding = binding;
+        if policy.quorum.provider_vote {
+            let (messages, service) = (self.messages.clone(), policy.service.clone());
+            // Two resync periods: one missed read does not drop the vote.
+            let fresh_for = binding.resync * 2;
+            binding.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
+                // A full engine loop drops a vote rather than stall the reconciler; the next
+                // read votes again.
+                let _ = messages.try_send(Message::ProviderHealth {
+                    service: service.clone(),
+                    pool: pool.clone(),
+                    healthy,
+                    fresh_for,
+                });
+            })));
+        }
+        handles.push(tasks.spawn(reconcile::run(
+            provider,
+            binding,
+            decisions,
+            self.sinks.clone(),
+        )));
+        lock(&self.services).insert(policy.service.clone(), handles);
+        Ok(())
+    }
+
+    /// Starts probing the vantage point's canary targets (see
+    /// [`EngineSettings::canaries`]).
+    pub fn attach_canaries(
+        &self,
+        tasks: &mut JoinSet<()>,
+        targets: Vec<ProbeTarget>,
+        prober: &Arc<Prober>,
+        vantage: &VantageId,
+    ) {
+        for target in targets {
+            tasks.spawn(crate::io::probe::run_endpoint(
+                prober.clone(),
+                target,
+                vantage.clone(),
+                self.sinks.clock,
+                self.messages.clone(),
+                Message::Canary,
+            ));
+        }
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
+/// Failed reads are recorded like the reconciler's, so the status shows why no decision is
+/// made yet.
+async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: MessageSender, sinks: Sinks) {
+    let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
+    while !tx.is_closed() {
+        sinks
+            .metrics
+            .provider_calls_total
+            .with_label_values(&[provider.name(), "observe"])
+            .inc();
+        match provider.observe().await {
+            Ok(observed) => {
+                let _ = tx
+                    .send(Message::Adopted {
+                        service: binding.service.clone(),
+                        pool: binding.serving(&observed),
+                    })
+                    .await;
+                return;
+            }
+            Err(e) => {
+                sinks.provider_failed(&binding.service, provider.name(), "observe", &e);
+                let delay = if e.is_retryable() {
+                    backoff.next_delay(rand::random::<f64>(), None)
+                } else {
+                    binding.resync
+                };
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}

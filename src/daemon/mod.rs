@@ -1,0 +1,10 @@
+//! The daemon around the core: the engine loop (the one task that owns the engine), the
+//! reconciler per provider binding, the controller that wires them per service, and policy
+//! reload. Generic over the provider: the binary names concrete providers.
+
+pub mod control;
+pub mod controller;
+pub mod engine_loop;
+pub mod guards;
+pub mod reconcile;
+pub mod reload;

@@ -1,0 +1,338 @@
+//! The audit log: one JSON line per operator action (drill started, refused, ended, expired;
+//! re-arm) and per decision, in `<state dir>/audit.jsonl`.
+//!
+//! Line format (fields in this order; `service` and `detail` are left out when empty):
+//!
+//! ```json
+//! {"time":1767225600000,"actor":"alice","action":"drill.drain","service":"api","reason":"quarterly DR drill","result":"ok","detail":{"id":"d-5f3a9c1e","pool":"seoul","expires":1767227400000}}
+//! ```
+//!
+//! - `time`: Unix milliseconds ([`Millis`]);
+//! - `actor`: who (the API caller or CLI user as it names itself; `gslb` for the controller);
+//! - `action`: `drill.drain`, `drill.restore`, `drill.force`, `drill.end`, `drill.expire`,
+//!   `rearm`, `decision`;
+//! - `reason`: the operator's reason, or the rule for a decision;
+//! - `result`: `ok`, `refused: <why>`, or for a decision what it does (`failover seoul ->
+//!   tokyo`).
+//!
+//! Appending goes through [`JsonlWriter`]: it never blocks the caller, and lines that cannot
+//! be queued are counted ([`AuditLog::dropped`]). This module decides nothing and sends
+//! nothing to the engine; the engine loop writes the entries.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::io::jsonl::{JsonlError, JsonlWriter};
+use gslb_core::engine::{Override, OverrideError, OverrideRequest};
+use gslb_core::model::{Millis, ServiceId};
+
+/// The actor of entries the controller makes by itself (expiries, decisions).
+pub const CONTROLLER_ACTOR: &str = "gslb";
+
+/// One audit line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// When, in Unix milliseconds.
+    pub time: Millis,
+    /// Who: the operator as named in the request, or [`CONTROLLER_ACTOR`].
+    pub actor: String,
+    /// What: `drill.drain`, `drill.restore`, `drill.force`, `drill.end`, `drill.expire`,
+    /// `rearm`, `decision`.
+    pub action: String,
+    /// The service, when the action concerns one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceId>,
+    /// Why (the operator's reason; the rule for a decision).
+    pub reason: String,
+    /// What came of it: `ok`, `refused: <why>`, `failover seoul -> tokyo`, ...
+    pub result: String,
+    /// Anything else worth keeping (override id, pool, expiry; a decision's reasons). Left out
+    /// when null.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub detail: serde_json::Value,
+}
+
+impl AuditEntry {
+    /// An entry with no service and no detail.
+    pub fn new(
+        time: Millis,
+        actor: impl Into<String>,
+        action: impl Into<String>,
+        reason: impl Into<String>,
+        result: impl Into<String>,
+    ) -> Self {
+        Self {
+            time,
+            actor: actor.into(),
+            action: action.into(),
+            service: None,
+            reason: reason.into(),
+            result: result.into(),
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    /// Sets the service.
+    #[must_use]
+    pub fn with_service(mut self, service: ServiceId) -> Self {
+        self.service = Some(service);
+        self
+    }
+
+    /// Sets the detail.
+    #[must_use]
+    pub fn with_detail(mut self, detail: serde_json::Value) -> Self {
+        self.detail = detail;
+        self
+    }
+
+    /// A drill started: action `drill.<action>`, result `ok`, at the override's creation time.
+    pub fn drill_started(o: &Override) -> Self {
+        Self::new(
+            o.created,
+            &o.actor,
+            format!("drill.{}", o.action),
+            &o.reason,
+            "ok",
+        )
+        .with_service(o.service.clone())
+        .with_detail(override_detail(o))
+    }
+
+    /// A drill request refused by the engine: action `drill.<action>`, result
+    /// `refused: <why>`.
+    pub fn drill_refused(time: Millis, req: &OverrideRequest, why: &OverrideError) -> Self {
+        Self::new(
+            time,
+            &req.actor,
+            format!("drill.{}", req.action),
+            &req.reason,
+            format!("refused: {why}"),
+        )
+        .with_service(req.service.clone())
+        .with_detail(serde_json::json!({ "id": req.id, "pool": req.pool }))
+    }
+
+    /// A drill ended by an operator before its expiry: action `drill.end`, result `ok`.
+    pub fn drill_ended(time: Millis, o: &Override, actor: &str, reason: &str) -> Self {
+        Self::new(time, actor, "drill.end", reason, "ok")
+            .with_service(o.service.clone())
+            .with_detail(override_detail(o))
+    }
+
+    /// A drill ended by a `restore` of its pool: action `drill.end`, reason names the restore.
+    pub fn drill_superseded(time: Millis, o: &Override, by: &Override) -> Self {
+        Self::new(
+            time,
+            &by.actor,
+            "drill.end",
+            format!("ended by restore {}", by.id),
+            "ok",
+        )
+        .with_service(o.service.clone())
+        .with_detail(override_detail(o))
+    }
+
+    /// A drill reached its expiry: actor [`CONTROLLER_ACTOR`], action `drill.expire`, reason
+    /// `expired`, result `ok`.
+    pub fn drill_expired(time: Millis, o: &Override) -> Self {
+        Self::new(time, CONTROLLER_ACTOR, "drill.expire", "expired", "ok")
+            .with_service(o.service.clone())
+            .with_detail(override_detail(o))
+    }
+
+    /// An end request for an unknown id: action `drill.end`, result `refused: <why>`.
+    pub fn end_refused(time: Millis, actor: &str, reason: &str, why: &OverrideError) -> Self {
+        Self::new(time, actor, "drill.end", reason, format!("refused: {why}"))
+    }
+
+    /// A re-arm: action `rearm`; `result` is `ok: <services>` or `refused: <why>`.
+    pub fn rearm(
+        time: Millis,
+        actor: &str,
+        service: Option<&ServiceId>,
+        reason: &str,
+        result: &Result<Vec<ServiceId>, OverrideError>,
+    ) -> Self {
+        let result = match result {
+            Ok(services) => format!(
+                "ok: {}",
+                services
+                    .iter()
+                    .map(ServiceId::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(e) => format!("refused: {e}"),
+        };
+        let entry = Self::new(time, actor, "rearm", reason, result);
+        match service {
+            Some(s) => entry.with_service(s.clone()),
+            None => entry,
+        }
+    }
+
+    /// A decision: actor [`CONTROLLER_ACTOR`], action `decision`; `rule` goes in `reason`,
+    /// what it does (`failover seoul -> tokyo`) in `result`, its reasons in `detail`.
+    pub fn decision(
+        time: Millis,
+        service: ServiceId,
+        rule: impl Into<String>,
+        result: impl Into<String>,
+        detail: serde_json::Value,
+    ) -> Self {
+        Self::new(time, CONTROLLER_ACTOR, "decision", rule, result)
+            .with_service(service)
+            .with_detail(detail)
+    }
+}
+
+fn override_detail(o: &Override) -> serde_json::Value {
+    serde_json::json!({
+        "id": o.id,
+        "action": o.action,
+        "pool": o.pool,
+        "created": o.created,
+        "expires": o.expires,
+        "actor": o.actor,
+        "reason": o.reason,
+    })
+}
+
+/// The audit log file. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    writer: JsonlWriter,
+}
+
+impl AuditLog {
+    /// Opens (creates, appends to) the audit log at `path` with
+    /// [`crate::io::jsonl::DEFAULT_CAPACITY`].
+    ///
+    /// # Errors
+    /// [`JsonlError::Open`] naming the path.
+    pub async fn open(path: impl Into<PathBuf>) -> Result<Self, JsonlError> {
+        Ok(Self {
+            writer: JsonlWriter::open(path, crate::io::jsonl::DEFAULT_CAPACITY).await?,
+        })
+    }
+
+    /// Wraps an already opened writer (tests choose its capacity).
+    pub fn from_writer(writer: JsonlWriter) -> Self {
+        Self { writer }
+    }
+
+    /// Appends one entry without waiting; see [`JsonlWriter::append`]. Returns whether it
+    /// was queued.
+    pub fn record(&self, entry: &AuditEntry) -> bool {
+        self.writer.append(entry)
+    }
+
+    /// Entries that never reached the file.
+    pub fn dropped(&self) -> u64 {
+        self.writer.dropped()
+    }
+
+    /// Waits until every recorded entry is written and synced.
+    ///
+    /// # Errors
+    /// See [`JsonlWriter::flush`].
+    pub async fn flush(&self) -> Result<(), JsonlError> {
+        self.writer.flush().await
+    }
+
+    /// Writes, syncs and closes (at shutdown).
+    ///
+    /// # Errors
+    /// See [`JsonlWriter::close`].
+    pub async fn close(&self) -> Result<(), JsonlError> {
+        self.writer.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gslb_core::engine::{OverrideAction, OverrideId};
+    use gslb_core::model::PoolId;
+
+    fn drain() -> Override {
+        Override {
+            id: OverrideId("d-1".into()),
+            service: "api".into(),
+            action: OverrideAction::Drain,
+            pool: PoolId::from("seoul"),
+            reason: "quarterly DR drill".into(),
+            actor: "alice".into(),
+            created: Millis(1_000),
+            expires: Millis(1_801_000),
+        }
+    }
+
+    #[test]
+    fn a_started_drill_is_one_line_with_the_documented_fields() {
+        let line = serde_json::to_string(&AuditEntry::drill_started(&drain())).expect("json");
+        assert!(!line.contains('\n'));
+        assert!(
+            line.starts_with(
+                r#"{"time":1000,"actor":"alice","action":"drill.drain","service":"api","reason":"quarterly DR drill","result":"ok","detail":{"#
+            ),
+            "{line}"
+        );
+        let back: AuditEntry = serde_json::from_str(&line).expect("parse back");
+        assert_eq!(back.detail["expires"], 1_801_000);
+        assert_eq!(back.detail["pool"], "seoul");
+    }
+
+    #[test]
+    fn empty_service_and_detail_are_left_out() {
+        let e = AuditEntry::new(Millis(5), "bob", "rearm", "budget spent", "ok: api");
+        assert_eq!(
+            serde_json::to_string(&e).expect("json"),
+            r#"{"time":5,"actor":"bob","action":"rearm","reason":"budget spent","result":"ok: api"}"#
+        );
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        let req = OverrideRequest {
+            id: OverrideId("d-2".into()),
+            service: "api".into(),
+            action: OverrideAction::Force,
+            pool: "osaka".into(),
+            reason: "try".into(),
+            actor: "carol".into(),
+            duration: None,
+        };
+        let err = OverrideError::UnknownPool {
+            service: "api".into(),
+            pool: "osaka".into(),
+        };
+        let e = AuditEntry::drill_refused(Millis(7), &req, &err);
+        assert_eq!(e.action, "drill.force");
+        assert_eq!(e.result, "refused: service 'api' has no pool 'osaka'");
+        let r = AuditEntry::rearm(Millis(8), "dave", None, "spent", &Ok(vec!["api".into()]));
+        assert_eq!((r.result.as_str(), r.service), ("ok: api", None));
+    }
+
+    #[tokio::test]
+    async fn the_log_appends_entries_as_json_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state/audit.jsonl");
+        let log = AuditLog::open(&path).await.expect("open");
+        let o = drain();
+        log.record(&AuditEntry::drill_started(&o));
+        log.record(&AuditEntry::drill_expired(Millis(1_801_000), &o));
+        log.flush().await.expect("flush");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let entries: Vec<AuditEntry> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("line"))
+            .collect();
+        let actions: Vec<_> = entries.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(actions, ["drill.drain", "drill.expire"]);
+        assert_eq!(entries[1].actor, CONTROLLER_ACTOR);
+        assert_eq!(log.dropped(), 0);
+    }
+}

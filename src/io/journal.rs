@@ -1,0 +1,182 @@
+//! The engine loop's journal: the observation recording (every [`Step`], for `gslb replay`),
+//! the audit log (every override change, command and decision) and the drill state file (the
+//! active overrides, so they survive a restart). Each part is optional.
+//!
+//! Recording and audit lines are handed to background writers and never block the loop; the
+//! state file is written (atomically) before the operator's command is answered, so an
+//! acknowledged drill is on disk.
+
+use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR};
+use crate::io::jsonl::JsonlWriter;
+use crate::io::state_file::StateFile;
+use gslb_core::engine::{
+    Decision, OverrideChange, OverrideError, OverrideId, OverrideRequest, Overrides, Reply, Step,
+};
+use gslb_core::model::{Millis, ServiceId};
+
+/// Where the engine loop writes what it did. `Journal::default()` writes nothing.
+#[derive(Debug, Default)]
+pub struct Journal {
+    recording: Option<JsonlWriter>,
+    audit: Option<AuditLog>,
+    state: Option<StateFile>,
+}
+
+impl Journal {
+    /// A journal writing to the given parts.
+    pub fn new(
+        recording: Option<JsonlWriter>,
+        audit: Option<AuditLog>,
+        state: Option<StateFile>,
+    ) -> Self {
+        Self {
+            recording,
+            audit,
+            state,
+        }
+    }
+
+    /// Records one step (when recording).
+    pub fn record(&mut self, step: &Step) {
+        if let Some(r) = &self.recording {
+            r.append(step);
+        }
+    }
+
+    fn audit(&self, entry: AuditEntry) {
+        if let Some(a) = &self.audit {
+            a.record(&entry);
+        }
+    }
+
+    /// Audits a re-arm and its answer.
+    pub fn rearmed(
+        &mut self,
+        at: Millis,
+        service: Option<&ServiceId>,
+        actor: &str,
+        reason: &str,
+        reply: Option<&Reply>,
+    ) {
+        if let Some(Reply::Rearmed(result)) = reply {
+            self.audit(AuditEntry::rearm(at, actor, service, reason, result));
+        }
+    }
+
+    /// Audits override changes and saves the active set to the state file (atomically, before
+    /// the operator is answered).
+    ///
+    /// # Errors
+    /// The state file could not be written (also logged).
+    pub fn overrides(
+        &mut self,
+        at: Millis,
+        changes: &[OverrideChange],
+        all: &Overrides,
+    ) -> Result<(), String> {
+        for c in changes {
+            let entry = match c {
+                OverrideChange::Added(o) => AuditEntry::drill_started(o),
+                OverrideChange::Ended {
+                    ended,
+                    actor,
+                    reason,
+                } => AuditEntry::drill_ended(at, ended, actor, reason),
+                OverrideChange::Expired(o) => AuditEntry::drill_expired(at, o),
+                OverrideChange::Completed(o) => AuditEntry::new(
+                    at,
+                    CONTROLLER_ACTOR,
+                    "drill.complete",
+                    format!("{} serves again", o.pool),
+                    "ok",
+                )
+                .with_service(o.service.clone())
+                .with_detail(serde_json::json!({ "id": o.id, "pool": o.pool })),
+                OverrideChange::Skipped(o) => AuditEntry::new(
+                    at,
+                    CONTROLLER_ACTOR,
+                    "drill.skip",
+                    "its service or pool is not in the loaded policies",
+                    "skipped",
+                )
+                .with_service(o.service.clone())
+                .with_detail(serde_json::json!({ "id": o.id, "pool": o.pool })),
+            };
+            self.audit(entry);
+        }
+        self.save(all)
+    }
+
+    /// Writes `all` to the state file (atomically); a no-op without one.
+    ///
+    /// # Errors
+    /// The file could not be written (also logged).
+    pub fn save(&mut self, all: &Overrides) -> Result<(), String> {
+        if let Some(state) = &self.state {
+            let active: Vec<_> = all.all().cloned().collect();
+            if let Err(e) = state.save(&active) {
+                tracing::error!(error = %e, "cannot save the drill state file");
+                return Err(e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Audits a refused override request.
+    pub fn refused(&mut self, at: Millis, req: &OverrideRequest, e: &OverrideError) {
+        self.audit(AuditEntry::drill_refused(at, req, e));
+    }
+
+    /// Audits a refused end request.
+    pub fn end_refused(
+        &mut self,
+        at: Millis,
+        id: &OverrideId,
+        actor: &str,
+        reason: &str,
+        e: &OverrideError,
+    ) {
+        self.audit(
+            AuditEntry::end_refused(at, actor, reason, e)
+                .with_detail(serde_json::json!({ "id": id })),
+        );
+    }
+
+    /// Audits a changed decision: the rule, what it does, and its reasons.
+    pub fn decision(&mut self, d: &Decision) {
+        let pool = |p: &Option<gslb_core::model::PoolId>| {
+            p.as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string)
+        };
+        let result = match (&d.previous, &d.blocked) {
+            (Some(from), _) if d.switched() => {
+                format!("{} {from} -> {}", d.rule.as_str(), pool(&d.active))
+            }
+            (_, Some(b)) => format!(
+                "hold on {} (blocked: {} to {})",
+                pool(&d.active),
+                b.rule.as_str(),
+                b.to
+            ),
+            _ if d.rule.pushes() => format!("serve {}", pool(&d.active)),
+            _ => format!("hold on {} (nothing pushed)", pool(&d.active)),
+        };
+        self.audit(AuditEntry::decision(
+            d.at,
+            d.service.clone(),
+            d.rule.as_str(),
+            result,
+            serde_json::json!({ "reasons": d.reasons, "drained": d.drained }),
+        ));
+    }
+
+    /// Flushes the recording and the audit log (at shutdown, and in tests).
+    pub async fn flush(&self) {
+        if let Some(r) = &self.recording {
+            let _ = r.flush().await;
+        }
+        if let Some(a) = &self.audit {
+            let _ = a.flush().await;
+        }
+    }
+}

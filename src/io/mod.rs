@@ -1,0 +1,10 @@
+//! The I/O edges: probes, persistence (recording, audit log, drill state file, the JSON-lines
+//! appender), the loops' clock, and loopback origins for the demo and the tests.
+
+pub mod audit;
+pub mod clock;
+pub mod journal;
+pub mod jsonl;
+pub mod origin;
+pub mod probe;
+pub mod state_file;

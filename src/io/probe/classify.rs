@@ -1,0 +1,214 @@
+//! The one place that turns a probe error into a [`ProbeReason`].
+//!
+//! Walks the error's source chain from the outside in and returns the first reason it
+//! recognises, so our own wrappers (a [`DnsError`] around an I/O error) win over what they wrap.
+//! Must not: match on error message text, or perform I/O.
+
+use std::error::Error;
+use std::io;
+
+use gslb_core::model::ProbeReason;
+
+use super::dns::DnsError;
+
+/// The reason for a failed probe, from its error.
+///
+/// Rules, first match along the chain wins (outermost first):
+/// - our [`DnsError`]: an answer that the name has no records (NXDOMAIN, NODATA, SERVFAIL
+///   relayed by the resolver) or no answer in time → `dns_resolution` (the origin's side); the
+///   resolver itself failing (I/O error, no usable nameserver, protocol error, or no answer in
+///   time while every configured nameserver refuses) → `resolver_unavailable` (the prober's
+///   side);
+/// - a `rustls::Error` (handshake, protocol, certificate) → `tls`;
+/// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
+/// - an I/O `ConnectionRefused` → `connection_refused`;
+/// - an I/O `NetworkUnreachable` → `network_unreachable` (counts against the origin: a withdrawn
+///   regional prefix looks the same); `AddrNotAvailable`, `OutOfMemory`, `EMFILE`, `ENFILE` or
+///   `ENOBUFS` → `local_resources` (the prober's side);
+/// - an I/O `ConnectionReset`, `ConnectionAborted`, `BrokenPipe` or `UnexpectedEof`, or hyper's
+///   "connection closed before message completed" (`IncompleteMessage`) → `connection_reset`;
+/// - anything else → `other`.
+///
+/// An `io::Error` that wraps another error is looked through via `get_ref` (its `source()`
+/// skips the wrapped error itself, which is where rustls puts its error).
+pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(reason) = reason_of(e) {
+            return reason;
+        }
+        next = match e.downcast_ref::<io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as &(dyn Error + 'static)),
+            None => e.source(),
+        };
+    }
+    ProbeReason::Other
+}
+
+fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
+    if let Some(dns) = e.downcast_ref::<DnsError>() {
+        return Some(match dns {
+            DnsError::Lookup { source, .. } if !source.is_no_records_found() => {
+                ProbeReason::ResolverUnavailable
+            }
+            DnsError::NoNameserver { .. } => ProbeReason::ResolverUnavailable,
+            _ => ProbeReason::DnsResolution,
+        });
+    }
+    if e.is::<rustls::Error>() {
+        return Some(ProbeReason::Tls);
+    }
+    if e.is::<tokio::time::error::Elapsed>() {
+        return Some(ProbeReason::Timeout);
+    }
+    if let Some(h) = e.downcast_ref::<hyper::Error>() {
+        if h.is_incomplete_message() {
+            return Some(ProbeReason::ConnectionReset);
+        }
+        if h.is_timeout() {
+            return Some(ProbeReason::Timeout);
+        }
+        return None;
+    }
+    if let Some(io) = e.downcast_ref::<io::Error>() {
+        return match io.kind() {
+            io::ErrorKind::ConnectionRefused => Some(ProbeReason::ConnectionRefused),
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof => Some(ProbeReason::ConnectionReset),
+            io::ErrorKind::TimedOut => Some(ProbeReason::Timeout),
+            io::ErrorKind::NetworkUnreachable => Some(ProbeReason::NetworkUnreachable),
+            io::ErrorKind::AddrNotAvailable | io::ErrorKind::OutOfMemory => {
+                Some(ProbeReason::LocalResources)
+            }
+            _ if matches!(
+                io.raw_os_error(),
+                Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS)
+            ) =>
+            {
+                Some(ProbeReason::LocalResources)
+            }
+            _ => None,
+        };
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A wrapper like the ones reqwest and hyper-util put around causes.
+    #[derive(Debug)]
+    struct Wrap(&'static str, Box<dyn Error + Send + Sync>);
+
+    impl fmt::Display for Wrap {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl Error for Wrap {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&*self.1)
+        }
+    }
+
+    fn wrapped(e: impl Error + Send + Sync + 'static) -> Wrap {
+        Wrap(
+            "client error (Connect)",
+            Box::new(Wrap("tcp connect error", Box::new(e))),
+        )
+    }
+
+    #[test]
+    fn io_kinds_along_the_chain() {
+        let cases = [
+            (
+                io::ErrorKind::ConnectionRefused,
+                ProbeReason::ConnectionRefused,
+            ),
+            (io::ErrorKind::ConnectionReset, ProbeReason::ConnectionReset),
+            (
+                io::ErrorKind::ConnectionAborted,
+                ProbeReason::ConnectionReset,
+            ),
+            (io::ErrorKind::BrokenPipe, ProbeReason::ConnectionReset),
+            (io::ErrorKind::UnexpectedEof, ProbeReason::ConnectionReset),
+            (io::ErrorKind::TimedOut, ProbeReason::Timeout),
+            (
+                io::ErrorKind::NetworkUnreachable,
+                ProbeReason::NetworkUnreachable,
+            ),
+            (io::ErrorKind::AddrNotAvailable, ProbeReason::LocalResources),
+            (io::ErrorKind::PermissionDenied, ProbeReason::Other),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(classify(&io::Error::from(kind)), want, "{kind:?} bare");
+            assert_eq!(
+                classify(&wrapped(io::Error::from(kind))),
+                want,
+                "{kind:?} wrapped"
+            );
+        }
+    }
+
+    #[test]
+    fn exhausted_descriptors_are_prober_side() {
+        let e = io::Error::from_raw_os_error(libc::EMFILE);
+        assert_eq!(classify(&wrapped(e)), ProbeReason::LocalResources);
+        assert!(ProbeReason::LocalResources.is_prober_side());
+        assert!(!ProbeReason::Timeout.is_prober_side());
+    }
+
+    #[test]
+    fn rustls_inside_io_error_is_tls() {
+        let cert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = io::Error::new(io::ErrorKind::InvalidData, cert);
+        assert_eq!(classify(&wrapped(io)), ProbeReason::Tls);
+        let garbage = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+        assert_eq!(classify(&io::Error::other(garbage)), ProbeReason::Tls);
+    }
+
+    #[test]
+    fn dns_error_wins_over_what_it_wraps() {
+        let inner =
+            hickory_resolver::ResolveError::from(io::Error::from(io::ErrorKind::ConnectionRefused));
+        let dns = DnsError::Lookup {
+            host: "seoul.example.test".into(),
+            source: inner,
+        };
+        assert_eq!(
+            classify(&wrapped(dns)),
+            ProbeReason::ResolverUnavailable,
+            "the resolver itself refused: the prober's side"
+        );
+        let dns = DnsError::Timeout {
+            host: "x.test".into(),
+            timeout: Duration::from_secs(2),
+        };
+        assert_eq!(classify(&dns), ProbeReason::DnsResolution);
+        let dns = DnsError::NoNameserver {
+            host: "x.test".into(),
+            nameservers: vec!["127.0.0.1:5399".parse().unwrap()],
+        };
+        assert_eq!(classify(&wrapped(dns)), ProbeReason::ResolverUnavailable);
+    }
+
+    #[test]
+    fn unknown_errors_are_other() {
+        assert_eq!(classify(&wrapped(fmt::Error)), ProbeReason::Other);
+    }
+
+    #[tokio::test]
+    async fn tokio_elapsed_is_timeout() {
+        let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
+            .await
+            .unwrap_err();
+        assert_eq!(classify(&wrapped(elapsed)), ProbeReason::Timeout);
+    }
+}

@@ -1,0 +1,319 @@
+//! Probes: the I/O edge that turns endpoints into [`Observation`](gslb_core::model::Observation)s.
+//!
+//! A [`Prober`] holds what is expensive to build (one hickory resolver, reqwest clients);
+//! [`Prober::target`] prepares an endpoint once, at policy load; [`Prober::probe`] runs one
+//! check under a hard timeout and returns a [`ProbeOutcome`], never an error; [`run_endpoint`]
+//! is the per-endpoint loop.
+//!
+//! Must not: know about providers, the engine or policies beyond [`ProbeSpec`] and
+//! [`Endpoint`]; decide health (one failed probe is data, rise/fall is the engine's job).
+//!
+//! Files: `dns` (resolver, [`DnsSettings`]), `http` (clients, GET check), `tcp` (connect check),
+//! `classify` (error → [`ProbeReason`]), `schedule` (the loop, phase and jitter), `limits`
+//! (`[probing]`: in-flight bound, late threshold, open-file limit), `stats` (lateness, late,
+//! skipped and timed-out probes), `trace` (status, lookup time and certificate expiry seen on
+//! the way, kept past a timeout).
+
+mod classify;
+mod dns;
+mod http;
+mod limits;
+mod schedule;
+mod stats;
+mod tcp;
+mod trace;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use reqwest::header::HeaderValue;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::time::Instant;
+
+use gslb_core::model::{EndpointId, ProbeOutcome, ProbeReason};
+use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
+
+pub use classify::classify;
+pub(crate) use dns::Dns;
+pub use dns::{
+    DnsError, DnsSettings, default_dns_cache_size, default_dns_nameservers, default_dns_timeout,
+};
+pub use http::{BODY_LIMIT, MAX_REDIRECTS, USER_AGENT};
+pub use limits::{
+    ProbingSettings, default_late_after, default_max_in_flight, effective_max_in_flight,
+    open_file_limit, raise_open_file_limit,
+};
+pub use schedule::{MAX_JITTER, MAX_START_PHASE, Schedule, jittered, run_endpoint, start_phase};
+pub use stats::{LatenessSnapshot, ProbeStats, StatsSnapshot};
+
+use http::{ClientKey, HttpTarget};
+
+/// Errors building a [`Prober`] or a [`ProbeTarget`]: configuration problems, reported at
+/// start-up or policy load. A failing probe is never an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The system DNS configuration (`/etc/resolv.conf`) could not be read; only when
+    /// [`DnsSettings::nameservers`] is empty.
+    #[error("reading the system DNS configuration")]
+    SystemDns(#[source] hickory_resolver::ResolveError),
+    /// reqwest refused to build a client (e.g. the TLS backend failed to initialise).
+    #[error("building an HTTP client")]
+    Client(#[source] reqwest::Error),
+    /// The endpoint cannot be probed with these settings.
+    #[error("endpoint {endpoint}: {reason}")]
+    InvalidTarget {
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// What is wrong, e.g. `host_header is not a valid header value`.
+        reason: String,
+    },
+}
+
+/// Runs probes. Build one per process (one vantage point) and share it (`Arc<Prober>`) between
+/// probe loops.
+///
+/// Holds one hickory resolver (so one DNS cache per vantage point; it honours record TTLs), the
+/// reqwest clients: the shared default one (certificates verified, redirects not followed) and
+/// one per distinct other setting, built by [`Prober::target`] and reused by every target with
+/// that setting; the bound on probes in flight ([`ProbingSettings::max_in_flight`]) and the
+/// loops' [`ProbeStats`].
+#[derive(Debug)]
+pub struct Prober {
+    dns: dns::Dns,
+    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+    room: Semaphore,
+    max_in_flight: usize,
+    late_after: Duration,
+    stats: ProbeStats,
+}
+
+/// An endpoint prepared for probing by [`Prober::target`]: cheap to clone, immutable.
+#[derive(Debug, Clone)]
+pub struct ProbeTarget {
+    endpoint: EndpointId,
+    interval: Duration,
+    timeout: Duration,
+    kind: TargetKind,
+}
+
+#[derive(Debug, Clone)]
+enum TargetKind {
+    Http(HttpTarget),
+    Tcp { host: String, port: u16 },
+}
+
+impl ProbeTarget {
+    /// The endpoint probed.
+    pub fn endpoint(&self) -> &EndpointId {
+        &self.endpoint
+    }
+
+    /// Time between two probes ([`ProbeSpec::interval`]).
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Hard limit for one probe ([`ProbeSpec::timeout`]).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+impl Prober {
+    /// [`Prober::with_limits`] with the default [`ProbingSettings`].
+    ///
+    /// # Errors
+    /// See [`Prober::with_limits`].
+    pub fn new(settings: &DnsSettings) -> Result<Prober, ProbeError> {
+        Self::with_limits(settings, &ProbingSettings::default())
+    }
+
+    /// Builds the resolver and the shared default client (about 5 ms of CPU: do it once). The
+    /// in-flight bound is [`effective_max_in_flight`] of `probing.max_in_flight` and the
+    /// process's open-file limit.
+    ///
+    /// # Errors
+    /// [`ProbeError::SystemDns`] when `settings.nameservers` is empty and the system
+    /// configuration cannot be read; [`ProbeError::Client`] when reqwest fails to build.
+    pub fn with_limits(
+        settings: &DnsSettings,
+        probing: &ProbingSettings,
+    ) -> Result<Prober, ProbeError> {
+        let dns = dns::Dns::new(settings).map_err(ProbeError::SystemDns)?;
+        let client = http::build_client(&dns, &ClientKey::DEFAULT).map_err(ProbeError::Client)?;
+        let clients = Mutex::new(HashMap::from([(ClientKey::DEFAULT, client)]));
+        let max_in_flight = effective_max_in_flight(probing.max_in_flight, open_file_limit())
+            .min(Semaphore::MAX_PERMITS);
+        Ok(Prober {
+            dns,
+            clients,
+            room: Semaphore::new(max_in_flight),
+            max_in_flight,
+            late_after: probing.late_after,
+            stats: ProbeStats::default(),
+        })
+    }
+
+    /// The bound on probes in flight in force (see [`Prober::with_limits`]).
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+    }
+
+    /// The probe loops' counters and lateness histogram.
+    pub fn stats(&self) -> &ProbeStats {
+        &self.stats
+    }
+
+    /// Waits for room among the probes in flight; the room is held until the permit drops.
+    /// Permits are handed out first come, first served.
+    pub(crate) async fn room(&self) -> Option<SemaphorePermit<'_>> {
+        // The semaphore is never closed; `None` would only mean it was.
+        self.room.acquire().await.ok()
+    }
+
+    /// Records that the probe planned at `plan` starts at `now`.
+    pub(crate) fn started(&self, plan: Instant, now: Instant) {
+        let lateness = now.saturating_duration_since(plan);
+        self.stats.started(lateness, lateness > self.late_after);
+    }
+
+    /// How many distinct reqwest clients exist: 1 (the default) plus one per distinct setting
+    /// of `tls_verify = false`, `follow_redirects = true` or `tls_server_name` seen so far.
+    pub fn client_count(&self) -> usize {
+        self.clients.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Prepares `endpoint` for probing with `spec`. Call once per endpoint at policy load,
+    /// not per probe: a setting that needs its own client builds it here (once per distinct
+    /// setting).
+    ///
+    /// `tls_server_name` applies to `https://` URLs only: the request is sent to that name,
+    /// which this target's client resolves to the URL host's addresses, so SNI and certificate
+    /// checks use it while the connection goes to the URL's host; the `Host` header stays the
+    /// URL's authority unless `host_header` is set.
+    ///
+    /// # Errors
+    /// [`ProbeError::InvalidTarget`] for a URL without a host, an invalid `host_header` or
+    /// `tls_server_name`; [`ProbeError::Client`] when building a client fails.
+    pub fn target(&self, spec: &ProbeSpec, endpoint: &Endpoint) -> Result<ProbeTarget, ProbeError> {
+        let invalid = |reason: &str| ProbeError::InvalidTarget {
+            endpoint: endpoint.id.clone(),
+            reason: reason.to_owned(),
+        };
+        let kind = match &endpoint.kind {
+            EndpointKind::Tcp { host, port } => TargetKind::Tcp {
+                host: host.clone(),
+                port: *port,
+            },
+            EndpointKind::Http(url) => {
+                let resolve = match url.host() {
+                    None => return Err(invalid("the URL has no host")),
+                    Some(url::Host::Domain(name)) => Some(name.to_owned()),
+                    Some(_) => None,
+                };
+                let mut url = url.clone();
+                let mut host_header = match &spec.host_header {
+                    Some(h) => Some(
+                        HeaderValue::from_str(h)
+                            .map_err(|_| invalid("host_header is not a valid header value"))?,
+                    ),
+                    None => None,
+                };
+                let mut alias = None;
+                if let (Some(sni), "https") = (&spec.tls_server_name, url.scheme()) {
+                    let real = url.host_str().unwrap_or_default().to_owned();
+                    let authority = match url.port() {
+                        Some(port) => format!("{real}:{port}"),
+                        None => real.clone(),
+                    };
+                    if host_header.is_none() {
+                        host_header = HeaderValue::from_str(&authority).ok();
+                    }
+                    url.set_host(Some(sni))
+                        .map_err(|_| invalid("tls_server_name is not a valid host name"))?;
+                    if !matches!(url.host(), Some(url::Host::Domain(_))) {
+                        return Err(invalid("tls_server_name must be a DNS name"));
+                    }
+                    alias = Some((sni.to_ascii_lowercase(), real));
+                }
+                let key = ClientKey {
+                    tls_verify: spec.tls_verify,
+                    follow_redirects: spec.follow_redirects,
+                    alias,
+                };
+                TargetKind::Http(HttpTarget {
+                    client: self.client(&key)?,
+                    url,
+                    resolve,
+                    host_header,
+                    expected_status: spec.expected_status.clone(),
+                    body_contains: spec.body_contains.clone(),
+                })
+            }
+        };
+        Ok(ProbeTarget {
+            endpoint: endpoint.id.clone(),
+            interval: spec.interval,
+            timeout: spec.timeout,
+            kind,
+        })
+    }
+
+    fn client(&self, key: &ClientKey) -> Result<reqwest::Client, ProbeError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get(key) {
+            return Ok(c.clone());
+        }
+        let client = http::build_client(&self.dns, key).map_err(ProbeError::Client)?;
+        clients.insert(key.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// Runs one probe of `target`, from name resolution to the last body byte read, under a
+    /// hard `timeout`. Uses a fresh connection.
+    ///
+    /// HTTP: resolve the URL's host name (IP literals skip this; `localhost` is answered
+    /// locally), GET, then the status must be in `expected_status` (a 3xx counts when
+    /// redirects are not followed) and, when `body_contains` is set, the first
+    /// [`BODY_LIMIT`] bytes of the body must contain it. TCP: resolve, then connect.
+    ///
+    /// Never fails: every failure is a [`ProbeOutcome`] with `success = false` and a reason
+    /// (see [`classify`]); `http_status` is set whenever a response arrived; `duration` and
+    /// `dns_lookup` (host names only) are measured on tokio's clock; `cert_expiry` is the
+    /// `notAfter` of the peer's leaf certificate of an `https://` response (reqwest exposes
+    /// only the leaf, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate
+    /// expiring first is not seen).
+    ///
+    /// At the timeout the probe's future is dropped, and with it its socket: nothing of the
+    /// probe stays in flight past it (the client keeps no idle connections and runs no
+    /// background work per request). Calling this directly does not wait for room among the
+    /// probes in flight; [`run_endpoint`] does.
+    pub async fn probe(&self, target: &ProbeTarget) -> ProbeOutcome {
+        let _in_flight = self.stats.in_flight();
+        let start = Instant::now();
+        let mut trace = trace::Trace::default();
+        let checked = tokio::time::timeout(target.timeout, async {
+            match &target.kind {
+                TargetKind::Http(t) => http::check(&self.dns, t, &mut trace).await,
+                TargetKind::Tcp { host, port } => {
+                    tcp::check(&self.dns, host, *port, &mut trace).await
+                }
+            }
+        })
+        .await;
+        let reason = checked.unwrap_or_else(|_| {
+            self.stats.timed_out();
+            tracing::debug!(endpoint = %target.endpoint, timeout = ?target.timeout, "probe timed out");
+            ProbeReason::Timeout
+        });
+        ProbeOutcome {
+            success: reason == ProbeReason::Ok,
+            duration: start.elapsed(),
+            http_status: trace.http_status,
+            reason,
+            dns_lookup: trace.dns_lookup(),
+            cert_expiry: trace.cert_expiry,
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The status board behind `GET /v1/status`: each service's pools, verdicts, last probes, the
+//! last decision and whether the provider has applied it.
+//!
+//! Written by the service loops and reconcilers, read by the admin API. Plain data, no I/O.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::RwLock;
+
+use serde::Serialize;
+
+use gslb_provider::Plan;
+
+use gslb_core::engine::{Decision, Override, PoolVerdict, ServiceEngine};
+use gslb_core::model::{
+    EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict,
+};
+use gslb_core::policy::Mode;
+
+/// How many recent probes each endpoint keeps in the status.
+pub const RECENT_PROBES: usize = 5;
+
+/// Whether the provider matches the latest decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ApplyState {
+    /// No pushable decision yet (awaiting evidence, or holding without writing).
+    #[default]
+    NotPushed,
+    /// The provider state matches the latest decision.
+    Applied,
+    /// Decided but not applied: the reconciler is still trying (see `last_error`).
+    Pending,
+    /// Shadow mode: the provider differs from the decision and `would_write` says how; nothing
+    /// is written.
+    Shadow,
+}
+
+/// What the reconciler last saw and did.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ApplyStatus {
+    /// See [`ApplyState`].
+    pub state: ApplyState,
+    /// The provider the decision goes to.
+    pub provider: String,
+    /// The pool the provider serves, from the last successful observe.
+    pub observed_active: Option<PoolId>,
+    /// Since when the decision has waited while `pending`: its time when it was made
+    /// (the engine loop marks it, see `reconcile::send`), or when the provider was found not
+    /// matching it (a drift, failed reads, a refused plan). `gslb_decision_unapplied_age_seconds`
+    /// counts from it.
+    pub pending_since: Option<Millis>,
+    /// The last provider error, cleared on success.
+    pub last_error: Option<String>,
+    /// When the last write was accepted.
+    pub last_write_at: Option<Millis>,
+    /// Changes written since start.
+    pub writes: u64,
+    /// Shadow mode: the plan that would be written now.
+    pub would_write: Option<Plan>,
+    /// Re-applies since start of a state gslb had already written (another writer changed it).
+    pub drift: u64,
+    /// Set while gslb has stopped writing because another writer keeps reverting it: what and
+    /// until when. Cleared once the provider matches or a write is accepted.
+    pub write_fight: Option<String>,
+    /// Set while a safety guard refuses the plan (e.g. traffic would land on an unhealthy
+    /// fallback pool): the reason. The decision stays `pending`.
+    pub refused: Option<String>,
+    /// Set while the decision drains the provider's fallback pool, which gslb never disables:
+    /// the drain is ignored (the rest of the decision is applied) and this says so.
+    pub ignored_drain: Option<String>,
+}
+
+/// One endpoint as one vantage point sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointStatus {
+    /// The endpoint.
+    pub endpoint: EndpointId,
+    /// The vantage point.
+    pub vantage: VantageId,
+    /// Its thresholded verdict from that vantage point.
+    pub verdict: Verdict,
+    /// Consecutive successes.
+    pub consecutive_ok: u32,
+    /// Consecutive failures.
+    pub consecutive_fail: u32,
+    /// Weighted state-change percentage of its last 21 results.
+    pub flap_percent: u32,
+    /// The last probes, newest last.
+    pub recent: VecDeque<RecentProbe>,
+}
+
+/// One recent probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecentProbe {
+    /// When it finished.
+    pub at: Millis,
+    /// What it saw.
+    #[serde(flatten)]
+    pub outcome: ProbeOutcome,
+}
+
+/// One pool in the status.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolStatus {
+    /// The pool.
+    pub pool: PoolId,
+    /// Its priority (1 = most preferred).
+    pub priority: u32,
+    /// Its region label.
+    pub region: String,
+    /// Its quorum verdict, votes and damping at the last decision.
+    pub state: Option<PoolVerdict>,
+    /// Its endpoints, one entry per endpoint and vantage point.
+    pub endpoints: Vec<EndpointStatus>,
+}
+
+/// One service in the status.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServiceStatus {
+    /// The service.
+    pub service: ServiceId,
+    /// Its public hostname.
+    pub hostname: String,
+    /// `enforce` or `shadow`.
+    pub mode: Mode,
+    /// The pool the engine wants serving.
+    pub active: Option<PoolId>,
+    /// Pools in priority order.
+    pub pools: Vec<PoolStatus>,
+    /// Set while the engine holds (fail static, unknown evidence, velocity, rails, ...): the
+    /// rule and why.
+    pub holding: Option<String>,
+    /// Automatic switches left in the velocity budget.
+    pub velocity_available: u32,
+    /// Active drill overrides.
+    pub overrides: Vec<Override>,
+    /// The last decision with its reasons.
+    pub last_decision: Option<Decision>,
+    /// Whether the provider has applied it.
+    pub apply: ApplyStatus,
+}
+
+/// Every service's status.
+#[derive(Debug, Default)]
+pub struct StatusBoard {
+    services: RwLock<BTreeMap<ServiceId, ServiceStatus>>,
+    recent: RwLock<BTreeMap<(ServiceId, EndpointId, VantageId), VecDeque<RecentProbe>>>,
+}
+
+impl StatusBoard {
+    /// A snapshot of every service, by name.
+    pub fn snapshot(&self) -> BTreeMap<ServiceId, ServiceStatus> {
+        let mut services = read(&self.services).clone();
+        let recent = read(&self.recent);
+        for s in services.values_mut() {
+            for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
+                if let Some(r) =
+                    recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone()))
+                {
+                    e.recent = r.clone();
+                }
+            }
+        }
+        services
+    }
+
+    /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point.
+    pub fn record_probe(&self, service: &ServiceId, _pool: &PoolId, obs: &Observation) {
+        let mut recent = write(&self.recent);
+        let r = recent
+            .entry((service.clone(), obs.endpoint.clone(), obs.vantage.clone()))
+            .or_default();
+        r.push_back(RecentProbe {
+            at: obs.at,
+            outcome: obs.outcome.clone(),
+        });
+        if r.len() > RECENT_PROBES {
+            r.pop_front();
+        }
+    }
+
+    /// Refreshes a service's pools, decision, budget and overrides from its engine.
+    pub fn update_service<'a>(
+        &self,
+        engine: &ServiceEngine,
+        overrides: impl Iterator<Item = &'a Override>,
+        now: Millis,
+    ) {
+        let policy = engine.policy();
+        let decision = engine.last_decision();
+        let mut endpoints: BTreeMap<&PoolId, Vec<EndpointStatus>> = BTreeMap::new();
+        for (e, pool, by_vantage) in engine.evidence() {
+            for (v, h) in by_vantage {
+                endpoints.entry(pool).or_default().push(EndpointStatus {
+                    endpoint: e.clone(),
+                    vantage: v.clone(),
+                    verdict: h.verdict,
+                    consecutive_ok: h.consecutive_ok,
+                    consecutive_fail: h.consecutive_fail,
+                    flap_percent: h.flap.percent().round() as u32,
+                    recent: VecDeque::new(),
+                });
+            }
+        }
+        let status = ServiceStatus {
+            service: policy.service.clone(),
+            hostname: policy.hostname.clone(),
+            mode: policy.mode,
+            active: engine.active().cloned(),
+            pools: policy
+                .pools
+                .iter()
+                .map(|pool| PoolStatus {
+                    pool: pool.id.clone(),
+                    priority: pool.priority,
+                    region: pool.region.clone(),
+                    state: decision.and_then(|d| d.pools.get(&pool.id)).cloned(),
+                    endpoints: endpoints.remove(&pool.id).unwrap_or_default(),
+                })
+                .collect(),
+            holding: match decision {
+                _ if !engine.ready() => Some(
+                    "awaiting_provider: waiting to read the provider's current state; no decision until it answers".into(),
+                ),
+                Some(d) if d.rule.is_hold() => Some(format!(
+                    "{}: {}",
+                    d.rule.as_str(),
+                    d.reasons.last().map_or("", String::as_str)
+                )),
+                _ => None,
+            },
+            velocity_available: engine.velocity_available(now),
+            overrides: overrides
+                .filter(|o| o.service == policy.service)
+                .cloned()
+                .collect(),
+            last_decision: decision.cloned(),
+            apply: ApplyStatus::default(),
+        };
+        let mut guard = write(&self.services);
+        let apply = guard
+            .remove(&policy.service)
+            .map(|s| s.apply)
+            .unwrap_or_default();
+        guard.insert(policy.service.clone(), ServiceStatus { apply, ..status });
+    }
+
+    /// A service's `mode` as of its last status update; `None` before its first one.
+    pub fn mode(&self, service: &ServiceId) -> Option<Mode> {
+        read(&self.services).get(service).map(|s| s.mode)
+    }
+
+    /// Since when a service's latest decision has waited for the provider: `pending_since`
+    /// while its apply state is `pending`, else `None` (also for an unknown service).
+    pub fn pending_since(&self, service: &ServiceId) -> Option<Millis> {
+        read(&self.services).get(service).and_then(|s| {
+            s.apply
+                .pending_since
+                .filter(|_| s.apply.state == ApplyState::Pending)
+        })
+    }
+
+    /// Drops a service and its recent probes (its policy was removed or changed by a reload).
+    pub fn remove_service(&self, service: &ServiceId) {
+        write(&self.services).remove(service);
+        write(&self.recent).retain(|(s, _, _), _| s != service);
+    }
+
+    /// Updates a service's apply status.
+    pub fn update_apply(&self, service: &ServiceId, f: impl FnOnce(&mut ApplyStatus)) {
+        if let Some(entry) = write(&self.services).get_mut(service) {
+            f(&mut entry.apply);
+        }
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,10 @@
+//! The failover timeline's daemon side: the task that feeds the core's
+//! [`gslb_core::timeline::Recorder`] from the event channel and acts on its updates (metrics,
+//! audit lines), and the observers that watch DNS and the public URL from the outside.
+
+pub mod observer;
+pub mod task;
+#[cfg(test)]
+mod tests;
+
+pub use task::{TimelineStore, TimelineTask, spawn};

@@ -1,0 +1,118 @@
+//! The timeline task against a live event channel: phase histograms, audit lines, stop.
+
+use std::time::Duration;
+
+use gslb_core::engine::Rule;
+use gslb_core::model::{Millis, ProbeReason};
+use gslb_core::timeline::Status;
+use gslb_core::timeline::fixtures::{api_policy, applied, decision, in_sync, probe};
+
+use super::spawn;
+
+/// A temporary folder with an audit log in it, and sinks whose clock reads 5 s.
+async fn task_fixture() -> (
+    tempfile::TempDir,
+    crate::io::audit::AuditLog,
+    crate::daemon::reconcile::Sinks,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = crate::io::audit::AuditLog::open(dir.path().join("audit.jsonl"))
+        .await
+        .expect("audit log");
+    let sinks = crate::daemon::reconcile::Sinks {
+        board: std::sync::Arc::new(crate::ops::status::StatusBoard::default()),
+        metrics: crate::ops::metrics::Metrics::new(),
+        events: crate::ops::events::channel(64),
+        clock: crate::io::clock::Clock::anchored_at(Millis(5_000)),
+    };
+    (dir, audit, sinks)
+}
+
+#[tokio::test]
+async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
+    use std::sync::Arc;
+
+    let (dir, audit, sinks) = task_fixture().await;
+    let policy = api_policy();
+    let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![policy]));
+    let (store, task) = spawn(
+        &sinks,
+        Some(audit.clone()),
+        crate::io::probe::DnsSettings::default(),
+        policies,
+    );
+    let count = |phase: &str, n: u64| {
+        format!("gslb_failover_phase_seconds_count{{phase=\"{phase}\",service=\"api\"}} {n}")
+    };
+    let metrics = sinks.metrics.render();
+    assert!(
+        metrics.contains(&count("served_by_observed", 0)),
+        "{metrics}"
+    );
+
+    for e in [
+        probe("seoul", "s1", 500, ProbeReason::ConnectionRefused),
+        decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)),
+        in_sync(1_500, "tokyo"),
+    ] {
+        sinks.events.send(e).expect("the task listens");
+    }
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while store
+            .list(None, 1)
+            .first()
+            .is_none_or(|t| t.status != Status::Complete)
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the timeline completes (no observers: in sync is the last phase)");
+    let metrics = sinks.metrics.render();
+    assert!(metrics.contains(&count("provider_in_sync", 1)), "{metrics}");
+    assert!(
+        metrics.contains(
+            "gslb_failover_phase_seconds_sum{phase=\"provider_in_sync\",service=\"api\"} 1"
+        ),
+        "one second from the first failed probe: {metrics}"
+    );
+    assert!(metrics.contains(&count("dns_observed", 0)), "{metrics}");
+    audit.flush().await.expect("flush");
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line");
+    assert_eq!(line["action"], "failover.timeline");
+    assert_eq!(line["result"], "complete");
+    assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
+    task.stop().await;
+}
+
+#[tokio::test]
+async fn stopping_the_task_audits_open_timelines_as_interrupted() {
+    use std::sync::Arc;
+
+    let (dir, audit, sinks) = task_fixture().await;
+    let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![api_policy()]));
+    let (store, task) = spawn(
+        &sinks,
+        Some(audit),
+        crate::io::probe::DnsSettings::default(),
+        policies,
+    );
+    sinks
+        .events
+        .send(decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)))
+        .expect("the task listens");
+    // Events already sent when the stop arrives are still recorded, then the timeline closes.
+    sinks
+        .events
+        .send(applied(1_100, "tokyo"))
+        .expect("the task listens");
+    task.stop().await;
+    let t = &store.list(None, 1)[0];
+    assert_eq!(t.status, Status::Interrupted);
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line, flushed");
+    assert_eq!(line["action"], "failover.timeline");
+    assert_eq!(line["result"], "interrupted");
+    assert_eq!(line["detail"]["phases"]["provider_accepted"], 1_100);
+}
