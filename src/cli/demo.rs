@@ -13,19 +13,12 @@ use std::time::Duration;
 
 use gslb_provider::{Change, FailoverStyle, MemoryProvider};
 use tokio::sync::broadcast;
-use tokio::task::JoinSet;
 
-use crate::daemon::controller::{self, Controller};
-use crate::daemon::reconcile::Sinks;
+use crate::daemon::builder::{self, Builder, Daemon};
 use crate::io::clock::Clock;
-use crate::io::journal::Journal;
 use crate::io::origin::Origin;
-use crate::io::probe::{DnsSettings, Prober};
-use crate::ops::events;
-use crate::ops::metrics::Metrics;
-use crate::ops::status::StatusBoard;
 use crate::ops::timeline::TimelineStore;
-use gslb_core::engine::{EngineSettings, Rule};
+use gslb_core::engine::Rule;
 use gslb_core::event::Event;
 use gslb_core::model::{VantageId, Verdict};
 use gslb_core::policy::{self, Policy};
@@ -53,58 +46,83 @@ pub enum DemoError {
     Timeout(&'static str),
 }
 
+/// The demo's running parts: the origins, the controller and what watches it.
+struct Demo {
+    policy: Policy,
+    seoul: Origin,
+    /// Kept running for the whole demo.
+    _tokyo: Origin,
+    clock: Clock,
+    provider: Arc<MemoryProvider>,
+    daemon: Daemon,
+    rx: broadcast::Receiver<Event>,
+    timelines: TimelineStore,
+}
+
 /// Runs the demo and returns the report it printed, line by line, as it goes.
 ///
 /// # Errors
 /// See [`DemoError`].
 pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut seoul = Origin::start(loopback, "seoul").await?;
-    let tokyo = Origin::start(loopback, "tokyo").await?;
-    let text = POLICY
-        .replace("{seoul}", &seoul.addr().to_string())
-        .replace("{tokyo}", &tokyo.addr().to_string());
-    let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
-
-    let clock = Clock::system();
-    let provider = Arc::new(MemoryProvider::new(
-        FailoverStyle::Enablement,
-        &["seoul".into(), "tokyo".into()],
-    ));
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(4096),
-        clock,
-    };
-    let mut rx = sinks.events.subscribe();
-    let timelines = TimelineStore::default();
-    let mut tasks = JoinSet::new();
-    let binding = controller::binding(&policy, Duration::from_secs(5));
-    let prober = Arc::new(Prober::new(&DnsSettings::default())?);
-    let controller = Controller::start(
-        std::slice::from_ref(&policy),
-        &EngineSettings::default(),
-        sinks.clone(),
-        Journal::default(),
-        Vec::new(),
+    let mut demo = Demo::start().await?;
+    say(
+        out,
+        &intro(&demo.policy, demo.seoul.addr(), demo._tokyo.addr()),
     );
-    controller.attach(
-        &mut tasks,
-        &policy,
-        provider.clone(),
-        binding,
-        &prober,
-        &VantageId("demo".into()),
-    )?;
+    demo.steady(out).await?;
+    demo.failover(out).await?;
+    demo.failback(out).await?;
+    demo.daemon.stop().await;
+    Ok(())
+}
 
-    say(out, &intro(&policy, seoul.addr(), tokyo.addr()));
-    let mut healthy = std::collections::BTreeSet::new();
-    wait_for(
-        &mut rx,
-        &timelines,
-        "seoul and tokyo healthy, seoul serving",
-        |e| {
+impl Demo {
+    /// Starts the two origins and the controller on the embedded policy.
+    async fn start() -> Result<Self, DemoError> {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let seoul = Origin::start(loopback, "seoul").await?;
+        let tokyo = Origin::start(loopback, "tokyo").await?;
+        let text = POLICY
+            .replace("{seoul}", &seoul.addr().to_string())
+            .replace("{tokyo}", &tokyo.addr().to_string());
+        let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
+        let clock = Clock::system();
+        let provider = Arc::new(MemoryProvider::new(
+            FailoverStyle::Enablement,
+            &["seoul".into(), "tokyo".into()],
+        ));
+        let mut daemon = Builder::new(vec![policy.clone()])
+            .vantage(VantageId("demo".into()))
+            .resync(Duration::from_secs(5))
+            .sinks(builder::telemetry(clock, 4096))
+            .start()?;
+        let rx = daemon.sinks.events.subscribe();
+        daemon.attach(&policy, provider.clone())?;
+        Ok(Self {
+            policy,
+            seoul,
+            _tokyo: tokyo,
+            clock,
+            provider,
+            daemon,
+            rx,
+            timelines: TimelineStore::default(),
+        })
+    }
+
+    /// Waits for the first event `pick` extracts something from (see [`wait_for`]).
+    async fn wait<T>(
+        &mut self,
+        what: &'static str,
+        pick: impl FnMut(&Event) -> Option<T>,
+    ) -> Result<T, DemoError> {
+        wait_for(&mut self.rx, &self.timelines, what, pick).await
+    }
+
+    /// Both pools healthy, Seoul serving.
+    async fn steady(&mut self, out: &mut impl std::io::Write) -> Result<(), DemoError> {
+        let mut healthy = std::collections::BTreeSet::new();
+        self.wait("seoul and tokyo healthy, seoul serving", |e| {
             if let Event::EndpointVerdict {
                 pool,
                 verdict: Verdict::Healthy,
@@ -114,118 +132,130 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
                 healthy.insert(pool.0.clone());
             }
             (healthy.len() == 2).then_some(())
-        },
-    )
-    .await?;
-    say(
-        out,
-        "  steady state: both pools healthy, seoul serving, provider untouched\n",
-    );
-
-    // Drill: stop Seoul. The failover timeline records the phases; the report is its own.
-    let injected = clock.now();
-    seoul.stop().await;
-    let (mut plan, mut failover) = (Vec::new(), None);
-    let timeline = wait_for(&mut rx, &timelines, "failover timeline in sync", |e| {
-        match e {
-            Event::Applied { plan: p, .. } => plan.clone_from(p),
-            Event::Decision(d) if d.rule == Rule::Failover => failover = Some(d.clone()),
-            _ => {}
-        }
-        timelines
-            .list(None, 1)
-            .into_iter()
-            .find(|t| t.status == Status::Complete && t.rule == Rule::Failover.as_str())
-    })
-    .await?;
-    say(out, "\nDrill report: Seoul origin stopped\n");
-    say(
-        out,
-        &format!(
-            "  failure injected: seoul origin stopped at {}\n",
-            injected.rfc3339()
-        ),
-    );
-    say(out, &report::render(&timeline));
-    say(out, &format!("  provider write: {}\n", describe(&plan)));
-    let in_sync = timeline.phases.provider_in_sync.unwrap_or(injected);
-    say(
-        out,
-        &format!(
-            "  detection bound: fall {} x interval {} ms = {} ms at most, plus one timeout\n  failover time  {} ms (failure injected -> provider in sync)\n",
-            policy.thresholds.fall,
-            policy.probe.interval.as_millis(),
-            (policy.probe.interval * policy.thresholds.fall).as_millis(),
-            in_sync.since(injected).as_millis(),
-        ),
-    );
-    say(out, "  reasons:\n");
-    say_reasons(out, &failover.map(|d| d.reasons).unwrap_or_default());
-
-    // Restore Seoul: the failback rule decides what happens next.
-    let restored = clock.now();
-    seoul.start_again().await?;
-    let up_at = wait_for(&mut rx, &timelines, "seoul healthy again", |e| match e {
-        Event::EndpointVerdict {
-            pool,
-            verdict: Verdict::Healthy,
-            at,
-            ..
-        } if pool.0 == "seoul" => Some(*at),
-        _ => None,
-    })
-    .await?;
-    let held = wait_for(&mut rx, &timelines, "failback rule", |e| match e {
-        Event::Decision(d) if d.rule == Rule::FailbackManual => Some(d.clone()),
-        _ => None,
-    })
-    .await?;
-    say(out, "\nFailback: Seoul origin restored\n");
-    say(
-        out,
-        &format!(
-            "  seoul healthy again (rise {}) {} ms after the restore\n",
-            policy.thresholds.rise,
-            up_at.since(restored).as_millis()
-        ),
-    );
-    say(
-        out,
-        &format!(
-            "  decision: {} -> {} keeps serving\n",
-            held.rule.as_str(),
-            held.active.as_ref().map_or("-", |p| p.0.as_str())
-        ),
-    );
-    say_reasons(out, &held.reasons);
-    let serving = provider
-        .snapshot()
-        .active(&["seoul".into(), "tokyo".into()])
-        .cloned()
-        .unwrap_or_default();
-    let writes = provider.writes().len();
-    say(
-        out,
-        &format!("  provider now serves {serving}; {writes} write(s) in total\n"),
-    );
-    let board = sinks.board.snapshot();
-    if let Some(s) = board.values().next() {
+        })
+        .await?;
         say(
             out,
-            &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase(),
+            "  steady state: both pools healthy, seoul serving, provider untouched\n",
         );
+        Ok(())
     }
-    say(
-        out,
-        &format!(
-            "\nfailback = \"manual\": an operator moves traffic back (gslb drill restore --service {} --pool seoul --reason ...); with failback = \"auto\" it returns once seoul has been healthy for the failback hold ({} per consecutive failover), is not flap-suppressed, and the spacing rail ({}) allows it.\n",
-            policy.service,
-            humantime::format_duration(policy.failback_hold.step),
-            humantime::format_duration(policy.spacing())
-        ),
-    );
-    controller.stop(&mut tasks).await;
-    Ok(())
+
+    /// Stops Seoul and prints the failover timeline's drill report.
+    async fn failover(&mut self, out: &mut impl std::io::Write) -> Result<(), DemoError> {
+        // Drill: stop Seoul. The failover timeline records the phases; the report is its own.
+        let injected = self.clock.now();
+        self.seoul.stop().await;
+        let (mut plan, mut failover) = (Vec::new(), None);
+        let timelines = self.timelines.clone();
+        let timeline = self
+            .wait("failover timeline in sync", |e| {
+                match e {
+                    Event::Applied { plan: p, .. } => plan.clone_from(p),
+                    Event::Decision(d) if d.rule == Rule::Failover => failover = Some(d.clone()),
+                    _ => {}
+                }
+                timelines
+                    .list(None, 1)
+                    .into_iter()
+                    .find(|t| t.status == Status::Complete && t.rule == Rule::Failover.as_str())
+            })
+            .await?;
+        say(out, "\nDrill report: Seoul origin stopped\n");
+        say(
+            out,
+            &format!(
+                "  failure injected: seoul origin stopped at {}\n",
+                injected.rfc3339()
+            ),
+        );
+        say(out, &report::render(&timeline));
+        say(out, &format!("  provider write: {}\n", describe(&plan)));
+        let in_sync = timeline.phases.provider_in_sync.unwrap_or(injected);
+        say(
+            out,
+            &format!(
+                "  detection bound: fall {} x interval {} ms = {} ms at most, plus one timeout\n  failover time  {} ms (failure injected -> provider in sync)\n",
+                self.policy.thresholds.fall,
+                self.policy.probe.interval.as_millis(),
+                (self.policy.probe.interval * self.policy.thresholds.fall).as_millis(),
+                in_sync.since(injected).as_millis(),
+            ),
+        );
+        say(out, "  reasons:\n");
+        say_reasons(out, &failover.map(|d| d.reasons).unwrap_or_default());
+        Ok(())
+    }
+
+    /// Restores Seoul and shows the failback rule at work.
+    async fn failback(&mut self, out: &mut impl std::io::Write) -> Result<(), DemoError> {
+        // Restore Seoul: the failback rule decides what happens next.
+        let restored = self.clock.now();
+        self.seoul.start_again().await?;
+        let up_at = self
+            .wait("seoul healthy again", |e| match e {
+                Event::EndpointVerdict {
+                    pool,
+                    verdict: Verdict::Healthy,
+                    at,
+                    ..
+                } if pool.0 == "seoul" => Some(*at),
+                _ => None,
+            })
+            .await?;
+        let held = self
+            .wait("failback rule", |e| match e {
+                Event::Decision(d) if d.rule == Rule::FailbackManual => Some(d.clone()),
+                _ => None,
+            })
+            .await?;
+        say(out, "\nFailback: Seoul origin restored\n");
+        say(
+            out,
+            &format!(
+                "  seoul healthy again (rise {}) {} ms after the restore\n",
+                self.policy.thresholds.rise,
+                up_at.since(restored).as_millis()
+            ),
+        );
+        say(
+            out,
+            &format!(
+                "  decision: {} -> {} keeps serving\n",
+                held.rule.as_str(),
+                held.active.as_ref().map_or("-", |p| p.0.as_str())
+            ),
+        );
+        say_reasons(out, &held.reasons);
+        let serving = self
+            .provider
+            .snapshot()
+            .active(&["seoul".into(), "tokyo".into()])
+            .cloned()
+            .unwrap_or_default();
+        let writes = self.provider.writes().len();
+        say(
+            out,
+            &format!("  provider now serves {serving}; {writes} write(s) in total\n"),
+        );
+        let board = self.daemon.sinks.board.snapshot();
+        if let Some(s) = board.values().next() {
+            say(
+                out,
+                &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase(),
+            );
+        }
+        say(
+            out,
+            &format!(
+                "\nfailback = \"manual\": an operator moves traffic back (gslb drill restore --service {} --pool seoul --reason ...); with failback = \"auto\" it returns once seoul has been healthy for the failback hold ({} per consecutive failover), is not flap-suppressed, and the spacing rail ({}) allows it.\n",
+                self.policy.service,
+                humantime::format_duration(self.policy.failback_hold.step),
+                humantime::format_duration(self.policy.spacing())
+            ),
+        );
+        Ok(())
+    }
 }
 
 fn intro(policy: &Policy, seoul: SocketAddr, tokyo: SocketAddr) -> String {

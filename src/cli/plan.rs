@@ -17,10 +17,14 @@ use std::sync::Arc;
 
 use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError, diff};
 
+use crate::config::Settings;
 use crate::daemon::controller;
 use crate::daemon::guards::fallback_refusal;
 use crate::daemon::reconcile::{Binding, desired};
+use crate::daemon::run::{Bind, RunError};
+use crate::io::clock::Clock;
 use crate::io::probe::{ProbeTarget, Prober};
+use crate::io::state_file::StateFile;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
 use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId, Verdict};
 use gslb_core::policy::{Mode, Policy, Target};
@@ -336,6 +340,41 @@ fn describe(policy: &Policy, change: &Change) -> String {
             format!("set enabled = {enabled} on Cloudflare pool {pool} (pool {gslb_pool})")
         }
     }
+}
+
+/// `gslb plan`: reads every policy's provider (bound by `binder`), probes every endpoint once,
+/// evaluates with [`evaluate`] and prints the plans to `out`. Writes nothing to a provider or
+/// the state file.
+///
+/// # Errors
+/// A state file or probe target that is invalid, or a provider that cannot be set up (exit
+/// code 2); a provider that cannot be read, or writing the plan (exit code 1).
+pub async fn run<B: Bind>(
+    settings: &Settings,
+    policies: &[Policy],
+    binder: &B,
+    rounds: Option<u32>,
+    out: &mut impl Write,
+) -> Result<(), RunError> {
+    let drills = StateFile::new(settings.state.overrides_file())
+        .load()
+        .map_err(RunError::config)?;
+    let prober = Prober::with_limits(&settings.dns, &settings.probing)
+        .map_err(|e| RunError::runtime(e).context("building the prober"))?;
+    let prober = Arc::new(prober);
+    let mut gathered = Vec::new();
+    for p in policies {
+        let targets = controller::probe_targets(p, &prober).map_err(RunError::config)?;
+        let provider = binder.bind(p).await.map_err(RunError::config)?;
+        let read = gather(p, &provider, targets, &prober).await.map_err(|e| {
+            RunError::runtime(e).context(format!("reading the provider of service {}", p.service))
+        })?;
+        gathered.push(read);
+    }
+    let now = Clock::system().now();
+    let engine = settings.engine.engine_settings();
+    let plans = evaluate(gathered, &engine, drills, &settings.vantage, now, rounds);
+    render(&plans, out).map_err(|e| RunError::runtime(e).context("writing the plan"))
 }
 
 #[cfg(test)]

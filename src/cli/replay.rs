@@ -49,6 +49,74 @@ pub struct Replay {
     pub truncated_last_line: Option<(usize, String)>,
 }
 
+/// `gslb replay`: replays `recording` with `policies` and `settings`, then prints every
+/// decision with its reasons to `out` and warnings (a cut last line, services the recording
+/// names but no policy does) to `warn`.
+///
+/// # Errors
+/// The recording cannot be read ([`ReplayError`]), or writing fails.
+pub fn print(
+    policies: Vec<Policy>,
+    settings: &EngineSettings,
+    recording: impl BufRead,
+    out: &mut impl std::io::Write,
+    warn: &mut impl std::io::Write,
+) -> Result<(), ReplayError> {
+    let replayed = replay(policies, settings, recording)?;
+    if let Some((line, reason)) = &replayed.truncated_last_line {
+        writeln!(
+            warn,
+            "warning: the last line ({line}) is cut short and was skipped: {reason}"
+        )?;
+    }
+    if !replayed.unknown_services.is_empty() {
+        let names: Vec<_> = replayed
+            .unknown_services
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        writeln!(
+            warn,
+            "warning: the recording observes services no given policy names: {}",
+            names.join(", ")
+        )?;
+    }
+    for d in &replayed.decisions {
+        print_decision(d, out)?;
+    }
+    let decisions = &replayed.decisions;
+    writeln!(
+        out,
+        "{} decision(s), {} switch(es) from {} step(s) in {} run(s)",
+        decisions.len(),
+        decisions.iter().filter(|d| d.switched()).count(),
+        replayed.steps,
+        replayed.runs
+    )?;
+    Ok(())
+}
+
+/// One decision: time, service, rule, serving pool, what was blocked, then each reason.
+fn print_decision(d: &Decision, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} {} {} -> {}{}",
+        d.at.rfc3339(),
+        d.service,
+        d.rule.as_str(),
+        d.active.as_ref().map_or("-", |p| p.0.as_str()),
+        d.blocked.as_ref().map_or_else(String::new, |b| format!(
+            " (blocked: {} to {})",
+            b.rule.as_str(),
+            b.to
+        )),
+    )?;
+    for r in &d.reasons {
+        writeln!(out, "    - {r}")?;
+    }
+    Ok(())
+}
+
 /// Replays `recording` through a fresh engine for `policies` (a new one at every `start`
 /// step). Steps for services not in `policies` are ignored and listed; blank lines are skipped;
 /// a malformed *last* line is skipped and reported.

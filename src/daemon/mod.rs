@@ -2,9 +2,11 @@
 //! reconciler per provider binding, the controller that wires them per service, and policy
 //! reload. Generic over the provider: the binary names concrete providers.
 
+pub mod builder;
 pub mod control;
 pub mod controller;
 pub mod engine_loop;
 pub mod guards;
 pub mod reconcile;
 pub mod reload;
+pub mod run;

@@ -7,4 +7,5 @@ pub mod journal;
 pub mod jsonl;
 pub mod origin;
 pub mod probe;
+pub mod signals;
 pub mod state_file;

@@ -9,6 +9,7 @@
 //! Invariant (checked by the contract tests): for any desired `d` and observed `o`,
 //! `diff(d, o.applied(diff(d, o)))` is empty.
 
+mod any;
 mod backoff;
 #[cfg(feature = "contract")]
 pub mod contract;
@@ -16,6 +17,7 @@ mod error;
 mod memory;
 mod state;
 
+pub use any::AnyProvider;
 pub use backoff::{Backoff, RETRY_AFTER_MAX, retry_after_secs};
 pub use error::ProviderError;
 pub use memory::{MemoryProvider, RecordedWrite};

@@ -1,0 +1,131 @@
+//! Part of the `gslb` binary, not of the library: the one module that turns a policy's target
+//! into a concrete provider, and so the only code outside `providers/` and the tests that names
+//! `gslb_route53` and `gslb_cloudflare` (`tests/layout.rs` checks it). Also `gslb provision`,
+//! which is Route 53's alone.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use gslb::config::Settings;
+use gslb::daemon::run::{Bind, BindError};
+use gslb_cloudflare::{
+    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, LoadBalancerRef,
+};
+use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
+use gslb_provider::AnyProvider;
+use gslb_route53::{ProvisionAction, Route53Binding, Route53Pool, Route53Provider};
+
+/// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
+/// tables.
+pub struct Adapters<'a> {
+    /// The daemon settings.
+    pub settings: &'a Settings,
+}
+
+impl Bind for Adapters<'_> {
+    async fn bind(&self, policy: &Policy) -> Result<AnyProvider, BindError> {
+        Ok(match &policy.target {
+            Target::Route53(t) => AnyProvider::new(Arc::new(self.route53(t).await)),
+            Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
+        })
+    }
+}
+
+impl Adapters<'_> {
+    async fn route53(&self, t: &Route53Target) -> Route53Provider {
+        let binding = Route53Binding {
+            hosted_zone_id: t.hosted_zone_id.clone(),
+            record_name: t.record_name.clone(),
+            record_type: t.record_type.clone(),
+            ttl: t.ttl,
+            pools: t
+                .pools
+                .iter()
+                .map(|p| Route53Pool {
+                    set_identifier: p.set_identifier.clone(),
+                    values: p.values.clone(),
+                })
+                .collect(),
+        };
+        let s = &self.settings.route53;
+        let r53 = gslb_route53::Route53Settings {
+            endpoint_url: s.endpoint_url.clone(),
+            region: s.region.clone(),
+            requests_per_second: s.requests_per_second,
+            change_timeout: s.change_timeout,
+            ..gslb_route53::Route53Settings::default()
+        };
+        Route53Provider::from_env(r53, binding).await
+    }
+
+    fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BindError> {
+        let s = &self.settings.cloudflare;
+        let token = match &s.token_file {
+            Some(f) => ApiToken::from_file(f),
+            None => ApiToken::from_env(&s.token_env),
+        }
+        .context("no Cloudflare API token")?;
+        let binding = CloudflareBinding {
+            account_id: t.account_id.clone(),
+            zone_id: t.zone_id.clone(),
+            load_balancer: LoadBalancerRef::parse(&t.load_balancer),
+            pools: t
+                .pools
+                .iter()
+                .map(|p| CloudflarePool {
+                    pool_id: p.pool_id.clone(),
+                })
+                .collect(),
+        };
+        let cf = gslb_cloudflare::CloudflareSettings {
+            api_base: s.api_base.clone(),
+            requests_per_window: s.requests_per_window,
+            ..gslb_cloudflare::CloudflareSettings::new(token)
+        };
+        Ok(CloudflareProvider::new(cf, binding)?)
+    }
+
+    /// `gslb provision`: creates or corrects each Route 53 policy's failover records and
+    /// verdict checks and waits for INSYNC, printing what it did; Cloudflare objects are made
+    /// by their owners.
+    ///
+    /// # Errors
+    /// A Route 53 call failed (the service is named).
+    pub async fn provision(&self, policies: &[Policy]) -> anyhow::Result<()> {
+        for p in policies {
+            let Target::Route53(t) = &p.target else {
+                println!(
+                    "provisioned {}: nothing to do (Cloudflare pools and load balancers are made by their owners; gslb needs the gslb-managed tag in their descriptions)",
+                    p.service
+                );
+                continue;
+            };
+            let report = self
+                .route53(t)
+                .await
+                .provision()
+                .await
+                .with_context(|| format!("provisioning service {}", p.service))?;
+            if report.is_noop() {
+                println!("provisioned {}: nothing to change", p.service);
+            }
+            for pool in report.pools.iter().filter(|_| !report.is_noop()) {
+                let action = match &pool.action {
+                    ProvisionAction::Unchanged => "unchanged".to_owned(),
+                    ProvisionAction::Created => "record created".to_owned(),
+                    ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
+                };
+                let check = if pool.created_health_check {
+                    "new verdict check"
+                } else {
+                    "verdict check"
+                };
+                println!(
+                    "provisioned {} {}: {action}; {check} {}",
+                    p.service, pool.set_identifier, pool.health_check_id
+                );
+            }
+        }
+        Ok(())
+    }
+}

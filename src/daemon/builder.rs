@@ -1,0 +1,214 @@
+//! The one way a controller is put together: `gslb run`, `gslb demo`, the benchmark and the
+//! tests all start it here, so they run the same wiring.
+//!
+//! [`Builder`] collects what differs between them (policies, engine settings, vantage point,
+//! resync period, journal and saved drills, telemetry, prober); [`Builder::start`] starts the
+//! engine loop and returns a [`Daemon`], to which services are attached with their provider.
+//! What only `gslb run` adds (admin API, webhooks, failover timeline task, canaries, policy
+//! reload) is in [`super::run`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_core::engine::{EngineSettings, Override};
+use gslb_core::model::VantageId;
+use gslb_core::policy::Policy;
+use gslb_provider::Provider;
+use tokio::task::JoinSet;
+
+use super::control::CommandSender;
+use super::controller::{self, Controller};
+use super::reconcile::Sinks;
+use crate::io::clock::Clock;
+use crate::io::journal::Journal;
+use crate::io::probe::{DnsSettings, ProbeError, ProbeTarget, Prober};
+use crate::ops::events;
+use crate::ops::metrics::Metrics;
+use crate::ops::status::StatusBoard;
+
+/// Default period of a reconciler's resync read: 60 s, the `[reconcile] resync` default.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(60);
+
+/// What a controller is started with. Every part has a default: the engine's default
+/// settings, vantage point `local`, a [`DEFAULT_RESYNC`] resync, no journal and no saved
+/// drills, fresh telemetry on the system clock with [`events::CAPACITY`] events, a prober with
+/// the default DNS settings and probe limits.
+#[derive(Debug)]
+pub struct Builder {
+    policies: Vec<Policy>,
+    engine: EngineSettings,
+    vantage: VantageId,
+    resync: Duration,
+    journal: Journal,
+    saved: Vec<Override>,
+    sinks: Option<Sinks>,
+    prober: Option<Arc<Prober>>,
+}
+
+impl Builder {
+    /// A controller for `policies`, with every other part at its default.
+    pub fn new(policies: Vec<Policy>) -> Self {
+        Self {
+            policies,
+            engine: EngineSettings::default(),
+            vantage: VantageId("local".into()),
+            resync: DEFAULT_RESYNC,
+            journal: Journal::default(),
+            saved: Vec::new(),
+            sinks: None,
+            prober: None,
+        }
+    }
+
+    /// The engine's settings (`[engine]`).
+    pub fn engine(mut self, settings: EngineSettings) -> Self {
+        self.engine = settings;
+        self
+    }
+
+    /// This instance's vantage point: the name its probe results carry.
+    pub fn vantage(mut self, vantage: VantageId) -> Self {
+        self.vantage = vantage;
+        self
+    }
+
+    /// How often each reconciler reads its provider when nothing else wakes it.
+    pub fn resync(mut self, resync: Duration) -> Self {
+        self.resync = resync;
+        self
+    }
+
+    /// Where the engine loop records its inputs, decisions and drills, and the drills read
+    /// back from the state file (`saved`), loaded first.
+    pub fn journal(mut self, journal: Journal, saved: Vec<Override>) -> Self {
+        self.journal = journal;
+        self.saved = saved;
+        self
+    }
+
+    /// The status board, metrics, event channel and clock to report to (default: fresh ones,
+    /// see [`telemetry`]).
+    pub fn sinks(mut self, sinks: Sinks) -> Self {
+        self.sinks = Some(sinks);
+        self
+    }
+
+    /// The prober every probe loop shares.
+    pub fn prober(mut self, prober: Arc<Prober>) -> Self {
+        self.prober = Some(prober);
+        self
+    }
+
+    /// Starts the engine loop. No service probes or writes before [`Daemon::attach`].
+    ///
+    /// # Errors
+    /// The default prober could not be built (the system's DNS configuration is unreadable).
+    pub fn start(self) -> Result<Daemon, ProbeError> {
+        let prober = match self.prober {
+            Some(p) => p,
+            None => Arc::new(Prober::new(&DnsSettings::default())?),
+        };
+        let sinks = self
+            .sinks
+            .unwrap_or_else(|| telemetry(Clock::system(), events::CAPACITY));
+        let controller = Controller::start(
+            &self.policies,
+            &self.engine,
+            sinks.clone(),
+            self.journal,
+            self.saved,
+        );
+        Ok(Daemon {
+            sinks,
+            controller,
+            tasks: JoinSet::new(),
+            prober,
+            vantage: self.vantage,
+            resync: self.resync,
+        })
+    }
+}
+
+/// Fresh telemetry: an empty status board, a new metrics registry, an event channel with room
+/// for `events` events per listener, and `clock`.
+pub fn telemetry(clock: Clock, events: usize) -> Sinks {
+    Sinks {
+        board: Arc::new(StatusBoard::default()),
+        metrics: Metrics::new(),
+        events: events::channel(events),
+        clock,
+    }
+}
+
+/// A running controller: the engine loop, and per attached service its probe loops, adoption
+/// read and reconciler. [`Daemon::stop`] ends it.
+#[derive(Debug)]
+pub struct Daemon {
+    /// Where everything reports: status board, metrics, events, clock.
+    pub sinks: Sinks,
+    controller: Controller,
+    tasks: JoinSet<()>,
+    prober: Arc<Prober>,
+    vantage: VantageId,
+    resync: Duration,
+}
+
+impl Daemon {
+    /// Starts probing `policy`'s endpoints, its adoption read and the reconciler that pushes
+    /// its decisions to `provider`.
+    ///
+    /// # Errors
+    /// A probe target that cannot be built (e.g. an invalid TLS server name).
+    pub fn attach<P: Provider>(
+        &mut self,
+        policy: &Policy,
+        provider: Arc<P>,
+    ) -> Result<(), ProbeError> {
+        let binding = controller::binding(policy, self.resync);
+        self.controller.attach(
+            &mut self.tasks,
+            policy,
+            provider,
+            binding,
+            &self.prober,
+            &self.vantage,
+        )
+    }
+
+    /// Starts probing the vantage point's canary targets.
+    pub fn attach_canaries(&mut self, targets: Vec<ProbeTarget>) {
+        self.controller
+            .attach_canaries(&mut self.tasks, targets, &self.prober, &self.vantage);
+    }
+
+    /// Where operator commands (drills, re-arms) go.
+    pub fn commands(&mut self) -> CommandSender {
+        self.controller.commands(&mut self.tasks)
+    }
+
+    /// The controller, e.g. for its policy set or a reload.
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+
+    /// The prober every probe loop shares.
+    pub fn prober(&self) -> &Arc<Prober> {
+        &self.prober
+    }
+
+    /// The controller's tasks (probe loops, reconcilers), e.g. to notice one that stopped.
+    pub fn tasks(&mut self) -> &mut JoinSet<()> {
+        &mut self.tasks
+    }
+
+    /// Stops every probe loop and reconciler, then lets the engine loop finish what it has
+    /// received and flush its journal.
+    pub async fn stop(self) {
+        let Self {
+            controller,
+            mut tasks,
+            ..
+        } = self;
+        controller.stop(&mut tasks).await;
+    }
+}

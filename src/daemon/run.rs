@@ -1,0 +1,409 @@
+//! `gslb run`: the controller of [`super::builder`] plus what only the daemon has: the admin
+//! API, webhooks, the failover timeline task, canaries, and policy reload (SIGHUP and file
+//! changes) until SIGTERM or Ctrl-C.
+//!
+//! Providers come from a [`Bind`]: the binary implements it, being the only code that names
+//! the concrete adapters.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_core::policy::{self, Policy};
+use gslb_provider::AnyProvider;
+use tokio::sync::mpsc;
+
+use super::builder::{self, Builder, Daemon};
+use super::controller;
+use super::reconcile::Sinks;
+use super::reload::{self, Reloader, Trigger};
+use crate::config::Settings;
+use crate::io::audit::AuditLog;
+use crate::io::clock::Clock;
+use crate::io::journal::Journal;
+use crate::io::jsonl::{self, JsonlWriter};
+use crate::io::probe::{self, Prober};
+use crate::io::state_file::StateFile;
+use crate::ops::{admin, events, notify, timeline};
+
+/// Why a provider could not be set up for a policy (e.g. no Cloudflare API token).
+pub type BindError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Turns a policy's target into its provider. The binary implements it: it is the only code
+/// that names the concrete adapters (`gslb-route53`, `gslb-cloudflare`).
+pub trait Bind: Sync {
+    /// The provider `policy`'s target names, ready to read and write.
+    ///
+    /// # Errors
+    /// The provider cannot be set up from the settings (a settings problem, exit code 2).
+    fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BindError>> + Send;
+}
+
+/// `gslb run` failed; [`RunError::exit_code`] is the process's exit code. Displayed as its
+/// context (when it has one) followed, in the source chain, by the error itself.
+#[derive(Debug)]
+pub struct RunError {
+    exit_code: u8,
+    context: Option<String>,
+    source: BoxError,
+}
+
+/// Any error, boxed.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl RunError {
+    /// Bad settings or policies: exit code 2.
+    pub fn config(e: impl Into<BoxError>) -> Self {
+        Self {
+            exit_code: 2,
+            context: None,
+            source: e.into(),
+        }
+    }
+
+    /// A failure at run time: exit code 1.
+    pub fn runtime(e: impl Into<BoxError>) -> Self {
+        Self {
+            exit_code: 1,
+            context: None,
+            source: e.into(),
+        }
+    }
+
+    /// The same error, saying what was being done.
+    #[must_use]
+    pub fn context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
+    }
+
+    /// 2 for bad settings or policies, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        self.exit_code
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.context {
+            Some(c) => f.write_str(c),
+            None => self.source.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.context {
+            Some(_) => Some(&*self.source),
+            None => self.source.source(),
+        }
+    }
+}
+
+/// Runs the controller for `policies` until SIGTERM or Ctrl-C. `reloader` tracks their files
+/// from when they were read and `hangup` delivers SIGHUP; both are set up by the caller before
+/// it read (and possibly provisioned) the policies, so a change in between is reloaded.
+///
+/// # Errors
+/// Bad settings (exit code 2: admin token, webhooks, state files, canaries, a provider that
+/// cannot be set up), or a runtime failure (exit code 1: the admin API cannot listen, a
+/// controller task stopped).
+pub async fn run<B: Bind>(
+    settings: Settings,
+    policies: Vec<Policy>,
+    binder: &B,
+    mut reloader: Reloader,
+    mut hangup: mpsc::Receiver<()>,
+) -> Result<(), RunError> {
+    let token = settings.admin_auth().map_err(RunError::config)?;
+    let sinks = builder::telemetry(Clock::system(), events::CAPACITY);
+    // The policies loaded (a failed load exits before here); reloads record theirs too.
+    sinks.metrics.record_policy_load(true, unix_secs(&sinks));
+    // This instance's vantage point reads "not suspect" from the start, not absent.
+    sinks
+        .metrics
+        .record_vantage_points(&[(settings.vantage.clone(), None)]);
+    let prober = prober(&settings, &sinks)?;
+    let mut extra = tokio::task::JoinSet::new();
+    let notifier = webhooks(&settings, &sinks, &mut extra)?;
+    let (journal, saved, audit) = journal(&settings).await?;
+    let mut daemon = Builder::new(policies.clone())
+        .engine(settings.engine.engine_settings())
+        .vantage(settings.vantage.clone())
+        .resync(settings.reconcile.resync)
+        .journal(journal, saved)
+        .sinks(sinks.clone())
+        .prober(prober)
+        .start()
+        .map_err(|e| RunError::runtime(e).context("building the prober"))?;
+    // Subscribed before any service is attached, so no switch is missed; a reload replaces
+    // the policy set it reads.
+    let (timelines, timeline_task) = timeline::spawn(
+        &sinks,
+        Some(audit),
+        settings.dns.clone(),
+        daemon.controller().policies(),
+    );
+    attach_canaries(&mut daemon, &settings)?;
+    for policy in &policies {
+        let provider = binder.bind(policy).await.map_err(RunError::config)?;
+        daemon
+            .attach(policy, Arc::new(provider))
+            .map_err(RunError::config)?;
+    }
+    let admin = admin::AdminState {
+        board: sinks.board.clone(),
+        metrics: sinks.metrics.clone(),
+        commands: Some(daemon.commands()),
+        token,
+        timelines,
+    };
+    serve_admin(&settings, admin, &mut extra).await?;
+    tracing::info!(vantage = %settings.vantage, "gslb running (policies reload on SIGHUP and file changes; daemon settings need a restart)");
+    let outcome = serve(&mut daemon, &mut extra, binder, &mut reloader, &mut hangup).await;
+    extra.shutdown().await;
+    daemon.stop().await;
+    // After the engine's last events: open timelines are audited as interrupted.
+    timeline_task.stop().await;
+    // Webhook messages still queued get a short, bounded chance to go out.
+    notifier.drain(notify::DRAIN_TIMEOUT).await;
+    outcome
+}
+
+/// Listens on `admin.listen` and serves the admin API on `tasks`.
+///
+/// # Errors
+/// The address cannot be bound (exit code 1).
+async fn serve_admin(
+    settings: &Settings,
+    state: admin::AdminState,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<(), RunError> {
+    let listener = tokio::net::TcpListener::bind(settings.admin.listen)
+        .await
+        .map_err(|e| {
+            RunError::runtime(e).context(format!(
+                "binding the admin API on {}",
+                settings.admin.listen
+            ))
+        })?;
+    tasks.spawn(async move {
+        if let Err(e) = admin::serve(listener, state).await {
+            tracing::error!(error = %e, "admin API stopped");
+        }
+    });
+    Ok(())
+}
+
+/// Waits for SIGTERM or Ctrl-C, reloading the policies on SIGHUP and file changes meanwhile.
+///
+/// # Errors
+/// A controller task (or one of `extra`: webhooks, admin API) stopped unexpectedly.
+async fn serve<B: Bind>(
+    daemon: &mut Daemon,
+    extra: &mut tokio::task::JoinSet<()>,
+    binder: &B,
+    reloader: &mut Reloader,
+    hangup: &mut mpsc::Receiver<()>,
+) -> Result<(), RunError> {
+    let shutdown = crate::io::signals::shutdown();
+    tokio::pin!(shutdown);
+    let mut poll = tokio::time::interval(reload::POLL_INTERVAL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll.tick().await;
+    loop {
+        let trigger = tokio::select! {
+            () = &mut shutdown => {
+                tracing::info!("shutting down");
+                return Ok(());
+            }
+            Some(r) = daemon.tasks().join_next() => match r {
+                // A reload stopped the tasks of a changed or removed service.
+                Err(e) if e.is_cancelled() => continue,
+                _ => return Err(stopped()),
+            },
+            Some(_) = extra.join_next() => return Err(stopped()),
+            Some(()) = hangup.recv() => Trigger::Signal,
+            _ = poll.tick() => Trigger::Poll,
+        };
+        reload(daemon, binder, reloader, trigger).await;
+    }
+}
+
+fn stopped() -> RunError {
+    RunError::runtime("a controller task stopped unexpectedly")
+}
+
+/// Starts the `[[notify.webhooks]]` sinks on `tasks`.
+///
+/// # Errors
+/// A webhook URL cannot be resolved (exit code 2) or a sink cannot be built (exit code 1).
+fn webhooks(
+    settings: &Settings,
+    sinks: &Sinks,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<notify::Notifier, RunError> {
+    let webhooks = settings
+        .notify
+        .resolve(|v| std::env::var(v).ok())
+        .map_err(RunError::config)?;
+    notify::spawn(
+        tasks,
+        &webhooks,
+        &sinks.events,
+        &sinks.metrics,
+        sinks.clock,
+        &settings.vantage,
+        &sinks.board,
+    )
+    .map_err(RunError::runtime)
+}
+
+/// The prober, with the open-file limit raised first and its metrics registered.
+fn prober(settings: &Settings, sinks: &Sinks) -> Result<Arc<Prober>, RunError> {
+    match probe::raise_open_file_limit() {
+        Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
+    let prober = Prober::with_limits(&settings.dns, &settings.probing)
+        .map_err(|e| RunError::runtime(e).context("building the prober"))?;
+    let prober = Arc::new(prober);
+    sinks
+        .metrics
+        .register_prober(&prober)
+        .map_err(|e| RunError::runtime(e).context("registering the probe metrics"))?;
+    tracing::info!(
+        max_in_flight = prober.max_in_flight(),
+        "probes in flight bounded"
+    );
+    Ok(prober)
+}
+
+/// The engine loop's journal (recording, audit log, drill state file), the drills the state
+/// file holds, and the audit log for the timeline task.
+async fn journal(
+    settings: &Settings,
+) -> Result<(Journal, Vec<gslb_core::engine::Override>, AuditLog), RunError> {
+    let state = StateFile::new(settings.state.overrides_file());
+    let saved = state.load().map_err(RunError::config)?;
+    let audit = AuditLog::open(settings.state.audit_log())
+        .await
+        .map_err(|e| RunError::config(e).context("opening the audit log ([state] dir)"))?;
+    let recording = match &settings.record.observations {
+        Some(path) => Some(
+            JsonlWriter::open(path, jsonl::DEFAULT_CAPACITY)
+                .await
+                .map_err(|e| {
+                    RunError::config(e)
+                        .context("opening the observation recording ([record] observations)")
+                })?,
+        ),
+        None => None,
+    };
+    let journal = Journal::new(recording, Some(audit.clone()), Some(state));
+    Ok((journal, saved, audit))
+}
+
+/// Starts probing the `[engine] canaries`.
+fn attach_canaries(daemon: &mut Daemon, settings: &Settings) -> Result<(), RunError> {
+    let (spec, endpoints) = settings
+        .engine
+        .canary_endpoints()
+        .map_err(RunError::config)?;
+    let targets = endpoints
+        .iter()
+        .map(|e| daemon.prober().target(&spec, e))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RunError::config)?;
+    daemon.attach_canaries(targets);
+    Ok(())
+}
+
+fn unix_secs(sinks: &Sinks) -> f64 {
+    Duration::from_millis(sinks.clock.now().0).as_secs_f64()
+}
+
+/// Reloads the policies when their files changed: the whole new set is loaded, validated and
+/// bound to its providers and probe targets first; on any error the last good set keeps
+/// running (logged with file, key and reason; `gslb_policy_reload_success` 0).
+async fn reload<B: Bind>(
+    daemon: &mut Daemon,
+    binder: &B,
+    reloader: &mut Reloader,
+    trigger: Trigger,
+) {
+    let sinks = daemon.sinks.clone();
+    let failed = |reloader: &mut Reloader, error: &dyn std::fmt::Display| {
+        tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
+        sinks.metrics.record_policy_load(false, unix_secs(&sinks));
+        reloader.settle(false);
+    };
+    // Reads and parses files: off the async workers' hot path.
+    let policies = match tokio::task::block_in_place(|| reloader.check(trigger)) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            if trigger == Trigger::Signal {
+                tracing::info!("SIGHUP: the policy files are unchanged; nothing to reload");
+            }
+            return;
+        }
+        Err(e) => return failed(reloader, &e),
+    };
+    let current = daemon.controller().policies().borrow().clone();
+    let mut bound = Vec::new();
+    for p in controller::changed(&current, &policies) {
+        let checked = match controller::probe_targets(p, daemon.prober()) {
+            Ok(_) => binder.bind(p).await.map_err(|e| error_chain(&*e)),
+            Err(e) => Err(error_chain(&e)),
+        };
+        match checked {
+            Ok(provider) => bound.push((p.clone(), provider)),
+            Err(e) => {
+                let e = format!("service {}: {e}", p.service);
+                return failed(reloader, &e);
+            }
+        }
+    }
+    let reloaded = daemon.controller().reload(policies).await;
+    for (policy, provider) in bound {
+        if let Err(e) = daemon.attach(&policy, Arc::new(provider)) {
+            // Checked above; a target that builds once builds again.
+            tracing::error!(service = %policy.service, error = %e, "cannot probe the reloaded service");
+        }
+    }
+    tracing::info!(
+        changed = ?reloaded.attach.iter().map(|p| p.service.0.as_str()).collect::<Vec<_>>(),
+        unchanged = ?reloaded.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        removed = ?reloaded.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        "policies reloaded"
+    );
+    sinks.metrics.record_policy_load(true, unix_secs(&sinks));
+    reloader.settle(true);
+}
+
+/// Loads the daemon settings and the policies they name, with a [`Reloader`] of the policy
+/// files fingerprinted just before they were read: a change from then on (during
+/// `run --provision` too) is a reload.
+///
+/// # Errors
+/// Bad settings or policies (exit code 2), every problem with file, key and reason.
+pub fn load(config: &std::path::Path) -> Result<(Settings, Vec<Policy>, Reloader), RunError> {
+    let settings = Settings::load(config).map_err(RunError::config)?;
+    let reloader = Reloader::new(settings.policies.clone());
+    let policies = policy::load(&settings.policies).map_err(RunError::config)?;
+    let policies = policies.into_iter().map(|(_, p)| p).collect();
+    Ok((settings, policies, reloader))
+}
+
+/// `e` and its sources, joined by `: ` (as the fatal error is printed).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
+}
