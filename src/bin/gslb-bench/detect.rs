@@ -1,31 +1,25 @@
-//! Detection latency: the whole controller in process (real probe loops, engine loop,
-//! reconciler, `MemoryProvider`) over two loopback origins. Stop the primary's origin, measure
-//! until the provider accepts the failover write; start it again, let automatic failback bring
-//! traffic back; repeat after a random pause (so kills fall at every phase of the probe
-//! schedule).
+//! Detection latency: the whole controller in process, started by the daemon builder as
+//! `gslb demo` starts it (real probe loops, engine loop, reconciler, `MemoryProvider`), over
+//! two loopback origins. Stop the primary's origin, measure until the provider accepts the
+//! failover write; start it again, let automatic failback bring traffic back; repeat after a
+//! random pause (so kills fall at every phase of the probe schedule).
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use gslb::daemon::controller::{self, Controller};
-use gslb::daemon::reconcile::Sinks;
-use gslb::io::journal::Journal;
+use gslb::daemon::builder::{Builder, Daemon, telemetry};
+use gslb::io::clock::Clock;
 use gslb::io::origin::Origin;
-use gslb::io::probe::{DnsSettings, Prober};
-use gslb::ops::events;
-use gslb::ops::metrics::Metrics;
-use gslb::ops::status::StatusBoard;
-use gslb_core::engine::EngineSettings;
 use gslb_core::event::Event;
-use gslb_core::model::VantageId;
+use gslb_core::model::{VantageId, Verdict};
 use gslb_provider::{Change, FailoverStyle, MemoryProvider};
 use rand::Rng;
 use tokio::sync::broadcast;
-use tokio::task::JoinSet;
 
-use crate::report::quantile;
+use crate::report::spread;
 
 /// What the detection runs measured.
 pub struct Detection {
@@ -92,86 +86,17 @@ values = ["192.0.2.2"]
 
 /// Kills the primary `kills` times.
 pub async fn run(kills: usize, interval: Duration, fall: u32) -> anyhow::Result<Detection> {
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut seoul = Origin::start(loopback, "seoul").await?;
-    let tokyo = Origin::start(loopback, "tokyo").await?;
-    let policy = gslb_core::policy::parse(
-        Path::new("<bench detection policy>"),
-        &policy(seoul.addr(), tokyo.addr(), interval, fall),
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let provider = Arc::new(MemoryProvider::new(
-        FailoverStyle::Enablement,
-        &["seoul".into(), "tokyo".into()],
-    ));
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(4096),
-        clock: gslb::io::clock::Clock::system(),
-    };
-    let mut rx = sinks.events.subscribe();
-    let mut tasks = JoinSet::new();
-    let prober = Arc::new(Prober::new(&DnsSettings::default())?);
-    let controller = Controller::start(
-        std::slice::from_ref(&policy),
-        &EngineSettings::default(),
-        sinks.clone(),
-        Journal::default(),
-        Vec::new(),
-    );
-    controller.attach(
-        &mut tasks,
-        &policy,
-        provider.clone(),
-        controller::binding(&policy, Duration::from_secs(5)),
-        &prober,
-        &VantageId("bench".into()),
-    )?;
-    // Both pools healthy before the first kill.
-    let mut healthy = std::collections::BTreeSet::new();
-    wait(&mut rx, |e| {
-        if let Event::EndpointVerdict { pool, verdict, .. } = e {
-            if *verdict == gslb_core::model::Verdict::Healthy {
-                healthy.insert(pool.0.clone());
-            }
-        }
-        healthy.len() == 2
-    })
-    .await
-    .ok_or_else(|| anyhow::anyhow!("the origins never became healthy"))?;
-
+    let mut rig = Rig::start(interval, fall).await?;
+    rig.both_healthy().await?;
     let mut latencies = Vec::with_capacity(kills);
     let mut missed = 0;
     for _ in 0..kills {
-        // A random pause puts the kill at any phase of the probe schedule.
-        let pause = rand::rng().random_range(Duration::ZERO..interval);
-        tokio::time::sleep(interval + pause).await;
-        let writes = provider.writes().len();
-        let killed = SystemTime::now();
-        seoul.stop().await;
-        let failover = wait(
-            &mut rx,
-            |e| matches!(e, Event::Applied { plan, .. } if sets(plan, "seoul", false)),
-        )
-        .await;
-        match (failover, provider.writes().get(writes)) {
-            (Some(()), Some(w)) => {
-                latencies.push(w.at.duration_since(killed).unwrap_or_default());
-            }
-            _ => missed += 1,
-        }
-        seoul.start_again().await?;
-        let back = wait(
-            &mut rx,
-            |e| matches!(e, Event::Applied { plan, .. } if sets(plan, "seoul", true)),
-        )
-        .await;
-        if back.is_none() {
-            anyhow::bail!("traffic did not come back to seoul within {DEADLINE:?}; stopping");
+        match rig.kill().await? {
+            Some(latency) => latencies.push(latency),
+            None => missed += 1,
         }
     }
-    controller.stop(&mut tasks).await;
+    rig.daemon.stop().await;
     latencies.sort_unstable();
     Ok(Detection {
         latencies,
@@ -179,6 +104,103 @@ pub async fn run(kills: usize, interval: Duration, fall: u32) -> anyhow::Result<
         interval,
         fall,
     })
+}
+
+/// The two origins, the controller on [`policy`] and the provider it writes to.
+struct Rig {
+    seoul: Origin,
+    /// Kept running for the whole run.
+    _tokyo: Origin,
+    provider: Arc<MemoryProvider>,
+    daemon: Daemon,
+    /// The controller's events, subscribed before it probes.
+    rx: broadcast::Receiver<Event>,
+    interval: Duration,
+}
+
+impl Rig {
+    /// Starts the origins and the controller, as `gslb demo` does.
+    async fn start(interval: Duration, fall: u32) -> anyhow::Result<Rig> {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let seoul = Origin::start(loopback, "seoul").await?;
+        let tokyo = Origin::start(loopback, "tokyo").await?;
+        let policy = gslb_core::policy::parse(
+            Path::new("<bench detection policy>"),
+            &policy(seoul.addr(), tokyo.addr(), interval, fall),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let provider = Arc::new(MemoryProvider::new(
+            FailoverStyle::Enablement,
+            &["seoul".into(), "tokyo".into()],
+        ));
+        let mut daemon = Builder::new(vec![policy.clone()])
+            .vantage(VantageId("bench".into()))
+            .resync(Duration::from_secs(5))
+            .sinks(telemetry(Clock::system(), 4096))
+            .start()?;
+        let rx = daemon.sinks.events.subscribe();
+        daemon.attach(&policy, provider.clone())?;
+        Ok(Rig {
+            seoul,
+            _tokyo: tokyo,
+            provider,
+            daemon,
+            rx,
+            interval,
+        })
+    }
+
+    /// Waits until both pools are healthy, before the first kill.
+    async fn both_healthy(&mut self) -> anyhow::Result<()> {
+        let mut healthy = BTreeSet::new();
+        wait(&mut self.rx, |e| {
+            if let Event::EndpointVerdict {
+                pool,
+                verdict: Verdict::Healthy,
+                ..
+            } = e
+            {
+                healthy.insert(pool.0.clone());
+            }
+            healthy.len() == 2
+        })
+        .await
+        .ok_or_else(|| anyhow::anyhow!("the origins never became healthy"))
+    }
+
+    /// After a random pause, stops Seoul's origin and measures until the provider accepts the
+    /// failover write (`None`: not within [`DEADLINE`]); then starts it again and waits for the
+    /// failback.
+    ///
+    /// # Errors
+    /// Seoul's origin cannot start again, or traffic does not come back within [`DEADLINE`].
+    async fn kill(&mut self) -> anyhow::Result<Option<Duration>> {
+        // A random pause puts the kill at any phase of the probe schedule.
+        let pause = rand::rng().random_range(Duration::ZERO..self.interval);
+        tokio::time::sleep(self.interval + pause).await;
+        let writes = self.provider.writes().len();
+        let killed = SystemTime::now();
+        self.seoul.stop().await;
+        let failover = wait(
+            &mut self.rx,
+            |e| matches!(e, Event::Applied { plan, .. } if sets(plan, "seoul", false)),
+        )
+        .await;
+        let latency = failover.and_then(|()| {
+            let write = self.provider.writes().get(writes)?.at;
+            Some(write.duration_since(killed).unwrap_or_default())
+        });
+        self.seoul.start_again().await?;
+        let back = wait(
+            &mut self.rx,
+            |e| matches!(e, Event::Applied { plan, .. } if sets(plan, "seoul", true)),
+        )
+        .await;
+        if back.is_none() {
+            anyhow::bail!("traffic did not come back to seoul within {DEADLINE:?}; stopping");
+        }
+        Ok(latency)
+    }
 }
 
 /// Whether `plan` enables (or disables) `pool`.
@@ -209,9 +231,7 @@ impl Detection {
     /// The printed lines.
     pub fn report(&self) -> String {
         let n = self.latencies.len();
-        let p50 = quantile(&self.latencies, 0.5);
-        let p99 = quantile(&self.latencies, 0.99);
-        let max = self.latencies.last().copied().unwrap_or_default();
+        let (p50, p99, max) = spread(&self.latencies);
         let floor = self.interval * self.fall;
         let with_confirm = self.interval * (self.fall + 1);
         let target = floor + Duration::from_millis(300);

@@ -20,11 +20,15 @@ mod origins;
 mod procfs;
 mod report;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+
+use crate::report::Figures;
 
 #[derive(Parser)]
 #[command(
@@ -96,6 +100,67 @@ pub struct Workload {
     pub max_in_flight: usize,
     /// The origins' process id (its CPU is kept apart from the rest of the machine's).
     pub origins_pid: String,
+    /// Clock ticks per second of `/proc` ([`procfs::clock_ticks`]).
+    pub ticks: u64,
+}
+
+/// What one prober's measured window gives, whatever the prober.
+pub struct Measured {
+    /// Length of the window.
+    pub elapsed: Duration,
+    /// CPU time of the prober's process in the window.
+    pub cpu: Option<Duration>,
+    /// CPU time of processes other than the prober and the origins in the window.
+    pub others: Option<Duration>,
+    /// Peak resident set size of the prober's process, bytes.
+    pub peak_rss: Option<u64>,
+}
+
+impl Workload {
+    /// The workload the flags ask for; the origins' process id is filled in once they run.
+    ///
+    /// # Errors
+    /// An interval under 100 ms, no endpoints, or a timeout not shorter than the interval.
+    fn from_cli(cli: &Cli) -> anyhow::Result<Workload> {
+        if cli.interval < Duration::from_millis(100) || cli.endpoints == 0 {
+            anyhow::bail!("--interval must be at least 100ms and --endpoints at least 1");
+        }
+        let timeout = cli
+            .timeout
+            .unwrap_or_else(|| (cli.interval / 2).min(Duration::from_secs(5)));
+        if timeout >= cli.interval {
+            anyhow::bail!("--timeout must be shorter than --interval");
+        }
+        Ok(Workload {
+            endpoints: cli.endpoints,
+            interval: cli.interval,
+            timeout,
+            warmup: cli.warmup.unwrap_or(cli.interval * 3),
+            duration: cli.duration,
+            max_in_flight: cli.max_in_flight,
+            origins_pid: String::new(),
+            ticks: procfs::clock_ticks(),
+        })
+    }
+
+    /// The measured window: `measuring` is on for [`Workload::duration`]; the CPU counters of
+    /// `prober` (a process id, `"self"` for this one), the origins and the machine are read
+    /// around it, the prober's peak RSS after it.
+    pub async fn window(&self, prober: &str, measuring: &AtomicBool) -> Measured {
+        let cpu = procfs::Window::start(prober, &self.origins_pid, self.ticks);
+        let started = Instant::now();
+        measuring.store(true, Ordering::Relaxed);
+        tokio::time::sleep(self.duration).await;
+        measuring.store(false, Ordering::Relaxed);
+        let elapsed = started.elapsed();
+        let (cpu, others) = cpu.end(prober, &self.origins_pid, self.ticks);
+        Measured {
+            elapsed,
+            cpu,
+            others,
+            peak_rss: procfs::peak_rss(prober),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -128,78 +193,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// The whole run: origins, gslb's window, blackbox_exporter's, the table, then detection.
 async fn bench(cli: Cli) -> anyhow::Result<()> {
-    if cli.interval < Duration::from_millis(100) || cli.endpoints == 0 {
-        anyhow::bail!("--interval must be at least 100ms and --endpoints at least 1");
-    }
-    let timeout = cli
-        .timeout
-        .unwrap_or_else(|| (cli.interval / 2).min(Duration::from_secs(5)));
-    if timeout >= cli.interval {
-        anyhow::bail!("--timeout must be shorter than --interval");
-    }
-    let mut w = Workload {
-        endpoints: cli.endpoints,
-        interval: cli.interval,
-        timeout,
-        warmup: cli.warmup.unwrap_or(cli.interval * 3),
-        duration: cli.duration,
-        max_in_flight: cli.max_in_flight,
-        origins_pid: String::new(),
-    };
+    let mut w = Workload::from_cli(&cli)?;
     let open_files = gslb::io::probe::raise_open_file_limit().ok();
-    let ticks = procfs::clock_ticks();
-    println!("gslb probe benchmark");
-    println!("  machine: {}", procfs::machine());
-    println!(
-        "  workload: {} endpoints on 127.0.x.y, HTTP GET every {} ms (timeout {} ms, fresh connection per probe), {} s measured after {} s warm-up, at most {} in flight; open-file limit {}",
-        w.endpoints,
-        w.interval.as_millis(),
-        w.timeout.as_millis(),
-        w.duration.as_secs_f64(),
-        w.warmup.as_secs_f64(),
-        w.max_in_flight,
-        open_files.map_or("unknown".into(), |n| n.to_string()),
-    );
-    println!(
-        "  command: gslb-bench --endpoints {} --interval {} --duration {} --kills {}",
-        w.endpoints,
-        humantime::format_duration(w.interval),
-        humantime::format_duration(w.duration),
-        cli.kills
-    );
+    header(&w, cli.kills, open_files);
 
     let origins = origins::Origins::start(w.endpoints).await?;
-    let origins_pid = origins.pid();
-    w.origins_pid = origins_pid.clone();
+    w.origins_pid = origins.pid();
     println!(
-        "  origins: {} listening in process {origins_pid}",
-        origins.addrs.len()
+        "  origins: {} listening in process {}",
+        origins.addrs.len(),
+        w.origins_pid
     );
-    let origins_cpu = procfs::cpu_time(&origins_pid, ticks);
-    let gslb = gslb_phase::run(&w, &origins.addrs, ticks).await?;
-    let origins_cpu = procfs::cpu_time(&origins_pid, ticks)
+    let origins_cpu = procfs::cpu_time(&w.origins_pid, w.ticks);
+    let gslb = gslb_phase::run(&w, &origins.addrs).await?;
+    let origins_cpu = procfs::cpu_time(&w.origins_pid, w.ticks)
         .zip(origins_cpu)
         .map(|(a, b)| a.saturating_sub(b));
     println!("  gslb done: {} probes", gslb.probes);
-    let blackbox = if cli.no_blackbox {
-        Err("skipped (--no-blackbox)".to_owned())
-    } else {
-        match blackbox::find(cli.blackbox.as_ref()) {
-            Err(why) => Err(why),
-            Ok(bin) => {
-                let version = blackbox::version(&bin);
-                match blackbox::run(&w, &origins.addrs, &bin, ticks).await {
-                    Ok(f) => {
-                        println!("  blackbox_exporter {version} done: {} probes", f.probes);
-                        Ok((version, f))
-                    }
-                    Err(e) => Err(format!("failed: {e:#}")),
-                }
-            }
-        }
-    };
+    let blackbox = blackbox_phase(&cli, &w, &origins.addrs).await;
     origins.stop();
+
     println!();
     print!("{}", report::table(&gslb, &blackbox));
     if let Some(cpu) = origins_cpu {
@@ -217,4 +232,47 @@ async fn bench(cli: Cli) -> anyhow::Result<()> {
         print!("{}", d.report());
     }
     Ok(())
+}
+
+/// The lines that say what is measured, where, and how to run it again.
+fn header(w: &Workload, kills: usize, open_files: Option<u64>) {
+    println!("gslb probe benchmark");
+    println!("  machine: {}", procfs::machine());
+    println!(
+        "  workload: {} endpoints on 127.0.x.y, HTTP GET every {} ms (timeout {} ms, fresh connection per probe), {} s measured after {} s warm-up, at most {} in flight; open-file limit {}",
+        w.endpoints,
+        w.interval.as_millis(),
+        w.timeout.as_millis(),
+        w.duration.as_secs_f64(),
+        w.warmup.as_secs_f64(),
+        w.max_in_flight,
+        open_files.map_or("unknown".into(), |n| n.to_string()),
+    );
+    println!(
+        "  command: gslb-bench --endpoints {} --interval {} --duration {} --kills {kills}",
+        w.endpoints,
+        humantime::format_duration(w.interval),
+        humantime::format_duration(w.duration),
+    );
+}
+
+/// blackbox_exporter's figures with its version, or why it did not run (skipped, not found,
+/// failed).
+async fn blackbox_phase(
+    cli: &Cli,
+    w: &Workload,
+    addrs: &[SocketAddr],
+) -> Result<(String, Figures), String> {
+    if cli.no_blackbox {
+        return Err("skipped (--no-blackbox)".to_owned());
+    }
+    let bin = blackbox::find(cli.blackbox.as_deref())?;
+    let version = blackbox::version(&bin);
+    match blackbox::run(w, addrs, &bin).await {
+        Ok(f) => {
+            println!("  blackbox_exporter {version} done: {} probes", f.probes);
+            Ok((version, f))
+        }
+        Err(e) => Err(format!("failed: {e:#}")),
+    }
 }

@@ -54,58 +54,35 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// The side-by-side table; `blackbox` is `Err(why)` when it did not run.
+/// How one row writes a prober's figure (`-` where it has none).
+type Figure = fn(&Figures) -> String;
+
+/// The table's rows, in order: a name and its [`Figure`].
+const ROWS: [(&str, Figure); 9] = [
+    ("probes per second", |f| format!("{:.0}", f.rate())),
+    ("CPU seconds per 1,000 probes", |f| {
+        f.cpu_per_1000().map_or_else(none, |c| format!("{c:.3}"))
+    }),
+    ("scheduling lateness p50 / p99 / max", |f| {
+        triple(f.lateness)
+    }),
+    ("probe duration p50 / p99 / max", |f| triple(f.durations)),
+    ("late (> 50 ms) / skipped slots", |f| {
+        let skipped = f.skipped.map_or_else(none, |n| n.to_string());
+        format!("{} / {skipped}", f.late.unwrap_or(0))
+    }),
+    ("timeouts", |f| f.timeouts.to_string()),
+    ("failed probes (all reasons)", |f| f.failed.to_string()),
+    ("other processes' CPU (cores, average)", others),
+    ("peak RSS of the prober process", |f| {
+        f.peak_rss.map_or_else(none, mib)
+    }),
+];
+
+/// The side-by-side table, then each prober's failures and the CPU ratio; `blackbox` is
+/// `Err(why)` when it did not run.
 pub fn table(gslb: &Figures, blackbox: &Result<(String, Figures), String>) -> String {
-    let none = || "-".to_owned();
-    let bb = blackbox.as_ref().ok();
-    let rows: Vec<(&str, String, String)> = vec![
-        (
-            "probes per second",
-            format!("{:.0}", gslb.rate()),
-            bb.map_or_else(none, |(_, f)| format!("{:.0}", f.rate())),
-        ),
-        (
-            "CPU seconds per 1,000 probes",
-            gslb.cpu_per_1000().map_or_else(none, |c| format!("{c:.3}")),
-            bb.and_then(|(_, f)| f.cpu_per_1000())
-                .map_or_else(none, |c| format!("{c:.3}")),
-        ),
-        (
-            "scheduling lateness p50 / p99 / max",
-            lateness(gslb),
-            bb.map_or_else(none, |(_, f)| lateness(f)),
-        ),
-        (
-            "probe duration p50 / p99 / max",
-            triple(gslb.durations),
-            bb.map_or_else(none, |(_, f)| triple(f.durations)),
-        ),
-        (
-            "late (> 50 ms) / skipped slots",
-            format!("{} / {}", gslb.late.unwrap_or(0), gslb.skipped.unwrap_or(0)),
-            bb.map_or_else(none, |(_, f)| format!("{} / -", f.late.unwrap_or(0))),
-        ),
-        (
-            "timeouts",
-            gslb.timeouts.to_string(),
-            bb.map_or_else(none, |(_, f)| f.timeouts.to_string()),
-        ),
-        (
-            "failed probes (all reasons)",
-            gslb.failed.to_string(),
-            bb.map_or_else(none, |(_, f)| f.failed.to_string()),
-        ),
-        (
-            "other processes' CPU (cores, average)",
-            others(gslb),
-            bb.map_or_else(none, |(_, f)| others(f)),
-        ),
-        (
-            "peak RSS of the prober process",
-            gslb.peak_rss.map_or_else(none, mib),
-            bb.and_then(|(_, f)| f.peak_rss).map_or_else(none, mib),
-        ),
-    ];
+    let bb = blackbox.as_ref().ok().map(|(_, f)| f);
     let bb_name = match blackbox {
         Ok((version, _)) => format!("blackbox_exporter {version}"),
         Err(_) => "blackbox_exporter".to_owned(),
@@ -113,57 +90,61 @@ pub fn table(gslb: &Figures, blackbox: &Result<(String, Figures), String>) -> St
     let mut s = String::new();
     let _ = writeln!(s, "| {:<38} | {:>34} | {:>34} |", "", "gslb", bb_name);
     let _ = writeln!(s, "|{:-<40}|{:-<36}|{:-<36}|", "", "", "");
-    for (name, g, b) in rows {
+    for (name, figure) in ROWS {
+        let (g, b) = (figure(gslb), bb.map_or_else(none, figure));
         let _ = writeln!(s, "| {name:<38} | {g:>34} | {b:>34} |");
     }
-    if !gslb.failures.is_empty() {
-        let _ = writeln!(s, "gslb failures: {}", gslb.failures.join(", "));
-    }
-    if let Some((_, f)) = bb {
-        if !f.failures.is_empty() {
-            let _ = writeln!(s, "blackbox_exporter failures: {}", f.failures.join(", "));
+    for (who, f) in [("gslb", Some(gslb)), ("blackbox_exporter", bb)] {
+        if let Some(f) = f.filter(|f| !f.failures.is_empty()) {
+            let _ = writeln!(s, "{who} failures: {}", f.failures.join(", "));
         }
     }
-    match bb
-        .and_then(|(_, f)| f.cpu_per_1000())
-        .zip(gslb.cpu_per_1000())
-    {
-        Some((b, g)) if b > 0.0 => {
-            let ratio = g / b;
-            let _ = writeln!(
-                s,
-                "CPU per probe, gslb / blackbox_exporter: {ratio:.3} (blackbox_exporter uses {:.1}x gslb's CPU per probe; target at most 0.333: {})",
-                b / g.max(1e-12),
-                if ratio <= 1.0 / 3.0 { "met" } else { "NOT met" }
-            );
-        }
-        _ => {
-            let why = blackbox
-                .as_ref()
-                .err()
-                .cloned()
-                .unwrap_or_else(|| "no CPU figure".into());
-            let _ = writeln!(s, "CPU per probe ratio: not measured ({why})");
-        }
-    }
+    let why = blackbox.as_ref().err().map(String::as_str);
+    s.push_str(&ratio(gslb, bb, why));
     s
 }
 
-fn others(f: &Figures) -> String {
-    f.others.map_or_else(
-        || "-".to_owned(),
-        |c| format!("{:.2}", c.as_secs_f64() / f.elapsed.as_secs_f64().max(1e-9)),
-    )
+/// The CPU-per-probe ratio line, against issue 6's target of at most a third; `why` is why
+/// blackbox_exporter did not run, if it did not.
+fn ratio(gslb: &Figures, bb: Option<&Figures>, why: Option<&str>) -> String {
+    match bb.and_then(Figures::cpu_per_1000).zip(gslb.cpu_per_1000()) {
+        Some((b, g)) if b > 0.0 => {
+            let ratio = g / b;
+            format!(
+                "CPU per probe, gslb / blackbox_exporter: {ratio:.3} (blackbox_exporter uses {:.1}x gslb's CPU per probe; target at most 0.333: {})\n",
+                b / g.max(1e-12),
+                if ratio <= 1.0 / 3.0 { "met" } else { "NOT met" }
+            )
+        }
+        _ => format!(
+            "CPU per probe ratio: not measured ({})\n",
+            why.unwrap_or("no CPU figure")
+        ),
+    }
 }
 
-fn lateness(f: &Figures) -> String {
-    triple(f.lateness)
+fn none() -> String {
+    "-".to_owned()
+}
+
+fn others(f: &Figures) -> String {
+    f.others.map_or_else(none, |c| {
+        format!("{:.2}", c.as_secs_f64() / f.elapsed.as_secs_f64().max(1e-9))
+    })
 }
 
 fn triple(t: Option<(Duration, Duration, Duration)>) -> String {
-    t.map_or_else(
-        || "-".to_owned(),
-        |(p50, p99, max)| format!("{} / {} / {}", ms(p50), ms(p99), ms(max)),
+    t.map_or_else(none, |(p50, p99, max)| {
+        format!("{} / {} / {}", ms(p50), ms(p99), ms(max))
+    })
+}
+
+/// p50, p99 and max of sorted `values` (zero when empty).
+pub fn spread(sorted: &[Duration]) -> (Duration, Duration, Duration) {
+    (
+        quantile(sorted, 0.5),
+        quantile(sorted, 0.99),
+        sorted.last().copied().unwrap_or_default(),
     )
 }
 
