@@ -37,6 +37,24 @@ impl Default for Route53Settings {
     }
 }
 
+impl Route53Settings {
+    /// Checks that `endpoint_url`, when set, is an http(s) URL and `region` is not empty.
+    ///
+    /// # Errors
+    /// The first value out of range, as `route53.<key>: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if let Some(u) = &self.endpoint_url {
+            if !is_http_url(u) {
+                return Err(format!("route53.endpoint_url: '{u}' is not an http(s) URL"));
+            }
+        }
+        if self.region.is_empty() {
+            return Err("route53.region: must not be empty".into());
+        }
+        Ok(())
+    }
+}
+
 /// `[cloudflare]`. The API token is never in this file: it comes from the environment
 /// variable `token_env` or from `token_file`.
 #[derive(Debug, Clone, Deserialize)]
@@ -67,6 +85,32 @@ impl Default for CloudflareSettings {
             requests_per_window: default_cloudflare_requests(),
         }
     }
+}
+
+impl CloudflareSettings {
+    /// Checks that `api_base` is an http(s) URL and `requests_per_window` is at most 1,200.
+    ///
+    /// # Errors
+    /// The first value out of range, as `cloudflare.<key>: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !is_http_url(&self.api_base) {
+            return Err(format!(
+                "cloudflare.api_base: '{}' is not an http(s) URL",
+                self.api_base
+            ));
+        }
+        if self.requests_per_window.get() > 1200 {
+            return Err(
+                "cloudflare.requests_per_window: at most 1200 (Cloudflare's limit per token and 5 minutes)".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Whether `u` parses as a URL with the `http` or `https` scheme.
+fn is_http_url(u: &str) -> bool {
+    url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
 }
 
 fn default_cloudflare_api() -> String {
