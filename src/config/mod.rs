@@ -14,7 +14,6 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::io::probe::{DnsSettings, ProbingSettings};
-use crate::ops::admin::AdminToken;
 use gslb_core::model::VantageId;
 
 mod admin_auth;
@@ -22,7 +21,9 @@ mod engine;
 mod notify;
 mod providers;
 
-pub use admin_auth::{AdminAuthError, check_admin_listen, resolve_admin_token};
+pub use admin_auth::{
+    AdminAuthError, AdminToken, TokenError, check_admin_listen, resolve_admin_token,
+};
 pub use engine::{EngineConfig, GlobalVelocity};
 pub use notify::{
     NotifyKind, NotifySettings, Webhook, WebhookFormat, WebhookSettings, WebhookUrl,
