@@ -9,9 +9,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use gslb::cli::drill::{self, AdminClient, ClientError};
+use gslb::config::AdminToken;
 use gslb::daemon::control::{Command, CommandSender};
+use gslb::ops::admin::AdminState;
 use gslb::ops::admin::drills::{DrillRequest, EndRequest, RearmRequest};
-use gslb::ops::admin::{AdminState, AdminToken};
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
 use gslb_core::engine::{OverrideAction, OverrideError, Overrides};

@@ -63,6 +63,36 @@ impl EngineConfig {
         }
     }
 
+    /// Checks the ranges: suspect window and canary interval between 1 s and 1 h, not exactly
+    /// one canary, a global velocity limit of at least 1 switch over at least 1 s, and every
+    /// canary a valid endpoint ([`EngineConfig::canary_endpoints`]).
+    ///
+    /// # Errors
+    /// The first value out of range, as `engine.<key>: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        let hour = Duration::from_secs(3600);
+        if self.suspect_window < Duration::from_secs(1) || self.suspect_window > hour {
+            return Err("engine.suspect_window: must be between 1s and 1h".into());
+        }
+        if self.canaries.len() == 1 {
+            return Err(
+                "engine.canaries: list at least two independent targets (or none): with one, a dead canary would hold every failover of this vantage point".into(),
+            );
+        }
+        if self.canary_interval < Duration::from_secs(1) || self.canary_interval > hour {
+            return Err("engine.canary_interval: must be between 1s and 1h".into());
+        }
+        if let Some(g) = self.global_velocity {
+            if g.services == 0 || g.window < Duration::from_secs(1) {
+                return Err(
+                    "engine.global_velocity: services must be at least 1 and window at least 1s"
+                        .into(),
+                );
+            }
+        }
+        self.canary_endpoints().map(drop)
+    }
+
     /// The canary targets as probe endpoints, with the probe settings they use: every HTTP
     /// status passes (a canary checks reachability, not an application), 5 s timeout.
     ///

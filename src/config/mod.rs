@@ -14,7 +14,6 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::io::probe::{DnsSettings, ProbingSettings};
-use crate::ops::admin::AdminToken;
 use gslb_core::model::VantageId;
 
 mod admin_auth;
@@ -22,7 +21,9 @@ mod engine;
 mod notify;
 mod providers;
 
-pub use admin_auth::{AdminAuthError, check_admin_listen, resolve_admin_token};
+pub use admin_auth::{
+    AdminAuthError, AdminToken, TokenError, check_admin_listen, resolve_admin_token,
+};
 pub use engine::{EngineConfig, GlobalVelocity};
 pub use notify::{
     NotifyKind, NotifySettings, Webhook, WebhookFormat, WebhookSettings, WebhookUrl,
@@ -209,16 +210,26 @@ pub struct SettingsError {
 }
 
 impl Settings {
-    /// Reads `file` (TOML), then `GSLB_*` environment variables over it.
+    /// Reads `file` (TOML), then `GSLB_*` environment variables over it, checks the ranges
+    /// the types do not enforce, and makes relative paths relative to the file's folder.
     ///
     /// # Errors
-    /// The file is missing or unreadable, a key is unknown, or a value has the wrong type.
+    /// The file is missing or unreadable, a key is unknown, a value has the wrong type, or a
+    /// value is out of range (the first one found).
     pub fn load(file: &Path) -> Result<Self, SettingsError> {
-        let err = |e: config::ConfigError| SettingsError {
+        let invalid = |reason: String| SettingsError {
             file: file.display().to_string(),
-            reason: e.to_string(),
+            reason,
         };
-        let mut settings: Settings = config::Config::builder()
+        let mut settings = Self::read(file).map_err(|e| invalid(e.to_string()))?;
+        settings.check().map_err(invalid)?;
+        settings.relative_to(file.parent().unwrap_or(Path::new(".")));
+        Ok(settings)
+    }
+
+    /// `file` (TOML) with `GSLB_*` environment variables over it, as written.
+    fn read(file: &Path) -> Result<Self, config::ConfigError> {
+        config::Config::builder()
             .add_source(config::File::from(file).format(config::FileFormat::Toml))
             .add_source(
                 config::Environment::with_prefix("GSLB")
@@ -229,101 +240,50 @@ impl Settings {
                     .with_list_parse_key("policies")
                     .try_parsing(true),
             )
-            .build()
-            .map_err(err)?
+            .build()?
             .try_deserialize()
-            .map_err(err)?;
-        let invalid = |reason: String| SettingsError {
-            file: file.display().to_string(),
-            reason,
-        };
-        if settings.policies.is_empty() {
-            return Err(invalid("policies: lists no policy file or folder".into()));
+    }
+
+    /// The ranges the types do not enforce, section by section.
+    ///
+    /// # Errors
+    /// The first value out of range, as `key: reason`.
+    fn check(&self) -> Result<(), String> {
+        if self.policies.is_empty() {
+            return Err("policies: lists no policy file or folder".into());
         }
-        if let Some(u) = &settings.route53.endpoint_url {
-            if url::Url::parse(u).map_or(true, |u| !matches!(u.scheme(), "http" | "https")) {
-                return Err(invalid(format!(
-                    "route53.endpoint_url: '{u}' is not an http(s) URL"
-                )));
-            }
+        self.route53.check()?;
+        self.cloudflare.check()?;
+        if self.probing.max_in_flight == 0 {
+            return Err("probing.max_in_flight: must be at least 1 (0 would never probe)".into());
         }
-        let cf = &settings.cloudflare;
-        if url::Url::parse(&cf.api_base).map_or(true, |u| !matches!(u.scheme(), "http" | "https")) {
-            return Err(invalid(format!(
-                "cloudflare.api_base: '{}' is not an http(s) URL",
-                cf.api_base
-            )));
+        if self.reconcile.resync < Duration::from_millis(100) {
+            return Err("reconcile.resync: must be at least 100ms".into());
         }
-        if cf.requests_per_window.get() > 1200 {
-            return Err(invalid(
-                "cloudflare.requests_per_window: at most 1200 (Cloudflare's limit per token and 5 minutes)".into(),
-            ));
-        }
-        if settings.route53.region.is_empty() {
-            return Err(invalid("route53.region: must not be empty".into()));
-        }
-        if settings.probing.max_in_flight == 0 {
-            return Err(invalid(
-                "probing.max_in_flight: must be at least 1 (0 would never probe)".into(),
-            ));
-        }
-        if settings.reconcile.resync < Duration::from_millis(100) {
-            return Err(invalid("reconcile.resync: must be at least 100ms".into()));
-        }
-        if settings.engine.suspect_window < Duration::from_secs(1)
-            || settings.engine.suspect_window > Duration::from_secs(3600)
-        {
-            return Err(invalid(
-                "engine.suspect_window: must be between 1s and 1h".into(),
-            ));
-        }
-        if settings.engine.canaries.len() == 1 {
-            return Err(invalid(
-                "engine.canaries: list at least two independent targets (or none): with one, a dead canary would hold every failover of this vantage point".into(),
-            ));
-        }
-        if settings.engine.canary_interval < Duration::from_secs(1)
-            || settings.engine.canary_interval > Duration::from_secs(3600)
-        {
-            return Err(invalid(
-                "engine.canary_interval: must be between 1s and 1h".into(),
-            ));
-        }
-        if let Some(g) = settings.engine.global_velocity {
-            if g.services == 0 || g.window < Duration::from_secs(1) {
-                return Err(invalid(
-                    "engine.global_velocity: services must be at least 1 and window at least 1s"
-                        .into(),
-                ));
-            }
-        }
-        settings.engine.canary_endpoints().map_err(invalid)?;
-        settings.notify.check().map_err(invalid)?;
-        let base = file.parent().unwrap_or(Path::new("."));
-        settings.notify.relative_to(base);
+        self.engine.check()?;
+        self.notify.check()
+    }
+
+    /// Makes every relative path (policies, state folder, token files, the observation
+    /// record, webhook URL files) relative to `base`, the settings file's folder.
+    fn relative_to(&mut self, base: &Path) {
+        self.notify.relative_to(base);
         let relative_to_file = |p: &mut PathBuf| {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
         };
-        settings.policies.iter_mut().for_each(relative_to_file);
-        relative_to_file(&mut settings.state.dir);
-        settings
-            .cloudflare
+        self.policies.iter_mut().for_each(relative_to_file);
+        relative_to_file(&mut self.state.dir);
+        self.cloudflare
             .token_file
             .iter_mut()
             .for_each(relative_to_file);
-        settings
-            .admin
-            .token_file
-            .iter_mut()
-            .for_each(relative_to_file);
-        settings
-            .record
+        self.admin.token_file.iter_mut().for_each(relative_to_file);
+        self.record
             .observations
             .iter_mut()
             .for_each(relative_to_file);
-        Ok(settings)
     }
 
     /// The admin token ([`resolve_admin_token`] with `GSLB_ADMIN_TOKEN` from the environment),

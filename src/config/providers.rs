@@ -1,4 +1,11 @@
-//! `[route53]` and `[cloudflare]`: provider client settings. Credentials are never here.
+//! `[route53]` and `[cloudflare]`: the provider client settings an operator chooses, as plain
+//! data. Credentials are never here.
+//!
+//! This crate does not depend on the adapters: the binary, the one place that names
+//! `gslb_route53` and `gslb_cloudflare`, turns each table into the adapter's own settings with
+//! one call (see [`Route53Settings`] and [`CloudflareSettings`]). The defaults below are the
+//! adapters' defaults, written again here as named functions that cite their source; a test
+//! (`tests/provider_settings.rs`) checks that the two agree.
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -7,6 +14,10 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// `[route53]`.
+///
+/// The binary's conversion point: `gslb_route53::Route53Settings::configured(endpoint_url,
+/// region, requests_per_second, change_timeout)`; the adapter's other settings (polling,
+/// retries, backoff, attempt timeout) keep their defaults.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route53Settings {
@@ -37,8 +48,31 @@ impl Default for Route53Settings {
     }
 }
 
+impl Route53Settings {
+    /// Checks that `endpoint_url`, when set, is an http(s) URL and `region` is not empty.
+    ///
+    /// # Errors
+    /// The first value out of range, as `route53.<key>: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if let Some(u) = &self.endpoint_url {
+            if !is_http_url(u) {
+                return Err(format!("route53.endpoint_url: '{u}' is not an http(s) URL"));
+            }
+        }
+        if self.region.is_empty() {
+            return Err("route53.region: must not be empty".into());
+        }
+        Ok(())
+    }
+}
+
 /// `[cloudflare]`. The API token is never in this file: it comes from the environment
 /// variable `token_env` or from `token_file`.
+///
+/// The binary's conversion point: the token from
+/// `gslb_cloudflare::ApiToken::from_file_or_env(token_file.as_deref(), &token_env)`, then
+/// `gslb_cloudflare::CloudflareSettings::configured(api_base, requests_per_window, token)`;
+/// the adapter's other settings (retries, backoff, attempt timeout) keep their defaults.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CloudflareSettings {
@@ -69,22 +103,69 @@ impl Default for CloudflareSettings {
     }
 }
 
-fn default_cloudflare_api() -> String {
-    gslb_cloudflare::DEFAULT_API_BASE.into()
+/// Cloudflare's rate limit: 1,200 requests per 5 minutes per user or token (Cloudflare API
+/// docs, "Rate limits"); the most `cloudflare.requests_per_window` may ask for.
+const CLOUDFLARE_REQUESTS_LIMIT: u32 = 1200;
+
+impl CloudflareSettings {
+    /// Checks that `api_base` is an http(s) URL and `requests_per_window` is at most
+    /// [`CLOUDFLARE_REQUESTS_LIMIT`].
+    ///
+    /// # Errors
+    /// The first value out of range, as `cloudflare.<key>: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !is_http_url(&self.api_base) {
+            return Err(format!(
+                "cloudflare.api_base: '{}' is not an http(s) URL",
+                self.api_base
+            ));
+        }
+        if self.requests_per_window.get() > CLOUDFLARE_REQUESTS_LIMIT {
+            return Err(format!(
+                "cloudflare.requests_per_window: at most {CLOUDFLARE_REQUESTS_LIMIT} (Cloudflare's limit per token and 5 minutes)"
+            ));
+        }
+        Ok(())
+    }
 }
+
+/// Whether `u` parses as a URL with the `http` or `https` scheme.
+fn is_http_url(u: &str) -> bool {
+    url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+}
+
+/// `https://api.cloudflare.com/client/v4`, Cloudflare's API base (Cloudflare API docs), the
+/// value of `gslb_cloudflare::DEFAULT_API_BASE`.
+fn default_cloudflare_api() -> String {
+    "https://api.cloudflare.com/client/v4".into()
+}
+
+/// `CLOUDFLARE_API_TOKEN`, the variable Cloudflare's Terraform provider and wrangler read.
 fn default_token_env() -> String {
     "CLOUDFLARE_API_TOKEN".into()
 }
+
+/// 300 requests per 5 minutes, a quarter of [`CLOUDFLARE_REQUESTS_LIMIT`], leaving room for
+/// other bindings, Terraform and the dashboard on the same token; the value of
+/// `gslb_cloudflare::DEFAULT_REQUESTS_PER_WINDOW`.
 fn default_cloudflare_requests() -> NonZeroU32 {
-    NonZeroU32::new(gslb_cloudflare::DEFAULT_REQUESTS_PER_WINDOW).unwrap_or(NonZeroU32::MIN)
+    NonZeroU32::new(300).unwrap_or(NonZeroU32::MIN)
 }
 
+/// `us-east-1`, where Route 53's control plane is served (Route 53 API Reference,
+/// "Endpoints"); `gslb_route53::Route53Settings::default()`'s region.
 fn default_region() -> String {
     "us-east-1".into()
 }
+
+/// 2 requests per second, well under the 5 per second per account Route 53 historically
+/// allowed (Route 53 Developer Guide, "Quotas"); `gslb_route53::Route53Settings::default()`'s.
 fn default_rps() -> NonZeroU32 {
     NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN)
 }
+
+/// 120 s (AWS says changes are typically INSYNC within 60 s);
+/// `gslb_route53::Route53Settings::default()`'s change timeout.
 fn default_change_timeout() -> Duration {
     Duration::from_secs(120)
 }

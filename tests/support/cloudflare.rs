@@ -1,10 +1,12 @@
 //! The real `gslb run` steering the Cloudflare fake for service `web`: two loopback origins,
-//! NCP (priority 1) and GCP (priority 2), each mapped to the fake's pool of that name.
+//! NCP (priority 1) and GCP (priority 2), each mapped to the fake's pool of that name. The
+//! adapter-level harness (settings, binding, provider for the same fixture) is
+//! `gslb_cloudflare::fake`'s; this file writes the same fixture as a policy and settings.
 
 use std::net::SocketAddr;
 use std::process::Command;
 
-use gslb_cloudflare::fake::{Fake, ids};
+use gslb_cloudflare::fake::{Fake, REQUESTS_PER_WINDOW, ids};
 use tempfile::TempDir;
 
 use super::daemon::{Daemon, free_port, log_file, read_log};
@@ -68,7 +70,7 @@ pool_id = "{gcp_id}"
     std::fs::write(dir.path().join("web.toml"), policy).expect("policy");
     let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let settings = format!(
-        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = 1200\n[reconcile]\nresync = \"1s\"\n{settings}",
+        "vantage = \"e2e\"\npolicies = [\"web.toml\"]\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{}\"\nrequests_per_window = {REQUESTS_PER_WINDOW}\n[reconcile]\nresync = \"1s\"\n{settings}",
         fake.base_url()
     );
     std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");

@@ -173,6 +173,18 @@ impl ApiToken {
         Ok(Self::new(text))
     }
 
+    /// The token in `file` when set, else in environment variable `var`: gslb's
+    /// `[cloudflare] token_file` and `token_env`.
+    ///
+    /// # Errors
+    /// As [`ApiToken::from_file`] or [`ApiToken::from_env`].
+    pub fn from_file_or_env(file: Option<&Path>, var: &str) -> Result<Self, TokenError> {
+        match file {
+            Some(f) => Self::from_file(f),
+            None => Self::from_env(var),
+        }
+    }
+
     pub(crate) fn bearer(&self) -> String {
         format!("Bearer {}", self.0)
     }
@@ -219,6 +231,17 @@ impl CloudflareSettings {
             attempt_timeout: Some(Duration::from_secs(10)),
         }
     }
+
+    /// The settings an operator chooses (gslb's `[cloudflare]` table) with `token`, every
+    /// other one as in [`CloudflareSettings::new`]: the binary's one call from its settings to
+    /// the adapter's.
+    pub fn configured(api_base: String, requests_per_window: NonZeroU32, token: ApiToken) -> Self {
+        Self {
+            api_base,
+            requests_per_window,
+            ..Self::new(token)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -243,6 +266,42 @@ mod tests {
         assert_eq!(format!("{t:?}"), "ApiToken(***)");
         let s = CloudflareSettings::new(t);
         assert!(!format!("{s:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn configured_settings_keep_the_other_defaults_and_tokens_come_from_file_or_env() {
+        let rpw = NonZeroU32::new(60).expect("non-zero");
+        let s =
+            CloudflareSettings::configured("http://127.0.0.1:1".into(), rpw, ApiToken::new("t"));
+        let d = CloudflareSettings::new(ApiToken::new("t"));
+        assert_eq!(
+            (s.api_base.as_str(), s.requests_per_window, &s.token),
+            ("http://127.0.0.1:1", rpw, &d.token)
+        );
+        assert_eq!(
+            (
+                s.max_attempts,
+                s.backoff_base,
+                s.backoff_max,
+                s.attempt_timeout
+            ),
+            (
+                d.max_attempts,
+                d.backoff_base,
+                d.backoff_max,
+                d.attempt_timeout
+            )
+        );
+        let file = std::env::temp_dir().join(format!("gslb-cf-token-{}", std::process::id()));
+        std::fs::write(&file, "from-file\n").expect("write");
+        let var = "GSLB_TEST_UNSET_CLOUDFLARE_TOKEN";
+        let from_file = ApiToken::from_file_or_env(Some(&file), var);
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(from_file, Ok(ApiToken::new("from-file")));
+        assert_eq!(
+            ApiToken::from_file_or_env(None, var),
+            Err(TokenError::MissingEnv(var.into()))
+        );
     }
 
     #[test]

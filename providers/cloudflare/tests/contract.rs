@@ -1,8 +1,6 @@
 //! The shared provider contract (`gslb_provider::contract`) against the fake Cloudflare API;
 //! `providers/route53/tests/contract.rs` runs the same suite against Route 53.
 
-mod support;
-
 use gslb_cloudflare::CloudflareProvider;
 use gslb_cloudflare::fake::{Fake, ids};
 use gslb_provider::contract::{self, Fault, Harness};
@@ -16,7 +14,7 @@ struct Cf {
 impl Cf {
     async fn start() -> Self {
         let fake = Fake::start().await;
-        let provider = support::provider(&fake);
+        let provider = gslb_cloudflare::fake::provider(&fake);
         Self { fake, provider }
     }
 }
@@ -29,7 +27,7 @@ impl Harness for Cf {
     }
 
     fn priority(&self) -> Vec<String> {
-        support::priority()
+        gslb_cloudflare::fake::priority()
     }
 
     async fn make_foreign(&mut self) {
@@ -49,7 +47,7 @@ impl Harness for Cf {
         self.fake.fail_next(0);
         self.fake.auth_failure(false);
         // The adapter remembers a Retry-After block: a fresh provider starts without one.
-        self.provider = support::provider(&self.fake);
+        self.provider = gslb_cloudflare::fake::provider(&self.fake);
         self.fake.rate_limit_for(std::time::Duration::ZERO);
     }
 }

@@ -1,16 +1,13 @@
 //! The adapter against the stateful fake Cloudflare API on 127.0.0.1, which validates every
 //! request and response body against the official OpenAPI subset.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use gslb_cloudflare::CloudflareProvider;
-use gslb_cloudflare::fake::{Fake, ids};
+use gslb_cloudflare::fake::{Fake, binding, ids, priority, provider, settings};
 use gslb_provider::{Change, DesiredState, FailoverStyle, Provider, ProviderError, diff};
 use serde_json::json;
-use support::*;
 
 fn no_violations(fake: &Fake) {
     let v = fake.violations();

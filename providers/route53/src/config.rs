@@ -163,6 +163,25 @@ impl Default for Route53Settings {
     }
 }
 
+impl Route53Settings {
+    /// The settings an operator chooses (gslb's `[route53]` table), every other one at its
+    /// [`Default`]: the binary's one call from its settings to the adapter's.
+    pub fn configured(
+        endpoint_url: Option<String>,
+        region: String,
+        requests_per_second: NonZeroU32,
+        change_timeout: Duration,
+    ) -> Self {
+        Self {
+            endpoint_url,
+            region,
+            requests_per_second,
+            change_timeout,
+            ..Self::default()
+        }
+    }
+}
+
 /// The default signing region, `us-east-1` (Route 53's control plane).
 pub fn default_region() -> String {
     "us-east-1".to_owned()
@@ -189,6 +208,27 @@ mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn configured_settings_keep_the_other_defaults() {
+        let rps = NonZeroU32::new(7).expect("non-zero");
+        let s = Route53Settings::configured(
+            Some("http://127.0.0.1:5000".into()),
+            "eu-west-1".into(),
+            rps,
+            Duration::from_secs(30),
+        );
+        assert_eq!(
+            s,
+            Route53Settings {
+                endpoint_url: Some("http://127.0.0.1:5000".into()),
+                region: "eu-west-1".into(),
+                requests_per_second: rps,
+                change_timeout: Duration::from_secs(30),
+                ..Route53Settings::default()
+            }
+        );
     }
 
     #[test]

@@ -8,11 +8,11 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::config::{AdminToken, TokenError};
 use crate::ops::admin::drills::{
     ApiErrorBody, DrillList, DrillRequest, EndRequest, RearmRequest, RearmResponse,
 };
 use crate::ops::admin::events::EventsResponse;
-use crate::ops::admin::{AdminToken, TokenError};
 use gslb_core::engine::Override;
 use gslb_core::model::ServiceId;
 

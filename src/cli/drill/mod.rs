@@ -17,8 +17,7 @@ pub use events::{EventsArgs, events};
 pub(crate) use http::innermost_cause;
 pub use http::{AdminClient, ClientError, REQUEST_TIMEOUT};
 
-use crate::config::ADMIN_TOKEN_ENV;
-use crate::ops::admin::AdminToken;
+use crate::config::{ADMIN_TOKEN_ENV, AdminToken};
 use crate::ops::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb_core::engine::{MAX_OVERRIDE_TTL, Override, OverrideAction};
 use gslb_core::model::{Millis, ServiceId};

@@ -19,8 +19,7 @@ use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router, middleware};
 
-pub use auth::{AdminToken, TokenError};
-
+use crate::config::AdminToken;
 use crate::daemon::control::CommandSender;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::StatusBoard;

@@ -5,21 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::Metrics;
+use super::tests::demo_policy;
 use gslb_core::engine::{Decision, Rule};
 use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
 };
 use gslb_core::policy::Mode;
-
-fn demo_policy() -> gslb_core::policy::Policy {
-    gslb_core::policy::parse(
-        std::path::Path::new("demo.toml"),
-        &include_str!("../../cli/demo_policy.toml")
-            .replace("{seoul}", "127.0.0.1:1")
-            .replace("{tokyo}", "127.0.0.1:2"),
-    )
-    .expect("the demo policy is valid")
-}
 
 fn observation(dns_lookup: Option<Duration>, cert_expiry: Option<Millis>) -> Observation {
     Observation {

@@ -1,0 +1,174 @@
+//! Registration, overrides, policy loads, forgotten services and prober statistics.
+
+/// The demo policy with placeholder origins.
+pub(super) fn demo_policy() -> gslb_core::policy::Policy {
+    gslb_core::policy::parse(
+        std::path::Path::new("demo.toml"),
+        &include_str!("../../cli/demo_policy.toml")
+            .replace("{seoul}", "127.0.0.1:1")
+            .replace("{tokyo}", "127.0.0.1:2"),
+    )
+    .expect("the demo policy is valid")
+}
+
+#[test]
+fn every_metric_registers_once() {
+    let m = super::Metrics::new();
+    let policy = demo_policy();
+    m.declare_service(&policy);
+    assert!(m.render().contains("gslb_decisions_total"));
+}
+
+#[test]
+fn override_gauges_count_active_drills_and_fall_back_to_zero() {
+    use gslb_core::engine::{OverrideAction, OverrideId, OverrideRequest, Overrides};
+    use gslb_core::model::{Millis, PoolId};
+    let m = super::Metrics::new();
+    let policy = demo_policy();
+    let mut overrides = Overrides::default();
+    let req = OverrideRequest {
+        id: OverrideId("d-1".into()),
+        service: policy.service.clone(),
+        action: OverrideAction::Drain,
+        pool: PoolId("seoul".into()),
+        reason: "drill".into(),
+        actor: "alice".into(),
+        duration: None,
+    };
+    overrides
+        .add(&policy, &req, Millis(0))
+        .expect("valid drill");
+    m.record_overrides([&policy.service], &overrides, Millis(90_000));
+    let text = m.render();
+    assert!(
+        text.contains(r#"gslb_overrides_active{action="drain",service="demo-api"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"gslb_overrides_active{action="force",service="demo-api"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 90"#),
+        "{text}"
+    );
+    overrides.end(&req.id).expect("ends");
+    m.record_overrides([&policy.service], &overrides, Millis(91_000));
+    let text = m.render();
+    assert!(
+        text.contains(r#"gslb_overrides_active{action="drain",service="demo-api"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"gslb_override_oldest_age_seconds{service="demo-api"} 0"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn policy_loads_and_forgotten_services() {
+    use gslb_core::model::{EndpointId, Millis, Observation, ProbeOutcome, ProbeReason, VantageId};
+    let m = super::Metrics::new();
+    m.record_policy_load(true, 1_000.0);
+    let text = m.render();
+    assert!(text.contains("gslb_policy_reload_success 1"), "{text}");
+    assert!(
+        text.contains(r#"gslb_policy_reloads_total{result="error"} 0"#),
+        "{text}"
+    );
+    m.record_policy_load(false, 2_000.0);
+    let text = m.render();
+    assert!(text.contains("gslb_policy_reload_success 0"), "{text}");
+    assert!(
+        text.contains("gslb_policy_reload_timestamp_seconds 1000"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"gslb_policy_reloads_total{result="error"} 1"#),
+        "{text}"
+    );
+    m.record_policy_load(true, 3_000.0);
+    let text = m.render();
+    assert!(
+        text.contains("gslb_policy_reload_timestamp_seconds 3000"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"gslb_policy_reloads_total{result="ok"} 2"#),
+        "{text}"
+    );
+
+    let policy = demo_policy();
+    m.declare_service(&policy);
+    let endpoint: EndpointId = policy.pools[0].endpoints[0].id.clone();
+    let vantage = VantageId("here".into());
+    let obs = Observation {
+        endpoint: endpoint.clone(),
+        vantage: vantage.clone(),
+        at: Millis(0),
+        outcome: ProbeOutcome {
+            success: true,
+            duration: std::time::Duration::from_millis(1),
+            http_status: Some(200),
+            reason: ProbeReason::Ok,
+            dns_lookup: None,
+            cert_expiry: None,
+        },
+    };
+    m.record_probe("demo-api", policy.pools[0].id.0.as_str(), &obs);
+    m.record_velocity(&policy.service, 3);
+    assert!(m.render().contains(r#"probe_success{"#), "recorded");
+    m.forget_service(&policy, &[(endpoint, vantage)]);
+    let text = m.render();
+    for gone in [
+        "probe_success{",
+        "gslb_velocity_available{",
+        "gslb_overrides_active{",
+    ] {
+        assert!(!text.contains(gone), "{gone} left:\n{text}");
+    }
+    assert!(
+        text.contains("gslb_decisions_total{"),
+        "counters stay: {text}"
+    );
+}
+
+#[test]
+fn prober_stats_are_exported() {
+    let m = super::Metrics::new();
+    let prober = crate::io::probe::Prober::with_limits(
+        &crate::io::probe::DnsSettings {
+            nameservers: vec!["127.0.0.1:9".parse().expect("addr")],
+            ..crate::io::probe::DnsSettings::default()
+        },
+        &crate::io::probe::ProbingSettings {
+            max_in_flight: 16,
+            ..crate::io::probe::ProbingSettings::default()
+        },
+    )
+    .expect("prober");
+    m.register_prober(&prober).expect("first registration");
+    prober
+        .stats()
+        .started(std::time::Duration::from_millis(30), false);
+    prober
+        .stats()
+        .started(std::time::Duration::from_millis(80), true);
+    assert!(m.register_prober(&prober).is_err(), "registered once");
+    let text = m.render();
+    for line in [
+        "gslb_probe_lateness_seconds_bucket{le=\"0.025\"} 0",
+        "gslb_probe_lateness_seconds_bucket{le=\"0.05\"} 1",
+        "gslb_probe_lateness_seconds_bucket{le=\"0.1\"} 2",
+        "gslb_probe_lateness_seconds_bucket{le=\"+Inf\"} 2",
+        "gslb_probe_lateness_seconds_count 2",
+        "gslb_probes_started_total 2",
+        "gslb_probes_late_total 1",
+        "gslb_probes_skipped_total 0",
+        "gslb_probes_in_flight 0",
+        "gslb_probe_max_in_flight 16",
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    assert!(text.contains("# TYPE gslb_probe_lateness_seconds histogram"));
+}
