@@ -9,11 +9,14 @@ use anyhow::Context as _;
 use gslb::config::Settings;
 use gslb::daemon::run::{Bind, BindError};
 use gslb_cloudflare::{
-    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, LoadBalancerRef,
+    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
+    LoadBalancerRef,
 };
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
-use gslb_route53::{ProvisionAction, Route53Binding, Route53Pool, Route53Provider};
+use gslb_route53::{
+    ProvisionAction, Route53Binding, Route53Pool, Route53Provider, Route53Settings,
+};
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
 /// tables.
@@ -48,23 +51,19 @@ impl Adapters<'_> {
                 .collect(),
         };
         let s = &self.settings.route53;
-        let r53 = gslb_route53::Route53Settings {
-            endpoint_url: s.endpoint_url.clone(),
-            region: s.region.clone(),
-            requests_per_second: s.requests_per_second,
-            change_timeout: s.change_timeout,
-            ..gslb_route53::Route53Settings::default()
-        };
+        let r53 = Route53Settings::configured(
+            s.endpoint_url.clone(),
+            s.region.clone(),
+            s.requests_per_second,
+            s.change_timeout,
+        );
         Route53Provider::from_env(r53, binding).await
     }
 
     fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BindError> {
         let s = &self.settings.cloudflare;
-        let token = match &s.token_file {
-            Some(f) => ApiToken::from_file(f),
-            None => ApiToken::from_env(&s.token_env),
-        }
-        .context("no Cloudflare API token")?;
+        let token = ApiToken::from_file_or_env(s.token_file.as_deref(), &s.token_env)
+            .context("no Cloudflare API token")?;
         let binding = CloudflareBinding {
             account_id: t.account_id.clone(),
             zone_id: t.zone_id.clone(),
@@ -77,11 +76,7 @@ impl Adapters<'_> {
                 })
                 .collect(),
         };
-        let cf = gslb_cloudflare::CloudflareSettings {
-            api_base: s.api_base.clone(),
-            requests_per_window: s.requests_per_window,
-            ..gslb_cloudflare::CloudflareSettings::new(token)
-        };
+        let cf = CloudflareSettings::configured(s.api_base.clone(), s.requests_per_window, token);
         Ok(CloudflareProvider::new(cf, binding)?)
     }
 
