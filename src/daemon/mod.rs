@@ -5,6 +5,5 @@
 pub mod control;
 pub mod controller;
 pub mod engine_loop;
-pub mod guards;
 pub mod reconcile;
 pub mod reload;
