@@ -144,7 +144,7 @@ pub fn evaluate(
         .map(|g| {
             let pools = &pools[&g.policy.service];
             let decision = run.decisions.remove(&g.policy.service);
-            let outcome = outcome(pools, &g, decision.as_ref(), now);
+            let outcome = outcome(&g, decision.as_ref(), now);
             ServicePlan {
                 serving: pools.serving(&g.observed),
                 gathered: g,
@@ -215,16 +215,12 @@ fn rounds_of_probes(
     steps
 }
 
-/// What the reconciler's planner makes of `decision` against the gathered provider state,
-/// with a fresh write-fight state (no earlier write). Shadow mode plans as usual.
-fn outcome(
-    pools: &ProviderPools,
-    g: &Gathered,
-    decision: Option<&Decision>,
-    now: Millis,
-) -> Outcome {
+/// What `gslb run`'s reconciler would do with `decision` against the gathered provider state
+/// at `now`: its own planner ([`planner::plan`]) with a fresh write-fight state (no earlier
+/// write). Shadow mode plans as usual (and [`render`] says nothing would be written).
+pub fn outcome(g: &Gathered, decision: Option<&Decision>, now: Millis) -> Outcome {
     let request = Request {
-        pools,
+        pools: &ProviderPools::of(&g.policy),
         style: g.style,
         shadow: g.policy.mode == Mode::Shadow,
         decision,
