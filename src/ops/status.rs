@@ -385,3 +385,65 @@ fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> (StatusBoard, ServiceId) {
+        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
+        let board = StatusBoard::default();
+        board.update_service(&ServiceEngine::new(policy), std::iter::empty(), Millis(0));
+        (board, ServiceId("api".into()))
+    }
+
+    fn decided(at: u64, awaits: Option<&str>) -> Decided {
+        Decided {
+            at: Millis(at),
+            awaits: awaits.map(PoolId::from),
+        }
+    }
+
+    /// The reconciler reports the provider serving `pool` for `decided`.
+    fn applied(board: &StatusBoard, service: &ServiceId, decided: &Decided, pool: &str) {
+        board.update_apply(service, |a| {
+            a.take_up(decided);
+            a.state = ApplyState::Applied;
+            a.pending_since = None;
+            a.observed_active = Some(PoolId::from(pool));
+        });
+    }
+
+    fn read(board: &StatusBoard, service: &ServiceId) -> ApplyStatus {
+        board.snapshot()[service].apply.clone()
+    }
+
+    #[test]
+    fn a_new_decision_reads_pending_until_the_reconciler_reports_on_it() {
+        let (board, api) = board();
+        applied(&board, &api, &decided(0, Some("seoul")), "seoul");
+        let failover = decided(65_000, Some("tokyo"));
+        assert!(board.record_decided(&api, failover.clone()));
+        let status = read(&board, &api);
+        assert_eq!(status.state, ApplyState::Pending);
+        assert_eq!(status.pending_since, Some(Millis(65_000)));
+        assert_eq!(board.pending_since(&api), Some(Millis(65_000)));
+        // The reconciler's own record is untouched by the engine loop.
+        board.update_apply(&api, |a| assert_eq!(a.state, ApplyState::Applied));
+        applied(&board, &api, &failover, "tokyo");
+        assert_eq!(read(&board, &api).state, ApplyState::Applied);
+        assert_eq!(board.pending_since(&api), None);
+    }
+
+    #[test]
+    fn a_decision_already_served_a_hold_or_shadow_mode_reads_as_the_reconciler_left_it() {
+        let (board, api) = board();
+        applied(&board, &api, &decided(0, Some("seoul")), "seoul");
+        for d in [decided(2_000, Some("seoul")), decided(3_000, None)] {
+            assert!(!board.record_decided(&api, d));
+            assert_eq!(read(&board, &api).state, ApplyState::Applied);
+            assert_eq!(board.pending_since(&api), None);
+        }
+    }
+}
