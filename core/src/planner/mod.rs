@@ -223,3 +223,6 @@ fn guard(
         },
     }
 }
+
+#[cfg(test)]
+mod tests;
