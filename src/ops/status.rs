@@ -206,18 +206,6 @@ pub struct ServiceStatus {
     pub decided: Option<Decided>,
 }
 
-impl ServiceStatus {
-    /// The apply status as read: the reconciler's, taking up the latest decision handed to
-    /// it ([`ApplyStatus::take_up`]).
-    fn apply_as_read(&self) -> ApplyStatus {
-        let mut apply = self.apply.clone();
-        if let Some(d) = &self.decided {
-            apply.take_up(d);
-        }
-        apply
-    }
-}
-
 /// Every service's status.
 #[derive(Debug, Default)]
 pub struct StatusBoard {
@@ -231,7 +219,10 @@ impl StatusBoard {
         let mut services = read(&self.services).clone();
         let recent = read(&self.recent);
         for s in services.values_mut() {
-            s.apply = s.apply_as_read();
+            // As read: the reconciler's status, taking up the latest decision handed to it.
+            if let Some(d) = &s.decided {
+                s.apply.take_up(d);
+            }
             for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
                 if let Some(r) =
                     recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone()))
