@@ -18,8 +18,8 @@
 //!   lateness stats, DNS cache per vantage point.
 //! - [`engine_loop`]: the one task owning the engine; records inputs, publishes decisions.
 //! - [`journal`]: the engine loop's recording, audit log and drill state file.
-//! - [`reconcile`]: observe -> diff -> apply against a provider, one apply in flight;
-//!   [`guards`]: the fallback-pool refusal and write-fight detection it applies.
+//! - [`reconcile`]: observe -> plan (the core's write planner, `gslb_core::planner`) ->
+//!   report -> apply against a provider, one apply in flight.
 //! - [`controller`]: wires the engine loop, and per service its probes and reconciler;
 //!   [`reload`]: when the policy files changed (SIGHUP, polling) and the new validated set.
 //! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes

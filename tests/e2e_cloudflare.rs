@@ -121,7 +121,7 @@ async fn failover_through_cloudflare_default_pools() {
     })
     .await
     .unwrap_or_else(|| panic!("no write fight reported:\n{}", web.log()));
-    let limit = gslb::daemon::guards::WRITE_FIGHT_LIMIT as u64;
+    let limit = gslb_core::planner::WRITE_FIGHT_LIMIT as u64;
     assert_eq!(fight["apply"]["drift"], limit, "{fight}");
     assert_eq!(
         u64::from(fake.reverts()),

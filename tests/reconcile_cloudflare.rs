@@ -6,7 +6,8 @@
 //! and it answers at once; the adapter runs without a per-attempt deadline
 //! (`attempt_timeout: None`), because a pending deadline would be auto-advanced by paused time
 //! while a socket waits. Every `tokio::time::sleep` below advances simulated time instantly
-//! and stands for "this much time passes", never for a condition.
+//! and stands for "this much time passes", never for a condition: a pass that must have
+//! happened is awaited as its event.
 
 mod support;
 
@@ -15,7 +16,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::reconcile::{self, Binding, Sinks};
+use gslb::daemon::reconcile::{HealthVotes, Sinks, Steering};
 use gslb::ops::status::{ApplyState, ApplyStatus};
 use gslb_cloudflare::fake::{Fake, ids};
 use gslb_cloudflare::{
@@ -23,10 +24,8 @@ use gslb_cloudflare::{
     LoadBalancerRef,
 };
 use gslb_core::engine::{Decision, PoolVerdict, Rule};
-use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId, Verdict};
-use support::reconcile::next_applied;
-use tokio::sync::watch;
+use gslb_core::planner::{ProviderPools, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
 use tokio::time::Instant;
 
 fn provider(fake: &Fake) -> CloudflareProvider {
@@ -47,14 +46,16 @@ fn provider(fake: &Fake) -> CloudflareProvider {
     CloudflareProvider::new(settings, binding).expect("provider")
 }
 
-fn binding() -> Binding {
-    Binding {
-        service: ServiceId("web".into()),
-        priority: vec![ids::NCP.into(), ids::GCP.into()],
-        refs: BTreeMap::from([
-            (PoolId("ncp".into()), ids::NCP.into()),
-            (PoolId("gcp".into()), ids::GCP.into()),
-        ]),
+fn binding() -> Steering {
+    Steering {
+        pools: ProviderPools {
+            service: ServiceId("web".into()),
+            priority: vec![ids::NCP.into(), ids::GCP.into()],
+            refs: BTreeMap::from([
+                (PoolId("ncp".into()), ids::NCP.into()),
+                (PoolId("gcp".into()), ids::GCP.into()),
+            ]),
+        },
         resync: Duration::from_secs(60),
         shadow: false,
         health_votes: None,
@@ -94,31 +95,28 @@ fn status(s: &Sinks) -> ApplyStatus {
     s.board.snapshot()[&ServiceId("web".into())].apply.clone()
 }
 
+/// The fake and a reconciler steering it (see [`support::reconcile::start`]).
 struct Harness {
     fake: Fake,
     sinks: Sinks,
-    events: tokio::sync::broadcast::Receiver<Event>,
-    _decisions: watch::Sender<Option<Decision>>,
+    reconciler: support::reconcile::Harness<CloudflareProvider>,
 }
 
 /// Starts the fake (after `setup`) and a reconciler steering it towards `d`.
 async fn start(d: Decision, setup: impl FnOnce(&Fake)) -> Harness {
     let fake = Fake::start().await;
     setup(&fake);
-    let sinks = sinks();
-    let events = sinks.events.subscribe();
-    let (tx, rx) = watch::channel(Some(d));
-    tokio::spawn(reconcile::run(
-        Arc::new(provider(&fake)),
-        binding(),
-        rx,
-        sinks.clone(),
-    ));
+    let provider = provider(&fake);
+    start_on(fake, provider, binding(), d)
+}
+
+/// A reconciler of `steering` steering `provider` (on `fake`) towards `d`.
+fn start_on(fake: Fake, provider: CloudflareProvider, steering: Steering, d: Decision) -> Harness {
+    let reconciler = support::reconcile::start(Arc::new(provider), steering, sinks(), &d);
     Harness {
         fake,
-        sinks,
-        events,
-        _decisions: tx,
+        sinks: reconciler.sinks.clone(),
+        reconciler,
     }
 }
 
@@ -156,7 +154,7 @@ async fn a_three_minute_429_storm_is_survived_and_the_decision_applied_after_it(
         vec![ids::NCP.to_owned(), ids::GCP.to_owned()]
     );
 
-    next_applied(&mut h.events).await;
+    h.reconciler.next_applied().await;
     assert!(
         started.elapsed() >= Duration::from_secs(180),
         "applied only after the storm"
@@ -180,7 +178,7 @@ async fn a_three_minute_429_storm_is_survived_and_the_decision_applied_after_it(
         .with_label_values(&["cloudflare", "observe", "rate_limited"])
         .get();
     assert!(rate_limited >= 1);
-    tokio::time::sleep(Duration::from_secs(1)).await; // the read-back pass
+    h.reconciler.read_back().await;
     assert_eq!(status(&h.sinks).state, ApplyState::Applied);
     assert_eq!(h.fake.writes(), 1);
     assert!(h.fake.violations().is_empty(), "{:?}", h.fake.violations());
@@ -191,7 +189,7 @@ async fn a_concurrent_reverter_is_detected_bounded_and_reported() {
     let h = start(failover(), |f| f.reverter(true)).await;
     // A minute: the first write, then WRITE_FIGHT_LIMIT re-applies, then gslb stops.
     tokio::time::sleep(Duration::from_secs(60)).await;
-    let limit = gslb::daemon::guards::WRITE_FIGHT_LIMIT as u32;
+    let limit = WRITE_FIGHT_LIMIT as u32;
     assert_eq!(h.fake.reverts(), 1 + limit);
     let s = status(&h.sinks);
     assert_eq!(s.drift, u64::from(limit));
@@ -224,7 +222,7 @@ async fn a_concurrent_reverter_is_detected_bounded_and_reported() {
 
     // The other writer stops; once the window has passed gslb applies its decision.
     h.fake.reverter(false);
-    tokio::time::sleep(gslb::daemon::guards::WRITE_FIGHT_WINDOW).await;
+    tokio::time::sleep(WRITE_FIGHT_WINDOW).await;
     assert_eq!(h.fake.default_pools(), failed_over());
     let s = status(&h.sinks);
     assert_eq!(s.state, ApplyState::Applied, "{s:?}");
@@ -291,23 +289,17 @@ async fn pool_health_is_reported_as_a_vote_when_the_policy_asks() {
     let fake = Fake::start().await;
     let votes = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = votes.clone();
-    let binding = Binding {
-        health_votes: Some(gslb::daemon::reconcile::HealthVotes(Arc::new(
-            move |pool, healthy| {
-                sink.lock().expect("lock").push((pool.clone(), healthy));
-            },
-        ))),
+    let binding = Steering {
+        health_votes: Some(HealthVotes(Arc::new(move |pool, healthy| {
+            sink.lock().expect("lock").push((pool.clone(), healthy));
+        }))),
         ..binding()
     };
-    let sinks = sinks();
-    let (_tx, rx) = watch::channel(Some(decision("ncp", Verdict::Healthy, Verdict::Healthy)));
-    tokio::spawn(reconcile::run(
-        Arc::new(provider(&fake)),
-        binding,
-        rx,
-        sinks,
-    ));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let provider = provider(&fake);
+    let d = decision("ncp", Verdict::Healthy, Verdict::Healthy);
+    let mut h = start_on(fake, provider, binding, d);
+    // The first pass reads the provider (and votes), then finds it in sync.
+    h.reconciler.read_back().await;
     let seen = votes.lock().expect("lock").clone();
     assert!(
         seen.contains(&(PoolId("ncp".into()), true))
@@ -347,8 +339,8 @@ async fn a_drained_fallback_pool_does_not_block_a_failover() {
     };
     let provider = CloudflareProvider::new(settings, cf).expect("provider");
     let mut b = binding();
-    b.priority.push(AWS.into());
-    b.refs.insert(PoolId("aws".into()), AWS.into());
+    b.pools.priority.push(AWS.into());
+    b.pools.refs.insert(PoolId("aws".into()), AWS.into());
     let mut d = failover();
     d.drained.insert(PoolId("aws".into()));
     d.pools.insert(
@@ -358,17 +350,19 @@ async fn a_drained_fallback_pool_does_not_block_a_failover() {
             ..PoolVerdict::unknown(Millis(0))
         },
     );
-    let sinks = sinks();
-    let (_tx, rx) = watch::channel(Some(d));
-    tokio::spawn(reconcile::run(Arc::new(provider), b, rx, sinks.clone()));
+    let mut h = start_on(fake, provider, b, d);
+    h.reconciler.next_applied().await;
+    h.reconciler.read_back().await;
+    // Two resyncs pass: the ignored drain is not counted again.
     tokio::time::sleep(Duration::from_secs(120)).await;
+    let (fake, sinks) = (&h.fake, &h.sinks);
 
     assert_eq!(
         fake.default_pools(),
         vec![ids::GCP.to_owned(), ids::NCP.to_owned(), AWS.to_owned()]
     );
     assert_eq!(fake.pool(AWS)["enabled"], true);
-    let s = status(&sinks);
+    let s = status(sinks);
     assert_eq!(s.state, ApplyState::Applied, "{s:?}");
     assert_eq!(s.refused, None);
     assert!(

@@ -4,7 +4,8 @@
 //! The provider here is the in-memory provider wrapped with a fault script: these tests are
 //! about the reconciler's error policy, not about a provider's wire protocol. Every
 //! `tokio::time::sleep` below runs in paused time: it advances the simulated clock instantly
-//! (auto-advance when idle) and stands for "this much time passes", never for a condition.
+//! (auto-advance when idle) and stands for "this much time passes", never for a condition: a
+//! pass that must have happened is awaited as its event (`Applied`, `InSync`, `ShadowPlan`).
 
 mod support;
 
@@ -12,14 +13,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gslb::daemon::reconcile::{self, Binding, Sinks};
+use gslb::daemon::reconcile::{Sinks, Steering};
 use gslb::ops::status::ApplyState;
 use gslb_core::engine::{Decision, Rule};
 use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::planner::ProviderPools;
 use gslb_provider::{FailoverStyle, MemoryProvider, ObservedState, Plan, Provider, ProviderError};
-use support::reconcile::next_applied;
-use tokio::sync::watch;
 
 /// The in-memory provider with scripted failures for `apply`, and a call counter.
 struct Faulty {
@@ -75,16 +75,22 @@ impl Provider for Faulty {
     }
 }
 
-fn binding() -> Binding {
-    Binding {
-        shadow: false,
-        health_votes: None,
+fn pools() -> ProviderPools {
+    ProviderPools {
         service: ServiceId("api".into()),
         priority: vec!["seoul".into(), "tokyo".into()],
         refs: BTreeMap::from([
             (PoolId("seoul".into()), "seoul".into()),
             (PoolId("tokyo".into()), "tokyo".into()),
         ]),
+    }
+}
+
+fn binding() -> Steering {
+    Steering {
+        pools: pools(),
+        shadow: false,
+        health_votes: None,
         resync: Duration::from_secs(60),
     }
 }
@@ -111,38 +117,16 @@ fn state(s: &Sinks) -> gslb::ops::status::ApplyStatus {
     s.board.snapshot()[&ServiceId("api".into())].apply.clone()
 }
 
-/// A reconciler running against `provider` with `decision` as the latest decision.
-struct Harness {
-    provider: Arc<Faulty>,
-    sinks: Sinks,
-    events: tokio::sync::broadcast::Receiver<Event>,
-    decisions: watch::Sender<Option<Decision>>,
-    task: tokio::task::JoinHandle<()>,
-}
+/// A reconciler running against `provider` (see [`support::reconcile::start`]).
+type Harness = support::reconcile::Harness<Faulty>;
 
-/// Spawns the reconciler, hands it `decision` as the engine loop does, and records the
-/// unapplied age every second as the engine loop's tick does; the reconciler first runs when
-/// the test next yields.
+/// Starts a reconciler with `decision` as the latest decision.
 fn start(provider: Faulty, decision: Decision) -> Harness {
     start_with(provider, decision, binding())
 }
 
-fn start_with(provider: Faulty, decision: Decision, binding: Binding) -> Harness {
-    let provider = Arc::new(provider);
-    let sinks = sinks();
-    let events = sinks.events.subscribe();
-    let (decisions, rx) = watch::channel(None);
-    let shadow = binding.shadow;
-    let task = tokio::spawn(reconcile::run(provider.clone(), binding, rx, sinks.clone()));
-    reconcile::send(&decisions, &decision, shadow, &sinks);
-    support::reconcile::tick_unapplied_age(&sinks, "api");
-    Harness {
-        provider,
-        sinks,
-        events,
-        decisions,
-        task,
-    }
+fn start_with(provider: Faulty, decision: Decision, binding: Steering) -> Harness {
+    support::reconcile::start(Arc::new(provider), binding, sinks(), &decision)
 }
 
 #[tokio::test(start_paused = true)]
@@ -151,16 +135,11 @@ async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
         retry_after: Some(Duration::from_secs(30)),
     };
     let started = tokio::time::Instant::now();
-    let Harness {
-        provider,
-        sinks,
-        events: mut rx,
-        decisions: tx,
-        task,
-    } = start(
+    let mut h = start(
         Faulty::new(vec![limited.clone(), limited.clone(), limited], None),
         decision("tokyo", Rule::Failover),
     );
+    let (provider, sinks) = (h.provider.clone(), h.sinks.clone());
 
     // While it is rate limited, the decision shows as decided but not applied.
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -175,7 +154,7 @@ async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
         "{pending:?}"
     );
 
-    next_applied(&mut rx).await;
+    h.next_applied().await;
     assert!(
         started.elapsed() >= Duration::from_secs(90),
         "three Retry-After of 30 s were honoured"
@@ -185,15 +164,16 @@ async fn rate_limited_writes_wait_for_retry_after_and_then_apply() {
         provider
             .inner
             .snapshot()
-            .active(&binding().priority)
+            .active(&pools().priority)
             .map(String::as_str),
         Some("tokyo")
     );
-    tokio::time::sleep(Duration::from_secs(1)).await; // one read-back pass in paused time
+    h.read_back().await;
     assert_eq!(state(&sinks).state, ApplyState::Applied);
     assert_eq!(provider.inner.writes().len(), 1);
-    drop(tx);
-    task.await
+    drop(h.decisions);
+    h.task
+        .await
         .expect("reconciler ends when the decision channel closes");
 }
 
@@ -203,7 +183,7 @@ async fn a_conflict_is_re_observed_and_re_planned_not_retried_blindly() {
         Faulty::new(vec![ProviderError::Conflict("version moved".into())], None),
         decision("tokyo", Rule::Failover),
     );
-    next_applied(&mut h.events).await;
+    h.next_applied().await;
     let (provider, sinks) = (h.provider, h.sinks);
     assert_eq!(provider.applies(), 2);
     let conflicts = sinks
@@ -236,8 +216,7 @@ async fn auth_failures_are_not_retried_in_a_hot_loop() {
 async fn holds_write_nothing_and_the_latest_decision_wins() {
     let h = start(Faulty::new(vec![], None), decision("tokyo", Rule::Failover));
     // Replaced before the reconciler ever runs: the stale failover must never be applied.
-    h.decisions
-        .send_replace(Some(decision("tokyo", Rule::FailStatic)));
+    h.decide(&decision("tokyo", Rule::FailStatic));
     let (provider, sinks) = (&h.provider, &h.sinks);
     tokio::time::sleep(Duration::from_secs(300)).await;
     assert_eq!(provider.applies(), 0);
@@ -247,7 +226,7 @@ async fn holds_write_nothing_and_the_latest_decision_wins() {
 
 #[tokio::test(start_paused = true)]
 async fn shadow_mode_records_the_plan_and_writes_nothing() {
-    let binding = Binding {
+    let binding = Steering {
         shadow: true,
         ..binding()
     };
@@ -282,7 +261,7 @@ async fn drained_pools_are_disabled_but_never_the_active_one() {
     let mut d = decision("seoul", Rule::Drain);
     d.drained = [PoolId("tokyo".into())].into();
     let mut h = start(Faulty::new(vec![], None), d);
-    next_applied(&mut h.events).await;
+    h.next_applied().await;
     let observed = h.provider.inner.snapshot();
     assert!(!observed.pools["tokyo"].enabled);
     assert!(observed.pools["seoul"].enabled);
@@ -319,8 +298,9 @@ async fn unapplied_age_rises_while_the_provider_fails_and_is_zero_once_applied()
             "age {seen} s at {at} s while the provider refuses"
         );
     }
-    next_applied(&mut h.events).await;
-    tokio::time::sleep(Duration::from_secs(1)).await; // the read-back pass, in paused time
+    h.next_applied().await;
+    h.read_back().await;
+    h.tick();
     assert_eq!(state(&h.sinks).state, ApplyState::Applied);
     assert_eq!(age.get(), 0.0, "applied: nothing waits");
     // Four tries and the read-back, each timed.
@@ -331,27 +311,12 @@ async fn unapplied_age_rises_while_the_provider_fails_and_is_zero_once_applied()
     );
 }
 
-/// The next `InSync` event, if one comes within `within` (paused time).
-async fn next_in_sync(
-    rx: &mut tokio::sync::broadcast::Receiver<Event>,
-    within: Duration,
-) -> Option<(Millis, PoolId)> {
-    tokio::time::timeout(within, async {
-        loop {
-            if let Ok(Event::InSync { at, active, .. }) = rx.recv().await {
-                return (at, active);
-            }
-        }
-    })
-    .await
-    .ok()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
     // Serving seoul and in sync with it.
     let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
-    let (_, pool) = next_in_sync(&mut h.events, Duration::from_secs(5))
+    let (_, pool) = h
+        .next_in_sync(Duration::from_secs(5))
         .await
         .expect("the first read is in sync");
     assert_eq!(pool, PoolId("seoul".into()));
@@ -362,8 +327,8 @@ async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
     back.at = Millis(2_000);
     back.previous = Some(PoolId("tokyo".into()));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    reconcile::send(&h.decisions, &back, false, &h.sinks);
-    let seen = next_in_sync(&mut h.events, Duration::from_secs(5)).await;
+    h.decide(&back);
+    let seen = h.next_in_sync(Duration::from_secs(5)).await;
     assert!(
         matches!(&seen, Some((at, p)) if at.0 >= 2_000 && p.0 == "seoul"),
         "no write needed, yet the new decision is in sync: {seen:?}"
@@ -375,7 +340,7 @@ async fn a_switch_the_provider_already_matches_is_announced_in_sync() {
 async fn unapplied_age_counts_from_when_the_provider_stopped_matching_not_from_an_old_decision() {
     // Decided at 0 s and applied at once (nothing to write).
     let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
-    next_in_sync(&mut h.events, Duration::from_secs(5))
+    h.next_in_sync(Duration::from_secs(5))
         .await
         .expect("in sync");
     let age = h
@@ -410,7 +375,7 @@ async fn unapplied_age_counts_from_when_the_provider_stopped_matching_not_from_a
 async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
     // Serving seoul and in sync with it.
     let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
-    next_in_sync(&mut h.events, Duration::from_secs(5))
+    h.next_in_sync(Duration::from_secs(5))
         .await
         .expect("in sync");
     let labels = ["api"];
@@ -428,7 +393,7 @@ async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
     tokio::time::sleep_until(started + Duration::from_secs(65)).await;
     let mut failover = decision("tokyo", Rule::Failover);
     failover.at = Millis(65_000);
-    reconcile::send(&h.decisions, &failover, false, &h.sinks);
+    h.decide(&failover);
     // Decided but not applied from that moment, the age rising, through the end of the old
     // read (100 s, which still finds seoul serving) and the new read that hangs until 140 s.
     for at in [66, 90, 120, 135] {
@@ -445,8 +410,9 @@ async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
         );
     }
     *h.provider.observe_delay.lock().expect("lock") = Duration::ZERO;
-    next_applied(&mut h.events).await;
-    tokio::time::sleep(Duration::from_secs(2)).await; // the read-back pass and a tick
+    h.next_applied().await;
+    h.read_back().await;
+    h.tick();
     let status = state(&h.sinks);
     assert_eq!(status.state, ApplyState::Applied);
     assert_eq!(status.observed_active, Some(PoolId("tokyo".into())));

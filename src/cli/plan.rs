@@ -8,25 +8,24 @@
 //! first round and the drills of the state file that are still active now. So the plan is what
 //! a controller (re)started now would decide once the current results persisted: it has no
 //! earlier switch (no minimum dwell or spacing hold) and a full velocity budget. Canary targets
-//! are not probed. The desired state and the plan come from the reconciler's own pure
-//! functions ([`crate::daemon::reconcile::desired`], [`gslb_provider::diff`]).
+//! are not probed. What would be written comes from the reconciler's own pure write planner
+//! ([`gslb_core::planner::plan`]), with a fresh write-fight state.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError, diff};
+use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError};
 
 use crate::config::Settings;
 use crate::daemon::controller;
-use crate::daemon::guards::fallback_refusal;
-use crate::daemon::reconcile::{Binding, desired};
 use crate::daemon::run::{Bind, RunError};
 use crate::io::clock::Clock;
 use crate::io::probe::{ProbeTarget, Prober};
 use crate::io::state_file::StateFile;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
-use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId, Verdict};
+use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId};
+use gslb_core::planner::{self, FightGuard, ProviderPools, Request};
 use gslb_core::policy::{Mode, Policy, Target};
 
 /// One service's provider read and probe results.
@@ -117,48 +116,81 @@ pub fn evaluate(
             .filter(|r| *r > 0)
             .unwrap_or(p.thresholds.rise.max(p.thresholds.fall))
     };
-    let span = |p: &Policy| p.probe.interval.saturating_mul(rounds_of(p));
     let longest = gathered
         .iter()
-        .map(|g| span(&g.policy))
+        .map(|g| g.policy.probe.interval.saturating_mul(rounds_of(&g.policy)))
         .max()
         .unwrap_or_default();
     let start = Millis(
         now.0
             .saturating_sub(u64::try_from(longest.as_millis()).unwrap_or(0)),
     );
-    let mut engine = Engine::new(gathered.iter().map(|g| g.policy.clone()), settings);
-    let bindings: BTreeMap<_, Binding> = gathered
+    let pools: BTreeMap<_, ProviderPools> = gathered
         .iter()
-        .map(|g| {
-            let b = controller::binding(&g.policy, std::time::Duration::ZERO);
-            (g.policy.service.clone(), b)
-        })
+        .map(|g| (g.policy.service.clone(), ProviderPools::of(&g.policy)))
         .collect();
-    let mut decisions: BTreeMap<_, Decision> = BTreeMap::new();
-    let mut feed = |engine: &mut Engine, at: Millis, input: Input| {
-        for (d, _) in engine.step(at, &input).decisions {
-            let keep = decisions
+    let mut run = Run {
+        engine: Engine::new(gathered.iter().map(|g| g.policy.clone()), settings),
+        decisions: BTreeMap::new(),
+    };
+    let active: Vec<Override> = drills.into_iter().filter(|o| o.expires > now).collect();
+    run.feed(start, Input::LoadOverrides { overrides: active });
+    for g in &gathered {
+        let pool = pools[&g.policy.service].serving(&g.observed);
+        let service = g.policy.service.clone();
+        run.feed(start, Input::Adopt { service, pool });
+    }
+    for (at, input) in rounds_of_probes(&gathered, vantage, now, rounds_of) {
+        run.feed(at, input);
+    }
+    run.feed(now, Input::Tick);
+    gathered
+        .into_iter()
+        .map(|g| {
+            let pools = &pools[&g.policy.service];
+            let decision = run.decisions.remove(&g.policy.service);
+            let outcome = outcome(&g, decision.as_ref(), now);
+            ServicePlan {
+                serving: pools.serving(&g.observed),
+                gathered: g,
+                decision,
+                outcome,
+            }
+        })
+        .collect()
+}
+
+/// The engine fed in simulated time, and the decision kept per service: the switch if one
+/// happened, else the last one.
+struct Run {
+    engine: Engine,
+    decisions: BTreeMap<gslb_core::model::ServiceId, Decision>,
+}
+
+impl Run {
+    fn feed(&mut self, at: Millis, input: Input) {
+        for (d, _) in self.engine.step(at, &input).decisions {
+            let keep = self
+                .decisions
                 .get(&d.service)
                 .is_none_or(|kept| d.switched() || !kept.switched());
             if keep {
-                decisions.insert(d.service.clone(), d);
+                self.decisions.insert(d.service.clone(), d);
             }
         }
-    };
-    let active: Vec<Override> = drills.into_iter().filter(|o| o.expires > now).collect();
-    feed(
-        &mut engine,
-        start,
-        Input::LoadOverrides { overrides: active },
-    );
-    for g in &gathered {
-        let pool = bindings[&g.policy.service].serving(&g.observed);
-        let service = g.policy.service.clone();
-        feed(&mut engine, start, Input::Adopt { service, pool });
     }
+}
+
+/// Every service's probe results as if each had held for its rounds, spaced by the policy's
+/// interval and ending at `now`, in time order.
+fn rounds_of_probes(
+    gathered: &[Gathered],
+    vantage: &VantageId,
+    now: Millis,
+    rounds_of: impl Fn(&Policy) -> u32,
+) -> Vec<(Millis, Input)> {
     let mut steps: Vec<(Millis, Input)> = Vec::new();
-    for g in &gathered {
+    for g in gathered {
         let n = rounds_of(&g.policy);
         let interval = u64::try_from(g.policy.probe.interval.as_millis()).unwrap_or(u64::MAX);
         for k in 0..n {
@@ -185,48 +217,30 @@ pub fn evaluate(
         }
     }
     steps.sort_by_key(|(at, _)| *at);
-    for (at, input) in steps {
-        feed(&mut engine, at, input);
-    }
-    feed(&mut engine, now, Input::Tick);
-    gathered
-        .into_iter()
-        .map(|g| {
-            let binding = &bindings[&g.policy.service];
-            let decision = decisions.remove(&g.policy.service);
-            let outcome = outcome(binding, &g, decision.as_ref());
-            ServicePlan {
-                serving: binding.serving(&g.observed),
-                gathered: g,
-                decision,
-                outcome,
-            }
-        })
-        .collect()
+    steps
 }
 
-fn outcome(binding: &Binding, g: &Gathered, decision: Option<&Decision>) -> Outcome {
-    let (state, _) = match desired(binding, g.style, decision, &g.observed) {
-        Ok(Some(d)) => d,
-        Ok(None) => return Outcome::NoChange,
-        Err(e) => return Outcome::Error(e.to_string()),
+/// What `gslb run`'s reconciler would do with `decision` against the gathered provider state
+/// at `now`: its own planner ([`planner::plan`]) with a fresh write-fight state (no earlier
+/// write). Shadow mode plans as usual (and [`render`] says nothing would be written).
+pub fn outcome(g: &Gathered, decision: Option<&Decision>, now: Millis) -> Outcome {
+    let request = Request {
+        pools: &ProviderPools::of(&g.policy),
+        style: g.style,
+        shadow: g.policy.mode == Mode::Shadow,
+        decision,
+        observed: &g.observed,
     };
-    let plan = match diff(&state, &g.observed) {
-        Ok(p) if p.is_empty() => return Outcome::NoChange,
-        Ok(p) => p,
-        Err(e) => return Outcome::Error(e.to_string()),
-    };
-    let verdicts = decision
-        .map(|d| {
-            d.pools
-                .iter()
-                .filter_map(|(p, v)| binding.refs.get(p).map(|r| (r.clone(), v.verdict)))
-                .collect::<BTreeMap<_, Verdict>>()
-        })
-        .unwrap_or_default();
-    match fallback_refusal(&state, &g.observed, &verdicts) {
-        Some(r) => Outcome::Refused(r.reason),
-        None => Outcome::Changes(plan),
+    match planner::plan(&request, &mut FightGuard::default(), now).map(|p| p.outcome) {
+        Ok(planner::Outcome::NotPushed | planner::Outcome::InSync) => Outcome::NoChange,
+        Ok(planner::Outcome::Write { plan, .. } | planner::Outcome::Shadow(plan)) => {
+            Outcome::Changes(plan)
+        }
+        Ok(planner::Outcome::Refused(r)) => Outcome::Refused(r.reason),
+        Ok(planner::Outcome::Stopped { .. }) => {
+            Outcome::Refused("another writer keeps reverting gslb's change".into())
+        }
+        Err(e) => Outcome::Error(e.to_string()),
     }
 }
 

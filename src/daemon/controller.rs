@@ -15,39 +15,23 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::daemon::control::{Command, CommandSender};
 use crate::daemon::engine_loop::{self, MESSAGE_BUFFER, Message, MessageSender};
-use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, Binding, HealthVotes, Sinks};
+use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Sinks, Steering};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeTarget, Prober};
 use gslb_core::engine::{Decision, Engine, EngineSettings, Override};
-use gslb_core::model::{PoolId, ServiceId, VantageId};
-use gslb_core::policy::{Policy, Target};
+use gslb_core::model::{ServiceId, VantageId};
+use gslb_core::planner::ProviderPools;
+use gslb_core::policy::Policy;
 
 /// Longest time between two evaluations of a service without new input: 1 s, so expiries,
 /// staleness and holds are noticed promptly even with long probe intervals.
 pub const MAX_TICK: Duration = Duration::from_secs(1);
 
-/// The provider binding a policy's target describes: provider pool refs in priority order.
-pub fn binding(policy: &Policy, resync: Duration) -> Binding {
-    let refs: BTreeMap<PoolId, String> = match &policy.target {
-        Target::Route53(r) => r
-            .pools
-            .iter()
-            .map(|p| (p.pool.clone(), p.set_identifier.clone()))
-            .collect(),
-        Target::Cloudflare(c) => c
-            .pools
-            .iter()
-            .map(|p| (p.pool.clone(), p.pool_id.clone()))
-            .collect(),
-    };
-    Binding {
-        service: policy.service.clone(),
-        priority: policy
-            .pools
-            .iter()
-            .filter_map(|p| refs.get(&p.id).cloned())
-            .collect(),
-        refs,
+/// What a reconciler of `policy` steers: its target's pools in priority order, its mode, and
+/// `resync` as the resync period (no health votes; [`Controller::attach`] adds them).
+pub fn binding(policy: &Policy, resync: Duration) -> Steering {
+    Steering {
+        pools: ProviderPools::of(policy),
         resync,
         shadow: policy.mode == gslb_core::policy::Mode::Shadow,
         health_votes: None,
@@ -258,7 +242,7 @@ impl Controller {
         tasks: &mut JoinSet<()>,
         policy: &Policy,
         provider: Arc<P>,
-        binding: Binding,
+        binding: Steering,
         prober: &Arc<Prober>,
         vantage: &VantageId,
     ) -> Result<(), ProbeError> {
@@ -348,7 +332,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
 /// Failed reads are recorded like the reconciler's, so the status shows why no decision is
 /// made yet.
-async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: MessageSender, sinks: Sinks) {
+async fn adopt<P: Provider>(provider: Arc<P>, binding: Steering, tx: MessageSender, sinks: Sinks) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
         sinks
@@ -360,14 +344,14 @@ async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: MessageSende
             Ok(observed) => {
                 let _ = tx
                     .send(Message::Adopted {
-                        service: binding.service.clone(),
-                        pool: binding.serving(&observed),
+                        service: binding.pools.service.clone(),
+                        pool: binding.pools.serving(&observed),
                     })
                     .await;
                 return;
             }
             Err(e) => {
-                sinks.provider_failed(&binding.service, provider.name(), "observe", &e);
+                sinks.provider_failed(&binding.pools.service, provider.name(), "observe", &e);
                 let delay = if e.is_retryable() {
                     backoff.next_delay(rand::random::<f64>(), None)
                 } else {

@@ -6,7 +6,6 @@ pub mod builder;
 pub mod control;
 pub mod controller;
 pub mod engine_loop;
-pub mod guards;
 pub mod reconcile;
 pub mod reload;
 pub mod run;

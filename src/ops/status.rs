@@ -2,6 +2,12 @@
 //! last decision and whether the provider has applied it.
 //!
 //! Written by the service loops and reconcilers, read by the admin API. Plain data, no I/O.
+//!
+//! One writer per fact: the engine loop writes a service's pools, decision and what it handed
+//! to the reconciler and when ([`Decided`], via [`StatusBoard::record_decided`]); the
+//! reconciler writes what it saw and did ([`ApplyStatus`], via [`StatusBoard::update_apply`]).
+//! Whether the latest decision is `pending`, and since when, is derived when read
+//! ([`StatusBoard::snapshot`], [`StatusBoard::pending_since`]) from those two.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::RwLock;
@@ -35,7 +41,8 @@ pub enum ApplyState {
     Shadow,
 }
 
-/// What the reconciler last saw and did.
+/// What the reconciler last saw and did. As read ([`StatusBoard::snapshot`]), it also shows a
+/// decision the reconciler has not reported on yet as `pending` (see [`ApplyStatus::take_up`]).
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct ApplyStatus {
     /// See [`ApplyState`].
@@ -44,10 +51,10 @@ pub struct ApplyStatus {
     pub provider: String,
     /// The pool the provider serves, from the last successful observe.
     pub observed_active: Option<PoolId>,
-    /// Since when the decision has waited while `pending`: its time when it was made
-    /// (the engine loop marks it, see `reconcile::send`), or when the provider was found not
-    /// matching it (a drift, failed reads, a refused plan). `gslb_decision_unapplied_age_seconds`
-    /// counts from it.
+    /// Since when the decision has waited while `pending`: its time when it was made (a new
+    /// decision the provider does not serve yet, see [`ApplyStatus::take_up`]), or when the
+    /// provider was found not matching it (a drift, failed reads, a refused plan).
+    /// `gslb_decision_unapplied_age_seconds` counts from it.
     pub pending_since: Option<Millis>,
     /// The last provider error, cleared on success.
     pub last_error: Option<String>,
@@ -68,6 +75,62 @@ pub struct ApplyStatus {
     /// Set while the decision drains the provider's fallback pool, which gslb never disables:
     /// the drain is ignored (the rest of the decision is applied) and this says so.
     pub ignored_drain: Option<String>,
+    /// The time of the decision this status reports on; `None` before the first. Not shown.
+    #[serde(skip)]
+    pub decision_at: Option<Millis>,
+}
+
+impl ApplyStatus {
+    /// Makes this status report on `decided` when it reports on an older decision: a decision
+    /// to be applied that the provider does not already serve (per this status: `applied` or
+    /// `not_pushed` with `observed_active` its pool) is `pending` since the decision's time.
+    /// Returns whether it was marked so. Used when the status is read (the engine loop has
+    /// decided, the reconciler has not reported yet) and by the reconciler before it reports,
+    /// so both agree.
+    pub fn take_up(&mut self, decided: &Decided) -> bool {
+        let marks = self.marks(decided);
+        self.decision_at = Some(decided.at);
+        if marks {
+            self.state = ApplyState::Pending;
+            // Unapplied since the decision, not since an older one started waiting.
+            self.pending_since = Some(decided.at);
+        }
+        marks
+    }
+
+    /// Whether [`ApplyStatus::take_up`] marks `decided` pending.
+    fn marks(&self, decided: &Decided) -> bool {
+        let Some(wanted) = &decided.awaits else {
+            return false;
+        };
+        let served = matches!(self.state, ApplyState::Applied | ApplyState::NotPushed)
+            && self.observed_active.as_ref() == Some(wanted);
+        self.decision_at != Some(decided.at) && !served
+    }
+}
+
+/// A decision the engine loop handed to the reconciler: when, and what it awaits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// The decision's time.
+    pub at: Millis,
+    /// The pool the provider is to serve, when the decision is to be applied; `None` for a
+    /// decision that pushes nothing (a hold, or no serving pool) and in shadow mode (nothing
+    /// is ever applied).
+    pub awaits: Option<PoolId>,
+}
+
+impl Decided {
+    /// `decision` as handed to a reconciler in `shadow` mode or not.
+    pub fn of(decision: &Decision, shadow: bool) -> Self {
+        Self {
+            at: decision.at,
+            awaits: decision
+                .active
+                .clone()
+                .filter(|_| decision.rule.pushes() && !shadow),
+        }
+    }
 }
 
 /// One endpoint as one vantage point sees it.
@@ -138,6 +201,9 @@ pub struct ServiceStatus {
     pub last_decision: Option<Decision>,
     /// Whether the provider has applied it.
     pub apply: ApplyStatus,
+    /// The latest decision handed to the reconciler; the engine loop's fact. Not shown.
+    #[serde(skip)]
+    pub decided: Option<Decided>,
 }
 
 /// Every service's status.
@@ -153,6 +219,10 @@ impl StatusBoard {
         let mut services = read(&self.services).clone();
         let recent = read(&self.recent);
         for s in services.values_mut() {
+            // As read: the reconciler's status, taking up the latest decision handed to it.
+            if let Some(d) = &s.decided {
+                s.apply.take_up(d);
+            }
             for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
                 if let Some(r) =
                     recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone()))
@@ -236,13 +306,21 @@ impl StatusBoard {
                 .collect(),
             last_decision: decision.cloned(),
             apply: ApplyStatus::default(),
+            decided: None,
         };
         let mut guard = write(&self.services);
-        let apply = guard
+        let (apply, decided) = guard
             .remove(&policy.service)
-            .map(|s| s.apply)
+            .map(|s| (s.apply, s.decided))
             .unwrap_or_default();
-        guard.insert(policy.service.clone(), ServiceStatus { apply, ..status });
+        guard.insert(
+            policy.service.clone(),
+            ServiceStatus {
+                apply,
+                decided,
+                ..status
+            },
+        );
     }
 
     /// A service's `mode` as of its last status update; `None` before its first one.
@@ -251,13 +329,30 @@ impl StatusBoard {
     }
 
     /// Since when a service's latest decision has waited for the provider: `pending_since`
-    /// while its apply state is `pending`, else `None` (also for an unknown service).
+    /// while its apply state is `pending` (both as read, see [`StatusBoard::snapshot`]), else
+    /// `None` (also for an unknown service).
     pub fn pending_since(&self, service: &ServiceId) -> Option<Millis> {
         read(&self.services).get(service).and_then(|s| {
-            s.apply
-                .pending_since
-                .filter(|_| s.apply.state == ApplyState::Pending)
+            let apply = &s.apply;
+            match &s.decided {
+                Some(d) if apply.marks(d) => Some(d.at),
+                _ => apply
+                    .pending_since
+                    .filter(|_| apply.state == ApplyState::Pending),
+            }
         })
+    }
+
+    /// Records that the engine loop handed `decided` to the service's reconciler (the engine
+    /// loop's only apply-related fact). Returns whether the status now reads `pending` for it.
+    pub fn record_decided(&self, service: &ServiceId, decided: Decided) -> bool {
+        let mut services = write(&self.services);
+        let Some(s) = services.get_mut(service) else {
+            return false;
+        };
+        let pending = s.apply.marks(&decided);
+        s.decided = Some(decided);
+        pending
     }
 
     /// Drops a service and its recent probes (its policy was removed or changed by a reload).
@@ -266,7 +361,7 @@ impl StatusBoard {
         write(&self.recent).retain(|(s, _, _), _| s != service);
     }
 
-    /// Updates a service's apply status.
+    /// Updates a service's apply status: the reconciler's (and the adoption read's) record.
     pub fn update_apply(&self, service: &ServiceId, f: impl FnOnce(&mut ApplyStatus)) {
         if let Some(entry) = write(&self.services).get_mut(service) {
             f(&mut entry.apply);
@@ -280,4 +375,66 @@ fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> (StatusBoard, ServiceId) {
+        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
+        let board = StatusBoard::default();
+        board.update_service(&ServiceEngine::new(policy), std::iter::empty(), Millis(0));
+        (board, ServiceId("api".into()))
+    }
+
+    fn decided(at: u64, awaits: Option<&str>) -> Decided {
+        Decided {
+            at: Millis(at),
+            awaits: awaits.map(PoolId::from),
+        }
+    }
+
+    /// The reconciler reports the provider serving `pool` for `decided`.
+    fn applied(board: &StatusBoard, service: &ServiceId, decided: &Decided, pool: &str) {
+        board.update_apply(service, |a| {
+            a.take_up(decided);
+            a.state = ApplyState::Applied;
+            a.pending_since = None;
+            a.observed_active = Some(PoolId::from(pool));
+        });
+    }
+
+    fn read(board: &StatusBoard, service: &ServiceId) -> ApplyStatus {
+        board.snapshot()[service].apply.clone()
+    }
+
+    #[test]
+    fn a_new_decision_reads_pending_until_the_reconciler_reports_on_it() {
+        let (board, api) = board();
+        applied(&board, &api, &decided(0, Some("seoul")), "seoul");
+        let failover = decided(65_000, Some("tokyo"));
+        assert!(board.record_decided(&api, failover.clone()));
+        let status = read(&board, &api);
+        assert_eq!(status.state, ApplyState::Pending);
+        assert_eq!(status.pending_since, Some(Millis(65_000)));
+        assert_eq!(board.pending_since(&api), Some(Millis(65_000)));
+        // The reconciler's own record is untouched by the engine loop.
+        board.update_apply(&api, |a| assert_eq!(a.state, ApplyState::Applied));
+        applied(&board, &api, &failover, "tokyo");
+        assert_eq!(read(&board, &api).state, ApplyState::Applied);
+        assert_eq!(board.pending_since(&api), None);
+    }
+
+    #[test]
+    fn a_decision_already_served_a_hold_or_shadow_mode_reads_as_the_reconciler_left_it() {
+        let (board, api) = board();
+        applied(&board, &api, &decided(0, Some("seoul")), "seoul");
+        for d in [decided(2_000, Some("seoul")), decided(3_000, None)] {
+            assert!(!board.record_decided(&api, d));
+            assert_eq!(read(&board, &api).state, ApplyState::Applied);
+            assert_eq!(board.pending_since(&api), None);
+        }
+    }
 }

@@ -223,6 +223,8 @@ impl CloudflareProvider {
     }
 
     async fn set_enabled(&self, pool: &str, enabled: bool) -> Result<(), ProviderError> {
+        // Last-line defence: gslb's write planner never plans this (the one rule, in
+        // `gslb_core::planner::fallback`); an adapter must refuse it for any other caller.
         if !enabled && lock(&self.fallback).as_deref() == Some(pool) {
             return Err(ProviderError::Invalid(format!(
                 "refusing to disable pool {pool}: it is the load balancer's fallback pool"

@@ -1,0 +1,422 @@
+//! The reconciler: one per provider binding, one apply in flight.
+//!
+//! Level-based, never edge-based: every pass reads the provider afresh, diffs it against the
+//! latest decision, and writes only a non-empty plan. It never branches on why it woke (a new
+//! decision, a retry, the periodic resync). A newer decision replaces an older one that is
+//! still waiting (tokio `watch`): a stale decision is never applied. After a write it reads
+//! again at once, so success is confirmed by read-back.
+//!
+//! A pass is four steps: observe (a fresh read), plan (the core's pure
+//! [`gslb_core::planner::plan`], which `gslb plan` shares), report (status, metrics, logs,
+//! events) and apply (only for [`Outcome::Write`]). Every refusal rule lives in the planner.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_provider::{Backoff, DesiredState, Plan, Provider, ProviderError};
+use tokio::sync::watch;
+
+use crate::io::clock::Clock;
+use crate::ops::events::EventSender;
+use crate::ops::metrics::Metrics;
+use crate::ops::status::{ApplyState, ApplyStatus, Decided, StatusBoard};
+use gslb_core::engine::Decision;
+use gslb_core::event::Event;
+use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
+
+mod report;
+
+/// First retry delay after a provider failure.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
+/// Longest retry delay (Cloudflare blocks for 5 minutes after a 429 storm; Route 53's token
+/// buckets refill within seconds).
+pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// What a reconciler steers and how: a service's pools at the provider, its mode, its resync
+/// period and where the provider's own pool health goes.
+#[derive(Debug, Clone)]
+pub struct Steering {
+    /// The service's pools as the provider names them, in priority order.
+    pub pools: ProviderPools,
+    /// Period of the resync pass when nothing else wakes the reconciler.
+    pub resync: Duration,
+    /// Shadow mode (`mode = "shadow"`): plan as usual, record what would be written, never
+    /// write.
+    pub shadow: bool,
+    /// Where the provider's own pool health goes after each read, when the policy counts it
+    /// as a vote (`quorum.provider_vote`); `None` otherwise.
+    pub health_votes: Option<HealthVotes>,
+}
+
+/// Called with a gslb pool and the provider's verdict of it (`true` = healthy).
+pub type VoteFn = dyn Fn(&PoolId, bool) + Send + Sync;
+
+/// A sink for the provider's own health verdict of a gslb pool.
+#[derive(Clone)]
+pub struct HealthVotes(pub Arc<VoteFn>);
+
+impl std::fmt::Debug for HealthVotes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HealthVotes")
+    }
+}
+
+/// Shared handles a reconciler reports to.
+#[derive(Debug, Clone)]
+pub struct Sinks {
+    /// Status board.
+    pub board: Arc<StatusBoard>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Events.
+    pub events: EventSender,
+    /// Wall clock for timestamps.
+    pub clock: Clock,
+}
+
+impl Sinks {
+    /// Records a failed provider call of `service` in one place: the error metric by class,
+    /// a warning log, and the status board's `last_error` (starting `pending_since` when a
+    /// decision is waiting).
+    pub fn provider_failed(
+        &self,
+        service: &ServiceId,
+        provider: &str,
+        operation: &str,
+        e: &ProviderError,
+    ) {
+        self.metrics
+            .provider_errors_total
+            .with_label_values(&[provider, operation, e.code()])
+            .inc();
+        tracing::warn!(service = %service, provider, operation, error = %e, "provider call failed");
+        let now = self.clock.now();
+        let message = e.to_string();
+        self.board.update_apply(service, |a| {
+            a.last_error = Some(message);
+            if a.state == ApplyState::Pending {
+                a.pending_since.get_or_insert(now);
+            }
+        });
+    }
+}
+
+enum Pass {
+    /// Provider matches the decision (or nothing to push): wait for a change or the resync.
+    Settled,
+    /// Wrote: read back at once.
+    Wrote,
+    /// Failed in a way that may pass: back off.
+    Retry(ProviderError),
+    /// Failed in a way retrying will not fix, or a rule refused the plan: wait for a change
+    /// or the resync.
+    Fatal,
+    /// Another writer keeps reverting: write nothing for this long (unless the decision
+    /// changes).
+    Stopped(Duration),
+}
+
+/// Runs until the decision sender is dropped.
+///
+/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`.
+/// Every label set of the binding exists from the start ([`Metrics::declare_binding`]). The
+/// status it keeps is what [`record_unapplied_age`] reads.
+pub async fn run<P: Provider>(
+    provider: Arc<P>,
+    steering: Steering,
+    mut decisions: watch::Receiver<Option<Decision>>,
+    sinks: Sinks,
+) {
+    let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
+    let service = steering.pools.service.0.as_str();
+    sinks.board.update_apply(&steering.pools.service, |a| {
+        a.provider = provider.name().to_owned()
+    });
+    sinks.metrics.declare_binding(provider.name(), service);
+    let took = sinks
+        .metrics
+        .reconcile_duration_seconds
+        .with_label_values(&[provider.name(), service]);
+    let mut reconciler = Reconciler {
+        provider: provider.as_ref(),
+        steering: &steering,
+        sinks: &sinks,
+        fight: FightGuard::default(),
+        announced: None,
+    };
+    // Nothing to reconcile before the first decision: the adoption read at start is the only
+    // read until then.
+    while decisions.borrow_and_update().is_none() {
+        if decisions.changed().await.is_err() {
+            return;
+        }
+    }
+    loop {
+        let decision = decisions.borrow_and_update().clone();
+        let started = tokio::time::Instant::now();
+        let passed = reconciler.pass(decision.as_ref(), &decisions).await;
+        took.observe(started.elapsed().as_secs_f64());
+        let wait = match passed {
+            Pass::Settled => {
+                backoff.reset();
+                steering.resync
+            }
+            Pass::Wrote => {
+                backoff.reset();
+                Duration::ZERO
+            }
+            Pass::Retry(e) => {
+                let hint = match e {
+                    ProviderError::RateLimited { retry_after } => retry_after,
+                    _ => None,
+                };
+                backoff.next_delay(rand::random::<f64>(), hint)
+            }
+            Pass::Fatal => steering.resync,
+            Pass::Stopped(d) => d,
+        };
+        tokio::select! {
+            changed = decisions.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records
+/// on the status board that it was decided, and when ([`StatusBoard::record_decided`]). The
+/// engine loop calls this; it writes no apply status. From this moment the status derives
+/// `pending` since the decision's time until the reconciler reports on it, unless the decision
+/// pushes nothing, shadow mode (`shadow`) is on, or the provider already serves its pool (see
+/// [`ApplyStatus::take_up`]). The reconciler may be inside a slow provider call and see the
+/// decision only when that call ends; until then the status must not say `applied` for an
+/// older decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
+pub fn send(
+    tx: &watch::Sender<Option<Decision>>,
+    decision: &Decision,
+    shadow: bool,
+    sinks: &Sinks,
+) {
+    let decided = Decided::of(decision, shadow);
+    if sinks.board.record_decided(&decision.service, decided) {
+        sinks
+            .metrics
+            .decision_applied
+            .with_label_values(&[decision.service.0.as_str()])
+            .set(0.0);
+    }
+    tx.send_replace(Some(decision.clone()));
+}
+
+/// Sets `gslb_decision_unapplied_age_seconds{service}` from the status board: now minus
+/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow
+/// mode). Both are derived when read ([`StatusBoard::pending_since`]) from what the engine
+/// loop decided and what the reconciler saw. The engine loop calls this at every tick, so the
+/// age keeps rising while the reconciler waits inside a provider call or between retries.
+pub fn record_unapplied_age(sinks: &Sinks, service: &ServiceId) {
+    let age = sinks
+        .board
+        .pending_since(service)
+        .map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
+    sinks
+        .metrics
+        .decision_unapplied_age_seconds
+        .with_label_values(&[service.0.as_str()])
+        .set(age);
+}
+
+/// One reconciler's state across passes.
+struct Reconciler<'a, P> {
+    provider: &'a P,
+    steering: &'a Steering,
+    sinks: &'a Sinks,
+    /// Write-fight detection over this binding's writes.
+    fight: FightGuard,
+    /// The decision (by its time) last announced in sync ([`Event::InSync`]).
+    announced: Option<Millis>,
+}
+
+impl<P: Provider> Reconciler<'_, P> {
+    fn service(&self) -> &ServiceId {
+        &self.steering.pools.service
+    }
+
+    fn name(&self) -> &'static str {
+        self.provider.name()
+    }
+
+    /// One pass: observe -> plan -> report -> apply.
+    async fn pass(
+        &mut self,
+        decision: Option<&Decision>,
+        decisions: &watch::Receiver<Option<Decision>>,
+    ) -> Pass {
+        let observed = match self.observe(decision).await {
+            Ok(o) => o,
+            Err(e) => return self.fail("observe", &e),
+        };
+        let observed_active = self.steering.pools.serving(&observed);
+        if decisions.has_changed().unwrap_or(false) {
+            // A newer decision came while this pass read (and shows `pending` since it was
+            // made, see [`send`]): this pass's verdict on the older one would hide it. The next
+            // pass, at once, judges the newer one.
+            self.status(decision, |a| a.observed_active = observed_active);
+            return Pass::Settled;
+        }
+        let request = Request {
+            pools: &self.steering.pools,
+            style: self.provider.style(),
+            shadow: self.steering.shadow,
+            decision,
+            observed: &observed,
+        };
+        let now = self.sinks.clock.now();
+        let planned = match planner::plan(&request, &mut self.fight, now) {
+            Ok(p) => p,
+            Err(e) => return self.fail("plan", &e),
+        };
+        if planned.outcome != Outcome::NotPushed {
+            self.report_ignored_drain(decision, planned.ignored_drain);
+        }
+        match planned.outcome {
+            Outcome::NotPushed => self.not_pushed(decision, observed_active),
+            Outcome::InSync => self.in_sync(decision, observed_active),
+            Outcome::Refused(r) => self.refused(decision, r),
+            Outcome::Stopped { until, declared } => self.stopped(decision, until, declared),
+            Outcome::Shadow(plan) => self.shadow(decision, observed_active, plan),
+            Outcome::Write {
+                plan,
+                desired,
+                drift,
+            } => {
+                if drift {
+                    self.drifted(decision);
+                }
+                self.mark_pending(decision, |a| a.observed_active = observed_active);
+                self.apply(decision, plan, &desired).await
+            }
+        }
+    }
+
+    /// Reads the provider afresh and hands its pool health to the health votes. A failed read
+    /// while a decision waits marks it decided but not applied.
+    async fn observe(
+        &self,
+        decision: Option<&Decision>,
+    ) -> Result<gslb_provider::ObservedState, ProviderError> {
+        self.sinks
+            .metrics
+            .provider_calls_total
+            .with_label_values(&[self.name(), "observe"])
+            .inc();
+        let observed = match self.provider.observe().await {
+            Ok(o) => o,
+            Err(e) => {
+                if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
+                    // A decision waits on a provider that cannot be read (e.g. a 429 storm):
+                    // it is decided but not applied, and says so.
+                    self.mark_pending(decision, |_| {});
+                }
+                return Err(e);
+            }
+        };
+        if let Some(votes) = &self.steering.health_votes {
+            for (pool, r) in &self.steering.pools.refs {
+                if let Some(healthy) = observed.pools.get(r).and_then(|p| p.healthy) {
+                    (votes.0)(pool, healthy);
+                }
+            }
+        }
+        Ok(observed)
+    }
+
+    /// Writes `plan` (towards `desired`) and reports it: the write metric, the status and
+    /// [`Event::Applied`].
+    async fn apply(
+        &mut self,
+        decision: Option<&Decision>,
+        plan: Plan,
+        desired: &DesiredState,
+    ) -> Pass {
+        let (service, name) = (&self.steering.pools.service, self.provider.name());
+        tracing::info!(service = %service, provider = name, ?plan, "applying plan");
+        self.sinks
+            .metrics
+            .provider_calls_total
+            .with_label_values(&[name, "apply"])
+            .inc();
+        match self.provider.apply(&plan).await {
+            Ok(()) => {
+                self.fight.wrote(desired);
+                let at = self.sinks.clock.now();
+                let count = plan.len() as u64;
+                self.sinks
+                    .metrics
+                    .provider_writes_total
+                    .with_label_values(&[name, service.0.as_str()])
+                    .inc_by(count);
+                self.status(decision, |a| {
+                    a.writes += count;
+                    a.last_write_at = Some(at);
+                    a.last_error = None;
+                    a.write_fight = None;
+                    a.refused = None;
+                });
+                let _ = self.sinks.events.send(Event::Applied {
+                    service: service.clone(),
+                    provider: name.to_owned(),
+                    at,
+                    active: decision.and_then(|d| d.active.clone()),
+                    plan,
+                });
+                Pass::Wrote
+            }
+            Err(e) => {
+                if matches!(e, ProviderError::Conflict(_)) {
+                    // Written, then changed under our feet (or fenced out): it counts for drift.
+                    self.fight.wrote(desired);
+                }
+                self.fail("apply", &e)
+            }
+        }
+    }
+
+    /// Reports a failed provider call (or an unplannable decision) and how to go on.
+    fn fail(&self, operation: &str, e: &ProviderError) -> Pass {
+        self.sinks
+            .provider_failed(self.service(), self.name(), operation, e);
+        if e.is_retryable() {
+            Pass::Retry(e.clone())
+        } else {
+            Pass::Fatal
+        }
+    }
+
+    /// Updates the reconciler's apply status of the service, reporting on `decision` (see
+    /// [`ApplyStatus::take_up`]).
+    fn status(&self, decision: Option<&Decision>, f: impl FnOnce(&mut ApplyStatus)) {
+        let shadow = self.steering.shadow;
+        self.sinks.board.update_apply(self.service(), |a| {
+            if let Some(d) = decision {
+                a.take_up(&Decided::of(d, shadow));
+            }
+            f(a);
+        });
+    }
+
+    /// Records "decided but not applied": the applied gauge at 0 and the status `pending`
+    /// (since the first such pass), after `also` updated the status.
+    fn mark_pending(&self, decision: Option<&Decision>, also: impl FnOnce(&mut ApplyStatus)) {
+        let now = self.sinks.clock.now();
+        self.sinks
+            .metrics
+            .decision_applied
+            .with_label_values(&[self.service().0.as_str()])
+            .set(0.0);
+        self.status(decision, |a| {
+            also(a);
+            a.state = ApplyState::Pending;
+            a.pending_since.get_or_insert(now);
+        });
+    }
+}
