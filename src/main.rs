@@ -703,9 +703,9 @@ async fn reload(
         }
         Err(e) => return failed(reloader, &e),
     };
-    let current = controller.policies().borrow().clone();
+    let diff = controller.diff(policies);
     let mut bound = Vec::new();
-    for p in controller::changed(&current, &policies) {
+    for p in diff.changed_policies() {
         let checked = match controller::probe_targets(p, prober) {
             Ok(_) => bind(settings, p).await.map_err(|f| f.error),
             Err(e) => Err(anyhow::Error::new(e)),
@@ -718,7 +718,7 @@ async fn reload(
             }
         }
     }
-    let reloaded = controller.reload(policies).await;
+    controller.reload(&diff).await;
     for (policy, provider) in bound {
         if let Err(e) = attach(controller, tasks, settings, &policy, provider, prober) {
             // Checked above; a target that builds once builds again.
@@ -726,9 +726,9 @@ async fn reload(
         }
     }
     tracing::info!(
-        changed = ?reloaded.attach.iter().map(|p| p.service.0.as_str()).collect::<Vec<_>>(),
-        unchanged = ?reloaded.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
-        removed = ?reloaded.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        changed = ?diff.changed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        unchanged = ?diff.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        removed = ?diff.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
         "policies reloaded"
     );
     sinks.metrics.record_policy_load(true, unix_secs(sinks));

@@ -103,13 +103,17 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
 
     // api changes (fall 3), web is removed, img is unchanged.
     let after = vec![policy("api", 3, s, t), policy("img", 2, s, t)];
-    let reloaded = controller.reload(after.clone()).await;
-    assert_eq!(reloaded.attach, vec![after[0].clone()]);
+    let reloaded = controller.diff(after.clone());
+    controller.reload(&reloaded).await;
+    assert_eq!(
+        reloaded.changed_policies().cloned().collect::<Vec<_>>(),
+        vec![after[0].clone()]
+    );
     assert_eq!(reloaded.unchanged, vec![ServiceId("img".into())]);
     assert_eq!(reloaded.removed, vec![ServiceId("web".into())]);
     assert!(published.has_changed().expect("sender alive"));
     assert_eq!(**published.borrow_and_update(), after);
-    for p in &reloaded.attach {
+    for p in reloaded.changed_policies() {
         attach(&mut tasks, p);
     }
 

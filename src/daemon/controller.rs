@@ -20,7 +20,7 @@ use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeTarget, Prober};
 use gslb_core::engine::{Decision, Engine, EngineSettings, Override};
 use gslb_core::model::{PoolId, ServiceId, VantageId};
-use gslb_core::policy::{Policy, Target};
+use gslb_core::policy::{Policy, PolicyDiff, Target};
 
 /// Longest time between two evaluations of a service without new input: 1 s, so expiries,
 /// staleness and holds are noticed promptly even with long probe intervals.
@@ -67,30 +67,6 @@ pub struct Controller {
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
     sinks: Sinks,
-}
-
-/// What a reload changed: the services to attach (changed or added; their old tasks are
-/// stopped) and the ones removed (stopped).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reloaded {
-    /// Changed or added policies: attach them with [`Controller::attach`].
-    pub attach: Vec<Policy>,
-    /// Services whose policy did not change: they keep their state and tasks.
-    pub unchanged: Vec<ServiceId>,
-    /// Services whose policy was removed.
-    pub removed: Vec<ServiceId>,
-}
-
-/// The policies of `new` that differ from (or are missing in) `old` in what probes, decides
-/// or writes ([`Policy::controls_like`]: an edit of `[observe]` or `rto_budget` alone is no
-/// change here).
-pub fn changed<'a>(old: &[Policy], new: &'a [Policy]) -> Vec<&'a Policy> {
-    new.iter()
-        .filter(|p| {
-            !old.iter()
-                .any(|o| o.service == p.service && o.controls_like(p))
-        })
-        .collect()
 }
 
 /// Every probe target of `policy`.
@@ -160,49 +136,44 @@ impl Controller {
         self.policies.subscribe()
     }
 
-    /// Applies a reloaded, validated policy set: stops the tasks of changed and removed
-    /// services and hands the new set to the engine loop, ordered with the probe results
-    /// before it ([`Message::Reload`]), and returns once the engine loop applied it. Unchanged
-    /// services keep their engine state and their tasks. The caller then attaches
-    /// [`Reloaded::attach`] (fresh probe loops, adoption read and reconciler: a changed service
-    /// re-adopts the provider's serving pool, so a reload does not move traffic by itself).
+    /// How `policies` (a whole reloaded, validated set) differs from the set in force: the
+    /// one comparison a reload makes, handed to [`Controller::reload`].
+    pub fn diff(&self, policies: Vec<Policy>) -> PolicyDiff {
+        PolicyDiff::new(&self.policies.borrow(), policies)
+    }
+
+    /// Applies a reloaded policy set ([`Controller::diff`]): stops the tasks of changed and
+    /// removed services and hands the diff to the engine loop, ordered with the probe results
+    /// before it ([`Message::Reload`]), returns once the engine loop applied it, and publishes
+    /// the new set ([`Controller::policies`]). Unchanged services keep their engine state and their
+    /// tasks. The caller then attaches [`PolicyDiff::changed_policies`] (fresh probe loops,
+    /// adoption read and reconciler: a changed service re-adopts the provider's serving pool,
+    /// so a reload does not move traffic by itself).
     ///
     /// A reconciler stopped mid-write may leave that write to finish at the provider; its
     /// successor reads the provider afresh before planning, as always.
-    pub async fn reload(&self, policies: Vec<Policy>) -> Reloaded {
-        let old = self.policies.borrow().clone();
-        let attach: Vec<Policy> = changed(&old, &policies).into_iter().cloned().collect();
-        let removed: Vec<ServiceId> = old
-            .iter()
-            .filter(|o| !policies.iter().any(|p| p.service == o.service))
-            .map(|o| o.service.clone())
-            .collect();
-        let unchanged = policies
-            .iter()
-            .filter(|p| !attach.iter().any(|a| a.service == p.service))
-            .map(|p| p.service.clone())
-            .collect();
+    pub async fn reload(&self, diff: &PolicyDiff) {
         let mut senders = BTreeMap::new();
         {
             let mut services = lock(&self.services);
             let mut decisions = lock(&self.decisions);
-            for id in attach.iter().map(|p| &p.service).chain(&removed) {
+            for id in diff.changed.iter().chain(&diff.removed) {
                 for task in services.remove(id).into_iter().flatten() {
                     task.abort();
                 }
                 decisions.remove(id);
             }
-            for p in &attach {
+            for id in &diff.changed {
                 let (dtx, drx) = watch::channel(None);
-                senders.insert(p.service.clone(), dtx);
-                decisions.insert(p.service.clone(), drx);
+                senders.insert(id.clone(), dtx);
+                decisions.insert(id.clone(), drx);
             }
         }
         let (done, applied) = tokio::sync::oneshot::channel();
         let sent = self
             .messages
             .send(Message::Reload {
-                policies: policies.clone(),
+                diff: diff.clone(),
                 decisions: senders,
                 done,
             })
@@ -212,12 +183,7 @@ impl Controller {
             // new tasks must start after that, or what they record first is wiped.
             let _ = applied.await;
         }
-        self.policies.send_replace(Arc::new(policies));
-        Reloaded {
-            attach,
-            unchanged,
-            removed,
-        }
+        self.policies.send_replace(Arc::new(diff.policies.clone()));
     }
 
     /// Stops every task on `tasks` (probes, reconcilers, the command forwarder), then lets the

@@ -20,7 +20,7 @@ use gslb_core::engine::{
 };
 use gslb_core::event::Event;
 use gslb_core::model::{EndpointId, Observation, PoolId, ServiceId, VantageId};
-use gslb_core::policy::{Mode, Policy};
+use gslb_core::policy::{Mode, Policy, PolicyDiff};
 
 /// Buffered messages before probe loops wait for the engine loop.
 pub const MESSAGE_BUFFER: usize = 4096;
@@ -62,8 +62,8 @@ pub enum Message {
     /// A reloaded, validated policy set (see [`Engine::reload`]), with the decision channels
     /// of its changed and added services (their reconcilers are new).
     Reload {
-        /// The whole new set.
-        policies: Vec<Policy>,
+        /// The new set and what changed, computed once by the caller.
+        diff: PolicyDiff,
         /// A decision channel for each changed or added service.
         decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
         /// Answered once the new set is in force (the reset services' status and gauges are
@@ -112,9 +112,9 @@ pub async fn run(
                         journal.flush().await;
                         return;
                     }
-                    Some(Message::Reload { policies, decisions: new, done }) => {
+                    Some(Message::Reload { diff, decisions: new, done }) => {
                         decisions.extend(new);
-                        reload(&mut engine, policies, &mut decisions, &sinks, &mut journal);
+                        reload(&mut engine, &diff, &mut decisions, &sinks, &mut journal);
                         let _ = done.send(());
                         continue;
                     }
@@ -257,7 +257,7 @@ fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Opti
 /// removed), reset and added services are declared afresh and show as awaiting the provider.
 fn reload(
     engine: &mut Engine,
-    policies: Vec<Policy>,
+    diff: &PolicyDiff,
     decisions: &mut BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
     sinks: &Sinks,
     journal: &mut Journal,
@@ -265,7 +265,10 @@ fn reload(
     // What the outgoing services' gauges are labelled with, before their state goes.
     let outgoing: Vec<(Policy, Vec<(EndpointId, VantageId)>)> = engine
         .services()
-        .filter(|s| !policies.iter().any(|p| p.controls_like(s.policy())))
+        .filter(|s| {
+            let id = &s.policy().service;
+            diff.resets(id) || diff.removed.contains(id)
+        })
         .map(|s| {
             let seen = s
                 .evidence()
@@ -275,21 +278,19 @@ fn reload(
         })
         .collect();
     let at = sinks.clock.now();
-    let (input, out) = engine.reload(at, policies);
+    let (input, out) = engine.reload(at, diff);
     for (policy, seen) in &outgoing {
         sinks.metrics.forget_service(policy, seen);
         sinks.board.remove_service(&policy.service);
     }
-    if let Input::Reload { reset, removed } = &input {
-        for id in removed {
-            decisions.remove(id);
-        }
-        for s in reset.iter().filter_map(|id| engine.service(id)) {
-            sinks.metrics.declare_service(s.policy());
-            sinks.board.update_service(s, engine.overrides().all(), at);
-        }
-        tracing::info!(reset = ?reset, removed = ?removed, "policies reloaded; unchanged services keep their state");
+    for id in &diff.removed {
+        decisions.remove(id);
     }
+    for s in diff.changed.iter().filter_map(|id| engine.service(id)) {
+        sinks.metrics.declare_service(s.policy());
+        sinks.board.update_service(s, engine.overrides().all(), at);
+    }
+    tracing::info!(reset = ?diff.changed, removed = ?diff.removed, "policies reloaded; unchanged services keep their state");
     let step = Step { at, input };
     journal.record(&step);
     if let Err(e) = publish(engine, &step, &out, decisions, sinks, journal) {
