@@ -572,7 +572,7 @@ async fn run(
         settings.dns.clone(),
         controller.policies(),
     );
-    let commands = controller.commands(&mut tasks);
+    let commands = controller.commands();
     let (canary_spec, canaries) = settings
         .engine
         .canary_endpoints()

@@ -1,5 +1,5 @@
 //! The engine loop live: real loopback origins and probes, the in-process provider, drills
-//! through the command channel, the journal (recording, audit log, state file). Checks that a
+//! through the engine loop's inbox, the journal (recording, audit log, state file). Checks that a
 //! drill survives a restart, that the audit log holds every step, and that replaying the
 //! recording reproduces the live decisions exactly.
 
@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::control::{Command, CommandSender};
 use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::inbox::{Message, MessageSender, ReplyTo};
 use gslb::daemon::reconcile::Sinks;
 use gslb::io::audit::{AuditEntry, AuditLog};
 use gslb::io::clock::Clock;
@@ -24,7 +24,7 @@ use gslb::ops::events;
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
 use gslb_core::engine::{
-    Decision, EngineSettings, Override, OverrideAction, OverrideId, OverrideRequest, Rule,
+    Decision, EngineSettings, Input, Override, OverrideAction, OverrideId, OverrideRequest, Rule,
 };
 use gslb_core::event::Event;
 use gslb_core::model::{PoolId, ServiceId, VantageId};
@@ -63,7 +63,7 @@ struct Live {
     controller: Controller,
     tasks: JoinSet<()>,
     events: broadcast::Receiver<Event>,
-    commands: CommandSender,
+    commands: MessageSender,
     decisions: Vec<Decision>,
 }
 
@@ -113,7 +113,7 @@ async fn start(
             &VantageId("test".into()),
         )
         .expect("attach");
-    let commands = controller.commands(&mut tasks);
+    let commands = controller.commands();
     Live {
         controller,
         tasks,
@@ -162,7 +162,10 @@ impl Live {
             duration: Some(duration),
         };
         self.commands
-            .send(Command::AddOverride { request, reply })
+            .send(Message::command(
+                Input::AddOverride(request),
+                ReplyTo::Override(reply),
+            ))
             .await
             .expect("engine loop running");
         rx.await.expect("answered").expect("accepted")
@@ -171,7 +174,7 @@ impl Live {
     async fn list(&self) -> Vec<Override> {
         let (reply, rx) = oneshot::channel();
         self.commands
-            .send(Command::ListOverrides { reply })
+            .send(Message::ListOverrides(reply))
             .await
             .expect("engine loop running");
         rx.await.expect("answered")
@@ -346,7 +349,7 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         vec![],
     );
     let mut tasks = JoinSet::new();
-    let commands = controller.commands(&mut tasks);
+    let commands = controller.commands();
     let (reply, rx) = oneshot::channel();
     let request = OverrideRequest {
         id: OverrideId("d-1".into()),
@@ -358,7 +361,10 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         duration: None,
     };
     commands
-        .send(Command::AddOverride { request, reply })
+        .send(Message::command(
+            Input::AddOverride(request),
+            ReplyTo::Override(reply),
+        ))
         .await
         .expect("engine loop running");
     let answer = rx.await.expect("answered");
@@ -368,7 +374,7 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
     );
     let (reply, rx) = oneshot::channel();
     commands
-        .send(Command::ListOverrides { reply })
+        .send(Message::ListOverrides(reply))
         .await
         .expect("engine loop running");
     assert!(rx.await.expect("answered").is_empty(), "never installed");

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb::config::{NotifySettings, Webhook};
-use gslb::daemon::control::Command;
 use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::inbox::{Message, ReplyTo};
 use gslb::daemon::reconcile::Sinks;
 use gslb::io::clock::Clock;
 use gslb::io::journal::Journal;
@@ -24,7 +24,7 @@ use gslb::ops::notify::message::Notification;
 use gslb::ops::status::StatusBoard;
 use gslb_cloudflare::fake::Fake;
 use gslb_core::engine::{
-    Decision, EngineSettings, OverrideAction, OverrideId, OverrideRequest, Rule,
+    Decision, EngineSettings, Input, OverrideAction, OverrideId, OverrideRequest, Rule,
 };
 use gslb_core::event::Event;
 use gslb_core::model::{PoolId, ServiceId, VantageId};
@@ -413,7 +413,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         &sinks.board,
     );
     let controller = live_controller(&policy, &sinks, &provider, &mut tasks);
-    let commands = controller.commands(&mut tasks);
+    let commands = controller.commands();
     decision(&mut events, |d| d.rule == Rule::Stay).await;
 
     // A drill: its message is the first the stuck receiver gets, and it never answers.
@@ -428,7 +428,10 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         duration: Some(Duration::from_secs(600)),
     };
     commands
-        .send(Command::AddOverride { request, reply })
+        .send(Message::command(
+            Input::AddOverride(request),
+            ReplyTo::Override(reply),
+        ))
         .await
         .expect("engine loop running");
     rx.await.expect("answered").expect("accepted");

@@ -13,12 +13,12 @@ use gslb_provider::{Backoff, Provider};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::daemon::control::{Command, CommandSender};
-use crate::daemon::engine_loop::{self, MESSAGE_BUFFER, Message, MessageSender};
+use crate::daemon::engine_loop;
+use crate::daemon::inbox::{MESSAGE_BUFFER, Message, MessageSender, Reload};
 use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, Binding, HealthVotes, Sinks};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeTarget, Prober};
-use gslb_core::engine::{Decision, Engine, EngineSettings, Override};
+use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
 use gslb_core::model::{PoolId, ServiceId, VantageId};
 use gslb_core::policy::{Policy, PolicyDiff, Target};
 
@@ -110,7 +110,7 @@ impl Controller {
             .min(MAX_TICK);
         if !saved.is_empty() {
             // The channel is empty: this cannot fail for lack of room.
-            let _ = tx.try_send(Message::LoadOverrides(saved));
+            let _ = tx.try_send(Input::LoadOverrides { overrides: saved }.into());
         }
         let engine_loop = tokio::spawn(engine_loop::run(
             engine,
@@ -172,11 +172,11 @@ impl Controller {
         let (done, applied) = tokio::sync::oneshot::channel();
         let sent = self
             .messages
-            .send(Message::Reload {
+            .send(Message::Reload(Reload {
                 diff: diff.clone(),
                 decisions: senders,
                 done,
-            })
+            }))
             .await;
         if sent.is_ok() {
             // The engine loop resets the changed services' status and gauges: the caller's
@@ -186,8 +186,9 @@ impl Controller {
         self.policies.send_replace(Arc::new(diff.policies.clone()));
     }
 
-    /// Stops every task on `tasks` (probes, reconcilers, the command forwarder), then lets the
-    /// engine loop finish what it has received and flush its journal.
+    /// Stops every task on `tasks` (probes, reconcilers), then lets the engine loop finish
+    /// what it has received and flush its journal. Senders still held elsewhere (the admin
+    /// API's) get an error from then on.
     pub async fn stop(self, tasks: &mut JoinSet<()>) {
         tasks.shutdown().await;
         let mut adoptions = self
@@ -195,23 +196,13 @@ impl Controller {
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         adoptions.shutdown().await;
-        drop(self.messages);
+        let _ = self.messages.send(Message::Stop).await;
         let _ = self.engine_loop.await;
     }
 
-    /// Where operator commands go (the admin API's side): a channel forwarded into the engine
-    /// loop by a small task that ends when either side is gone.
-    pub fn commands(&self, tasks: &mut JoinSet<()>) -> CommandSender {
-        let (tx, mut rx) = mpsc::channel::<Command>(64);
-        let messages = self.messages.clone();
-        tasks.spawn(async move {
-            while let Some(c) = rx.recv().await {
-                if messages.send(Message::Command(c)).await.is_err() {
-                    return;
-                }
-            }
-        });
-        tx
+    /// Where operators' inputs go (the admin API's side): the engine loop's own inbox.
+    pub fn commands(&self) -> MessageSender {
+        self.messages.clone()
     }
 
     /// Starts probing `policy`'s endpoints from `vantage`, the adoption read and the
@@ -238,9 +229,12 @@ impl Controller {
                 vantage.clone(),
                 self.sinks.clock,
                 self.messages.clone(),
-                move |observation| Message::Observation {
-                    service: service.clone(),
-                    observation,
+                move |observation| {
+                    Input::Observe {
+                        service: service.clone(),
+                        observation,
+                    }
+                    .into()
                 },
             )));
         }
@@ -267,12 +261,15 @@ impl Controller {
             binding.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
                 // A full engine loop drops a vote rather than stall the reconciler; the next
                 // read votes again.
-                let _ = messages.try_send(Message::ProviderHealth {
-                    service: service.clone(),
-                    pool: pool.clone(),
-                    healthy,
-                    fresh_for,
-                });
+                let _ = messages.try_send(
+                    Input::ProviderHealth {
+                        service: service.clone(),
+                        pool: pool.clone(),
+                        healthy,
+                        fresh_for,
+                    }
+                    .into(),
+                );
             })));
         }
         handles.push(tasks.spawn(reconcile::run(
@@ -301,7 +298,7 @@ impl Controller {
                 vantage.clone(),
                 self.sinks.clock,
                 self.messages.clone(),
-                Message::Canary,
+                |observation| Input::Canary { observation }.into(),
             ));
         }
     }
@@ -325,10 +322,13 @@ async fn adopt<P: Provider>(provider: Arc<P>, binding: Binding, tx: MessageSende
         match provider.observe().await {
             Ok(observed) => {
                 let _ = tx
-                    .send(Message::Adopted {
-                        service: binding.service.clone(),
-                        pool: binding.serving(&observed),
-                    })
+                    .send(
+                        Input::Adopt {
+                            service: binding.service.clone(),
+                            pool: binding.serving(&observed),
+                        }
+                        .into(),
+                    )
                     .await;
                 return;
             }

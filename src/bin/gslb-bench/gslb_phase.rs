@@ -36,7 +36,7 @@ pub async fn run(w: &Workload, addrs: &[SocketAddr], ticks: u64) -> anyhow::Resu
         tls_verify: true,
         follow_redirects: false,
     };
-    let (tx, mut rx) = mpsc::channel(gslb::daemon::engine_loop::MESSAGE_BUFFER);
+    let (tx, mut rx) = mpsc::channel(gslb::daemon::inbox::MESSAGE_BUFFER);
     // Stands in for the engine loop: counts results by reason while measuring.
     let counting = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = counting.clone();
