@@ -6,7 +6,8 @@
 //! recording, audit log, drill state file).
 //!
 //! It never talks to a provider and never waits on one: a slow reconciler cannot delay a
-//! decision.
+//! decision. The one thing it waits for is the drill state file, written off the runtime
+//! threads once per step that changes the drills, before that step takes effect.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,7 +60,7 @@ pub async fn run(
                     continue;
                 }
                 Some(Message::Reload(r)) => {
-                    reload(&mut engine, r, &mut decisions, &sinks, &mut journal);
+                    reload(&mut engine, r, &mut decisions, &sinks, &mut journal).await;
                     continue;
                 }
             },
@@ -70,7 +71,7 @@ pub async fn run(
             input,
         };
         received(&step, &engine, &sinks);
-        let answer = apply(&mut engine, &step, &decisions, &sinks, &mut journal);
+        let answer = apply(&mut engine, &step, &decisions, &sinks, &mut journal).await;
         if let Some(tx) = reply {
             tx.send(answer);
         }
@@ -110,27 +111,36 @@ fn received(step: &Step, engine: &Engine, sinks: &Sinks) {
     }
 }
 
-/// Steps the engine with one input, records the step and publishes its output; returns the
-/// engine's answer for the operator.
-fn apply(
+/// Steps the engine with one input, saves the drills when the step changed them, then records
+/// the step and publishes its output; returns the engine's answer for the operator.
+///
+/// A new drill is refused unless the state file holds it: the file is written before the drill
+/// takes effect (nothing moves for a drill a restart would forget), and when it cannot be, the
+/// engine is put back as it was before the step, which is not recorded.
+async fn apply(
     engine: &mut Engine,
     step: &Step,
     decisions: &Decisions,
     sinks: &Sinks,
     journal: &mut Journal,
 ) -> Option<Reply> {
-    // A new drill is refused unless the state file can hold it: it is written before the
-    // engine sees the drill, so nothing moves for a drill a restart would forget.
-    if let Input::AddOverride(req) = &step.input {
-        if let Err(e) = saves_with(engine, req, step.at, journal) {
-            let refused = OverrideError::NotSaved(e);
-            journal.refused(step.at, req, &refused);
-            return Some(Reply::Override(Err(refused)));
+    // Kept to take back a drill the state file cannot hold (drills are rare: the copy is cheap
+    // next to the fsync).
+    let before = matches!(step.input, Input::AddOverride(_)).then(|| engine.clone());
+    let out = engine.step(step.at, &step.input);
+    let saved = save(engine, &out, journal).await;
+    if let (Err(e), Input::AddOverride(req), Some(Reply::Override(Ok(_)))) =
+        (&saved, &step.input, &out.reply)
+    {
+        if let Some(before) = before {
+            *engine = before;
         }
+        let refused = OverrideError::NotSaved(e.clone());
+        journal.refused(step.at, req, &refused);
+        return Some(Reply::Override(Err(refused)));
     }
     journal.record(step);
-    let out = engine.step(step.at, &step.input);
-    let saved = publish(engine, step, &out, decisions, sinks, journal);
+    publish(engine, step, &out, decisions, sinks, journal);
     match (saved, out.reply) {
         // An ended drill stays ended in memory; the operator learns the file still lists it.
         (Err(e), Some(Reply::Override(Ok(_)))) => {
@@ -140,30 +150,20 @@ fn apply(
     }
 }
 
-/// Writes the state file as it will be once `req` is added at `at` (when the engine would
-/// accept it; a request it refuses is answered by the engine as usual).
-fn saves_with(
-    engine: &Engine,
-    req: &gslb_core::engine::OverrideRequest,
-    at: gslb_core::model::Millis,
-    journal: &mut Journal,
-) -> Result<(), String> {
-    let Some(policy) = engine.service(&req.service).map(|s| s.policy()) else {
+/// Writes the active drills to the state file when `out` changed them: once per step, off the
+/// runtime threads ([`Journal::save`]).
+async fn save(engine: &Engine, out: &Output, journal: &Journal) -> Result<(), String> {
+    if out.overrides.is_empty() {
         return Ok(());
-    };
-    let mut trial = engine.overrides().clone();
-    trial.expire(at);
-    match trial.add(policy, req, at) {
-        Ok(_) => journal.save(&trial),
-        Err(_) => Ok(()),
     }
+    journal.save(engine.overrides()).await
 }
 
 /// Swaps in a reloaded policy set, records it (an [`Input::Reload`] step) and publishes what
 /// changed: status and metrics of reset and removed services are dropped (their gauges
 /// removed), reset and added services are declared afresh and show as awaiting the provider.
 /// Answers [`Reload::done`] once that is done.
-fn reload(
+async fn reload(
     engine: &mut Engine,
     reload: Reload,
     decisions: &mut Decisions,
@@ -202,18 +202,17 @@ fn reload(
         sinks.board.update_service(s, engine.overrides().all(), at);
     }
     tracing::info!(reset = ?diff.changed, removed = ?diff.removed, "policies reloaded; unchanged services keep their state");
-    let step = Step { at, input };
-    journal.record(&step);
-    if let Err(e) = publish(engine, &step, &out, decisions, sinks, journal) {
+    if let Err(e) = save(engine, &out, journal).await {
         tracing::error!(error = %e, "the drill state file could not be saved after a reload");
     }
+    let step = Step { at, input };
+    journal.record(&step);
+    publish(engine, &step, &out, decisions, sinks, journal);
     let _ = done.send(());
 }
 
-/// The journal's part of one step: a re-arm, the override changes (audited and saved), a
-/// refused drill request; the error is the state file's when it could not be saved.
-fn record(engine: &Engine, step: &Step, out: &Output, journal: &mut Journal) -> Result<(), String> {
-    let mut saved = Ok(());
+/// The audit log's part of one step: a re-arm, the override changes, a refused drill request.
+fn audit(step: &Step, out: &Output, journal: &mut Journal) {
     if let Input::Rearm {
         service,
         actor,
@@ -223,7 +222,7 @@ fn record(engine: &Engine, step: &Step, out: &Output, journal: &mut Journal) -> 
         journal.rearmed(step.at, service.as_ref(), actor, reason, out.reply.as_ref());
     }
     if !out.overrides.is_empty() {
-        saved = journal.overrides(step.at, &out.overrides, engine.overrides());
+        journal.overrides(step.at, &out.overrides);
     }
     match (&step.input, &out.reply) {
         (Input::AddOverride(req), Some(Reply::Override(Err(e)))) => {
@@ -234,7 +233,6 @@ fn record(engine: &Engine, step: &Step, out: &Output, journal: &mut Journal) -> 
         }
         _ => {}
     }
-    saved
 }
 
 /// The log and the events of one step's endpoint verdict and override changes.
@@ -257,8 +255,8 @@ fn announce(step: &Step, out: &Output, sinks: &Sinks) {
     }
 }
 
-/// Publishes one step's output: journal, log and events, status, metrics, and changed
-/// decisions to their reconcilers; the error is the state file's when it could not be saved.
+/// Publishes one step's output (its drills already saved): audit, log and events, status,
+/// metrics, and changed decisions to their reconcilers.
 fn publish(
     engine: &Engine,
     step: &Step,
@@ -266,8 +264,8 @@ fn publish(
     decisions: &Decisions,
     sinks: &Sinks,
     journal: &mut Journal,
-) -> Result<(), String> {
-    let saved = record(engine, step, out, journal);
+) {
+    audit(step, out, journal);
     announce(step, out, sinks);
     if out.decisions.is_empty() {
         // Before adoption there is no decision, but the probes' evidence shows already.
@@ -315,7 +313,6 @@ fn publish(
             reconcile::record_unapplied_age(sinks, &s.policy().service);
         }
     }
-    saved
 }
 
 fn log_override(c: &OverrideChange) {
