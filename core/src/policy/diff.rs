@@ -62,3 +62,63 @@ impl PolicyDiff {
         self.changed.contains(service)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(file: &str, text: &str) -> Policy {
+        crate::policy::parse(std::path::Path::new(file), text).expect("valid policy")
+    }
+
+    const API: &str = include_str!("../../../policies/api-seoul-tokyo.toml");
+    const WEB: &str = include_str!("../../../policies/web-ncp-gcp.toml");
+
+    #[test]
+    fn changed_added_unchanged_and_removed_services_are_told_apart() {
+        let api = policy("api.toml", API);
+        let web = policy("web.toml", WEB);
+        let old = [api.clone(), web.clone()];
+        let api_edited = policy("api.toml", &API.replace("fall = 3", "fall = 4"));
+        let img = policy(
+            "img.toml",
+            &API.replace("service = \"api\"", "service = \"img\""),
+        );
+
+        let diff = PolicyDiff::new(&old, vec![img.clone(), api_edited.clone()]);
+        assert_eq!(diff.changed, [img.service.clone(), api.service.clone()]);
+        assert!(diff.unchanged.is_empty());
+        assert_eq!(diff.removed, std::slice::from_ref(&web.service));
+        assert_eq!(
+            diff.changed_policies().cloned().collect::<Vec<_>>(),
+            [img, api_edited]
+        );
+        assert!(diff.resets(&api.service) && !diff.resets(&web.service));
+    }
+
+    #[test]
+    fn an_edit_of_observe_or_rto_budget_alone_is_no_change() {
+        let api = policy("api.toml", API);
+        let edited = policy(
+            "api.toml",
+            &API.replace("rto_budget = \"3m\"", "rto_budget = \"4m\""),
+        );
+        assert_ne!(api, edited, "the edit took");
+        let diff = PolicyDiff::new(std::slice::from_ref(&api), vec![edited.clone()]);
+        assert!(diff.changed.is_empty() && diff.removed.is_empty());
+        assert_eq!(diff.unchanged, [api.service]);
+        assert_eq!(
+            diff.policies,
+            [edited],
+            "the new policy is the one in force"
+        );
+    }
+
+    #[test]
+    fn at_start_every_policy_is_new() {
+        let api = policy("api.toml", API);
+        let diff = PolicyDiff::new(&[], vec![api.clone()]);
+        assert_eq!(diff.changed, [api.service]);
+        assert!(diff.unchanged.is_empty() && diff.removed.is_empty());
+    }
+}
