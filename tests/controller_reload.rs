@@ -7,22 +7,13 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::controller::{self, Controller};
-use gslb::daemon::reconcile::Sinks;
-use gslb::io::clock::Clock;
 use gslb::io::journal::Journal;
 use gslb::io::origin::Origin;
-use gslb::io::probe::{DnsSettings, Prober};
-use gslb::ops::metrics::Metrics;
-use gslb::ops::status::StatusBoard;
-use gslb_core::engine::EngineSettings;
-use gslb_core::model::{ServiceId, VantageId};
+use gslb_core::model::ServiceId;
 use gslb_core::policy::{self, Policy};
-use gslb_provider::{FailoverStyle, MemoryProvider};
-use support::eventually;
+use support::{controller, eventually};
 use tokio::task::JoinSet;
 
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -58,36 +49,14 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
         policy("web", 2, s, t),
         policy("img", 2, s, t),
     ];
-    let board = Arc::new(StatusBoard::default());
-    let sinks = Sinks {
-        board: board.clone(),
-        metrics: Metrics::new(),
-        events: gslb::ops::events::channel(1024),
-        clock: Clock::system(),
-    };
-    let controller = Controller::start(
-        &before,
-        &EngineSettings::default(),
-        sinks,
-        Journal::default(),
-        Vec::new(),
-    );
+    let sinks = controller::sinks(1024);
+    let board = sinks.board.clone();
+    let controller = controller::start(&before, &sinks, Journal::default(), Vec::new());
     let mut published = controller.policies();
-    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
-    let vantage = VantageId("test".into());
-    let provider = Arc::new(MemoryProvider::new(
-        FailoverStyle::Enablement,
-        &["seoul".into(), "tokyo".into()],
-    ));
+    let provider = controller::provider();
     let mut tasks = JoinSet::new();
-    let attach = |tasks: &mut JoinSet<()>, p: &Policy| {
-        let binding = controller::binding(p, Duration::from_millis(200));
-        controller
-            .attach(tasks, p, provider.clone(), binding, &prober, &vantage)
-            .expect("attach");
-    };
     for p in &before {
-        attach(&mut tasks, p);
+        controller::attach(&controller, &mut tasks, p, &provider);
     }
     let decided = |service: &'static str| {
         let board = board.clone();
@@ -103,14 +72,18 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
 
     // api changes (fall 3), web is removed, img is unchanged.
     let after = vec![policy("api", 3, s, t), policy("img", 2, s, t)];
-    let reloaded = controller.reload(after.clone()).await;
-    assert_eq!(reloaded.attach, vec![after[0].clone()]);
+    let reloaded = controller.diff(after.clone());
+    controller.reload(&reloaded).await;
+    assert_eq!(
+        reloaded.changed_policies().cloned().collect::<Vec<_>>(),
+        vec![after[0].clone()]
+    );
     assert_eq!(reloaded.unchanged, vec![ServiceId("img".into())]);
     assert_eq!(reloaded.removed, vec![ServiceId("web".into())]);
     assert!(published.has_changed().expect("sender alive"));
     assert_eq!(**published.borrow_and_update(), after);
-    for p in &reloaded.attach {
-        attach(&mut tasks, p);
+    for p in reloaded.changed_policies() {
+        controller::attach(&controller, &mut tasks, p, &provider);
     }
 
     // Exactly the old tasks of api and web end, cancelled: two probe loops and a reconciler

@@ -1,7 +1,7 @@
 //! The drill edge over HTTP: the admin routes on a real axum server on 127.0.0.1:0, the CLI
 //! client against it, and the daemon's refusal to expose the drill API without a token.
 //!
-//! A small responder task stands in for the engine loop: it answers [`Command`]s with the real
+//! A small responder task stands in for the engine loop: it answers [`Message`]s with the real
 //! pure [`Overrides`] store and the real example policy, so what is tested here is the HTTP
 //! edge (status codes, bodies, auth), not the engine (the end-to-end drill tests do that).
 
@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use gslb::cli::drill::{self, AdminClient, ClientError};
 use gslb::config::AdminToken;
-use gslb::daemon::control::{Command, CommandSender};
+use gslb::daemon::inbox::{Message, MessageSender};
 use gslb::ops::admin::AdminState;
 use gslb::ops::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
-use gslb_core::engine::{OverrideAction, OverrideError, Overrides};
+use gslb_core::engine::{Input, OverrideAction, OverrideError, Overrides, Reply};
 use gslb_core::model::ServiceId;
 use gslb_core::policy::Policy;
 use serde_json::{Value, json};
@@ -33,48 +33,50 @@ fn policy() -> Policy {
 type Seen = Arc<Mutex<Vec<String>>>;
 
 /// Stands in for the engine loop: answers with the pure store at the current wall time.
-async fn responder(mut rx: mpsc::Receiver<Command>, policy: Policy, seen: Seen) {
+async fn responder(mut rx: mpsc::Receiver<Message>, policy: Policy, seen: Seen) {
     let mut store = Overrides::default();
     let log = |s: String| seen.lock().expect("lock").push(s);
-    while let Some(cmd) = rx.recv().await {
+    while let Some(message) = rx.recv().await {
         let now = drill::wall_now();
-        match cmd {
-            Command::AddOverride { request, reply } => {
+        let (input, reply) = match message {
+            Message::Input {
+                input,
+                reply: Some(reply),
+            } => (input, reply),
+            Message::ListOverrides(reply) => {
+                let _ = reply.send(store.all().cloned().collect());
+                continue;
+            }
+            other => panic!("not an operator's message: {other:?}"),
+        };
+        let answer = match input {
+            Input::AddOverride(request) => {
                 log(format!("add {} {}", request.actor, request.reason));
-                let r = if request.service == policy.service {
+                Reply::Override(if request.service == policy.service {
                     store.add(&policy, &request, now).map(|(o, _)| o)
                 } else {
                     Err(OverrideError::UnknownService(request.service.clone()))
-                };
-                let _ = reply.send(r);
+                })
             }
-            Command::EndOverride {
-                id,
-                actor,
-                reason,
-                reply,
-            } => {
+            Input::EndOverride { id, actor, reason } => {
                 log(format!("end {actor} {reason}"));
-                let _ = reply.send(store.end(&id));
+                Reply::Override(store.end(&id))
             }
-            Command::ListOverrides { reply } => {
-                let _ = reply.send(store.all().cloned().collect());
-            }
-            Command::Rearm {
+            Input::Rearm {
                 service,
                 actor,
                 reason,
-                reply,
             } => {
                 log(format!("rearm {actor} {reason}"));
-                let r = match service {
+                Reply::Rearmed(match service {
                     Some(s) if s != policy.service => Err(OverrideError::UnknownService(s)),
                     Some(s) => Ok(vec![s]),
                     None => Ok(vec![policy.service.clone()]),
-                };
-                let _ = reply.send(r);
+                })
             }
-        }
+            other => panic!("not an operator's input: {other:?}"),
+        };
+        reply.send(Some(answer));
     }
 }
 
@@ -97,7 +99,7 @@ struct Server {
 
 async fn serve(engine: Engine, token: Option<&str>) -> Server {
     let seen = Seen::default();
-    let commands: Option<CommandSender> = match engine {
+    let commands: Option<MessageSender> = match engine {
         Engine::Absent => None,
         Engine::Responder => {
             let (tx, rx) = mpsc::channel(16);
@@ -106,7 +108,7 @@ async fn serve(engine: Engine, token: Option<&str>) -> Server {
         }
         Engine::Stopped => Some(mpsc::channel(16).0),
         Engine::DropsReplies => {
-            let (tx, mut rx) = mpsc::channel::<Command>(16);
+            let (tx, mut rx) = mpsc::channel::<Message>(16);
             tokio::spawn(async move { while rx.recv().await.is_some() {} });
             Some(tx)
         }

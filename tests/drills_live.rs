@@ -1,5 +1,5 @@
 //! The engine loop live: real loopback origins and probes, the in-process provider, drills
-//! through the command channel, the journal (recording, audit log, state file). Checks that a
+//! through the engine loop's inbox, the journal (recording, audit log, state file). Checks that a
 //! drill survives a restart, that the audit log holds every step, and that replaying the
 //! recording reproduces the live decisions exactly.
 
@@ -10,26 +10,21 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::control::{Command, CommandSender};
-use gslb::daemon::controller::{self, Controller};
-use gslb::daemon::reconcile::Sinks;
+use gslb::daemon::controller::Controller;
+use gslb::daemon::inbox::{Message, MessageSender, ReplyTo};
 use gslb::io::audit::{AuditEntry, AuditLog};
-use gslb::io::clock::Clock;
 use gslb::io::journal::Journal;
 use gslb::io::jsonl::{DEFAULT_CAPACITY, JsonlWriter};
 use gslb::io::origin::Origin;
-use gslb::io::probe::{DnsSettings, Prober};
 use gslb::io::state_file::StateFile;
-use gslb::ops::events;
-use gslb::ops::metrics::Metrics;
-use gslb::ops::status::StatusBoard;
 use gslb_core::engine::{
-    Decision, EngineSettings, Override, OverrideAction, OverrideId, OverrideRequest, Rule,
+    Decision, EngineSettings, Input, Override, OverrideAction, OverrideId, OverrideRequest, Rule,
 };
 use gslb_core::event::Event;
-use gslb_core::model::{PoolId, ServiceId, VantageId};
+use gslb_core::model::{PoolId, ServiceId};
 use gslb_core::policy::{self, Policy};
-use gslb_provider::{FailoverStyle, MemoryProvider};
+use gslb_provider::MemoryProvider;
+use support::controller;
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinSet;
 
@@ -63,7 +58,7 @@ struct Live {
     controller: Controller,
     tasks: JoinSet<()>,
     events: broadcast::Receiver<Event>,
-    commands: CommandSender,
+    commands: MessageSender,
     decisions: Vec<Decision>,
 }
 
@@ -74,12 +69,7 @@ async fn start(
     saved: Vec<Override>,
     recording: &str,
 ) -> Live {
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(8192),
-        clock: Clock::system(),
-    };
+    let sinks = controller::sinks(8192);
     let events = sinks.events.subscribe();
     let journal = Journal::new(
         Some(
@@ -95,25 +85,9 @@ async fn start(
         Some(StateFile::new(dir.join("overrides.json"))),
     );
     let mut tasks = JoinSet::new();
-    let controller = Controller::start(
-        std::slice::from_ref(policy),
-        &EngineSettings::default(),
-        sinks,
-        journal,
-        saved,
-    );
-    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
-    controller
-        .attach(
-            &mut tasks,
-            policy,
-            provider,
-            controller::binding(policy, Duration::from_millis(200)),
-            &prober,
-            &VantageId("test".into()),
-        )
-        .expect("attach");
-    let commands = controller.commands(&mut tasks);
+    let controller = controller::start(std::slice::from_ref(policy), &sinks, journal, saved);
+    controller::attach(&controller, &mut tasks, policy, &provider);
+    let commands = controller.commands();
     Live {
         controller,
         tasks,
@@ -126,16 +100,26 @@ async fn start(
 impl Live {
     /// Waits for a decision `pick` accepts, keeping every decision seen.
     async fn decision(&mut self, what: &str, pick: impl Fn(&Decision) -> bool) -> Decision {
+        self.event(what, |e| match e {
+            Event::Decision(d) if pick(d) => Some(d.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Waits for an event `pick` takes, keeping every decision seen.
+    async fn event<T>(&mut self, what: &str, pick: impl Fn(&Event) -> Option<T>) -> T {
         let found = async {
             loop {
                 match self.events.recv().await {
-                    Ok(Event::Decision(d)) => {
-                        self.decisions.push(d.clone());
-                        if pick(&d) {
-                            return d;
+                    Ok(e) => {
+                        if let Event::Decision(d) = &e {
+                            self.decisions.push(d.clone());
+                        }
+                        if let Some(found) = pick(&e) {
+                            return found;
                         }
                     }
-                    Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         panic!("missed {n} events while waiting for {what}")
                     }
@@ -162,7 +146,10 @@ impl Live {
             duration: Some(duration),
         };
         self.commands
-            .send(Command::AddOverride { request, reply })
+            .send(Message::command(
+                Input::AddOverride(request),
+                ReplyTo::Override(reply),
+            ))
             .await
             .expect("engine loop running");
         rx.await.expect("answered").expect("accepted")
@@ -171,7 +158,7 @@ impl Live {
     async fn list(&self) -> Vec<Override> {
         let (reply, rx) = oneshot::channel();
         self.commands
-            .send(Command::ListOverrides { reply })
+            .send(Message::ListOverrides(reply))
             .await
             .expect("engine loop running");
         rx.await.expect("answered")
@@ -200,10 +187,7 @@ async fn drills_survive_a_restart_are_audited_and_replay_exactly() {
     let mut seoul = Origin::start(loopback, "seoul").await.expect("origin");
     let tokyo = Origin::start(loopback, "tokyo").await.expect("origin");
     let policy = policy(seoul.addr(), tokyo.addr());
-    let provider = Arc::new(MemoryProvider::new(
-        FailoverStyle::Enablement,
-        &["seoul".into(), "tokyo".into()],
-    ));
+    let provider = controller::provider();
 
     // First run: an outage, a manual failback by restore, then a drain that outlives the run.
     let mut live = start(
@@ -235,14 +219,11 @@ async fn drills_survive_a_restart_are_audited_and_replay_exactly() {
     })
     .await;
     // Stop only once the provider serves tokyo, as it would by the time anyone restarts.
-    let priority = ["seoul".to_owned(), "tokyo".to_owned()];
-    tokio::time::timeout(DEADLINE, async {
-        while provider.snapshot().active(&priority).map(String::as_str) != Some("tokyo") {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    live.event("the drain reaches the provider", |e| match e {
+        Event::Applied { active, .. } if *active == pool("tokyo") => Some(()),
+        _ => None,
     })
-    .await
-    .expect("the drain reaches the provider");
+    .await;
     let first_run = live.stop().await;
 
     // The state file holds the drain; a restarted controller keeps it.
@@ -327,26 +308,15 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         SocketAddr::from(([127, 0, 0, 1], 1)),
         SocketAddr::from(([127, 0, 0, 1], 2)),
     );
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(64),
-        clock: Clock::system(),
-    };
+    let sinks = controller::sinks(64);
     let journal = Journal::new(
         None,
         None,
         Some(StateFile::new(dir.path().join("not-a-dir/overrides.json"))),
     );
-    let controller = Controller::start(
-        std::slice::from_ref(&policy),
-        &EngineSettings::default(),
-        sinks,
-        journal,
-        vec![],
-    );
+    let controller = controller::start(std::slice::from_ref(&policy), &sinks, journal, vec![]);
     let mut tasks = JoinSet::new();
-    let commands = controller.commands(&mut tasks);
+    let commands = controller.commands();
     let (reply, rx) = oneshot::channel();
     let request = OverrideRequest {
         id: OverrideId("d-1".into()),
@@ -358,7 +328,10 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         duration: None,
     };
     commands
-        .send(Command::AddOverride { request, reply })
+        .send(Message::command(
+            Input::AddOverride(request),
+            ReplyTo::Override(reply),
+        ))
         .await
         .expect("engine loop running");
     let answer = rx.await.expect("answered");
@@ -368,7 +341,7 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
     );
     let (reply, rx) = oneshot::channel();
     commands
-        .send(Command::ListOverrides { reply })
+        .send(Message::ListOverrides(reply))
         .await
         .expect("engine loop running");
     assert!(rx.await.expect("answered").is_empty(), "never installed");

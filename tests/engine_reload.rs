@@ -6,7 +6,7 @@ mod support;
 
 use gslb_core::engine::{EngineSettings, Input, OverrideAction, OverrideChange, Rule, Step};
 use gslb_core::model::{Millis, PoolId, ServiceId};
-use gslb_core::policy::Policy;
+use gslb_core::policy::{Policy, PolicyDiff};
 use support::sim::{Sim, policy};
 
 fn web(edit: impl Fn(String) -> String) -> Policy {
@@ -33,7 +33,9 @@ fn failed_over() -> Sim {
 /// Applies `policies` as the live controller does and records the step like the engine loop.
 fn reload(sim: &mut Sim, policies: Vec<Policy>) -> Input {
     let at = Millis(sim.now);
-    let (input, out) = sim.engine.reload(at, policies);
+    let current: Vec<Policy> = sim.engine.services().map(|s| s.policy().clone()).collect();
+    let diff = PolicyDiff::new(&current, policies);
+    let (input, out) = sim.engine.reload(at, &diff);
     sim.steps.push(Step {
         at,
         input: input.clone(),
@@ -195,11 +197,9 @@ fn a_service_whose_edit_only_touches_observe_or_rto_budget_keeps_its_state() {
     });
     assert_ne!(edited.observe, policy(|t| t).observe, "the edit took");
     assert!(
-        gslb::daemon::controller::changed(
-            &[policy(|t| t), web(|t| t)],
-            std::slice::from_ref(&edited)
-        )
-        .is_empty(),
+        PolicyDiff::new(&[policy(|t| t), web(|t| t)], vec![edited.clone()])
+            .changed
+            .is_empty(),
         "the controller keeps its probes and reconciler"
     );
     let input = reload(&mut sim, vec![edited.clone(), web(|t| t)]);

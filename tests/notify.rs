@@ -10,26 +10,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb::config::{NotifySettings, Webhook};
-use gslb::daemon::control::Command;
-use gslb::daemon::controller::{self, Controller};
+use gslb::daemon::controller::Controller;
+use gslb::daemon::inbox::{Message, ReplyTo};
 use gslb::daemon::reconcile::Sinks;
 use gslb::io::clock::Clock;
 use gslb::io::journal::Journal;
 use gslb::io::origin::{Mode, Origin};
-use gslb::io::probe::{DnsSettings, Prober};
 use gslb::ops::events::{self, EventSender};
 use gslb::ops::metrics::Metrics;
 use gslb::ops::notify::Notifier;
 use gslb::ops::notify::message::Notification;
 use gslb::ops::status::StatusBoard;
 use gslb_cloudflare::fake::Fake;
-use gslb_core::engine::{
-    Decision, EngineSettings, OverrideAction, OverrideId, OverrideRequest, Rule,
-};
+use gslb_core::engine::{Decision, Input, OverrideAction, OverrideId, OverrideRequest, Rule};
 use gslb_core::event::Event;
 use gslb_core::model::{PoolId, ServiceId, VantageId};
 use gslb_core::policy::Mode as PolicyMode;
-use gslb_provider::{FailoverStyle, MemoryProvider};
+use gslb_provider::MemoryProvider;
 use serde_json::Value;
 use support::cloudflare::WebDaemon;
 use support::eventually;
@@ -300,24 +297,13 @@ fn live_controller(
     provider: &Arc<MemoryProvider>,
     tasks: &mut JoinSet<()>,
 ) -> Controller {
-    let controller = Controller::start(
+    let controller = support::controller::start(
         std::slice::from_ref(policy),
-        &EngineSettings::default(),
-        sinks.clone(),
-        Journal::new(None, None, None),
+        sinks,
+        Journal::default(),
         vec![],
     );
-    let prober = Arc::new(Prober::new(&DnsSettings::default()).expect("prober"));
-    controller
-        .attach(
-            tasks,
-            policy,
-            provider.clone(),
-            controller::binding(policy, Duration::from_millis(200)),
-            &prober,
-            &VantageId("test".into()),
-        )
-        .expect("attach");
+    support::controller::attach(&controller, tasks, policy, provider);
     controller
 }
 
@@ -331,17 +317,9 @@ async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
     let tokyo = Origin::start(loopback, "tokyo").await.expect("origin");
     let mut policy = live_policy(seoul.addr(), tokyo.addr());
     policy.mode = PolicyMode::Shadow;
-    let provider = Arc::new(MemoryProvider::new(
-        FailoverStyle::Enablement,
-        &["seoul".into(), "tokyo".into()],
-    ));
+    let provider = support::controller::provider();
     let receiver = Receiver::start().await;
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(8192),
-        clock: Clock::system(),
-    };
+    let sinks = support::controller::sinks(8192);
     let mut events = sinks.events.subscribe();
     let (mut tasks, _notifier) = start_sinks(
         &webhooks(&format!(
@@ -388,18 +366,10 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
     let seoul = Origin::start(loopback, "seoul").await.expect("origin");
     let tokyo = Origin::start(loopback, "tokyo").await.expect("origin");
     let policy = live_policy(seoul.addr(), tokyo.addr());
-    let provider = Arc::new(MemoryProvider::new(
-        FailoverStyle::Enablement,
-        &["seoul".into(), "tokyo".into()],
-    ));
+    let provider = support::controller::provider();
     let stuck = Receiver::hanging().await;
     let down = support::daemon::free_port();
-    let sinks = Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(8192),
-        clock: Clock::system(),
-    };
+    let sinks = support::controller::sinks(8192);
     let mut events = sinks.events.subscribe();
     let (mut tasks, _notifier) = start_sinks(
         &webhooks(&format!(
@@ -413,7 +383,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         &sinks.board,
     );
     let controller = live_controller(&policy, &sinks, &provider, &mut tasks);
-    let commands = controller.commands(&mut tasks);
+    let commands = controller.commands();
     decision(&mut events, |d| d.rule == Rule::Stay).await;
 
     // A drill: its message is the first the stuck receiver gets, and it never answers.
@@ -428,7 +398,10 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         duration: Some(Duration::from_secs(600)),
     };
     commands
-        .send(Command::AddOverride { request, reply })
+        .send(Message::command(
+            Input::AddOverride(request),
+            ReplyTo::Override(reply),
+        ))
         .await
         .expect("engine loop running");
     rx.await.expect("answered").expect("accepted");

@@ -16,8 +16,8 @@ use gslb_core::policy::Policy;
 use gslb_provider::Provider;
 use tokio::task::JoinSet;
 
-use super::control::CommandSender;
 use super::controller::{self, Controller};
+use super::inbox::MessageSender;
 use super::reconcile::Sinks;
 use crate::io::clock::Clock;
 use crate::io::journal::Journal;
@@ -181,9 +181,9 @@ impl Daemon {
             .attach_canaries(&mut self.tasks, targets, &self.prober, &self.vantage);
     }
 
-    /// Where operator commands (drills, re-arms) go.
-    pub fn commands(&mut self) -> CommandSender {
-        self.controller.commands(&mut self.tasks)
+    /// Where operator commands (drills, re-arms) go: the engine loop's own inbox.
+    pub fn commands(&self) -> MessageSender {
+        self.controller.commands()
     }
 
     /// The controller, e.g. for its policy set or a reload.

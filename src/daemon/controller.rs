@@ -13,15 +13,15 @@ use gslb_provider::{Backoff, Provider};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::daemon::control::{Command, CommandSender};
-use crate::daemon::engine_loop::{self, MESSAGE_BUFFER, Message, MessageSender};
+use crate::daemon::engine_loop;
+use crate::daemon::inbox::{MESSAGE_BUFFER, Message, MessageSender, Reload};
 use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Sinks, Steering};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeTarget, Prober};
-use gslb_core::engine::{Decision, Engine, EngineSettings, Override};
+use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
 use gslb_core::model::{ServiceId, VantageId};
 use gslb_core::planner::ProviderPools;
-use gslb_core::policy::Policy;
+use gslb_core::policy::{Policy, PolicyDiff};
 
 /// Longest time between two evaluations of a service without new input: 1 s, so expiries,
 /// staleness and holds are noticed promptly even with long probe intervals.
@@ -51,30 +51,6 @@ pub struct Controller {
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
     sinks: Sinks,
-}
-
-/// What a reload changed: the services to attach (changed or added; their old tasks are
-/// stopped) and the ones removed (stopped).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reloaded {
-    /// Changed or added policies: attach them with [`Controller::attach`].
-    pub attach: Vec<Policy>,
-    /// Services whose policy did not change: they keep their state and tasks.
-    pub unchanged: Vec<ServiceId>,
-    /// Services whose policy was removed.
-    pub removed: Vec<ServiceId>,
-}
-
-/// The policies of `new` that differ from (or are missing in) `old` in what probes, decides
-/// or writes ([`Policy::controls_like`]: an edit of `[observe]` or `rto_budget` alone is no
-/// change here).
-pub fn changed<'a>(old: &[Policy], new: &'a [Policy]) -> Vec<&'a Policy> {
-    new.iter()
-        .filter(|p| {
-            !old.iter()
-                .any(|o| o.service == p.service && o.controls_like(p))
-        })
-        .collect()
 }
 
 /// Every probe target of `policy`.
@@ -118,7 +94,7 @@ impl Controller {
             .min(MAX_TICK);
         if !saved.is_empty() {
             // The channel is empty: this cannot fail for lack of room.
-            let _ = tx.try_send(Message::LoadOverrides(saved));
+            let _ = tx.try_send(Input::LoadOverrides { overrides: saved }.into());
         }
         let engine_loop = tokio::spawn(engine_loop::run(
             engine,
@@ -144,68 +120,59 @@ impl Controller {
         self.policies.subscribe()
     }
 
-    /// Applies a reloaded, validated policy set: stops the tasks of changed and removed
-    /// services and hands the new set to the engine loop, ordered with the probe results
-    /// before it ([`Message::Reload`]), and returns once the engine loop applied it. Unchanged
-    /// services keep their engine state and their tasks. The caller then attaches
-    /// [`Reloaded::attach`] (fresh probe loops, adoption read and reconciler: a changed service
-    /// re-adopts the provider's serving pool, so a reload does not move traffic by itself).
+    /// How `policies` (a whole reloaded, validated set) differs from the set in force: the
+    /// one comparison a reload makes, handed to [`Controller::reload`].
+    pub fn diff(&self, policies: Vec<Policy>) -> PolicyDiff {
+        PolicyDiff::new(&self.policies.borrow(), policies)
+    }
+
+    /// Applies a reloaded policy set ([`Controller::diff`]): stops the tasks of changed and
+    /// removed services and hands the diff to the engine loop, ordered with the probe results
+    /// before it ([`Message::Reload`]), returns once the engine loop applied it, and publishes
+    /// the new set ([`Controller::policies`]). Unchanged services keep their engine state and their
+    /// tasks. The caller then attaches [`PolicyDiff::changed_policies`] (fresh probe loops,
+    /// adoption read and reconciler: a changed service re-adopts the provider's serving pool,
+    /// so a reload does not move traffic by itself).
     ///
     /// A reconciler stopped mid-write may leave that write to finish at the provider; its
     /// successor reads the provider afresh before planning, as always.
-    pub async fn reload(&self, policies: Vec<Policy>) -> Reloaded {
-        let old = self.policies.borrow().clone();
-        let attach: Vec<Policy> = changed(&old, &policies).into_iter().cloned().collect();
-        let removed: Vec<ServiceId> = old
-            .iter()
-            .filter(|o| !policies.iter().any(|p| p.service == o.service))
-            .map(|o| o.service.clone())
-            .collect();
-        let unchanged = policies
-            .iter()
-            .filter(|p| !attach.iter().any(|a| a.service == p.service))
-            .map(|p| p.service.clone())
-            .collect();
+    pub async fn reload(&self, diff: &PolicyDiff) {
         let mut senders = BTreeMap::new();
         {
             let mut services = lock(&self.services);
             let mut decisions = lock(&self.decisions);
-            for id in attach.iter().map(|p| &p.service).chain(&removed) {
+            for id in diff.changed.iter().chain(&diff.removed) {
                 for task in services.remove(id).into_iter().flatten() {
                     task.abort();
                 }
                 decisions.remove(id);
             }
-            for p in &attach {
+            for id in &diff.changed {
                 let (dtx, drx) = watch::channel(None);
-                senders.insert(p.service.clone(), dtx);
-                decisions.insert(p.service.clone(), drx);
+                senders.insert(id.clone(), dtx);
+                decisions.insert(id.clone(), drx);
             }
         }
         let (done, applied) = tokio::sync::oneshot::channel();
         let sent = self
             .messages
-            .send(Message::Reload {
-                policies: policies.clone(),
+            .send(Message::Reload(Reload {
+                diff: diff.clone(),
                 decisions: senders,
                 done,
-            })
+            }))
             .await;
         if sent.is_ok() {
             // The engine loop resets the changed services' status and gauges: the caller's
             // new tasks must start after that, or what they record first is wiped.
             let _ = applied.await;
         }
-        self.policies.send_replace(Arc::new(policies));
-        Reloaded {
-            attach,
-            unchanged,
-            removed,
-        }
+        self.policies.send_replace(Arc::new(diff.policies.clone()));
     }
 
-    /// Stops every task on `tasks` (probes, reconcilers, the command forwarder), then lets the
-    /// engine loop finish what it has received and flush its journal.
+    /// Stops every task on `tasks` (probes, reconcilers), then lets the engine loop finish
+    /// what it has received and flush its journal. Senders still held elsewhere (the admin
+    /// API's) get an error from then on.
     pub async fn stop(self, tasks: &mut JoinSet<()>) {
         tasks.shutdown().await;
         let mut adoptions = self
@@ -213,23 +180,13 @@ impl Controller {
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         adoptions.shutdown().await;
-        drop(self.messages);
+        let _ = self.messages.send(Message::Stop).await;
         let _ = self.engine_loop.await;
     }
 
-    /// Where operator commands go (the admin API's side): a channel forwarded into the engine
-    /// loop by a small task that ends when either side is gone.
-    pub fn commands(&self, tasks: &mut JoinSet<()>) -> CommandSender {
-        let (tx, mut rx) = mpsc::channel::<Command>(64);
-        let messages = self.messages.clone();
-        tasks.spawn(async move {
-            while let Some(c) = rx.recv().await {
-                if messages.send(Message::Command(c)).await.is_err() {
-                    return;
-                }
-            }
-        });
-        tx
+    /// Where operators' inputs go (the admin API's side): the engine loop's own inbox.
+    pub fn commands(&self) -> MessageSender {
+        self.messages.clone()
     }
 
     /// Starts probing `policy`'s endpoints from `vantage`, the adoption read and the
@@ -256,9 +213,12 @@ impl Controller {
                 vantage.clone(),
                 self.sinks.clock,
                 self.messages.clone(),
-                move |observation| Message::Observation {
-                    service: service.clone(),
-                    observation,
+                move |observation| {
+                    Input::Observe {
+                        service: service.clone(),
+                        observation,
+                    }
+                    .into()
                 },
             )));
         }
@@ -285,12 +245,15 @@ impl Controller {
             binding.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
                 // A full engine loop drops a vote rather than stall the reconciler; the next
                 // read votes again.
-                let _ = messages.try_send(Message::ProviderHealth {
-                    service: service.clone(),
-                    pool: pool.clone(),
-                    healthy,
-                    fresh_for,
-                });
+                let _ = messages.try_send(
+                    Input::ProviderHealth {
+                        service: service.clone(),
+                        pool: pool.clone(),
+                        healthy,
+                        fresh_for,
+                    }
+                    .into(),
+                );
             })));
         }
         handles.push(tasks.spawn(reconcile::run(
@@ -319,7 +282,7 @@ impl Controller {
                 vantage.clone(),
                 self.sinks.clock,
                 self.messages.clone(),
-                Message::Canary,
+                |observation| Input::Canary { observation }.into(),
             ));
         }
     }
@@ -343,10 +306,13 @@ async fn adopt<P: Provider>(provider: Arc<P>, binding: Steering, tx: MessageSend
         match provider.observe().await {
             Ok(observed) => {
                 let _ = tx
-                    .send(Message::Adopted {
-                        service: binding.pools.service.clone(),
-                        pool: binding.pools.serving(&observed),
-                    })
+                    .send(
+                        Input::Adopt {
+                            service: binding.pools.service.clone(),
+                            pool: binding.pools.serving(&observed),
+                        }
+                        .into(),
+                    )
                     .await;
                 return;
             }

@@ -1,92 +1,38 @@
-//! The engine loop: the one task that owns the [`Engine`]. It turns probe results, adoption
-//! reads, provider health and operator commands into recorded [`Step`]s, feeds them to the
-//! engine in arrival order, ticks it (staleness, expiries, holds running out), and publishes
-//! what comes out: decisions to each service's reconciler (`watch`: the latest wins), metrics,
-//! status, events, the journal (observation recording, audit log, drill state file).
+//! The engine loop: the one task that owns the [`Engine`]. It takes the [`Message`]s of its
+//! inbox (probe results, adoption reads, provider health, operators' drills, reloads) as
+//! recorded [`Step`]s, feeds them to the engine in arrival order, ticks it (staleness,
+//! expiries, holds running out), and publishes what comes out: decisions to each service's
+//! reconciler (`watch`: the latest wins), metrics, status, events, the journal (observation
+//! recording, audit log, drill state file).
 //!
 //! It never talks to a provider and never waits on one: a slow reconciler cannot delay a
-//! decision.
+//! decision. The one thing it waits for is the drill state file, written off the runtime
+//! threads once per step that changes the drills, before that step takes effect.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
-use crate::daemon::control::Command;
+use crate::daemon::inbox::{Message, Reload};
 use crate::daemon::reconcile::{self, Sinks};
 use crate::io::journal::Journal;
 use gslb_core::engine::{
-    Decision, Engine, Input, Output, Override, OverrideChange, OverrideError, Reply, Step,
+    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, Step,
 };
 use gslb_core::event::Event;
-use gslb_core::model::{EndpointId, Observation, PoolId, ServiceId, VantageId};
+use gslb_core::model::{EndpointId, ServiceId, VantageId};
 use gslb_core::policy::{Mode, Policy};
 
-/// Buffered messages before probe loops wait for the engine loop.
-pub const MESSAGE_BUFFER: usize = 4096;
+/// Each service's decision channel, to its reconciler.
+type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
 
-/// One message to the engine loop.
-#[derive(Debug)]
-pub enum Message {
-    /// A probe result of a service's endpoint.
-    Observation {
-        /// The service.
-        service: ServiceId,
-        /// The result.
-        observation: Observation,
-    },
-    /// A canary probe result.
-    Canary(Observation),
-    /// The provider's serving pool, read at start.
-    Adopted {
-        /// The service.
-        service: ServiceId,
-        /// The pool, or none of the policy's pools.
-        pool: Option<PoolId>,
-    },
-    /// The provider's own health signal for a pool.
-    ProviderHealth {
-        /// The service.
-        service: ServiceId,
-        /// The pool.
-        pool: PoolId,
-        /// What the provider says.
-        healthy: bool,
-        /// How long the vote counts.
-        fresh_for: Duration,
-    },
-    /// Overrides read back from the drill state file at start.
-    LoadOverrides(Vec<Override>),
-    /// An operator command.
-    Command(Command),
-    /// A reloaded, validated policy set (see [`Engine::reload`]), with the decision channels
-    /// of its changed and added services (their reconcilers are new).
-    Reload {
-        /// The whole new set.
-        policies: Vec<Policy>,
-        /// A decision channel for each changed or added service.
-        decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
-        /// Answered once the new set is in force (the reset services' status and gauges are
-        /// fresh), so their new tasks start after that and nothing they record is reset.
-        done: oneshot::Sender<()>,
-    },
-}
-
-/// The sending side, cloned into probe loops, adoption reads and the admin API.
-pub type MessageSender = mpsc::Sender<Message>;
-
-/// Where an operator's answer goes.
-enum Answer {
-    Override(oneshot::Sender<Result<Override, OverrideError>>),
-    Rearmed(oneshot::Sender<Result<Vec<ServiceId>, OverrideError>>),
-}
-
-/// Runs until every sender is dropped. `tick` is how often every service is re-evaluated
-/// without new input.
+/// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
+/// service is re-evaluated without new input.
 pub async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
-    mut decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    mut decisions: Decisions,
     sinks: Sinks,
     tick: Duration,
     mut journal: Journal,
@@ -105,167 +51,135 @@ pub async fn run(
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let (input, answer) = tokio::select! {
-            m = messages.recv() => {
-                let m = match m {
-                    None => {
-                        journal.flush().await;
-                        return;
-                    }
-                    Some(Message::Reload { policies, decisions: new, done }) => {
-                        decisions.extend(new);
-                        reload(&mut engine, policies, &mut decisions, &sinks, &mut journal);
-                        let _ = done.send(());
-                        continue;
-                    }
-                    Some(m) => m,
-                };
-                match into_input(m, &engine, &sinks) {
-                    Some(x) => x,
-                    None => continue,
+        let (input, reply) = tokio::select! {
+            m = messages.recv() => match m {
+                None | Some(Message::Stop) => break,
+                Some(Message::Input { input, reply }) => (input, reply),
+                Some(Message::ListOverrides(tx)) => {
+                    let _ = tx.send(engine.overrides().all().cloned().collect());
+                    continue;
                 }
-            }
+                Some(Message::Reload(r)) => {
+                    reload(&mut engine, r, &mut decisions, &sinks, &mut journal).await;
+                    continue;
+                }
+            },
             _ = ticker.tick() => (Input::Tick, None),
         };
         let step = Step {
             at: sinks.clock.now(),
             input,
         };
-        // A new drill is refused unless the state file can hold it: it is written before the
-        // engine sees the drill, so nothing moves for a drill a restart would forget.
-        if let Input::AddOverride(req) = &step.input {
-            if let Err(e) = saves_with(&engine, req, step.at, &mut journal) {
-                let refused = OverrideError::NotSaved(e);
-                journal.refused(step.at, req, &refused);
-                if let Some(Answer::Override(tx)) = answer {
-                    let _ = tx.send(Err(refused));
-                }
-                continue;
-            }
-        }
-        journal.record(&step);
-        let out = engine.step(step.at, &step.input);
-        let saved = publish(&engine, &step, &out, &decisions, &sinks, &mut journal);
-        let reply = match (saved, out.reply) {
-            // An ended drill stays ended in memory; the operator learns the file still lists it.
-            (Err(e), Some(Reply::Override(Ok(_)))) => {
-                Some(Reply::Override(Err(OverrideError::NotSaved(e))))
-            }
-            (_, reply) => reply,
-        };
-        match (answer, reply) {
-            (Some(Answer::Override(tx)), Some(Reply::Override(r))) => {
-                let _ = tx.send(r);
-            }
-            (Some(Answer::Rearmed(tx)), Some(Reply::Rearmed(r))) => {
-                let _ = tx.send(r);
-            }
-            _ => {}
+        received(&step, &engine, &sinks);
+        let answer = apply(&mut engine, &step, &decisions, &sinks, &mut journal).await;
+        if let Some(tx) = reply {
+            tx.send(answer);
         }
     }
+    journal.flush().await;
 }
 
-/// Turns a message into an engine input (and where its answer goes). Read-only commands are
-/// answered here and produce no input.
-fn into_input(m: Message, engine: &Engine, sinks: &Sinks) -> Option<(Input, Option<Answer>)> {
-    Some(match m {
-        Message::Observation {
+/// What shows as soon as an input arrives: a probe result in the metrics, the status and the
+/// events (when its endpoint is in a policy); an adopted pool in the log.
+fn received(step: &Step, engine: &Engine, sinks: &Sinks) {
+    match &step.input {
+        Input::Observe {
             service,
             observation,
         } => {
-            if let Some(pool) = engine
-                .service(&service)
+            let Some(pool) = engine
+                .service(service)
                 .and_then(|s| s.pool_of(&observation.endpoint))
-            {
-                sinks
-                    .metrics
-                    .record_probe(&service.0, &pool.0, &observation);
-                sinks.board.record_probe(&service, pool, &observation);
-                let _ = sinks.events.send(Event::Probe {
-                    service: service.clone(),
-                    pool: pool.clone(),
-                    observation: observation.clone(),
-                });
-            }
-            (
-                Input::Observe {
-                    service,
-                    observation,
-                },
-                None,
-            )
+            else {
+                return;
+            };
+            sinks.metrics.record_probe(&service.0, &pool.0, observation);
+            sinks.board.record_probe(service, pool, observation);
+            let _ = sinks.events.send(Event::Probe {
+                service: service.clone(),
+                pool: pool.clone(),
+                observation: observation.clone(),
+            });
         }
-        Message::Canary(observation) => (Input::Canary { observation }, None),
-        Message::LoadOverrides(overrides) => (Input::LoadOverrides { overrides }, None),
-        Message::Adopted { service, pool } => {
-            if let Some(p) = &pool {
-                tracing::info!(service = %service, pool = %p, "adopted the provider's serving pool");
-            }
-            (Input::Adopt { service, pool }, None)
-        }
-        Message::ProviderHealth {
+        Input::Adopt {
             service,
-            pool,
-            healthy,
-            fresh_for,
-        } => (
-            Input::ProviderHealth {
-                service,
-                pool,
-                healthy,
-                fresh_for,
-            },
-            None,
-        ),
-        Message::Reload { .. } => return None,
-        Message::Command(c) => match c {
-            Command::AddOverride { request, reply } => {
-                (Input::AddOverride(request), Some(Answer::Override(reply)))
-            }
-            Command::EndOverride {
-                id,
-                actor,
-                reason,
-                reply,
-            } => (
-                Input::EndOverride { id, actor, reason },
-                Some(Answer::Override(reply)),
-            ),
-            Command::Rearm {
-                service,
-                actor,
-                reason,
-                reply,
-            } => (
-                Input::Rearm {
-                    service,
-                    actor,
-                    reason,
-                },
-                Some(Answer::Rearmed(reply)),
-            ),
-            Command::ListOverrides { reply } => {
-                let _ = reply.send(engine.overrides().all().cloned().collect());
-                return None;
-            }
-        },
-    })
+            pool: Some(p),
+        } => {
+            tracing::info!(service = %service, pool = %p, "adopted the provider's serving pool");
+        }
+        _ => {}
+    }
+}
+
+/// Steps the engine with one input, saves the drills when the step changed them, then records
+/// the step and publishes its output; returns the engine's answer for the operator.
+///
+/// A new drill is refused unless the state file holds it: the file is written before the drill
+/// takes effect (nothing moves for a drill a restart would forget), and when it cannot be, the
+/// engine is put back as it was before the step, which is not recorded.
+async fn apply(
+    engine: &mut Engine,
+    step: &Step,
+    decisions: &Decisions,
+    sinks: &Sinks,
+    journal: &mut Journal,
+) -> Option<Reply> {
+    // Kept to take back a drill the state file cannot hold (drills are rare: the copy is cheap
+    // next to the fsync).
+    let before = matches!(step.input, Input::AddOverride(_)).then(|| engine.clone());
+    let out = engine.step(step.at, &step.input);
+    let saved = save(engine, &out, journal).await;
+    if let (Err(e), Input::AddOverride(req), Some(Reply::Override(Ok(_)))) =
+        (&saved, &step.input, &out.reply)
+    {
+        if let Some(before) = before {
+            *engine = before;
+        }
+        let refused = OverrideError::NotSaved(e.clone());
+        journal.refused(step.at, req, &refused);
+        return Some(Reply::Override(Err(refused)));
+    }
+    journal.record(step);
+    publish(engine, step, &out, decisions, sinks, journal);
+    match (saved, out.reply) {
+        // An ended drill stays ended in memory; the operator learns the file still lists it.
+        (Err(e), Some(Reply::Override(Ok(_)))) => {
+            Some(Reply::Override(Err(OverrideError::NotSaved(e))))
+        }
+        (_, reply) => reply,
+    }
+}
+
+/// Writes the active drills to the state file when `out` changed them: once per step, off the
+/// runtime threads ([`Journal::save`]).
+async fn save(engine: &Engine, out: &Output, journal: &Journal) -> Result<(), String> {
+    if out.overrides.is_empty() {
+        return Ok(());
+    }
+    journal.save(engine.overrides()).await
 }
 
 /// Swaps in a reloaded policy set, records it (an [`Input::Reload`] step) and publishes what
 /// changed: status and metrics of reset and removed services are dropped (their gauges
 /// removed), reset and added services are declared afresh and show as awaiting the provider.
-fn reload(
+/// Answers [`Reload::done`] once that is done.
+async fn reload(
     engine: &mut Engine,
-    policies: Vec<Policy>,
-    decisions: &mut BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    reload: Reload,
+    decisions: &mut Decisions,
     sinks: &Sinks,
     journal: &mut Journal,
 ) {
+    let Reload {
+        diff,
+        decisions: new,
+        done,
+    } = reload;
+    decisions.extend(new);
     // What the outgoing services' gauges are labelled with, before their state goes.
     let outgoing: Vec<(Policy, Vec<(EndpointId, VantageId)>)> = engine
         .services()
-        .filter(|s| !policies.iter().any(|p| p.controls_like(s.policy())))
+        .filter(|s| diff.resets(&s.policy().service) || diff.removed.contains(&s.policy().service))
         .map(|s| {
             let seen = s
                 .evidence()
@@ -275,57 +189,54 @@ fn reload(
         })
         .collect();
     let at = sinks.clock.now();
-    let (input, out) = engine.reload(at, policies);
+    let (input, out) = engine.reload(at, &diff);
     for (policy, seen) in &outgoing {
         sinks.metrics.forget_service(policy, seen);
         sinks.board.remove_service(&policy.service);
     }
-    if let Input::Reload { reset, removed } = &input {
-        for id in removed {
-            decisions.remove(id);
-        }
-        for s in reset.iter().filter_map(|id| engine.service(id)) {
-            sinks.metrics.declare_service(s.policy());
-            sinks.board.update_service(s, engine.overrides().all(), at);
-        }
-        tracing::info!(reset = ?reset, removed = ?removed, "policies reloaded; unchanged services keep their state");
+    for id in &diff.removed {
+        decisions.remove(id);
+    }
+    for s in diff.changed.iter().filter_map(|id| engine.service(id)) {
+        sinks.metrics.declare_service(s.policy());
+        sinks.board.update_service(s, engine.overrides().all(), at);
+    }
+    tracing::info!(reset = ?diff.changed, removed = ?diff.removed, "policies reloaded; unchanged services keep their state");
+    if let Err(e) = save(engine, &out, journal).await {
+        tracing::error!(error = %e, "the drill state file could not be saved after a reload");
     }
     let step = Step { at, input };
     journal.record(&step);
-    if let Err(e) = publish(engine, &step, &out, decisions, sinks, journal) {
-        tracing::error!(error = %e, "the drill state file could not be saved after a reload");
+    publish(engine, &step, &out, decisions, sinks, journal);
+    let _ = done.send(());
+}
+
+/// The audit log's part of one step: a re-arm, the override changes, a refused drill request.
+fn audit(step: &Step, out: &Output, journal: &mut Journal) {
+    if let Input::Rearm {
+        service,
+        actor,
+        reason,
+    } = &step.input
+    {
+        journal.rearmed(step.at, service.as_ref(), actor, reason, out.reply.as_ref());
+    }
+    if !out.overrides.is_empty() {
+        journal.overrides(step.at, &out.overrides);
+    }
+    match (&step.input, &out.reply) {
+        (Input::AddOverride(req), Some(Reply::Override(Err(e)))) => {
+            journal.refused(step.at, req, e)
+        }
+        (Input::EndOverride { id, actor, reason }, Some(Reply::Override(Err(e)))) => {
+            journal.end_refused(step.at, id, actor, reason, e);
+        }
+        _ => {}
     }
 }
 
-/// Writes the state file as it will be once `req` is added at `at` (when the engine would
-/// accept it; a request it refuses is answered by the engine as usual).
-fn saves_with(
-    engine: &Engine,
-    req: &gslb_core::engine::OverrideRequest,
-    at: gslb_core::model::Millis,
-    journal: &mut Journal,
-) -> Result<(), String> {
-    let Some(policy) = engine.service(&req.service).map(|s| s.policy()) else {
-        return Ok(());
-    };
-    let mut trial = engine.overrides().clone();
-    trial.expire(at);
-    match trial.add(policy, req, at) {
-        Ok(_) => journal.save(&trial),
-        Err(_) => Ok(()),
-    }
-}
-
-/// Publishes one step's output; the error is the state file's when it could not be saved.
-fn publish(
-    engine: &Engine,
-    step: &Step,
-    out: &Output,
-    decisions: &BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
-    sinks: &Sinks,
-    journal: &mut Journal,
-) -> Result<(), String> {
-    let mut saved = Ok(());
+/// The log and the events of one step's endpoint verdict and override changes.
+fn announce(step: &Step, out: &Output, sinks: &Sinks) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
@@ -338,30 +249,24 @@ fn publish(
             });
         }
     }
-    if let Input::Rearm {
-        service,
-        actor,
-        reason,
-    } = &step.input
-    {
-        journal.rearmed(step.at, service.as_ref(), actor, reason, out.reply.as_ref());
-    }
     for c in &out.overrides {
         log_override(c);
         let _ = sinks.events.send(Event::Override(c.clone()));
     }
-    if !out.overrides.is_empty() {
-        saved = journal.overrides(step.at, &out.overrides, engine.overrides());
-    }
-    match (&step.input, &out.reply) {
-        (Input::AddOverride(req), Some(Reply::Override(Err(e)))) => {
-            journal.refused(step.at, req, e)
-        }
-        (Input::EndOverride { id, actor, reason }, Some(Reply::Override(Err(e)))) => {
-            journal.end_refused(step.at, id, actor, reason, e);
-        }
-        _ => {}
-    }
+}
+
+/// Publishes one step's output (its drills already saved): audit, log and events, status,
+/// metrics, and changed decisions to their reconcilers.
+fn publish(
+    engine: &Engine,
+    step: &Step,
+    out: &Output,
+    decisions: &Decisions,
+    sinks: &Sinks,
+    journal: &mut Journal,
+) {
+    audit(step, out, journal);
+    announce(step, out, sinks);
     if out.decisions.is_empty() {
         // Before adoption there is no decision, but the probes' evidence shows already.
         if let Input::Observe { service, .. } = &step.input {
@@ -408,7 +313,6 @@ fn publish(
             reconcile::record_unapplied_age(sinks, &s.policy().service);
         }
     }
-    saved
 }
 
 fn log_override(c: &OverrideChange) {

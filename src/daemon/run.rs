@@ -350,9 +350,9 @@ async fn reload<B: Bind>(
         }
         Err(e) => return failed(reloader, &e),
     };
-    let current = daemon.controller().policies().borrow().clone();
+    let diff = daemon.controller().diff(policies);
     let mut bound = Vec::new();
-    for p in controller::changed(&current, &policies) {
+    for p in diff.changed_policies() {
         let checked = match controller::probe_targets(p, daemon.prober()) {
             Ok(_) => binder.bind(p).await.map_err(|e| error_chain(&*e)),
             Err(e) => Err(error_chain(&e)),
@@ -365,7 +365,7 @@ async fn reload<B: Bind>(
             }
         }
     }
-    let reloaded = daemon.controller().reload(policies).await;
+    daemon.controller().reload(&diff).await;
     for (policy, provider) in bound {
         if let Err(e) = daemon.attach(&policy, Arc::new(provider)) {
             // Checked above; a target that builds once builds again.
@@ -373,9 +373,9 @@ async fn reload<B: Bind>(
         }
     }
     tracing::info!(
-        changed = ?reloaded.attach.iter().map(|p| p.service.0.as_str()).collect::<Vec<_>>(),
-        unchanged = ?reloaded.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
-        removed = ?reloaded.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        changed = ?diff.changed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        unchanged = ?diff.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        removed = ?diff.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
         "policies reloaded"
     );
     sinks.metrics.record_policy_load(true, unix_secs(&sinks));

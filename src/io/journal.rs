@@ -3,8 +3,9 @@
 //! active overrides, so they survive a restart). Each part is optional.
 //!
 //! Recording and audit lines are handed to background writers and never block the loop; the
-//! state file is written (atomically) before the operator's command is answered, so an
-//! acknowledged drill is on disk.
+//! state file is written (atomically, once per step that changes the drills) on tokio's
+//! blocking pool, and the loop awaits it before the step takes effect, so an acknowledged
+//! drill is on disk and no runtime thread waits on an fsync.
 
 use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR};
 use crate::io::jsonl::JsonlWriter;
@@ -63,17 +64,8 @@ impl Journal {
         }
     }
 
-    /// Audits override changes and saves the active set to the state file (atomically, before
-    /// the operator is answered).
-    ///
-    /// # Errors
-    /// The state file could not be written (also logged).
-    pub fn overrides(
-        &mut self,
-        at: Millis,
-        changes: &[OverrideChange],
-        all: &Overrides,
-    ) -> Result<(), String> {
+    /// Audits override changes (the state file is saved apart: [`Journal::save`]).
+    pub fn overrides(&mut self, at: Millis, changes: &[OverrideChange]) {
         for c in changes {
             let entry = match c {
                 OverrideChange::Added(o) => AuditEntry::drill_started(o),
@@ -104,17 +96,17 @@ impl Journal {
             };
             self.audit(entry);
         }
-        self.save(all)
     }
 
-    /// Writes `all` to the state file (atomically); a no-op without one.
+    /// Writes `all` to the state file (atomically, on tokio's blocking pool:
+    /// [`StateFile::save_async`]); a no-op without one.
     ///
     /// # Errors
     /// The file could not be written (also logged).
-    pub fn save(&mut self, all: &Overrides) -> Result<(), String> {
+    pub async fn save(&self, all: &Overrides) -> Result<(), String> {
         if let Some(state) = &self.state {
             let active: Vec<_> = all.all().cloned().collect();
-            if let Err(e) = state.save(&active) {
+            if let Err(e) = state.save_async(active).await {
                 tracing::error!(error = %e, "cannot save the drill state file");
                 return Err(e.to_string());
             }

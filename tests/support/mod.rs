@@ -1,11 +1,12 @@
-//! Shared helpers for integration tests: real emulators (and Route 53 helpers), a counting
-//! proxy, a fake DNS server, a real authoritative DNS server with a switchable A record, an
-//! HTTPS origin, a webhook receiver, and waiting on a condition with a deadline. Each test binary uses a subset, hence the
-//! dead-code allowance.
+//! Shared helpers for integration tests: an in-process controller, real emulators (and Route
+//! 53 helpers), a counting proxy, a fake DNS server, a real authoritative DNS server with a
+//! switchable A record, an HTTPS origin, a webhook receiver, and waiting on a condition with a
+//! deadline. Each test binary uses a subset, hence the dead-code allowance.
 #![allow(dead_code)]
 
 pub mod authoritative;
 pub mod cloudflare;
+pub mod controller;
 pub mod daemon;
 pub mod dns;
 pub mod emulators;

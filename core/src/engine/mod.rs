@@ -38,7 +38,7 @@ pub use vantage::{Suspicion, Vantages};
 pub use velocity::{SwitchWindow, TokenBucket};
 
 use crate::model::{EndpointId, Millis, ServiceId, VantageId};
-use crate::policy::{Flapping, Policy};
+use crate::policy::{Flapping, Policy, PolicyDiff};
 
 use service::Context;
 
@@ -266,34 +266,28 @@ impl Engine {
     }
 
     /// Swaps in a reloaded policy set at `at` and returns the recordable input with what the
-    /// step produced. A service whose policy is unchanged (but for `[observe]` and
-    /// `rto_budget`: [`Policy::controls_like`]) keeps all of its state (rise
+    /// step produced. `diff` says which services start fresh: an unchanged one (but for
+    /// `[observe]` and `rto_budget`: [`Policy::controls_like`]) keeps all of its state (rise
     /// and fall counts, damping, velocity budget, spacing, serving pool); a changed or added
     /// one starts fresh and makes no decision until the provider's serving pool is adopted
     /// again (so a reload never moves traffic by itself); a removed one is dropped.
     /// Controller-wide state (suspect vantage points, the controller-wide velocity window) is
     /// kept. Drills whose service or pool is gone are dropped and reported as skipped.
-    pub fn reload(&mut self, at: Millis, policies: Vec<Policy>) -> (Input, Output) {
-        let new: BTreeSet<ServiceId> = policies.iter().map(|p| p.service.clone()).collect();
-        let removed: Vec<ServiceId> = self
-            .services
-            .keys()
-            .filter(|id| !new.contains(*id))
-            .cloned()
-            .collect();
-        let mut reset = Vec::new();
-        for p in policies {
+    pub fn reload(&mut self, at: Millis, diff: &PolicyDiff) -> (Input, Output) {
+        for p in &diff.policies {
             match self.services.get_mut(&p.service) {
                 // Only what the engine never reads changed: the new policy, the same state.
-                Some(s) if s.policy().controls_like(&p) => s.set_policy(p),
+                Some(s) if !diff.resets(&p.service) => s.set_policy(p.clone()),
                 _ => {
-                    reset.push(p.service.clone());
                     self.services
-                        .insert(p.service.clone(), ServiceEngine::new(p));
+                        .insert(p.service.clone(), ServiceEngine::new(p.clone()));
                 }
             }
         }
-        let input = Input::Reload { reset, removed };
+        let input = Input::Reload {
+            reset: diff.changed.clone(),
+            removed: diff.removed.clone(),
+        };
         let out = self.step(at, &input);
         (input, out)
     }

@@ -5,6 +5,7 @@
 //! this module constructs a [`Policy`]. This module does no I/O beyond reading the files.
 
 mod cloudflare;
+mod diff;
 mod error;
 mod observe;
 mod raw;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
+pub use diff::PolicyDiff;
 pub use error::{PolicyError, PolicyErrors};
 pub use observe::{Observe, ServedBy, ServedByMarker};
 pub use types::*;

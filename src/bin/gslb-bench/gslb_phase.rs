@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use gslb::daemon::engine_loop::MESSAGE_BUFFER;
+use gslb::daemon::inbox::MESSAGE_BUFFER;
 use gslb::io::clock::Clock;
 use gslb::io::probe::{DnsSettings, Prober, ProbingSettings, StatsSnapshot, run_endpoint};
 use gslb_core::model::{Observation, VantageId};

@@ -2,8 +2,8 @@
 //! `DELETE /v1/drills/{id}`, `POST /v1/rearm`, and the JSON shapes they take and answer (the
 //! CLI client uses the same types).
 //!
-//! Handlers only translate HTTP into [`Command`]s for the engine loop and its replies back into
-//! HTTP: they validate the shape of a request (reason present, duration parses) and leave every
+//! Handlers only translate HTTP into [`Message`]s for the engine loop's inbox and its replies
+//! back into HTTP: they validate the shape of a request (reason present, duration parses) and leave every
 //! rule about overrides to the engine. They never hold engine state and never panic when the
 //! engine loop is gone (`503`).
 
@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use super::AdminState;
-use crate::daemon::control::{Command, CommandSender};
-use gslb_core::engine::{Override, OverrideAction, OverrideError, OverrideId, OverrideRequest};
+use crate::daemon::inbox::{Message, MessageSender, ReplyTo};
+use gslb_core::engine::{
+    Input, Override, OverrideAction, OverrideError, OverrideId, OverrideRequest,
+};
 use gslb_core::model::{PoolId, ServiceId};
 
 /// How long a handler waits for the engine loop to take and answer a command: 10 s. The loop
@@ -195,11 +197,11 @@ fn reason(r: &str) -> Result<String, ApiError> {
     }
 }
 
-/// Sends a command built around a fresh reply channel and waits (at most
+/// Sends a message built around a fresh reply channel and waits (at most
 /// [`ENGINE_REPLY_TIMEOUT`]) for the answer.
 async fn ask<T>(
-    commands: Option<&CommandSender>,
-    command: impl FnOnce(oneshot::Sender<T>) -> Command,
+    commands: Option<&MessageSender>,
+    command: impl FnOnce(oneshot::Sender<T>) -> Message,
 ) -> Result<T, ApiError> {
     let Some(tx) = commands else {
         return Err(ApiError::unavailable("this server runs no engine loop"));
@@ -249,9 +251,8 @@ pub(crate) async fn create(
     let created = loop {
         attempts += 1;
         let req = request.clone();
-        match ask(s.commands.as_ref(), |reply| Command::AddOverride {
-            request: req,
-            reply,
+        match ask(s.commands.as_ref(), |reply| {
+            Message::command(Input::AddOverride(req), ReplyTo::Override(reply))
         })
         .await?
         {
@@ -268,10 +269,7 @@ pub(crate) async fn create(
 
 /// `GET /v1/drills`: every active override.
 pub(crate) async fn list(State(s): State<AdminState>) -> Result<Json<DrillList>, ApiError> {
-    let overrides = ask(s.commands.as_ref(), |reply| Command::ListOverrides {
-        reply,
-    })
-    .await?;
+    let overrides = ask(s.commands.as_ref(), Message::ListOverrides).await?;
     Ok(Json(DrillList { overrides }))
 }
 
@@ -289,11 +287,13 @@ pub(crate) async fn end(
     };
     let reason = reason(&req.reason)?;
     let actor = actor(req.actor);
-    let ended = ask(s.commands.as_ref(), |reply| Command::EndOverride {
-        id: OverrideId(id),
-        actor,
-        reason,
-        reply,
+    let ended = ask(s.commands.as_ref(), |reply| {
+        let end = Input::EndOverride {
+            id: OverrideId(id),
+            actor,
+            reason,
+        };
+        Message::command(end, ReplyTo::Override(reply))
     })
     .await??;
     Ok(Json(ended))
@@ -307,11 +307,13 @@ pub(crate) async fn rearm(
     let Json(body) = body?;
     let reason = reason(&body.reason)?;
     let actor = actor(body.actor);
-    let rearmed = ask(s.commands.as_ref(), |reply| Command::Rearm {
-        service: body.service,
-        actor,
-        reason,
-        reply,
+    let rearmed = ask(s.commands.as_ref(), |reply| {
+        let rearm = Input::Rearm {
+            service: body.service,
+            actor,
+            reason,
+        };
+        Message::command(rearm, ReplyTo::Rearmed(reply))
     })
     .await??;
     Ok(Json(RearmResponse { rearmed }))
@@ -371,7 +373,7 @@ mod tests {
     async fn an_engine_loop_that_does_not_answer_is_503_after_the_timeout() {
         let (tx, _rx) = tokio::sync::mpsc::channel(1);
         let started = tokio::time::Instant::now();
-        let e = ask(Some(&tx), |reply| Command::ListOverrides { reply })
+        let e = ask(Some(&tx), Message::ListOverrides)
             .await
             .expect_err("no answer");
         assert_eq!(started.elapsed(), ENGINE_REPLY_TIMEOUT);
@@ -387,13 +389,13 @@ mod tests {
 
     #[tokio::test]
     async fn no_or_a_stopped_engine_loop_is_503() {
-        let e = ask(None, |reply| Command::ListOverrides { reply })
+        let e = ask(None, Message::ListOverrides)
             .await
             .expect_err("no loop");
         assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         drop(rx);
-        let e = ask(Some(&tx), |reply| Command::ListOverrides { reply })
+        let e = ask(Some(&tx), Message::ListOverrides)
             .await
             .expect_err("stopped loop");
         assert_eq!(

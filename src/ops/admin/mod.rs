@@ -4,7 +4,7 @@
 //! `GET /v1/events` (failover timelines, [`events`]).
 //! Drills ([`drills`]), behind the bearer token when one is configured ([`auth`]):
 //! `POST /v1/drills`, `GET /v1/drills`, `DELETE /v1/drills/{id}`, `POST /v1/rearm`. The API
-//! never changes a decision itself: drill routes send [`crate::daemon::control::Command`]s to the
+//! never changes a decision itself: drill routes send [`crate::daemon::inbox::Message`]s to the
 //! engine loop and relay its answer.
 
 pub mod auth;
@@ -20,7 +20,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router, middleware};
 
 use crate::config::AdminToken;
-use crate::daemon::control::CommandSender;
+use crate::daemon::inbox::MessageSender;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::StatusBoard;
 
@@ -31,9 +31,9 @@ pub struct AdminState {
     pub board: Arc<StatusBoard>,
     /// Metrics.
     pub metrics: Metrics,
-    /// Commands to the engine loop. `None`: the drill routes answer `503` ("drills
-    /// unavailable").
-    pub commands: Option<CommandSender>,
+    /// The engine loop's inbox, for operators' inputs. `None`: the drill routes answer `503`
+    /// ("drills unavailable").
+    pub commands: Option<MessageSender>,
     /// The bearer token the drill routes require. `None`: they are open, which
     /// [`crate::config::check_admin_listen`] allows on loopback addresses only.
     pub token: Option<AdminToken>,

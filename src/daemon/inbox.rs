@@ -1,0 +1,95 @@
+//! The engine loop's inbox: the one message type its channel carries. Probe loops, adoption
+//! reads, provider-health votes, the admin API's drill routes and the controller (saved
+//! drills, reload, stop) all send straight into it; there is no forwarder in between. An
+//! engine input travels as the [`Input`] the engine records, with where its answer goes.
+//!
+//! This module only describes messages; the engine loop applies them in arrival order.
+
+use std::collections::BTreeMap;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use gslb_core::engine::{Decision, Input, Override, OverrideError, Reply};
+use gslb_core::model::ServiceId;
+use gslb_core::policy::PolicyDiff;
+
+/// Buffered messages before probe loops wait for the engine loop.
+pub const MESSAGE_BUFFER: usize = 4096;
+
+/// One message to the engine loop.
+#[derive(Debug)]
+pub enum Message {
+    /// An engine input (probe result, adoption, provider vote, drill, re-arm, saved drills),
+    /// recorded and stepped in arrival order.
+    Input {
+        /// What the engine is fed.
+        input: Input,
+        /// Where the engine's answer goes (operators' inputs), once the input is applied.
+        reply: Option<ReplyTo>,
+    },
+    /// Read-only: the active overrides. Answered at once, not recorded.
+    ListOverrides(oneshot::Sender<Vec<Override>>),
+    /// A reloaded, validated policy set.
+    Reload(Reload),
+    /// Handle what came before, flush the journal and end (senders still held, such as the
+    /// admin API's, get an error from then on).
+    Stop,
+}
+
+impl From<Input> for Message {
+    /// An input nobody waits an answer for.
+    fn from(input: Input) -> Self {
+        Self::Input { input, reply: None }
+    }
+}
+
+impl Message {
+    /// An operator's input, answered on `reply` once applied.
+    pub fn command(input: Input, reply: ReplyTo) -> Self {
+        Self::Input {
+            input,
+            reply: Some(reply),
+        }
+    }
+}
+
+/// Where an operator's answer goes: the reply channel of the kind of answer the input gets.
+#[derive(Debug)]
+pub enum ReplyTo {
+    /// Adding or ending an override: the override, or why not.
+    Override(oneshot::Sender<Result<Override, OverrideError>>),
+    /// A re-arm: the services re-armed, or why not.
+    Rearmed(oneshot::Sender<Result<Vec<ServiceId>, OverrideError>>),
+}
+
+impl ReplyTo {
+    /// Sends the engine's `reply` when it is the kind this channel waits for (a mismatch, or
+    /// no reply, drops the channel: the caller sees the loop as gone).
+    pub fn send(self, reply: Option<Reply>) {
+        match (self, reply) {
+            (Self::Override(tx), Some(Reply::Override(r))) => {
+                let _ = tx.send(r);
+            }
+            (Self::Rearmed(tx), Some(Reply::Rearmed(r))) => {
+                let _ = tx.send(r);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A reloaded policy set for the engine loop ([`gslb_core::engine::Engine::reload`]).
+#[derive(Debug)]
+pub struct Reload {
+    /// The new set and what changed, computed once by the caller.
+    pub diff: PolicyDiff,
+    /// A decision channel for each changed or added service (their reconcilers are new).
+    pub decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    /// Answered once the new set is in force (the reset services' status and gauges are
+    /// fresh), so their new tasks start after that and nothing they record is reset.
+    pub done: oneshot::Sender<()>,
+}
+
+/// The sending side, cloned into probe loops, adoption reads, reconcilers (provider votes)
+/// and the admin API.
+pub type MessageSender = mpsc::Sender<Message>;
