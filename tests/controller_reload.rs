@@ -14,7 +14,6 @@ use gslb::io::origin::Origin;
 use gslb_core::model::ServiceId;
 use gslb_core::policy::{self, Policy};
 use support::{controller, eventually};
-use tokio::task::JoinSet;
 
 const DEADLINE: Duration = Duration::from_secs(15);
 
@@ -51,12 +50,11 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
     ];
     let sinks = controller::sinks(1024);
     let board = sinks.board.clone();
-    let controller = controller::start(&before, &sinks, Journal::default(), Vec::new());
-    let mut published = controller.policies();
+    let mut daemon = controller::start(&before, &sinks, Journal::default(), Vec::new());
+    let mut published = daemon.controller().policies();
     let provider = controller::provider();
-    let mut tasks = JoinSet::new();
     for p in &before {
-        controller::attach(&controller, &mut tasks, p, &provider);
+        daemon.attach(p, provider.clone()).expect("attach");
     }
     let decided = |service: &'static str| {
         let board = board.clone();
@@ -72,8 +70,8 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
 
     // api changes (fall 3), web is removed, img is unchanged.
     let after = vec![policy("api", 3, s, t), policy("img", 2, s, t)];
-    let reloaded = controller.diff(after.clone());
-    controller.reload(&reloaded).await;
+    let reloaded = daemon.controller().diff(after.clone());
+    daemon.controller().reload(&reloaded).await;
     assert_eq!(
         reloaded.changed_policies().cloned().collect::<Vec<_>>(),
         vec![after[0].clone()]
@@ -83,14 +81,14 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
     assert!(published.has_changed().expect("sender alive"));
     assert_eq!(**published.borrow_and_update(), after);
     for p in reloaded.changed_policies() {
-        controller::attach(&controller, &mut tasks, p, &provider);
+        daemon.attach(p, provider.clone()).expect("attach");
     }
 
     // Exactly the old tasks of api and web end, cancelled: two probe loops and a reconciler
     // each (adoption reads are kept apart).
     let mut cancelled = 0;
     while cancelled < 6 {
-        let next = tokio::time::timeout(DEADLINE, tasks.join_next()).await;
+        let next = tokio::time::timeout(DEADLINE, daemon.tasks().join_next()).await;
         match next.expect("tasks end in time").expect("tasks left") {
             Err(e) if e.is_cancelled() => cancelled += 1,
             other => panic!("a task ended otherwise: {other:?}"),
@@ -115,8 +113,8 @@ async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest(
     assert_eq!(applied.apply.provider, "memory", "{:?}", applied.apply);
     assert!(decided("img").await.is_some());
     // No task of the reloaded set ends.
-    let quiet = tokio::time::timeout(Duration::from_millis(500), tasks.join_next()).await;
+    let quiet = tokio::time::timeout(Duration::from_millis(500), daemon.tasks().join_next()).await;
     assert!(quiet.is_err(), "a task ended: {quiet:?}");
     assert!(provider.writes().is_empty(), "{:?}", provider.writes());
-    controller.stop(&mut tasks).await;
+    daemon.stop().await;
 }

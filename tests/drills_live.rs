@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::controller::Controller;
+use gslb::daemon::builder::Daemon;
 use gslb::daemon::inbox::{Message, MessageSender, ReplyTo};
 use gslb::io::audit::{AuditEntry, AuditLog};
 use gslb::io::journal::Journal;
@@ -26,7 +26,6 @@ use gslb_core::policy::{self, Policy};
 use gslb_provider::MemoryProvider;
 use support::controller;
 use tokio::sync::{broadcast, oneshot};
-use tokio::task::JoinSet;
 
 /// Any one wait may take this long before the test fails.
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -55,8 +54,7 @@ rise = 2
 }
 
 struct Live {
-    controller: Controller,
-    tasks: JoinSet<()>,
+    daemon: Daemon,
     events: broadcast::Receiver<Event>,
     commands: MessageSender,
     decisions: Vec<Decision>,
@@ -84,13 +82,11 @@ async fn start(
         ),
         Some(StateFile::new(dir.join("overrides.json"))),
     );
-    let mut tasks = JoinSet::new();
-    let controller = controller::start(std::slice::from_ref(policy), &sinks, journal, saved);
-    controller::attach(&controller, &mut tasks, policy, &provider);
-    let commands = controller.commands();
+    let mut daemon = controller::start(std::slice::from_ref(policy), &sinks, journal, saved);
+    daemon.attach(policy, provider).expect("attach");
+    let commands = daemon.commands();
     Live {
-        controller,
-        tasks,
+        daemon,
         events,
         commands,
         decisions: Vec::new(),
@@ -166,7 +162,7 @@ impl Live {
 
     /// Stops everything; the engine loop flushes its journal. Returns every decision seen.
     async fn stop(mut self) -> Vec<Decision> {
-        self.controller.stop(&mut self.tasks).await;
+        self.daemon.stop().await;
         while let Ok(e) = self.events.try_recv() {
             if let Event::Decision(d) = e {
                 self.decisions.push(d);
@@ -314,9 +310,8 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         None,
         Some(StateFile::new(dir.path().join("not-a-dir/overrides.json"))),
     );
-    let controller = controller::start(std::slice::from_ref(&policy), &sinks, journal, vec![]);
-    let mut tasks = JoinSet::new();
-    let commands = controller.commands();
+    let daemon = controller::start(std::slice::from_ref(&policy), &sinks, journal, vec![]);
+    let commands = daemon.commands();
     let (reply, rx) = oneshot::channel();
     let request = OverrideRequest {
         id: OverrideId("d-1".into()),
@@ -345,5 +340,5 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
         .await
         .expect("engine loop running");
     assert!(rx.await.expect("answered").is_empty(), "never installed");
-    controller.stop(&mut tasks).await;
+    daemon.stop().await;
 }

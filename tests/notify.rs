@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb::config::{NotifySettings, Webhook};
-use gslb::daemon::controller::Controller;
+use gslb::daemon::builder::Daemon;
 use gslb::daemon::inbox::{Message, ReplyTo};
 use gslb::daemon::reconcile::Sinks;
 use gslb::io::clock::Clock;
@@ -290,21 +290,20 @@ async fn decision(
         .expect("the decision in time")
 }
 
-/// A controller for `policy` with its probes and reconciler (against `provider`) on `tasks`.
+/// A controller for `policy` with its probes and reconciler (against `provider`).
 fn live_controller(
     policy: &gslb_core::policy::Policy,
     sinks: &Sinks,
     provider: &Arc<MemoryProvider>,
-    tasks: &mut JoinSet<()>,
-) -> Controller {
-    let controller = support::controller::start(
+) -> Daemon {
+    let mut daemon = support::controller::start(
         std::slice::from_ref(policy),
         sinks,
         Journal::default(),
         vec![],
     );
-    support::controller::attach(&controller, tasks, policy, provider);
-    controller
+    daemon.attach(policy, provider.clone()).expect("attach");
+    daemon
 }
 
 /// The live path: a shadow instance's real failover reaches the receiver marked shadow (the
@@ -321,7 +320,7 @@ async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
     let receiver = Receiver::start().await;
     let sinks = support::controller::sinks(8192);
     let mut events = sinks.events.subscribe();
-    let (mut tasks, _notifier) = start_sinks(
+    let (_tasks, _notifier) = start_sinks(
         &webhooks(&format!(
             "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\nevents = [\"switch\"]\n",
             receiver.url("hook")
@@ -331,7 +330,7 @@ async fn a_shadow_instances_failover_is_sent_as_would_switch_and_not_counted() {
         &sinks.board,
     );
     sinks.metrics.declare_service(&policy);
-    let _controller = live_controller(&policy, &sinks, &provider, &mut tasks);
+    let _controller = live_controller(&policy, &sinks, &provider);
     decision(&mut events, |d| d.rule == Rule::Stay).await;
     seoul.set_mode(Mode::Status(503));
     decision(&mut events, |d| d.rule == Rule::Failover).await;
@@ -382,7 +381,7 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         &sinks.metrics,
         &sinks.board,
     );
-    let controller = live_controller(&policy, &sinks, &provider, &mut tasks);
+    let controller = live_controller(&policy, &sinks, &provider);
     let commands = controller.commands();
     decision(&mut events, |d| d.rule == Rule::Stay).await;
 
@@ -474,7 +473,8 @@ async fn a_hanging_and_a_dead_receiver_never_delay_decisions() {
         );
     })
     .expect("queued messages delivered after the release");
-    controller.stop(&mut tasks).await;
+    controller.stop().await;
+    tasks.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
