@@ -12,7 +12,6 @@ use std::time::Duration;
 use gslb::config::{NotifySettings, Webhook};
 use gslb::daemon::builder::Daemon;
 use gslb::daemon::inbox::{Message, ReplyTo};
-use gslb::daemon::reconcile::Sinks;
 use gslb::io::clock::Clock;
 use gslb::io::journal::Journal;
 use gslb::io::origin::{Mode, Origin};
@@ -21,6 +20,7 @@ use gslb::ops::metrics::Metrics;
 use gslb::ops::notify::Notifier;
 use gslb::ops::notify::message::Notification;
 use gslb::ops::status::StatusBoard;
+use gslb::ops::telemetry::Telemetry;
 use gslb_cloudflare::fake::Fake;
 use gslb_core::engine::{Decision, Input, OverrideAction, OverrideId, OverrideRequest, Rule};
 use gslb_core::event::Event;
@@ -293,7 +293,7 @@ async fn decision(
 /// A controller for `policy` with its probes and reconciler (against `provider`).
 fn live_controller(
     policy: &gslb_core::policy::Policy,
-    sinks: &Sinks,
+    sinks: &Telemetry,
     provider: &Arc<MemoryProvider>,
 ) -> Daemon {
     let mut daemon = support::controller::start(

@@ -16,8 +16,9 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::reconcile::{HealthVotes, Sinks, Steering};
+use gslb::daemon::reconcile::{HealthVotes, Steering};
 use gslb::ops::status::{ApplyState, ApplyStatus};
+use gslb::ops::telemetry::Telemetry;
 use gslb_cloudflare::fake::{Fake, ids};
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
@@ -87,18 +88,18 @@ fn failover() -> Decision {
     decision("gcp", Verdict::Unhealthy, Verdict::Healthy)
 }
 
-fn sinks() -> Sinks {
+fn sinks() -> Telemetry {
     support::reconcile::sinks(include_str!("../policies/web-ncp-gcp.toml"))
 }
 
-fn status(s: &Sinks) -> ApplyStatus {
+fn status(s: &Telemetry) -> ApplyStatus {
     s.board.snapshot()[&ServiceId("web".into())].apply.clone()
 }
 
 /// The fake and a reconciler steering it (see [`support::reconcile::start`]).
 struct Harness {
     fake: Fake,
-    sinks: Sinks,
+    sinks: Telemetry,
     reconciler: support::reconcile::Harness<CloudflareProvider>,
 }
 

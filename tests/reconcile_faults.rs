@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gslb::daemon::reconcile::{Sinks, Steering};
+use gslb::daemon::reconcile::Steering;
 use gslb::ops::status::ApplyState;
+use gslb::ops::telemetry::Telemetry;
 use gslb_core::engine::{Decision, Rule};
 use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId};
@@ -109,11 +110,11 @@ fn decision(active: &str, rule: Rule) -> Decision {
     }
 }
 
-fn sinks() -> Sinks {
+fn sinks() -> Telemetry {
     support::reconcile::sinks(include_str!("../policies/api-seoul-tokyo.toml"))
 }
 
-fn state(s: &Sinks) -> gslb::ops::status::ApplyStatus {
+fn state(s: &Telemetry) -> gslb::ops::status::ApplyStatus {
     s.board.snapshot()[&ServiceId("api".into())].apply.clone()
 }
 

@@ -14,9 +14,10 @@ use std::time::Duration;
 use gslb_provider::{Change, FailoverStyle, MemoryProvider};
 use tokio::sync::broadcast;
 
-use crate::daemon::builder::{self, Builder, Daemon};
+use crate::daemon::builder::{Builder, Daemon};
 use crate::io::clock::Clock;
 use crate::io::origin::Origin;
+use crate::ops::telemetry::Telemetry;
 use crate::ops::timeline::TimelineStore;
 use gslb_core::engine::Rule;
 use gslb_core::event::Event;
@@ -94,9 +95,9 @@ impl Demo {
         let mut daemon = Builder::new(vec![policy.clone()])
             .vantage(VantageId("demo".into()))
             .resync(Duration::from_secs(5))
-            .sinks(builder::telemetry(clock, 4096))
+            .telemetry(Telemetry::new(clock, 4096))
             .start()?;
-        let rx = daemon.sinks.events.subscribe();
+        let rx = daemon.telemetry.events.subscribe();
         daemon.attach(&policy, provider.clone())?;
         Ok(Self {
             policy,
@@ -238,7 +239,7 @@ impl Demo {
             out,
             &format!("  provider now serves {serving}; {writes} write(s) in total\n"),
         );
-        let board = self.daemon.sinks.board.snapshot();
+        let board = self.daemon.telemetry.board.snapshot();
         if let Some(s) = board.values().next() {
             say(
                 out,

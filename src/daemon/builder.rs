@@ -18,13 +18,11 @@ use tokio::task::JoinSet;
 
 use super::controller::{self, Controller};
 use super::inbox::MessageSender;
-use super::reconcile::Sinks;
 use crate::io::clock::Clock;
 use crate::io::journal::Journal;
 use crate::io::probe::{DnsSettings, ProbeError, ProbeTarget, Prober};
 use crate::ops::events;
-use crate::ops::metrics::Metrics;
-use crate::ops::status::StatusBoard;
+use crate::ops::telemetry::Telemetry;
 
 /// Default period of a reconciler's resync read: 60 s, the `[reconcile] resync` default.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(60);
@@ -41,7 +39,7 @@ pub struct Builder {
     resync: Duration,
     journal: Journal,
     saved: Vec<Override>,
-    sinks: Option<Sinks>,
+    telemetry: Option<Telemetry>,
     prober: Option<Arc<Prober>>,
 }
 
@@ -55,7 +53,7 @@ impl Builder {
             resync: DEFAULT_RESYNC,
             journal: Journal::default(),
             saved: Vec::new(),
-            sinks: None,
+            telemetry: None,
             prober: None,
         }
     }
@@ -87,9 +85,9 @@ impl Builder {
     }
 
     /// The status board, metrics, event channel and clock to report to (default: fresh ones,
-    /// see [`telemetry`]).
-    pub fn sinks(mut self, sinks: Sinks) -> Self {
-        self.sinks = Some(sinks);
+    /// see [`Telemetry::new`]).
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
         self
     }
 
@@ -108,18 +106,18 @@ impl Builder {
             Some(p) => p,
             None => Arc::new(Prober::new(&DnsSettings::default())?),
         };
-        let sinks = self
-            .sinks
-            .unwrap_or_else(|| telemetry(Clock::system(), events::CAPACITY));
+        let telemetry = self
+            .telemetry
+            .unwrap_or_else(|| Telemetry::new(Clock::system(), events::CAPACITY));
         let controller = Controller::start(
             &self.policies,
             &self.engine,
-            sinks.clone(),
+            telemetry.clone(),
             self.journal,
             self.saved,
         );
         Ok(Daemon {
-            sinks,
+            telemetry,
             controller,
             tasks: JoinSet::new(),
             prober,
@@ -129,23 +127,12 @@ impl Builder {
     }
 }
 
-/// Fresh telemetry: an empty status board, a new metrics registry, an event channel with room
-/// for `events` events per listener, and `clock`.
-pub fn telemetry(clock: Clock, events: usize) -> Sinks {
-    Sinks {
-        board: Arc::new(StatusBoard::default()),
-        metrics: Metrics::new(),
-        events: events::channel(events),
-        clock,
-    }
-}
-
 /// A running controller: the engine loop, and per attached service its probe loops, adoption
 /// read and reconciler. [`Daemon::stop`] ends it.
 #[derive(Debug)]
 pub struct Daemon {
     /// Where everything reports: status board, metrics, events, clock.
-    pub sinks: Sinks,
+    pub telemetry: Telemetry,
     controller: Controller,
     tasks: JoinSet<()>,
     prober: Arc<Prober>,

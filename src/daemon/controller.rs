@@ -15,9 +15,10 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::daemon::engine_loop;
 use crate::daemon::inbox::{MESSAGE_BUFFER, Message, MessageSender, Reload};
-use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Sinks, Steering};
+use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Steering};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeTarget, Prober};
+use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
 use gslb_core::model::{ServiceId, VantageId};
 use gslb_core::planner::ProviderPools;
@@ -50,7 +51,7 @@ pub struct Controller {
     /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
-    sinks: Sinks,
+    sinks: Telemetry,
 }
 
 /// Every probe target of `policy`.
@@ -73,7 +74,7 @@ impl Controller {
     pub fn start(
         policies: &[Policy],
         settings: &EngineSettings,
-        sinks: Sinks,
+        sinks: Telemetry,
         journal: Journal,
         saved: Vec<Override>,
     ) -> Self {
@@ -295,7 +296,12 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
 /// Failed reads are recorded like the reconciler's, so the status shows why no decision is
 /// made yet.
-async fn adopt<P: Provider>(provider: Arc<P>, binding: Steering, tx: MessageSender, sinks: Sinks) {
+async fn adopt<P: Provider>(
+    provider: Arc<P>,
+    binding: Steering,
+    tx: MessageSender,
+    sinks: Telemetry,
+) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
         sinks

@@ -15,8 +15,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::daemon::inbox::{Message, Reload};
-use crate::daemon::reconcile::{self, Sinks};
+use crate::daemon::reconcile;
 use crate::io::journal::Journal;
+use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{
     Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, Step,
 };
@@ -33,7 +34,7 @@ pub async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
     mut decisions: Decisions,
-    sinks: Sinks,
+    sinks: Telemetry,
     tick: Duration,
     mut journal: Journal,
 ) {
@@ -81,7 +82,7 @@ pub async fn run(
 
 /// What shows as soon as an input arrives: a probe result in the metrics, the status and the
 /// events (when its endpoint is in a policy); an adopted pool in the log.
-fn received(step: &Step, engine: &Engine, sinks: &Sinks) {
+fn received(step: &Step, engine: &Engine, sinks: &Telemetry) {
     match &step.input {
         Input::Observe {
             service,
@@ -121,7 +122,7 @@ async fn apply(
     engine: &mut Engine,
     step: &Step,
     decisions: &Decisions,
-    sinks: &Sinks,
+    sinks: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
     // Kept to take back a drill the state file cannot hold (drills are rare: the copy is cheap
@@ -167,7 +168,7 @@ async fn reload(
     engine: &mut Engine,
     reload: Reload,
     decisions: &mut Decisions,
-    sinks: &Sinks,
+    sinks: &Telemetry,
     journal: &mut Journal,
 ) {
     let Reload {
@@ -236,7 +237,7 @@ fn audit(step: &Step, out: &Output, journal: &mut Journal) {
 }
 
 /// The log and the events of one step's endpoint verdict and override changes.
-fn announce(step: &Step, out: &Output, sinks: &Sinks) {
+fn announce(step: &Step, out: &Output, sinks: &Telemetry) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
@@ -262,7 +263,7 @@ fn publish(
     step: &Step,
     out: &Output,
     decisions: &Decisions,
-    sinks: &Sinks,
+    sinks: &Telemetry,
     journal: &mut Journal,
 ) {
     audit(step, out, journal);

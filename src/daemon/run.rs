@@ -13,9 +13,8 @@ use gslb_core::policy::{self, Policy};
 use gslb_provider::AnyProvider;
 use tokio::sync::mpsc;
 
-use super::builder::{self, Builder, Daemon};
+use super::builder::{Builder, Daemon};
 use super::controller;
-use super::reconcile::Sinks;
 use super::reload::{self, Reloader, Trigger};
 use crate::config::Settings;
 use crate::io::audit::AuditLog;
@@ -24,6 +23,7 @@ use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
 use crate::io::probe::{self, Prober};
 use crate::io::state_file::StateFile;
+use crate::ops::telemetry::Telemetry;
 use crate::ops::{admin, events, notify, timeline};
 
 /// Why a provider could not be set up for a policy (e.g. no Cloudflare API token).
@@ -117,7 +117,7 @@ pub async fn run<B: Bind>(
     mut hangup: mpsc::Receiver<()>,
 ) -> Result<(), RunError> {
     let token = settings.admin_auth().map_err(RunError::config)?;
-    let sinks = builder::telemetry(Clock::system(), events::CAPACITY);
+    let sinks = Telemetry::new(Clock::system(), events::CAPACITY);
     // The policies loaded (a failed load exits before here); reloads record theirs too.
     sinks.metrics.record_policy_load(true, unix_secs(&sinks));
     // This instance's vantage point reads "not suspect" from the start, not absent.
@@ -133,7 +133,7 @@ pub async fn run<B: Bind>(
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
         .journal(journal, saved)
-        .sinks(sinks.clone())
+        .telemetry(sinks.clone())
         .prober(prober)
         .start()
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
@@ -241,7 +241,7 @@ fn stopped() -> RunError {
 /// A webhook URL cannot be resolved (exit code 2) or a sink cannot be built (exit code 1).
 fn webhooks(
     settings: &Settings,
-    sinks: &Sinks,
+    sinks: &Telemetry,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<notify::Notifier, RunError> {
     let webhooks = settings
@@ -261,7 +261,7 @@ fn webhooks(
 }
 
 /// The prober, with the open-file limit raised first and its metrics registered.
-fn prober(settings: &Settings, sinks: &Sinks) -> Result<Arc<Prober>, RunError> {
+fn prober(settings: &Settings, sinks: &Telemetry) -> Result<Arc<Prober>, RunError> {
     match probe::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
@@ -320,7 +320,7 @@ fn attach_canaries(daemon: &mut Daemon, settings: &Settings) -> Result<(), RunEr
     Ok(())
 }
 
-fn unix_secs(sinks: &Sinks) -> f64 {
+fn unix_secs(sinks: &Telemetry) -> f64 {
     Duration::from_millis(sinks.clock.now().0).as_secs_f64()
 }
 
@@ -333,7 +333,7 @@ async fn reload<B: Bind>(
     reloader: &mut Reloader,
     trigger: Trigger,
 ) {
-    let sinks = daemon.sinks.clone();
+    let sinks = daemon.telemetry.clone();
     let failed = |reloader: &mut Reloader, error: &dyn std::fmt::Display| {
         tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
         sinks.metrics.record_policy_load(false, unix_secs(&sinks));

@@ -6,4 +6,5 @@ pub mod events;
 pub mod metrics;
 pub mod notify;
 pub mod status;
+pub mod telemetry;
 pub mod timeline;

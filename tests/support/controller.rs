@@ -5,28 +5,33 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::builder::{self, Builder, Daemon};
-use gslb::daemon::reconcile::Sinks;
+use gslb::daemon::builder::{Builder, Daemon};
 use gslb::io::clock::Clock;
 use gslb::io::journal::Journal;
+use gslb::ops::telemetry::Telemetry;
 use gslb_core::engine::Override;
 use gslb_core::model::VantageId;
 use gslb_core::policy::Policy;
 use gslb_provider::{FailoverStyle, MemoryProvider};
 
 /// Telemetry on the system clock with an event channel of `events` messages.
-pub fn sinks(events: usize) -> Sinks {
-    builder::telemetry(Clock::system(), events)
+pub fn sinks(events: usize) -> Telemetry {
+    Telemetry::new(Clock::system(), events)
 }
 
 /// A controller for `policies` reporting to `sinks`, `saved` drills loaded first; attach
 /// services with [`Daemon::attach`].
-pub fn start(policies: &[Policy], sinks: &Sinks, journal: Journal, saved: Vec<Override>) -> Daemon {
+pub fn start(
+    policies: &[Policy],
+    sinks: &Telemetry,
+    journal: Journal,
+    saved: Vec<Override>,
+) -> Daemon {
     Builder::new(policies.to_vec())
         .vantage(VantageId("test".into()))
         .resync(Duration::from_millis(200))
         .journal(journal, saved)
-        .sinks(sinks.clone())
+        .telemetry(sinks.clone())
         .start()
         .expect("the default prober")
 }

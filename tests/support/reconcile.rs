@@ -5,11 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb::daemon::reconcile::{self, Sinks, Steering};
+use gslb::daemon::reconcile::{self, Steering};
 use gslb::io::clock::Clock;
-use gslb::ops::events;
-use gslb::ops::metrics::Metrics;
-use gslb::ops::status::{ApplyStatus, StatusBoard};
+use gslb::ops::status::ApplyStatus;
+use gslb::ops::telemetry::Telemetry;
 use gslb_core::engine::{Decision, ServiceEngine};
 use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId};
@@ -17,19 +16,16 @@ use gslb_provider::Provider;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-/// Sinks at simulated time 0 whose status board knows the service of `policy` (TOML text):
+/// Telemetry at simulated time 0 whose status board knows the service of `policy` (TOML text):
 /// the board only tracks services it has seen, so register one from its engine.
-pub fn sinks(policy: &str) -> Sinks {
-    let board = Arc::new(StatusBoard::default());
+pub fn sinks(policy: &str) -> Telemetry {
+    let telemetry = Telemetry::new(Clock::anchored_at(Millis(0)), 64);
     let policy =
         gslb_core::policy::parse(std::path::Path::new("policy.toml"), policy).expect("policy");
-    board.update_service(&ServiceEngine::new(policy), std::iter::empty(), Millis(0));
-    Sinks {
-        board,
-        metrics: Metrics::new(),
-        events: events::channel(64),
-        clock: Clock::anchored_at(Millis(0)),
-    }
+    telemetry
+        .board
+        .update_service(&ServiceEngine::new(policy), std::iter::empty(), Millis(0));
+    telemetry
 }
 
 /// A running reconciler and what a test reads of it.
@@ -37,7 +33,7 @@ pub struct Harness<P> {
     /// The provider it steers.
     pub provider: Arc<P>,
     /// Its sinks.
-    pub sinks: Sinks,
+    pub sinks: Telemetry,
     /// Its events, subscribed before it started.
     pub events: broadcast::Receiver<Event>,
     /// The decision channel; dropping it ends the reconciler.
@@ -55,7 +51,7 @@ pub struct Harness<P> {
 pub fn start<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
-    sinks: Sinks,
+    sinks: Telemetry,
     decision: &Decision,
 ) -> Harness<P> {
     let events = sinks.events.subscribe();

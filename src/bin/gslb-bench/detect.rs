@@ -10,9 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use gslb::daemon::builder::{Builder, Daemon, telemetry};
+use gslb::daemon::builder::{Builder, Daemon};
 use gslb::io::clock::Clock;
 use gslb::io::origin::Origin;
+use gslb::ops::telemetry::Telemetry;
 use gslb_core::event::Event;
 use gslb_core::model::{VantageId, Verdict};
 use gslb_provider::{Change, FailoverStyle, MemoryProvider};
@@ -136,9 +137,9 @@ impl Rig {
         let mut daemon = Builder::new(vec![policy.clone()])
             .vantage(VantageId("bench".into()))
             .resync(Duration::from_secs(5))
-            .sinks(telemetry(Clock::system(), 4096))
+            .telemetry(Telemetry::new(Clock::system(), 4096))
             .start()?;
-        let rx = daemon.sinks.events.subscribe();
+        let rx = daemon.telemetry.events.subscribe();
         daemon.attach(&policy, provider.clone())?;
         Ok(Rig {
             seoul,

@@ -16,10 +16,8 @@ use std::time::Duration;
 use gslb_provider::{Backoff, DesiredState, Plan, Provider, ProviderError};
 use tokio::sync::watch;
 
-use crate::io::clock::Clock;
-use crate::ops::events::EventSender;
-use crate::ops::metrics::Metrics;
-use crate::ops::status::{ApplyState, ApplyStatus, Decided, StatusBoard};
+use crate::ops::status::{ApplyState, ApplyStatus, Decided};
+use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::Decision;
 use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId};
@@ -62,46 +60,6 @@ impl std::fmt::Debug for HealthVotes {
     }
 }
 
-/// Shared handles a reconciler reports to.
-#[derive(Debug, Clone)]
-pub struct Sinks {
-    /// Status board.
-    pub board: Arc<StatusBoard>,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// Events.
-    pub events: EventSender,
-    /// Wall clock for timestamps.
-    pub clock: Clock,
-}
-
-impl Sinks {
-    /// Records a failed provider call of `service` in one place: the error metric by class,
-    /// a warning log, and the status board's `last_error` (starting `pending_since` when a
-    /// decision is waiting).
-    pub fn provider_failed(
-        &self,
-        service: &ServiceId,
-        provider: &str,
-        operation: &str,
-        e: &ProviderError,
-    ) {
-        self.metrics
-            .provider_errors_total
-            .with_label_values(&[provider, operation, e.code()])
-            .inc();
-        tracing::warn!(service = %service, provider, operation, error = %e, "provider call failed");
-        let now = self.clock.now();
-        let message = e.to_string();
-        self.board.update_apply(service, |a| {
-            a.last_error = Some(message);
-            if a.state == ApplyState::Pending {
-                a.pending_since.get_or_insert(now);
-            }
-        });
-    }
-}
-
 enum Pass {
     /// Provider matches the decision (or nothing to push): wait for a change or the resync.
     Settled,
@@ -126,7 +84,7 @@ pub async fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
     mut decisions: watch::Receiver<Option<Decision>>,
-    sinks: Sinks,
+    sinks: Telemetry,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     let service = steering.pools.service.0.as_str();
@@ -195,7 +153,7 @@ pub fn send(
     tx: &watch::Sender<Option<Decision>>,
     decision: &Decision,
     shadow: bool,
-    sinks: &Sinks,
+    sinks: &Telemetry,
 ) {
     let decided = Decided::of(decision, shadow);
     if sinks.board.record_decided(&decision.service, decided) {
@@ -213,7 +171,7 @@ pub fn send(
 /// mode). Both are derived when read ([`StatusBoard::pending_since`]) from what the engine
 /// loop decided and what the reconciler saw. The engine loop calls this at every tick, so the
 /// age keeps rising while the reconciler waits inside a provider call or between retries.
-pub fn record_unapplied_age(sinks: &Sinks, service: &ServiceId) {
+pub fn record_unapplied_age(sinks: &Telemetry, service: &ServiceId) {
     let age = sinks
         .board
         .pending_since(service)
@@ -229,7 +187,7 @@ pub fn record_unapplied_age(sinks: &Sinks, service: &ServiceId) {
 struct Reconciler<'a, P> {
     provider: &'a P,
     steering: &'a Steering,
-    sinks: &'a Sinks,
+    sinks: &'a Telemetry,
     /// Write-fight detection over this binding's writes.
     fight: FightGuard,
     /// The decision (by its time) last announced in sync ([`Event::InSync`]).

@@ -12,10 +12,10 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 
 use super::observer::{self, Job};
-use crate::daemon::reconcile::Sinks;
 use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR};
 use crate::io::probe::DnsSettings;
 use crate::ops::metrics::Metrics;
+use crate::ops::telemetry::Telemetry;
 use gslb_core::event::Event;
 use gslb_core::model::ServiceId;
 use gslb_core::policy::{Mode, Policy};
@@ -103,7 +103,7 @@ impl TimelineTask {
 /// `dns` is the daemon's `[dns]`, the observers' default resolver. `audit`: where closed
 /// timelines are written, if anywhere.
 pub fn spawn(
-    sinks: &Sinks,
+    sinks: &Telemetry,
     audit: Option<AuditLog>,
     dns: DnsSettings,
     mut policies: watch::Receiver<Arc<Vec<Policy>>>,
@@ -182,7 +182,7 @@ struct Observers {
 
 fn publish(
     u: Update,
-    sinks: &Sinks,
+    sinks: &Telemetry,
     audit: Option<&AuditLog>,
     policies: &[Policy],
     dns: &DnsSettings,

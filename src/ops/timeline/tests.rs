@@ -13,18 +13,16 @@ use super::spawn;
 async fn task_fixture() -> (
     tempfile::TempDir,
     crate::io::audit::AuditLog,
-    crate::daemon::reconcile::Sinks,
+    crate::ops::telemetry::Telemetry,
 ) {
     let dir = tempfile::tempdir().expect("tempdir");
     let audit = crate::io::audit::AuditLog::open(dir.path().join("audit.jsonl"))
         .await
         .expect("audit log");
-    let sinks = crate::daemon::reconcile::Sinks {
-        board: std::sync::Arc::new(crate::ops::status::StatusBoard::default()),
-        metrics: crate::ops::metrics::Metrics::new(),
-        events: crate::ops::events::channel(64),
-        clock: crate::io::clock::Clock::anchored_at(Millis(5_000)),
-    };
+    let sinks = crate::ops::telemetry::Telemetry::new(
+        crate::io::clock::Clock::anchored_at(Millis(5_000)),
+        64,
+    );
     (dir, audit, sinks)
 }
 
