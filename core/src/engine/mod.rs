@@ -7,7 +7,8 @@
 //!
 //! Files: `health` (rise/fall), `quorum` (vantage votes), `vantage` (suspect vantage points),
 //! `damping` (flap penalty, flapping percentage), `velocity` (budgets), `overrides` (drills),
-//! `decide` (failover rules), `rails` (safety rails), `service` (one service), `input`.
+//! `decide` (the vocabulary of decisions), `rules` (the failover rules and their precedence),
+//! `rails` (safety rails), `service` (one service), `input`.
 
 mod damping;
 mod decide;
@@ -16,6 +17,7 @@ mod input;
 mod overrides;
 mod quorum;
 mod rails;
+mod rules;
 mod service;
 mod vantage;
 mod velocity;
@@ -24,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
-pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput, choose};
+pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 pub use health::{EndpointHealth, pool_verdict};
 pub use input::{Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
@@ -33,6 +35,7 @@ pub use overrides::{
 };
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
+pub use rules::choose;
 pub use service::{EndpointTransition, ServiceEngine};
 pub use vantage::{Suspicion, Vantages};
 pub use velocity::{SwitchWindow, TokenBucket};

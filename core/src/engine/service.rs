@@ -7,11 +7,12 @@ use crate::model::{EndpointId, Millis, Observation, PoolId, VantageId, Verdict};
 use crate::policy::Policy;
 
 use super::damping::FlapPenalty;
-use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput, choose};
+use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 use super::health::{EndpointHealth, pool_verdict};
 use super::overrides::{OverrideAction, Overrides};
 use super::quorum::{Tally, Vote};
 use super::rails::{self, Violation};
+use super::rules::choose;
 use super::vantage::{Suspicion, Vantages};
 use super::velocity::{SwitchWindow, TokenBucket};
 
