@@ -8,8 +8,10 @@
 //! Files: `health` (rise/fall), `quorum` (vantage votes), `vantage` (suspect vantage points),
 //! `damping` (flap penalty, flapping percentage), `velocity` (budgets), `overrides` (drills),
 //! `decide` (the vocabulary of decisions), `rules` (the failover rules and their precedence),
-//! `rails` (safety rails), `service` (one service), `input`.
+//! `rails` (safety rails), `assess` (a service's pools, as a plain value), `service` (one
+//! service: assess, then commit a decision), `input`.
 
+mod assess;
 mod damping;
 mod decide;
 mod health;
