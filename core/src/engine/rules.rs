@@ -84,9 +84,9 @@ const RULES: &[(Rule, RuleFn)] = &[
     (Rule::Failback, failback),
 ];
 
-/// Applies the failover rules in their precedence order (`RULES`), first match wins. `explain(pool)` describes a
-/// pool's evidence. The reasons are a note on a forced pool that is not healthy (if any), the
-/// evidence of the pools the rule names, then `rule: <why>`.
+/// Applies the failover rules in their precedence order (`RULES`), first match wins.
+/// `explain(pool)` describes a pool's evidence. The reasons are a note on a forced pool that is
+/// not healthy (if any), the evidence of the pools the rule names, then `rule: <why>`.
 pub fn choose(
     policy: &Policy,
     input: &RuleInput<'_>,
