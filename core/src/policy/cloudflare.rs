@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::error::Report;
 use super::names::{is_dns_name, normalise_name};
-use super::types::Pool;
+use super::parts::Pool;
 use crate::model::PoolId;
 
 /// `[target.cloudflare]` as written.

@@ -5,19 +5,19 @@
 //! this module constructs a [`Policy`]. This module does no I/O beyond reading the files.
 //!
 //! Files, each using only those listed before it: `error` (problems, by file and key), `names`
-//! (DNS names), `types` (the validated parts: pools, endpoints, probe, thresholds, tuning),
+//! (DNS names), `parts` (the validated parts: pools, endpoints, probe, thresholds, tuning),
 //! `observe`, `route53` and `cloudflare` (one optional table or target each: as written,
-//! validated, and its validation), `spec` (the whole [`Policy`] and its [`Target`]), `raw` (the
-//! rest of the TOML as written), `tuning` (the engine's tuning keys), `validate` (raw ->
+//! validated, and its validation), `types` (the whole [`Policy`] and its [`Target`]), `raw`
+//! (the rest of the TOML as written), `tuning` (the engine's tuning keys), `validate` (raw ->
 //! [`Policy`], every table), and this module on top: parse and load.
 
 mod cloudflare;
 mod error;
 mod names;
 mod observe;
+mod parts;
 mod raw;
 mod route53;
-mod spec;
 mod tuning;
 mod types;
 mod validate;
@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use error::{PolicyError, PolicyErrors};
 pub use observe::{Observe, ServedBy, ServedByMarker};
+pub use parts::*;
 pub use route53::{Route53Pool, Route53Target};
-pub use spec::{Policy, Target};
-pub use types::*;
+pub use types::{Policy, Target};
 
 use error::Report;
 

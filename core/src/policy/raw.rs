@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::cloudflare::RawCloudflare;
 use super::observe::RawObserve;
+use super::parts::{Failback, Mode};
 use super::route53::RawRoute53;
-use super::types::{Failback, Mode};
 
 /// A policy file, top level.
 #[derive(Debug, Deserialize)]

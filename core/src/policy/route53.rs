@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use super::error::Report;
 use super::names::{is_dns_name, normalise_name};
-use super::types::Pool;
+use super::parts::Pool;
 use crate::model::PoolId;
 
 /// Route 53's largest TTL (2^31 - 1 seconds).

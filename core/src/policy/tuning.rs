@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::error::Report;
+use super::parts::{Damping, FailbackHold, Flapping, Quorum, Velocity};
 use super::raw::{RawDamping, RawPolicy, RawVelocity};
-use super::types::{Damping, FailbackHold, Flapping, Quorum, Velocity};
 
 /// The tuning of one policy, validated.
 pub(super) struct Tuning {

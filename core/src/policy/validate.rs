@@ -10,9 +10,9 @@ use url::Url;
 
 use super::error::Report;
 use super::names::{is_dns_name, normalise_name};
+use super::parts::{Endpoint, EndpointKind, Pool, ProbeSpec, Thresholds, failover_bound};
 use super::raw::{RawHealth, RawPolicy, RawPool, RawProbe, RawTarget};
-use super::spec::{Policy, Target};
-use super::types::{Endpoint, EndpointKind, Pool, ProbeSpec, Thresholds, failover_bound};
+use super::types::{Policy, Target};
 use super::{cloudflare, observe, route53, tuning};
 use crate::model::{EndpointId, PoolId, ServiceId};
 
