@@ -1,6 +1,7 @@
 //! Controller events: what happened, as plain data. The daemon broadcasts them (its
-//! `ops::events` channel) to whoever listens: the failover timeline's [`crate::timeline::Recorder`],
-//! the webhooks, the demo's drill report, tests.
+//! `ops::events` channel) to whoever listens: the failover timeline's recorder
+//! (`timeline::Recorder`, which reads this module; this one never reads it), the webhooks, the
+//! demo's drill report, tests.
 
 use serde::Serialize;
 
@@ -67,7 +68,7 @@ pub enum Event {
         /// The pool the provider serves now.
         active: PoolId,
     },
-    /// A failover observer saw a timeline phase from the outside (see [`crate::timeline`]).
+    /// A failover observer saw a timeline phase from the outside (see the `timeline` module).
     Observed {
         /// The service.
         service: ServiceId,

@@ -78,7 +78,7 @@ pub enum Input {
         overrides: Vec<Override>,
     },
     /// The policy set was reloaded. Services not named kept every bit of their state. The
-    /// live engine swaps in the new policies ([`super::Engine::reload`]); a replay, which uses
+    /// live engine swaps in the new policies (`Engine::reload`); a replay, which uses
     /// the policies of its command line, resets the `reset` services with those.
     Reload {
         /// Services whose policy changed or was added: fresh state, not ready until the
@@ -158,7 +158,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::engine::OverrideAction;
+    use crate::engine::overrides::OverrideAction;
     use crate::model::{EndpointId, ProbeOutcome, ProbeReason, VantageId};
 
     /// Every input kind survives the recording format, so a replay sees every step.

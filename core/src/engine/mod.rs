@@ -7,8 +7,11 @@
 //!
 //! Files: `health` (rise/fall), `quorum` (vantage votes), `vantage` (suspect vantage points),
 //! `damping` (flap penalty, flapping percentage), `velocity` (budgets), `overrides` (drills),
-//! `decide` (failover rules), `rails` (safety rails), `service` (one service), `input`.
+//! `decide` (the vocabulary of decisions), `rules` (the failover rules and their precedence),
+//! `rails` (safety rails), `assess` (a service's pools, as a plain value), `service` (one
+//! service: assess, then commit a decision), `input`.
 
+mod assess;
 mod damping;
 mod decide;
 mod health;
@@ -16,6 +19,7 @@ mod input;
 mod overrides;
 mod quorum;
 mod rails;
+mod rules;
 mod service;
 mod vantage;
 mod velocity;
@@ -24,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
-pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput, choose};
+pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 pub use health::{EndpointHealth, pool_verdict};
 pub use input::{Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
@@ -33,11 +37,12 @@ pub use overrides::{
 };
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
+pub use rules::choose;
 pub use service::{EndpointTransition, ServiceEngine};
 pub use vantage::{Suspicion, Vantages};
 pub use velocity::{SwitchWindow, TokenBucket};
 
-use crate::model::{EndpointId, Millis, ServiceId, VantageId};
+use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId};
 use crate::policy::{Flapping, Policy, PolicyDiff};
 
 use service::Context;
@@ -120,7 +125,8 @@ impl Engine {
             .collect()
     }
 
-    /// Applies one input at `at` and evaluates the services it concerns.
+    /// Applies one input at `at` and evaluates the services it concerns. Overrides past their
+    /// expiry end first; each input kind has its own step below.
     pub fn step(&mut self, at: Millis, input: &Input) -> Output {
         let mut out = Output::default();
         let mut touched: BTreeSet<ServiceId> = BTreeSet::new();
@@ -129,140 +135,206 @@ impl Engine {
             out.overrides.push(OverrideChange::Expired(o.clone()));
             self.revert(&o, at, &mut out);
         }
-        match input {
+        touched.extend(match input {
             Input::Observe {
                 service,
                 observation,
-            } => {
-                if let Some(s) = self.services.get_mut(service) {
-                    out.transitions
-                        .extend(s.observe(observation, &mut self.vantages));
-                    touched.insert(service.clone());
-                }
-            }
+            } => self.observe(service, observation, &mut out),
             Input::Canary { observation } => {
                 self.vantages.record_canary(observation, &CANARY_FLAPPING);
+                Vec::new()
             }
             Input::ProviderHealth {
                 service,
                 pool,
                 healthy,
                 fresh_for,
-            } => {
-                if let Some(s) = self.services.get_mut(service) {
-                    s.provider_health(pool, *healthy, at, *fresh_for);
-                    touched.insert(service.clone());
-                }
-            }
-            Input::Adopt { service, pool } => {
-                if let Some(s) = self.services.get_mut(service) {
-                    s.adopt(pool.clone());
-                    touched.insert(service.clone());
-                }
-            }
-            Input::Start => {}
-            Input::Tick => touched.extend(self.services.keys().cloned()),
-            Input::AddOverride(req) => {
-                let result = match self.services.get(&req.service) {
-                    None => Err(OverrideError::UnknownService(req.service.clone())),
-                    Some(s) => self.overrides.add(s.policy(), req, at),
-                };
-                let reply = result.map(|(o, ended)| {
-                    touched.insert(o.service.clone());
-                    for e in ended {
-                        out.overrides.push(OverrideChange::Ended {
-                            ended: e,
-                            actor: o.actor.clone(),
-                            reason: format!("restored by {}", o.id),
-                        });
-                    }
-                    out.overrides.push(OverrideChange::Added(o.clone()));
-                    o
-                });
-                out.reply = Some(Reply::Override(reply));
-            }
+            } => self.provider_health(service, pool, *healthy, *fresh_for, at),
+            Input::Adopt { service, pool } => self.adopt(service, pool.as_ref()),
+            Input::Start => Vec::new(),
+            Input::Tick => self.services.keys().cloned().collect(),
+            Input::AddOverride(req) => self.add_override(req, at, &mut out),
             Input::EndOverride { id, actor, reason } => {
-                let reply = self.overrides.end(id).inspect(|o| {
-                    touched.insert(o.service.clone());
-                    out.overrides.push(OverrideChange::Ended {
-                        ended: o.clone(),
-                        actor: actor.clone(),
-                        reason: reason.clone(),
-                    });
-                });
-                if let Ok(o) = &reply {
-                    self.revert(o, at, &mut out);
-                }
-                out.reply = Some(Reply::Override(reply));
+                self.end_override(id, actor, reason, at, &mut out)
             }
-            Input::Rearm { service, .. } => {
-                let reply = match service {
-                    Some(id) => match self.services.get_mut(id) {
-                        Some(s) => {
-                            // The controller-wide window is re-armed too: otherwise the
-                            // service could stay held by it after a re-arm that says it is not.
-                            if let Some(g) = &mut self.global {
-                                g.rearm();
-                            }
-                            s.rearm(at);
-                            Ok(vec![id.clone()])
-                        }
-                        None => Err(OverrideError::UnknownService(id.clone())),
-                    },
-                    None => {
-                        if let Some(g) = &mut self.global {
-                            g.rearm();
-                        }
-                        for s in self.services.values_mut() {
-                            s.rearm(at);
-                        }
-                        Ok(self.services.keys().cloned().collect())
-                    }
-                };
-                if let Ok(ids) = &reply {
-                    touched.extend(ids.iter().cloned());
-                }
-                out.reply = Some(Reply::Rearmed(reply));
-            }
-            Input::Reload { reset, removed } => {
-                for id in removed {
-                    self.services.remove(id);
-                }
-                for id in reset {
-                    if let Some(s) = self.services.get_mut(id) {
-                        *s = ServiceEngine::new(s.policy().clone());
-                    }
-                }
-                // Drills of removed services or pools are dropped, as on load.
-                let all: Vec<Override> = self.overrides.all().cloned().collect();
-                let services = &self.services;
-                let mut kept = Overrides::default();
-                let skipped = kept.restore_all(all, |o| {
-                    services
-                        .get(&o.service)
-                        .is_some_and(|s| s.policy().pool(&o.pool).is_some())
-                });
-                self.overrides = kept;
-                out.overrides
-                    .extend(skipped.into_iter().map(OverrideChange::Skipped));
-                touched.extend(reset.iter().cloned());
-            }
-            Input::LoadOverrides { overrides: saved } => {
-                let services = &self.services;
-                let skipped = self.overrides.restore_all(saved.clone(), |o| {
-                    services
-                        .get(&o.service)
-                        .is_some_and(|s| s.policy().pool(&o.pool).is_some())
-                });
-                out.overrides
-                    .extend(skipped.into_iter().map(OverrideChange::Skipped));
-                touched.extend(self.services.keys().cloned());
-            }
-        }
+            Input::Rearm { service, .. } => self.rearm(service.as_ref(), at, &mut out),
+            Input::Reload { reset, removed } => self.apply_reload(reset, removed, &mut out),
+            Input::LoadOverrides { overrides } => self.load_overrides(overrides, &mut out),
+        });
         for id in touched {
             self.evaluate(&id, at, &mut out);
         }
         out
+    }
+
+    /// A probe result: the service's evidence, and its endpoint transitions.
+    fn observe(
+        &mut self,
+        service: &ServiceId,
+        observation: &Observation,
+        out: &mut Output,
+    ) -> Vec<ServiceId> {
+        let Some(s) = self.services.get_mut(service) else {
+            return Vec::new();
+        };
+        out.transitions
+            .extend(s.observe(observation, &mut self.vantages));
+        vec![service.clone()]
+    }
+
+    /// The provider's health signal for a pool.
+    fn provider_health(
+        &mut self,
+        service: &ServiceId,
+        pool: &PoolId,
+        healthy: bool,
+        fresh_for: Duration,
+        at: Millis,
+    ) -> Vec<ServiceId> {
+        let Some(s) = self.services.get_mut(service) else {
+            return Vec::new();
+        };
+        s.provider_health(pool, healthy, at, fresh_for);
+        vec![service.clone()]
+    }
+
+    /// The provider's serving pool, read at start.
+    fn adopt(&mut self, service: &ServiceId, pool: Option<&PoolId>) -> Vec<ServiceId> {
+        let Some(s) = self.services.get_mut(service) else {
+            return Vec::new();
+        };
+        s.adopt(pool.cloned());
+        vec![service.clone()]
+    }
+
+    /// Starts a drill; a restore ends the drills it supersedes. Replies with the override.
+    fn add_override(
+        &mut self,
+        req: &OverrideRequest,
+        at: Millis,
+        out: &mut Output,
+    ) -> Vec<ServiceId> {
+        let result = match self.services.get(&req.service) {
+            None => Err(OverrideError::UnknownService(req.service.clone())),
+            Some(s) => self.overrides.add(s.policy(), req, at),
+        };
+        let mut touched = Vec::new();
+        let reply = result.map(|(o, ended)| {
+            touched.push(o.service.clone());
+            for e in ended {
+                out.overrides.push(OverrideChange::Ended {
+                    ended: e,
+                    actor: o.actor.clone(),
+                    reason: format!("restored by {}", o.id),
+                });
+            }
+            out.overrides.push(OverrideChange::Added(o.clone()));
+            o
+        });
+        out.reply = Some(Reply::Override(reply));
+        touched
+    }
+
+    /// Ends a drill before its expiry (reverting where it moved traffic). Replies with it.
+    fn end_override(
+        &mut self,
+        id: &OverrideId,
+        actor: &str,
+        reason: &str,
+        at: Millis,
+        out: &mut Output,
+    ) -> Vec<ServiceId> {
+        let reply = self.overrides.end(id).inspect(|o| {
+            out.overrides.push(OverrideChange::Ended {
+                ended: o.clone(),
+                actor: actor.to_owned(),
+                reason: reason.to_owned(),
+            });
+        });
+        if let Ok(o) = &reply {
+            self.revert(o, at, out);
+        }
+        let touched = reply.iter().map(|o| o.service.clone()).collect();
+        out.reply = Some(Reply::Override(reply));
+        touched
+    }
+
+    /// Refills one service's velocity budget, or every service's; the controller-wide window
+    /// is re-armed either way. Replies with the services re-armed.
+    fn rearm(
+        &mut self,
+        service: Option<&ServiceId>,
+        at: Millis,
+        out: &mut Output,
+    ) -> Vec<ServiceId> {
+        let reply = match service {
+            Some(id) => match self.services.get_mut(id) {
+                Some(s) => {
+                    // The controller-wide window is re-armed too: otherwise the
+                    // service could stay held by it after a re-arm that says it is not.
+                    if let Some(g) = &mut self.global {
+                        g.rearm();
+                    }
+                    s.rearm(at);
+                    Ok(vec![id.clone()])
+                }
+                None => Err(OverrideError::UnknownService(id.clone())),
+            },
+            None => {
+                if let Some(g) = &mut self.global {
+                    g.rearm();
+                }
+                for s in self.services.values_mut() {
+                    s.rearm(at);
+                }
+                Ok(self.services.keys().cloned().collect())
+            }
+        };
+        let touched = reply.as_ref().ok().cloned().unwrap_or_default();
+        out.reply = Some(Reply::Rearmed(reply));
+        touched
+    }
+
+    /// A recorded reload: drops removed services, starts reset ones fresh, and drops (as
+    /// skipped) the drills whose service or pool is gone.
+    fn apply_reload(
+        &mut self,
+        reset: &[ServiceId],
+        removed: &[ServiceId],
+        out: &mut Output,
+    ) -> Vec<ServiceId> {
+        for id in removed {
+            self.services.remove(id);
+        }
+        for id in reset {
+            if let Some(s) = self.services.get_mut(id) {
+                *s = ServiceEngine::new(s.policy().clone());
+            }
+        }
+        // Drills of removed services or pools are dropped, as on load.
+        let all: Vec<Override> = self.overrides.all().cloned().collect();
+        self.overrides = Overrides::default();
+        self.restore_overrides(all, out);
+        reset.to_vec()
+    }
+
+    /// Overrides read back from the state file at start.
+    fn load_overrides(&mut self, saved: &[Override], out: &mut Output) -> Vec<ServiceId> {
+        self.restore_overrides(saved.to_vec(), out);
+        self.services.keys().cloned().collect()
+    }
+
+    /// Restores saved overrides; those whose service or pool is unknown are reported as
+    /// skipped.
+    fn restore_overrides(&mut self, saved: Vec<Override>, out: &mut Output) {
+        let services = &self.services;
+        let skipped = self.overrides.restore_all(saved, |o| {
+            services
+                .get(&o.service)
+                .is_some_and(|s| s.policy().pool(&o.pool).is_some())
+        });
+        out.overrides
+            .extend(skipped.into_iter().map(OverrideChange::Skipped));
     }
 
     /// Swaps in a reloaded policy set at `at` and returns the recordable input with what the

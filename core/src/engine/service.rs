@@ -1,18 +1,23 @@
 //! One service's engine state: evidence per endpoint and vantage point, pool verdicts by
 //! quorum, flap damping, the velocity budget and the serving pool. PURE: time is an argument.
+//!
+//! A decision is two steps: `assess` reads the evidence into a plain [`Assessment`] of every
+//! pool; [`ServiceEngine`] then commits it (damping and pool states, the rules, the safety
+//! rails and velocity limits, the serving pool) and builds the [`Decision`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{EndpointId, Millis, Observation, PoolId, VantageId, Verdict};
+use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use crate::policy::Policy;
 
+use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
 use super::damping::FlapPenalty;
-use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput, choose};
+use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 use super::health::{EndpointHealth, pool_verdict};
 use super::overrides::{OverrideAction, Overrides};
-use super::quorum::{Tally, Vote};
 use super::rails::{self, Violation};
-use super::vantage::{Suspicion, Vantages};
+use super::rules::choose;
+use super::vantage::Vantages;
 use super::velocity::{SwitchWindow, TokenBucket};
 
 /// What changed when an observation was recorded.
@@ -35,13 +40,43 @@ pub(super) struct Context<'a> {
     pub overrides: &'a Overrides,
 }
 
+/// The service's drills in force, as the rules read them.
+struct Drills {
+    drained: BTreeSet<PoolId>,
+    restored: BTreeSet<PoolId>,
+    forced: Option<PoolId>,
+}
+
+impl Drills {
+    /// The drills of `service` (the last `force` wins).
+    fn of(overrides: &Overrides, service: &ServiceId) -> Self {
+        let mut drills = Self {
+            drained: BTreeSet::new(),
+            restored: BTreeSet::new(),
+            forced: None,
+        };
+        for o in overrides.for_service(service) {
+            match o.action {
+                OverrideAction::Drain => {
+                    drills.drained.insert(o.pool.clone());
+                }
+                OverrideAction::Restore => {
+                    drills.restored.insert(o.pool.clone());
+                }
+                OverrideAction::Force => drills.forced = Some(o.pool.clone()),
+            }
+        }
+        drills
+    }
+}
+
 /// One service's engine.
 #[derive(Debug, Clone)]
 pub struct ServiceEngine {
     policy: Policy,
     endpoint_pool: BTreeMap<EndpointId, PoolId>,
-    evidence: BTreeMap<EndpointId, BTreeMap<VantageId, EndpointHealth>>,
-    provider_votes: BTreeMap<PoolId, (Verdict, Millis, std::time::Duration)>,
+    evidence: ByEndpoint,
+    provider_votes: ProviderVotes,
     pools: BTreeMap<PoolId, PoolVerdict>,
     penalties: BTreeMap<PoolId, FlapPenalty>,
     ready: bool,
@@ -184,7 +219,7 @@ impl ServiceEngine {
             self.policy.thresholds,
             &self.policy.flapping,
         )?;
-        let view = pool_verdict(self.members(&pool).map(|e| {
+        let view = pool_verdict(self.assessor().members(&pool).map(|e| {
             self.evidence
                 .get(e)
                 .and_then(|m| m.get(&obs.vantage))
@@ -199,34 +234,6 @@ impl ServiceEngine {
         })
     }
 
-    fn members<'a>(&'a self, pool: &'a PoolId) -> impl Iterator<Item = &'a EndpointId> + 'a {
-        self.policy
-            .pool(pool)
-            .into_iter()
-            .flat_map(|p| p.endpoints.iter().map(|e| &e.id))
-    }
-
-    /// Each vantage point's view of `pool` at `now`, for those that reported freshly.
-    fn views(&self, pool: &PoolId, now: Millis) -> BTreeMap<&VantageId, Verdict> {
-        let fresh = self.policy.fresh_for();
-        let mut by_vantage: BTreeMap<&VantageId, Vec<Verdict>> = BTreeMap::new();
-        let mut reported: BTreeSet<&VantageId> = BTreeSet::new();
-        for e in self.members(pool) {
-            for (v, h) in self.evidence.get(e).into_iter().flatten() {
-                let verdict = h.verdict_at(now, fresh);
-                if h.last_at.is_some_and(|t| now.since(t) <= fresh) {
-                    reported.insert(v);
-                }
-                by_vantage.entry(v).or_default().push(verdict);
-            }
-        }
-        by_vantage
-            .into_iter()
-            .filter(|(v, _)| reported.contains(v))
-            .map(|(v, vs)| (v, pool_verdict(vs)))
-            .collect()
-    }
-
     /// Evaluates the policy at `now` and commits the result (serving pool, budget, spacing).
     /// Returns the decision and whether it differs from the previous one (rule, pool, blocked
     /// switch or drained pools); `None` before adoption.
@@ -238,100 +245,28 @@ impl ServiceEngine {
         if !self.ready {
             return None;
         }
-        let mut suspects: BTreeMap<VantageId, Option<Suspicion>> = BTreeMap::new();
-        let mut suspect_notes = BTreeSet::new();
-        for pool in self.policy.pools.iter().map(|p| p.id.clone()) {
-            let views = self.views(&pool, now);
-            let mut votes: Vec<Vote> = views
-                .iter()
-                .map(|(v, verdict)| {
-                    let s = suspects
-                        .entry((*v).clone())
-                        .or_insert_with(|| ctx.vantages.suspect(v, now));
-                    if let (Some(s), Verdict::Unhealthy) = (&*s, verdict) {
-                        suspect_notes.insert(format!("vantage point {v} is suspect: {s}"));
-                    }
-                    Vote {
-                        verdict: *verdict,
-                        suspect: s.is_some(),
-                    }
-                })
-                .collect();
-            if self.policy.quorum.provider_vote {
-                if let Some((v, at, fresh_for)) = self.provider_votes.get(&pool) {
-                    if now.since(*at) <= *fresh_for {
-                        votes.push(Vote {
-                            verdict: *v,
-                            suspect: false,
-                        });
-                    }
-                }
-            }
-            let votes = Tally::of(votes);
-            let prev = self
-                .pools
-                .get(&pool)
-                .map_or(Verdict::Unknown, |p| p.verdict);
-            let verdict = votes.verdict(prev);
-            let penalty = self.penalties.entry(pool.clone()).or_default();
-            if prev == Verdict::Healthy && verdict == Verdict::Unhealthy {
-                penalty.flap(now, &self.policy.damping);
-            }
-            let suppressed = penalty.update(now, &self.policy.damping);
-            let penalty_value = penalty.value(now, &self.policy.damping).round() as u32;
-            let histories = || {
-                self.members(&pool)
-                    .filter_map(|e| self.evidence.get(e))
-                    .flat_map(|m| m.values())
-                    .map(|h| &h.flap)
-            };
-            let flap = histories().map(|h| h.percent()).fold(0.0, f64::max);
-            let last_ok = self
-                .members(&pool)
-                .filter_map(|e| self.evidence.get(e))
-                .flat_map(|m| m.iter())
-                .filter(|(v, _)| suspects.get(*v).is_none_or(Option::is_none))
-                .filter(|(_, h)| h.last.as_ref().is_some_and(|o| o.success))
-                .filter_map(|(_, h)| h.last_at)
-                .max();
-            let flapping = histories().any(|h| h.flapping());
-            let slot = self
-                .pools
-                .entry(pool.clone())
-                .or_insert_with(|| PoolVerdict::unknown(now));
-            if slot.verdict != verdict {
-                slot.since = now;
-            }
-            slot.verdict = verdict;
-            slot.votes = votes;
-            slot.penalty = penalty_value;
-            slot.suppressed = suppressed;
-            slot.flap_percent = flap.round() as u32;
-            slot.flapping = flapping;
-            slot.last_ok = last_ok;
-        }
+        let assessment = self.assessor().assess(now, ctx.vantages);
+        Some(self.commit(assessment, now, ctx))
+    }
 
-        let service = self.policy.service.clone();
-        let mut drained = BTreeSet::new();
-        let mut restored = BTreeSet::new();
-        let mut forced = None;
-        for o in ctx.overrides.for_service(&service) {
-            match o.action {
-                OverrideAction::Drain => {
-                    drained.insert(o.pool.clone());
-                }
-                OverrideAction::Restore => {
-                    restored.insert(o.pool.clone());
-                }
-                OverrideAction::Force => forced = Some(o.pool.clone()),
-            }
+    /// Commits an assessment: damping bookkeeping and the pools' states, the rules, the safety
+    /// rails and velocity limits, the serving pool and failover count, and the decision.
+    fn commit(
+        &mut self,
+        assessment: Assessment,
+        now: Millis,
+        ctx: &mut Context<'_>,
+    ) -> (Decision, bool) {
+        for (pool, assessed) in assessment.pools {
+            self.record_pool(pool, assessed, now);
         }
+        let mut drills = Drills::of(ctx.overrides, &self.policy.service);
         let input = RuleInput {
             current: self.active.as_ref(),
             pools: &self.pools,
-            drained: &drained,
-            forced: forced.as_ref(),
-            restored: &restored,
+            drained: &drills.drained,
+            forced: drills.forced.as_ref(),
+            restored: &drills.restored,
             failback_hold: self.policy.failback_hold.after(self.consecutive_failovers),
             now,
         };
@@ -342,17 +277,66 @@ impl ServiceEngine {
             mut reasons,
         } = choose(&self.policy, &input, &explain);
         let rule_at = reasons.len().saturating_sub(1);
-        for note in suspect_notes {
+        for note in assessment.suspect_notes {
             reasons.insert(rule_at, note);
         }
-        let (rule, active, blocked) = self.gate(rule, active, &drained, now, ctx, &mut reasons);
+        let (rule, active, blocked) =
+            self.gate(rule, active, &drills.drained, now, ctx, &mut reasons);
+        let previous = self.switch_to(rule, active.as_ref(), now);
+        drills.drained.retain(|p| Some(p) != active.as_ref());
+        let decision = Decision {
+            service: self.policy.service.clone(),
+            at: now,
+            active,
+            previous,
+            rule,
+            blocked,
+            drained: drills.drained,
+            reasons,
+            pools: self.pools.clone(),
+        };
+        let changed = self.last.as_ref().is_none_or(|l| {
+            l.rule != decision.rule
+                || l.active != decision.active
+                || l.blocked != decision.blocked
+                || l.drained != decision.drained
+        });
+        self.last = Some(decision.clone());
+        (decision, changed)
+    }
 
-        let previous = self
-            .active
-            .as_ref()
-            .filter(|c| Some(*c) != active.as_ref())
-            .cloned();
-        if active.is_some() && active != self.active {
+    /// Records one pool's assessment: its flap penalty (a healthy -> unhealthy transition is a
+    /// flap) and its state as the rules will read it.
+    fn record_pool(&mut self, pool: PoolId, assessed: PoolAssessment, now: Millis) {
+        let damping = &self.policy.damping;
+        let penalty = self.penalties.entry(pool.clone()).or_default();
+        if assessed.previous == Verdict::Healthy && assessed.verdict == Verdict::Unhealthy {
+            penalty.flap(now, damping);
+        }
+        let suppressed = penalty.update(now, damping);
+        let penalty_value = penalty.value(now, damping).round() as u32;
+        let slot = self
+            .pools
+            .entry(pool)
+            .or_insert_with(|| PoolVerdict::unknown(now));
+        if slot.verdict != assessed.verdict {
+            slot.since = now;
+        }
+        slot.verdict = assessed.verdict;
+        slot.votes = assessed.votes;
+        slot.penalty = penalty_value;
+        slot.suppressed = suppressed;
+        slot.flap_percent = assessed.flap_percent.round() as u32;
+        slot.flapping = assessed.flapping;
+        slot.last_ok = assessed.last_ok;
+    }
+
+    /// Moves the serving pool to `active` when it is a change: the time of the change (for
+    /// the spacing rail) and, for a failover, the consecutive failover count (for the failback
+    /// hold). Returns the pool that served before, when it is not `active`.
+    fn switch_to(&mut self, rule: Rule, active: Option<&PoolId>, now: Millis) -> Option<PoolId> {
+        let previous = self.active.as_ref().filter(|c| Some(*c) != active).cloned();
+        if active.is_some() && active != self.active.as_ref() {
             self.last_change = Some(now);
             if rule == Rule::Failover {
                 let consecutive = self
@@ -365,28 +349,9 @@ impl ServiceEngine {
                 };
                 self.last_failover = Some(now);
             }
-            self.active = active.clone();
+            self.active = active.cloned();
         }
-        drained.retain(|p| Some(p) != active.as_ref());
-        let decision = Decision {
-            service,
-            at: now,
-            active,
-            previous,
-            rule,
-            blocked,
-            drained,
-            reasons,
-            pools: self.pools.clone(),
-        };
-        let changed = self.last.as_ref().is_none_or(|l| {
-            l.rule != decision.rule
-                || l.active != decision.active
-                || l.blocked != decision.blocked
-                || l.drained != decision.drained
-        });
-        self.last = Some(decision.clone());
-        Some((decision, changed))
+        previous
     }
 
     /// Passes a switching candidate through the rails and the velocity limits; a refused
@@ -405,122 +370,101 @@ impl ServiceEngine {
         if !switching {
             return (rule, active, None);
         }
-        let current = self.active.clone();
-        let hold = |held: Rule, to: &PoolId, why: String, reasons: &mut Vec<String>| {
-            reasons.push(why);
-            (
-                held,
-                current.clone(),
-                Some(Blocked {
-                    rule,
-                    to: to.clone(),
-                }),
-            )
-        };
         let to = active.clone().unwrap_or_else(|| PoolId(String::new()));
+        let refused = match self.rails_refusal(rule, active.as_ref(), &to, drained, now) {
+            Some(hold) => Some(hold),
+            None if rule.is_automatic() => self.take_velocity(rule, &to, now, ctx),
+            None => None,
+        };
+        match refused {
+            Some((held, why)) => {
+                reasons.push(why);
+                (held, self.active.clone(), Some(Blocked { rule, to }))
+            }
+            None => (rule, active, None),
+        }
+    }
+
+    /// The hold (dwell or rail hold) and its reason when a safety rail refuses the switch by
+    /// `rule` to `candidate`.
+    fn rails_refusal(
+        &self,
+        rule: Rule,
+        candidate: Option<&PoolId>,
+        to: &PoolId,
+        drained: &BTreeSet<PoolId>,
+        now: Millis,
+    ) -> Option<(Rule, String)> {
         let plan = rails::Plan {
             current: self.active.as_ref(),
-            candidate: active.as_ref(),
+            candidate,
             pools: &self.pools,
             drained,
             last_change: self.last_change,
             spacing: self.policy.spacing(),
             now,
         };
-        if let Err(v) = rails::check(&plan) {
-            let held = if matches!(v, Violation::Spacing { .. }) {
-                Rule::Dwell
-            } else {
-                Rule::RailHold
-            };
-            return hold(
-                held,
-                &to,
-                format!(
-                    "hold: {} to {to} refused by a safety rail: {v}",
-                    rule.as_str()
-                ),
-                reasons,
-            );
-        }
-        if !rule.is_automatic() {
-            return (rule, active, None);
-        }
+        let v = rails::check(&plan).err()?;
+        let held = if matches!(v, Violation::Spacing { .. }) {
+            Rule::Dwell
+        } else {
+            Rule::RailHold
+        };
+        let why = format!(
+            "hold: {} to {to} refused by a safety rail: {v}",
+            rule.as_str()
+        );
+        Some((held, why))
+    }
+
+    /// Takes one automatic switch from the service's velocity budget and the controller-wide
+    /// window, or returns the velocity hold and its reason when either is spent.
+    fn take_velocity(
+        &mut self,
+        rule: Rule,
+        to: &PoolId,
+        now: Millis,
+        ctx: &mut Context<'_>,
+    ) -> Option<(Rule, String)> {
         if self.bucket.available(now) == 0 {
-            return hold(
-                Rule::VelocityLimited,
-                &to,
-                format!(
-                    "hold: velocity limit: {} automatic switches per {} are spent; the next is available at {} or after an operator re-arm (blocked: {} to {to})",
-                    self.policy.velocity.burst,
-                    humantime::format_duration(self.policy.velocity.refill),
-                    self.bucket.next_at(now).rfc3339(),
-                    rule.as_str()
-                ),
-                reasons,
+            let why = format!(
+                "hold: velocity limit: {} automatic switches per {} are spent; the next is available at {} or after an operator re-arm (blocked: {} to {to})",
+                self.policy.velocity.burst,
+                humantime::format_duration(self.policy.velocity.refill),
+                self.bucket.next_at(now).rfc3339(),
+                rule.as_str()
             );
+            return Some((Rule::VelocityLimited, why));
         }
         if let Some(global) = ctx.global.as_deref_mut() {
             if !global.allows(now) {
-                let (max, window) = (global.max, global.window);
-                return hold(
-                    Rule::VelocityLimited,
-                    &to,
-                    format!(
-                        "hold: controller-wide velocity limit: {max} services already switched automatically within {} (blocked: {} to {to})",
-                        humantime::format_duration(window),
-                        rule.as_str()
-                    ),
-                    reasons,
+                let why = format!(
+                    "hold: controller-wide velocity limit: {} services already switched automatically within {} (blocked: {} to {to})",
+                    global.max,
+                    humantime::format_duration(global.window),
+                    rule.as_str()
                 );
+                return Some((Rule::VelocityLimited, why));
             }
             global.record(now);
         }
         self.bucket.try_take(now);
-        (rule, active, None)
+        None
     }
 
     /// A one-line description of a pool's evidence, e.g.
     /// `pool seoul unhealthy by quorum (0 up, 1 down of 1 fresh): endpoint ... failed 3 ...`.
     pub fn explain(&self, pool: &PoolId, now: Millis) -> String {
-        let fresh = self.policy.fresh_for();
-        let th = self.policy.thresholds;
-        let state = self.pools.get(pool);
-        let v = state.map_or(Verdict::Unknown, |s| s.verdict);
-        let t = state.map(|s| s.votes).unwrap_or_default();
-        let vantages: BTreeSet<&VantageId> = self
-            .members(pool)
-            .filter_map(|e| self.evidence.get(e))
-            .flat_map(|m| m.keys())
-            .collect();
-        let mut parts = Vec::new();
-        for e in self.members(pool) {
-            let per = self.evidence.get(e);
-            if per.is_none_or(BTreeMap::is_empty) {
-                parts.push(format!("endpoint {e} no probe result yet"));
-            }
-            for (vantage, h) in per.into_iter().flatten() {
-                let from = if vantages.len() > 1 {
-                    format!(" from {vantage}")
-                } else {
-                    String::new()
-                };
-                let text = match h.verdict_at(now, fresh) {
-                    Verdict::Unknown if h.last_at.is_some() && h.verdict != Verdict::Unknown => {
-                        format!(
-                            "stale (no result for over {})",
-                            humantime::format_duration(fresh)
-                        )
-                    }
-                    _ => h.explain(th),
-                };
-                parts.push(format!("endpoint {e}{from} {text}"));
-            }
+        self.assessor().explain(pool, now)
+    }
+
+    /// The engine's evidence, as an assessment reads it.
+    fn assessor(&self) -> Assessor<'_> {
+        Assessor {
+            policy: &self.policy,
+            evidence: &self.evidence,
+            provider_votes: &self.provider_votes,
+            pools: &self.pools,
         }
-        let mut votes = format!("{} up, {} down of {} fresh", t.up, t.down, t.voters());
-        if t.discounted > 0 {
-            votes.push_str(&format!(", {} suspect discounted", t.discounted));
-        }
-        format!("pool {pool} {v} by quorum ({votes}): {}", parts.join("; "))
     }
 }

@@ -1,6 +1,6 @@
 //! The Cloudflare target of a policy (`[target.cloudflare]`): the raw TOML table, its validated
 //! form, and its validation. Kept apart from the Route 53 target so each provider's rules live
-//! in one file.
+//! in one file. Knows the policy's hostname and pools, nothing else of it.
 //!
 //! ```toml
 //! [target.cloudflare]
@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::error::Report;
-use super::types::{Pool, Target};
-use super::validate::{is_dns_name, normalise_name};
+use super::names::{is_dns_name, normalise_name};
+use super::parts::Pool;
 use crate::model::PoolId;
 
 /// `[target.cloudflare]` as written.
@@ -86,7 +86,7 @@ pub(super) fn validate(
     hostname: &str,
     pools: &[Pool],
     report: &mut Report,
-) -> Option<Target> {
+) -> CloudflareTarget {
     for (key, value) in [("account_id", &r.account_id), ("zone_id", &r.zone_id)] {
         if !is_cloudflare_id(value) {
             report.add(
@@ -95,7 +95,26 @@ pub(super) fn validate(
             );
         }
     }
-    let load_balancer = match r.load_balancer.as_deref() {
+    let load_balancer = load_balancer(r.load_balancer.as_deref(), hostname, report);
+    if r.ttl.is_zero() || r.ttl.subsec_nanos() != 0 || r.ttl > Duration::from_secs(86_400) {
+        report.add(
+            "target.cloudflare.ttl",
+            "must be a whole number of seconds from 1s to 86400s",
+        );
+    }
+    CloudflareTarget {
+        pools: pool_refs(&r.pools, pools, report),
+        account_id: r.account_id.to_ascii_lowercase(),
+        zone_id: r.zone_id.to_ascii_lowercase(),
+        load_balancer,
+        ttl: r.ttl,
+    }
+}
+
+/// The load balancer: an id (lower-cased), or a name that must be the policy's hostname
+/// (default).
+fn load_balancer(raw: Option<&str>, hostname: &str, report: &mut Report) -> String {
+    match raw {
         Some(lb) if is_cloudflare_id(lb) => lb.to_ascii_lowercase(),
         Some(lb) => {
             let name = normalise_name(lb);
@@ -111,14 +130,17 @@ pub(super) fn validate(
             name
         }
         None => hostname.to_owned(),
-    };
-    if r.ttl.is_zero() || r.ttl.subsec_nanos() != 0 || r.ttl > Duration::from_secs(86_400) {
-        report.add(
-            "target.cloudflare.ttl",
-            "must be a whole number of seconds from 1s to 86400s",
-        );
     }
-    for name in r.pools.keys() {
+}
+
+/// Every pool's Cloudflare pool id, in the policy's priority order; ids of unknown pools,
+/// missing ids, malformed ids and ids used twice are reported.
+fn pool_refs(
+    raw: &BTreeMap<String, RawCloudflarePool>,
+    pools: &[Pool],
+    report: &mut Report,
+) -> Vec<CloudflarePoolRef> {
+    for name in raw.keys() {
         if !pools.iter().any(|p| p.id.0 == *name) {
             report.add(
                 format!("target.cloudflare.pools.{name}"),
@@ -130,7 +152,7 @@ pub(super) fn validate(
     let mut seen = BTreeSet::new();
     for pool in pools {
         let key = format!("target.cloudflare.pools.{}", pool.id);
-        let Some(rp) = r.pools.get(&pool.id.0) else {
+        let Some(rp) = raw.get(&pool.id.0) else {
             report.add(
                 key,
                 format!(
@@ -157,11 +179,5 @@ pub(super) fn validate(
             pool_id,
         });
     }
-    Some(Target::Cloudflare(CloudflareTarget {
-        account_id: r.account_id.to_ascii_lowercase(),
-        zone_id: r.zone_id.to_ascii_lowercase(),
-        load_balancer,
-        ttl: r.ttl,
-        pools: out,
-    }))
+    out
 }

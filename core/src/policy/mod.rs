@@ -3,12 +3,22 @@
 //! One file per service. [`parse`] checks one text, [`load`] files and folders; both report
 //! every problem at once, each naming file, key and reason ([`PolicyErrors`]). Nothing outside
 //! this module constructs a [`Policy`]. This module does no I/O beyond reading the files.
+//!
+//! Files, each using only those listed before it: `error` (problems, by file and key), `names`
+//! (DNS names), `parts` (the validated parts: pools, endpoints, probe, thresholds, tuning),
+//! `observe`, `route53` and `cloudflare` (one optional table or target each: as written,
+//! validated, and its validation), `types` (the whole [`Policy`] and its [`Target`]), `raw`
+//! (the rest of the TOML as written), `tuning` (the engine's tuning keys), `validate` (raw ->
+//! [`Policy`], every table), and this module on top: parse and load.
 
 mod cloudflare;
 mod diff;
 mod error;
+mod names;
 mod observe;
+mod parts;
 mod raw;
+mod route53;
 mod tuning;
 mod types;
 mod validate;
@@ -20,7 +30,9 @@ pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use diff::PolicyDiff;
 pub use error::{PolicyError, PolicyErrors};
 pub use observe::{Observe, ServedBy, ServedByMarker};
-pub use types::*;
+pub use parts::*;
+pub use route53::{Route53Pool, Route53Target};
+pub use types::{Policy, Target};
 
 use error::Report;
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::error::Report;
-use super::validate::{is_dns_name, normalise_name};
+use super::names::{is_dns_name, normalise_name};
 
 /// Shortest observer interval accepted.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);

@@ -1,15 +1,19 @@
 //! The policy as written in TOML. Every field has a named default function; nothing here
-//! validates — [`super::validate`] does, and reports every problem at once.
+//! validates: the policy's validation (`validate`, above this module) does, and reports every
+//! problem at once. The tables of `[target.*]` and `[observe]` live with their validation, in
+//! one module each.
 //!
 //! Unknown keys are not refused by serde (`deny_unknown_fields` stops at the first one):
-//! [`super::parse`] collects every ignored key with `serde_ignored` and reports each as an error.
+//! `policy::parse` collects every ignored key with `serde_ignored` and reports each as an error.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::types::{Failback, Mode};
+use super::cloudflare::RawCloudflare;
+use super::observe::RawObserve;
+use super::parts::{Failback, Mode};
+use super::route53::RawRoute53;
 
 /// A policy file, top level.
 #[derive(Debug, Deserialize)]
@@ -43,7 +47,7 @@ pub struct RawPolicy {
     pub pools: Vec<RawPool>,
     pub target: RawTarget,
     #[serde(default)]
-    pub observe: Option<super::observe::RawObserve>,
+    pub observe: Option<RawObserve>,
 }
 
 /// `[probe]`.
@@ -197,30 +201,7 @@ pub struct RawTarget {
     #[serde(default)]
     pub route53: Option<RawRoute53>,
     #[serde(default)]
-    pub cloudflare: Option<super::cloudflare::RawCloudflare>,
-}
-
-/// `[target.route53]`.
-#[derive(Debug, Deserialize)]
-pub struct RawRoute53 {
-    pub hosted_zone_id: String,
-    #[serde(default)]
-    pub record_name: Option<String>,
-    #[serde(default = "default_record_type")]
-    pub record_type: String,
-    #[serde(default = "default_ttl", with = "humantime_serde")]
-    pub ttl: Duration,
-    #[serde(default)]
-    pub pools: BTreeMap<String, RawRoute53Pool>,
-}
-
-/// `[target.route53.pools.<pool>]`.
-#[derive(Debug, Deserialize)]
-pub struct RawRoute53Pool {
-    #[serde(default)]
-    pub set_identifier: Option<String>,
-    #[serde(default)]
-    pub values: Vec<String>,
+    pub cloudflare: Option<RawCloudflare>,
 }
 
 /// 5 minutes: long enough that a recovered region is not trusted after one good minute.
@@ -312,16 +293,6 @@ pub fn default_fall() -> u32 {
 /// 2: HAProxy's default `rise`.
 pub fn default_rise() -> u32 {
     2
-}
-
-/// `A`.
-pub fn default_record_type() -> String {
-    "A".into()
-}
-
-/// 60 s: AWS recommends a TTL of 60 s or less for records with health checks.
-pub fn default_ttl() -> Duration {
-    Duration::from_secs(60)
 }
 
 fn default_true() -> bool {

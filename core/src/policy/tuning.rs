@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::error::Report;
-use super::raw::RawPolicy;
-use super::types::{Damping, FailbackHold, Flapping, Quorum, Velocity};
+use super::parts::{Damping, FailbackHold, Flapping, Quorum, Velocity};
+use super::raw::{RawDamping, RawPolicy, RawVelocity};
 
 /// The tuning of one policy, validated.
 pub(super) struct Tuning {
@@ -37,6 +37,43 @@ fn at_most_a_week(key: &str, d: Duration, report: &mut Report) {
 
 /// Checks the tuning keys of `raw`, adding every problem to `report`.
 pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
+    let failback_hold = failback_hold(raw, report);
+    limits(raw, report);
+    let q = &raw.quorum;
+    if q.fresh_intervals == 0 || q.fresh_intervals > 100 {
+        report.add(
+            "quorum.fresh_intervals",
+            "must be between 1 and 100 (0 would make every report stale)",
+        );
+    }
+    let damping = damping(&raw.damping, report);
+    let f = &raw.flapping;
+    if !(0.0..=100.0).contains(&f.low) || !(0.0..=100.0).contains(&f.high) || f.low >= f.high {
+        report.add(
+            "flapping",
+            format!(
+                "low and high are percentages with low < high, got low {} and high {}",
+                f.low, f.high
+            ),
+        );
+    }
+    Tuning {
+        failback_hold,
+        quorum: Quorum {
+            fresh_intervals: q.fresh_intervals,
+            provider_vote: q.provider_vote,
+        },
+        damping,
+        flapping: Flapping {
+            high: f.high,
+            low: f.low,
+        },
+        velocity: velocity(&raw.velocity, report),
+    }
+}
+
+/// `failback_hold` and `failback_hold_max`: the cap is not below one step.
+fn failback_hold(raw: &RawPolicy, report: &mut Report) -> FailbackHold {
     let failback_hold = FailbackHold {
         step: raw.failback_hold,
         max: raw.failback_hold_max,
@@ -51,6 +88,12 @@ pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
             ),
         );
     }
+    failback_hold
+}
+
+/// The outer limits: every tuning duration at most a week, every count at most
+/// [`MAX_COUNT`].
+fn limits(raw: &RawPolicy, report: &mut Report) {
     for (key, d) in [
         ("failback_hold", raw.failback_hold),
         ("failback_hold_max", raw.failback_hold_max),
@@ -74,14 +117,11 @@ pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
             report.add(key, format!("{n} is above the {MAX_COUNT} allowed"));
         }
     }
-    let q = &raw.quorum;
-    if q.fresh_intervals == 0 || q.fresh_intervals > 100 {
-        report.add(
-            "quorum.fresh_intervals",
-            "must be between 1 and 100 (0 would make every report stale)",
-        );
-    }
-    let d = &raw.damping;
+}
+
+/// `[damping]`: a penalty, a half-life of a second or more, `0 < reuse < suppress`, and a
+/// `max_suppress` long enough to ever suppress.
+fn damping(d: &RawDamping, report: &mut Report) -> Damping {
     let damping = Damping {
         penalty: d.penalty,
         half_life: d.half_life,
@@ -123,17 +163,11 @@ pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
             ),
         );
     }
-    let f = &raw.flapping;
-    if !(0.0..=100.0).contains(&f.low) || !(0.0..=100.0).contains(&f.high) || f.low >= f.high {
-        report.add(
-            "flapping",
-            format!(
-                "low and high are percentages with low < high, got low {} and high {}",
-                f.low, f.high
-            ),
-        );
-    }
-    let v = &raw.velocity;
+    damping
+}
+
+/// `[velocity]`: a burst of one switch or more, refilled a second or more apart.
+fn velocity(v: &RawVelocity, report: &mut Report) -> Velocity {
     if v.burst == 0 {
         report.add(
             "velocity.burst",
@@ -143,20 +177,8 @@ pub(super) fn tuning(raw: &RawPolicy, report: &mut Report) -> Tuning {
     if v.refill < SECOND {
         report.add("velocity.refill", "must be at least 1s");
     }
-    Tuning {
-        failback_hold,
-        quorum: Quorum {
-            fresh_intervals: q.fresh_intervals,
-            provider_vote: q.provider_vote,
-        },
-        damping,
-        flapping: Flapping {
-            high: f.high,
-            low: f.low,
-        },
-        velocity: Velocity {
-            burst: v.burst,
-            refill: v.refill,
-        },
+    Velocity {
+        burst: v.burst,
+        refill: v.refill,
     }
 }

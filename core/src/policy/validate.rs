@@ -1,16 +1,19 @@
 //! Validation: [`RawPolicy`] -> [`Policy`], reporting every problem, never stopping at the first.
+//! Orchestrates the checks of every table (tuning, `[target.*]` and `[observe]` have their own
+//! module) and checks what spans tables: the probe, the pools and their endpoints, the
+//! thresholds and the RTO budget.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use url::Url;
 
 use super::error::Report;
-use super::raw::{RawPolicy, RawProbe, RawRoute53};
-use super::types::{
-    Endpoint, EndpointKind, Policy, Pool, ProbeSpec, Route53Pool, Route53Target, Target, Thresholds,
-};
+use super::names::{is_dns_name, normalise_name};
+use super::parts::{Endpoint, EndpointKind, Pool, ProbeSpec, Thresholds, failover_bound};
+use super::raw::{RawHealth, RawPolicy, RawPool, RawProbe, RawTarget};
+use super::types::{Policy, Target};
+use super::{cloudflare, observe, route53, tuning};
 use crate::model::{EndpointId, PoolId, ServiceId};
 
 /// Shortest probe interval accepted: faster probing says more about the prober than the origin.
@@ -19,92 +22,23 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// Largest `fall`/`rise` accepted.
 const MAX_THRESHOLD: u32 = 100;
-/// Route 53's largest TTL (2^31 - 1 seconds).
-const MAX_TTL_SECS: u64 = 2_147_483_647;
 
 /// Validates `raw`, adding every problem to `report`. Returns the policy only when none was found.
 pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
     let before = report.errors.len();
     let hostname = normalise_name(&raw.hostname);
-    if raw.service.is_empty()
-        || !raw
-            .service
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        report.add(
-            "service",
-            "must be non-empty and use only letters, digits, '-' and '_'",
-        );
-    }
-    if !is_dns_name(&hostname) || !hostname.contains('.') {
-        report.add(
-            "hostname",
-            format!(
-                "'{}' is not a fully qualified DNS name (no scheme, path or IP address)",
-                raw.hostname
-            ),
-        );
-    }
-    let tuning = super::tuning::tuning(&raw, report);
+    names(&raw, &hostname, report);
+    let tuning = tuning::tuning(&raw, report);
     let probe = probe_spec(raw.probe, report);
-    let thresholds = Thresholds {
-        fall: raw.health.fall,
-        rise: raw.health.rise,
-    };
-    for (key, value) in [
-        ("health.fall", thresholds.fall),
-        ("health.rise", thresholds.rise),
-    ] {
-        if value == 0 {
-            report.add(key, "must be at least 1 (0 would never change a verdict)");
-        } else if value > MAX_THRESHOLD {
-            report.add(key, format!("{value} is above the {MAX_THRESHOLD} allowed"));
-        }
-    }
+    let thresholds = thresholds(&raw.health, report);
     let pools = pools(&raw.pools, &hostname, report);
-    if probe.tls_server_name.is_some() {
-        for (i, pool) in pools.iter().enumerate() {
-            for (j, e) in pool.endpoints.iter().enumerate() {
-                if !matches!(&e.kind, EndpointKind::Http(u) if u.scheme() == "https") {
-                    report.add(
-                        "probe.tls_server_name",
-                        format!("applies to https:// endpoints only, but pools[{i}].endpoints[{j}] is '{}'", e.id),
-                    );
-                }
-            }
-        }
-    }
-    let target = match (raw.target.route53, raw.target.cloudflare) {
-        (r53, None) => target(r53, &hostname, &pools, report),
-        (None, Some(cf)) => super::cloudflare::validate(cf, &hostname, &pools, report),
-        (Some(_), Some(_)) => {
-            report.add(
-                "target",
-                "names two providers: keep exactly one of [target.route53] and [target.cloudflare]",
-            );
-            None
-        }
-    };
+    tls_server_name(&probe, &pools, report);
+    let target = target(raw.target, &hostname, &pools, report);
     let observe = raw
         .observe
-        .and_then(|o| super::observe::validate(o, &hostname, report));
+        .and_then(|o| observe::validate(o, &hostname, report));
     if let (Some(budget), Some(t)) = (raw.rto_budget, &target) {
-        let worst = super::types::failover_bound(&probe, thresholds, t.ttl());
-        if worst > budget {
-            report.add(
-                "rto_budget",
-                format!(
-                    "TTL {} + fall {} x interval {} + timeout {} = {} exceeds the RTO budget of {}",
-                    humantime::format_duration(t.ttl()),
-                    thresholds.fall,
-                    humantime::format_duration(probe.interval),
-                    humantime::format_duration(probe.timeout),
-                    humantime::format_duration(worst),
-                    humantime::format_duration(budget),
-                ),
-            );
-        }
+        rto_budget(budget, &probe, thresholds, t.ttl(), report);
     }
     if report.errors.len() > before {
         return None;
@@ -127,6 +61,120 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
         observe,
         target: target?,
     })
+}
+
+/// `service` (a name for files, metrics and logs) and `hostname` (a fully qualified DNS name).
+fn names(raw: &RawPolicy, hostname: &str, report: &mut Report) {
+    if raw.service.is_empty()
+        || !raw
+            .service
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        report.add(
+            "service",
+            "must be non-empty and use only letters, digits, '-' and '_'",
+        );
+    }
+    if !is_dns_name(hostname) || !hostname.contains('.') {
+        report.add(
+            "hostname",
+            format!(
+                "'{}' is not a fully qualified DNS name (no scheme, path or IP address)",
+                raw.hostname
+            ),
+        );
+    }
+}
+
+/// `[health]`: `fall` and `rise` from 1 to [`MAX_THRESHOLD`].
+fn thresholds(raw: &RawHealth, report: &mut Report) -> Thresholds {
+    let thresholds = Thresholds {
+        fall: raw.fall,
+        rise: raw.rise,
+    };
+    for (key, value) in [
+        ("health.fall", thresholds.fall),
+        ("health.rise", thresholds.rise),
+    ] {
+        if value == 0 {
+            report.add(key, "must be at least 1 (0 would never change a verdict)");
+        } else if value > MAX_THRESHOLD {
+            report.add(key, format!("{value} is above the {MAX_THRESHOLD} allowed"));
+        }
+    }
+    thresholds
+}
+
+/// `probe.tls_server_name` applies to `https://` endpoints only.
+fn tls_server_name(probe: &ProbeSpec, pools: &[Pool], report: &mut Report) {
+    if probe.tls_server_name.is_none() {
+        return;
+    }
+    for (i, pool) in pools.iter().enumerate() {
+        for (j, e) in pool.endpoints.iter().enumerate() {
+            if !matches!(&e.kind, EndpointKind::Http(u) if u.scheme() == "https") {
+                report.add(
+                    "probe.tls_server_name",
+                    format!(
+                        "applies to https:// endpoints only, but pools[{i}].endpoints[{j}] is '{}'",
+                        e.id
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// `[target]`: exactly one provider table, validated by its own module.
+fn target(raw: RawTarget, hostname: &str, pools: &[Pool], report: &mut Report) -> Option<Target> {
+    match (raw.route53, raw.cloudflare) {
+        (Some(r), None) => Some(Target::Route53(route53::validate(
+            r, hostname, pools, report,
+        ))),
+        (None, Some(cf)) => Some(Target::Cloudflare(cloudflare::validate(
+            cf, hostname, pools, report,
+        ))),
+        (None, None) => {
+            report.add(
+                "target",
+                "names no provider: add a [target.route53] or [target.cloudflare] table",
+            );
+            None
+        }
+        (Some(_), Some(_)) => {
+            report.add(
+                "target",
+                "names two providers: keep exactly one of [target.route53] and [target.cloudflare]",
+            );
+            None
+        }
+    }
+}
+
+/// `rto_budget`: detection and TTL (`fall × interval + timeout + TTL`) must fit in it.
+fn rto_budget(
+    budget: Duration,
+    probe: &ProbeSpec,
+    thresholds: Thresholds,
+    ttl: Duration,
+    report: &mut Report,
+) {
+    let worst = failover_bound(probe, thresholds, ttl);
+    if worst > budget {
+        report.add(
+            "rto_budget",
+            format!(
+                "TTL {} + fall {} x interval {} + timeout {} = {} exceeds the RTO budget of {}",
+                humantime::format_duration(ttl),
+                thresholds.fall,
+                humantime::format_duration(probe.interval),
+                humantime::format_duration(probe.timeout),
+                humantime::format_duration(worst),
+                humantime::format_duration(budget),
+            ),
+        );
+    }
 }
 
 fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
@@ -206,7 +254,7 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
     }
 }
 
-fn pools(raw: &[super::raw::RawPool], hostname: &str, report: &mut Report) -> Vec<Pool> {
+fn pools(raw: &[RawPool], hostname: &str, report: &mut Report) -> Vec<Pool> {
     if raw.len() < 2 {
         report.add(
             "pools",
@@ -337,149 +385,4 @@ pub(super) fn endpoint(
         id: EndpointId(raw.to_owned()),
         kind,
     })
-}
-
-fn target(
-    raw: Option<RawRoute53>,
-    hostname: &str,
-    pools: &[Pool],
-    report: &mut Report,
-) -> Option<Target> {
-    let Some(r) = raw else {
-        report.add(
-            "target",
-            "names no provider: add a [target.route53] or [target.cloudflare] table",
-        );
-        return None;
-    };
-    let record_name = normalise_name(r.record_name.as_deref().unwrap_or(hostname));
-    if record_name != hostname {
-        report.add(
-            "target.route53.record_name",
-            format!("'{record_name}' differs from the policy hostname '{hostname}'"),
-        );
-    }
-    if r.hosted_zone_id.trim().is_empty() {
-        report.add("target.route53.hosted_zone_id", "must not be empty");
-    }
-    let record_type = r.record_type.to_ascii_uppercase();
-    if !matches!(record_type.as_str(), "A" | "AAAA" | "CNAME") {
-        report.add(
-            "target.route53.record_type",
-            format!("'{}' is not one of A, AAAA, CNAME", r.record_type),
-        );
-    }
-    if r.ttl.as_secs() > MAX_TTL_SECS || r.ttl.subsec_nanos() != 0 {
-        report.add(
-            "target.route53.ttl",
-            "must be a whole number of seconds up to 2147483647 (Route 53 limit)",
-        );
-    }
-    if pools.len() > 2 {
-        for extra in &pools[2..] {
-            report.add(
-                "target.route53.pools",
-                format!(
-                    "pool '{}' (priority {}) would be a third pool: a Route 53 failover pair has only a \
-                     PRIMARY and a SECONDARY (chaining failover pairs is not supported)",
-                    extra.id, extra.priority
-                ),
-            );
-        }
-    }
-    for name in r.pools.keys() {
-        if !pools.iter().any(|p| p.id.0 == *name) {
-            report.add(
-                format!("target.route53.pools.{name}"),
-                format!("no pool named '{name}' in [[pools]]"),
-            );
-        }
-    }
-    let mut out = Vec::new();
-    let mut set_ids: BTreeSet<String> = BTreeSet::new();
-    for pool in pools.iter().take(2) {
-        let key = format!("target.route53.pools.{}", pool.id);
-        let Some(rp) = r.pools.get(&pool.id.0) else {
-            report.add(
-                key,
-                format!(
-                    "missing: every pool needs its failover record (pool '{}')",
-                    pool.id
-                ),
-            );
-            continue;
-        };
-        let set_identifier = rp
-            .set_identifier
-            .clone()
-            .unwrap_or_else(|| pool.id.0.clone());
-        if set_identifier.is_empty() || set_identifier.len() > 128 {
-            report.add(
-                format!("{key}.set_identifier"),
-                "must be 1 to 128 characters (Route 53 limit)",
-            );
-        } else if !set_ids.insert(set_identifier.clone()) {
-            report.add(
-                format!("{key}.set_identifier"),
-                format!("'{set_identifier}' is used by another pool"),
-            );
-        }
-        if rp.values.is_empty() {
-            report.add(
-                format!("{key}.values"),
-                "must list the record's values (addresses, or one name for CNAME)",
-            );
-        }
-        if record_type == "CNAME" && rp.values.len() > 1 {
-            report.add(
-                format!("{key}.values"),
-                "a CNAME record takes exactly one value",
-            );
-        }
-        for (i, v) in rp.values.iter().enumerate() {
-            let ok = match record_type.as_str() {
-                "A" => v.parse::<Ipv4Addr>().is_ok(),
-                "AAAA" => v.parse::<Ipv6Addr>().is_ok(),
-                _ => is_dns_name(&normalise_name(v)) && normalise_name(v) != hostname,
-            };
-            if !ok {
-                report.add(
-                    format!("{key}.values[{i}]"),
-                    format!("'{v}' is not a valid {record_type} value here"),
-                );
-            }
-        }
-        out.push(Route53Pool {
-            pool: pool.id.clone(),
-            set_identifier,
-            values: rp.values.clone(),
-        });
-    }
-    Some(Target::Route53(Route53Target {
-        hosted_zone_id: r.hosted_zone_id,
-        record_name,
-        record_type,
-        ttl: r.ttl,
-        pools: out,
-    }))
-}
-
-/// Whether `name` (normalised) is a DNS name: dot-separated labels of 1-63 letters, digits and
-/// hyphens, not starting or ending with a hyphen, 253 characters at most, and not an IP address.
-pub(super) fn is_dns_name(name: &str) -> bool {
-    name.len() <= 253
-        && name.parse::<std::net::IpAddr>().is_err()
-        && name.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
-}
-
-/// Lower-case, without a trailing dot.
-pub(super) fn normalise_name(name: &str) -> String {
-    name.trim_end_matches('.').to_ascii_lowercase()
 }

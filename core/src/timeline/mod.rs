@@ -261,6 +261,24 @@ pub struct Expect {
     pub window: Duration,
 }
 
+impl Expect {
+    /// The phases a timeline waits for: the decision, then those of the provider and the
+    /// observers that run.
+    fn phases(&self) -> Vec<Phase> {
+        let mut expected = vec![Phase::Decision];
+        for (on, phase) in [
+            (self.provider, Phase::ProviderInSync),
+            (self.dns, Phase::DnsObserved),
+            (self.served_by, Phase::ServedByObserved),
+        ] {
+            if on {
+                expected.push(phase);
+            }
+        }
+        expected
+    }
+}
+
 impl Default for Expect {
     fn default() -> Self {
         Self {
@@ -459,6 +477,7 @@ impl Recorder {
         out
     }
 
+    /// Opens the timeline of the switch `d` made, superseding the service's open one.
     fn open(&mut self, d: &Decision, out: &mut Vec<Update>) {
         for t in self
             .timelines
@@ -473,6 +492,46 @@ impl Recorder {
         } else {
             SwitchKind::Drill
         };
+        let expect = self.expect.get(&d.service).cloned().unwrap_or_default();
+        let t = Timeline {
+            id: format!("{}-{}", d.service, d.at.0),
+            service: d.service.clone(),
+            kind,
+            mode: if expect.provider {
+                Mode::Enforce
+            } else {
+                Mode::Shadow
+            },
+            rule: d.rule.as_str().to_owned(),
+            from: d.previous.clone(),
+            to: d.active.clone(),
+            status: Status::Open,
+            expected: expect.phases(),
+            phases: self.first_phases(d, kind),
+            observed: BTreeMap::new(),
+        };
+        for phase in [Phase::MarkedDown, Phase::Decision] {
+            if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {
+                out.push(Update::Phase {
+                    service: t.service.clone(),
+                    phase,
+                    seconds: s.as_secs_f64(),
+                });
+            }
+        }
+        out.push(Update::Opened(t.clone()));
+        let id = t.id.clone();
+        self.timelines.push_back(t);
+        while self.timelines.len() > CAPACITY {
+            self.timelines.pop_front();
+        }
+        self.close_if_complete(&id, out);
+    }
+
+    /// The phases known when `d` is made: the decision and, for an automatic switch away from
+    /// a pool down by quorum, when it was marked down and its first failed probe (the earliest
+    /// failure of the pool still failing, from a vantage point that has not passed since).
+    fn first_phases(&self, d: &Decision, kind: SwitchKind) -> Phases {
         let mut phases = Phases {
             decision: Some(d.at),
             ..Phases::default()
@@ -499,50 +558,7 @@ impl Recorder {
                 .map(|(_, at)| *at)
                 .min();
         }
-        let expect = self.expect.get(&d.service).cloned().unwrap_or_default();
-        let mut expected = vec![Phase::Decision];
-        for (on, phase) in [
-            (expect.provider, Phase::ProviderInSync),
-            (expect.dns, Phase::DnsObserved),
-            (expect.served_by, Phase::ServedByObserved),
-        ] {
-            if on {
-                expected.push(phase);
-            }
-        }
-        let t = Timeline {
-            id: format!("{}-{}", d.service, d.at.0),
-            service: d.service.clone(),
-            kind,
-            mode: if expect.provider {
-                Mode::Enforce
-            } else {
-                Mode::Shadow
-            },
-            rule: d.rule.as_str().to_owned(),
-            from: d.previous.clone(),
-            to: d.active.clone(),
-            status: Status::Open,
-            expected,
-            phases,
-            observed: BTreeMap::new(),
-        };
-        for phase in [Phase::MarkedDown, Phase::Decision] {
-            if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {
-                out.push(Update::Phase {
-                    service: t.service.clone(),
-                    phase,
-                    seconds: s.as_secs_f64(),
-                });
-            }
-        }
-        out.push(Update::Opened(t.clone()));
-        let id = t.id.clone();
-        self.timelines.push_back(t);
-        while self.timelines.len() > CAPACITY {
-            self.timelines.pop_front();
-        }
-        self.close_if_complete(&id, out);
+        phases
     }
 
     /// Records `phase` at `at` on the service's newest open timeline when `which` accepts it,

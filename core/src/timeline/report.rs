@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{Phase, Timeline};
+use crate::model::{Millis, PoolId};
 use crate::policy::Mode;
 
 /// The words for a phase in the report.
@@ -29,10 +30,17 @@ pub fn phase_label(p: Phase) -> &'static str {
     }
 }
 
-/// The report of one timeline.
+/// The report of one timeline: a header line, one line per phase, then the figures.
 pub fn render(t: &Timeline) -> String {
-    let mut s = String::new();
-    let pool = |p: &Option<crate::model::PoolId>| {
+    let mut s = header(t);
+    phases(t, &mut s);
+    figures(t, &mut s);
+    s
+}
+
+/// `<id> <service>: <from> -> <to> (<kind>, <rule>[, shadow: not written]), <status>`.
+fn header(t: &Timeline) -> String {
+    let pool = |p: &Option<PoolId>| {
         p.as_ref()
             .map_or_else(|| "-".to_owned(), ToString::to_string)
     };
@@ -41,9 +49,8 @@ pub fn render(t: &Timeline) -> String {
         Mode::Enforce => "",
         Mode::Shadow => ", shadow: not written",
     };
-    let _ = writeln!(
-        s,
-        "{} {}: {} -> {} ({}, {}{shadow}), {}",
+    format!(
+        "{} {}: {} -> {} ({}, {}{shadow}), {}\n",
         t.id,
         t.service,
         pool(&t.from),
@@ -51,7 +58,11 @@ pub fn render(t: &Timeline) -> String {
         t.kind.as_str(),
         t.rule,
         t.status.as_str(),
-    );
+    )
+}
+
+/// One line per phase: its time, its offset from the start and what an observer saw, or `-`.
+fn phases(t: &Timeline, s: &mut String) {
     let start = t.start();
     for phase in Phase::ALL {
         match t.phases.get(phase) {
@@ -73,8 +84,13 @@ pub fn render(t: &Timeline) -> String {
             }
         }
     }
+}
+
+/// The figures a DR report is built on, each with how it is measured.
+fn figures(t: &Timeline, s: &mut String) {
     let p = &t.phases;
-    let between = |a: Option<crate::model::Millis>, b: Option<crate::model::Millis>| match (a, b) {
+    let start = t.start();
+    let between = |a: Option<Millis>, b: Option<Millis>| match (a, b) {
         (Some(a), Some(b)) => ms(b.since(a)),
         _ => "-".to_owned(),
     };
@@ -113,7 +129,6 @@ pub fn render(t: &Timeline) -> String {
     for (name, value, how) in rows {
         let _ = writeln!(s, "  {name:<18} {value:>10}  ({how})");
     }
-    s
 }
 
 /// Every timeline's report, separated by blank lines, or `no failover timelines`.
