@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use gslb::cli::run::{Bind, BindError};
 use gslb::config::Settings;
-use gslb::daemon::run::{Bind, BindError};
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
     LoadBalancerRef,

@@ -1,45 +1,35 @@
-//! gslb: a multi-cloud GSLB health controller.
+//! gslb: a multi-cloud GSLB health controller, the daemon around the pure core.
 //!
-//! Independent probers check each region's own endpoints; a pure engine decides priority
-//! failover with rise/fall thresholds, vantage-point quorum, flap damping, velocity limits,
-//! safety rails and drills, and fails static when the evidence is bad; provider adapters push
-//! the decision with fenced, idempotent writes.
+//! Independent probers check each region's own endpoints; the pure engine of `gslb-core`
+//! decides priority failover with rise/fall thresholds, vantage-point quorum, flap damping,
+//! velocity limits, safety rails and drills, and fails static when the evidence is bad;
+//! reconcilers push each decision with fenced, idempotent provider writes.
 //!
 //! ## Layout
 //!
-//! Dependencies point one way: `model` <- `policy` <- `engine`; `model` <- `probe`;
-//! `engine` + `gslb-provider` <- `reconcile`, `engine_loop` <- `controller`; `main.rs` is the
-//! only place that names concrete providers.
+//! Dependencies point one way, bottom to top (`tests/layout.rs` checks it):
 //!
-//! - [`model`]: vocabulary (ids, observations, verdicts, time as [`model::Millis`]).
-//! - [`policy`]: TOML policies -> validated [`policy::Policy`], every error at once.
-//! - [`engine`]: PURE: evidence, quorum, damping, velocity, drills, rails and the decision.
-//! - [`probe`]: HTTP/TCP probers and their loops (the I/O edge): schedule, in-flight bound,
-//!   lateness stats, DNS cache per vantage point.
-//! - [`engine_loop`]: the one task owning the engine; records inputs, publishes decisions.
-//! - [`journal`]: the engine loop's recording, audit log and drill state file.
-//! - [`reconcile`]: observe -> plan (the core's write planner, `gslb_core::planner`) ->
-//!   report -> apply against a provider, one apply in flight.
-//! - [`controller`]: wires the engine loop, and per service its probes and reconciler;
-//!   [`reload`]: when the policy files changed (SIGHUP, polling) and the new validated set.
-//! - [`status`], [`metrics`], [`events`], [`admin`]: what operators see; [`admin`] also takes
-//!   drills and re-arms and hands them to the engine loop as [`control`] commands.
-//! - [`drills`] (state file), [`audit`] (audit log), [`jsonl`] (the JSON-lines appender both
-//!   the audit log and the observation recording use): drill I/O edges.
-//! - [`drill_client`]: `gslb drill`, `gslb rearm` and `gslb events`, clients of the admin API;
-//!   [`healthcheck`]: `gslb healthcheck`, one `GET /healthz` for a container `HEALTHCHECK`.
-//! - [`timeline`]: failover timelines (first failed probe to first response from the new
-//!   region), a pure recorder of [`events`], outside observers, the drill report.
-//! - [`replay`]: the engine over a recorded observation log (`gslb replay`).
-//! - [`plan`]: what `gslb run` would change now and why, without writing (`gslb plan`).
-//! - [`config`]: daemon settings (`config` crate, `GSLB_*` env).
-//! - [`notify`]: webhook sinks (JSON, Slack) for switches, holds and drills.
-//! - [`origin`], [`demo`]: loopback origins and the embedded `gslb demo`.
-//! - [`clock`]: wall time derived from tokio's clock, for the loops only.
+//! - `gslb-core` (its own crate, PURE): model, policy, engine, write planner, events, timeline
+//!   recorder. `gslb-provider`: the `Provider` contract.
+//! - [`io`]: the I/O edges: probes, persistence (recording, audit log, drill state file, the
+//!   JSON-lines appender), the loops' clock, signals, loopback origins.
+//! - [`config`]: the daemon settings file (`config` crate, `GSLB_*` environment variables).
+//! - [`ops`]: what the loops report to: the [`ops::telemetry::Telemetry`] handle (status
+//!   board, metrics, event channel, clock), webhooks, the failover timeline task and its
+//!   observers.
+//! - [`daemon`]: the loops around the core: the engine loop and its inbox, one reconciler per
+//!   provider binding, the controller that wires them per service, policy reload, and the
+//!   [`daemon::builder`] that `gslb run`, `gslb demo`, the benchmark and the tests all start.
+//! - [`admin`]: the admin HTTP API (status, metrics, events; drills and re-arms, handed to the
+//!   engine loop's inbox).
+//! - [`cli`]: the commands: `gslb run` ([`cli::run`], with the `Bind` trait through which the
+//!   binary supplies providers), check, plan, replay, demo, drill/rearm/events, healthcheck.
 //!
-//! Besides the `gslb` binary, `src/bin/gslb-bench/` is the probe benchmark (issue 6: gslb
-//! against blackbox_exporter, detection latency); see the README's "Probe benchmark".
+//! The `gslb` binary (`src/main.rs` and `src/adapters.rs`) is the only code that names the
+//! concrete providers (`gslb-route53`, `gslb-cloudflare`). Besides it, `src/bin/gslb-bench/`
+//! is the probe benchmark; see the README's "Probe benchmark".
 
+pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod daemon;

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use adapters::Adapters;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use gslb::cli::run::{self, RunError};
 use gslb::config::Settings;
-use gslb::daemon::run::{self, RunError};
 use gslb_core::policy;
 
 #[derive(Parser)]

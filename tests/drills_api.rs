@@ -8,11 +8,11 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use gslb::admin::AdminState;
+use gslb::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb::cli::drill::{self, AdminClient, ClientError};
 use gslb::config::AdminToken;
 use gslb::daemon::inbox::{Message, MessageSender};
-use gslb::ops::admin::AdminState;
-use gslb::ops::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
 use gslb_core::engine::{Input, OverrideAction, OverrideError, Overrides, Reply};
@@ -124,7 +124,7 @@ async fn serve(engine: Engine, token: Option<&str>) -> Server {
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(gslb::ops::admin::serve(listener, state));
+    tokio::spawn(gslb::admin::serve(listener, state));
     Server { url, seen }
 }
 

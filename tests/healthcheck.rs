@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use gslb::ops::admin::{self, AdminState};
+use gslb::admin::{self, AdminState};
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
 

@@ -1,5 +1,7 @@
-//! Commands other than `gslb run`: drill clients, events, plan, replay, the demo and the
-//! container health check.
+//! The commands: `gslb run` ([`run`]: the controller with the admin API, webhooks, the
+//! failover timeline and policy reload), `check`, `plan`, `replay`, `demo`, the drill, re-arm
+//! and events clients of the admin API, and the container health check. The binary parses
+//! the command line and calls these.
 
 pub mod check;
 pub mod demo;
@@ -7,3 +9,4 @@ pub mod drill;
 pub mod healthcheck;
 pub mod plan;
 pub mod replay;
+pub mod run;

@@ -17,16 +17,16 @@ use std::sync::Arc;
 
 use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError};
 
+use crate::cli::run::{Bind, RunError};
 use crate::config::Settings;
 use crate::daemon::controller;
-use crate::daemon::run::{Bind, RunError};
 use crate::io::clock::Clock;
 use crate::io::probe::{ProbeTarget, Prober};
 use crate::io::state_file::StateFile;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
 use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId};
 use gslb_core::planner::{self, FightGuard, ProviderPools, Request};
-use gslb_core::policy::{Mode, Policy, Target};
+use gslb_core::policy::{Mode, Policy};
 
 /// One service's provider read and probe results.
 #[derive(Debug, Clone)]
@@ -321,36 +321,29 @@ fn name_or<'a>(pool: Option<&'a PoolId>, none: &'a str) -> &'a str {
 
 /// One write in the provider's own words.
 fn describe(policy: &Policy, change: &Change) -> String {
-    match (change, &policy.target) {
-        (Change::SetOrder { from, to }, _) => {
-            format!(
+    let (pool, enabled) = match change {
+        Change::SetOrder { from, to } => {
+            return format!(
                 "set default_pools from [{}] to [{}]",
                 from.join(", "),
                 to.join(", ")
-            )
+            );
         }
-        (Change::SetEnabled { pool, enabled, .. }, Target::Route53(t)) => {
-            let gslb_pool = t
-                .pools
-                .iter()
-                .find(|p| &p.set_identifier == pool)
-                .map_or(pool.as_str(), |p| p.pool.0.as_str());
-            if *enabled {
-                format!(
-                    "un-invert the verdict check of failover record {pool} (pool {gslb_pool} may serve)"
-                )
-            } else {
-                format!(
-                    "invert the verdict check of failover record {pool} (pool {gslb_pool} stops serving)"
-                )
-            }
-        }
-        (Change::SetEnabled { pool, enabled, .. }, Target::Cloudflare(t)) => {
-            let gslb_pool = t
-                .pools
-                .iter()
-                .find(|p| &p.pool_id == pool)
-                .map_or(pool.as_str(), |p| p.pool.0.as_str());
+        Change::SetEnabled { pool, enabled, .. } => (pool, *enabled),
+    };
+    let refs = policy.target.pool_refs();
+    let gslb_pool = refs
+        .iter()
+        .find(|(_, r)| *r == pool)
+        .map_or(pool.as_str(), |(p, _)| p.0.as_str());
+    match (policy.target.switches_verdict_checks(), enabled) {
+        (true, true) => format!(
+            "un-invert the verdict check of failover record {pool} (pool {gslb_pool} may serve)"
+        ),
+        (true, false) => format!(
+            "invert the verdict check of failover record {pool} (pool {gslb_pool} stops serving)"
+        ),
+        (false, _) => {
             format!("set enabled = {enabled} on Cloudflare pool {pool} (pool {gslb_pool})")
         }
     }

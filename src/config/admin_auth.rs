@@ -1,7 +1,7 @@
 //! The admin API's bearer token: the secret itself ([`AdminToken`]: constant-time comparison,
 //! never printed, no `Display`, a redacted `Debug`), where it comes from, and the refusal to
 //! expose the admin API without one. Checking requests against it is the admin API's job
-//! (`ops::admin::auth`).
+//! (`admin::auth`).
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};

@@ -1,7 +1,7 @@
-//! What operators see and say: status, metrics, the event channel, webhooks, the failover
-//! timeline task and its observers, and the admin API.
+//! What the loops report to and what operators are told: the [`telemetry`] handle (status
+//! board, metrics, event channel, clock), webhooks, and the failover timeline task with its
+//! observers. Nothing here drives the engine.
 
-pub mod admin;
 pub mod events;
 pub mod metrics;
 pub mod notify;

@@ -17,7 +17,7 @@ use gslb_provider::{DesiredState, FailoverStyle, ObservedState, Plan, PoolRef, P
 
 use crate::engine::Decision;
 use crate::model::{Millis, PoolId, ServiceId, Verdict};
-use crate::policy::{Policy, Target};
+use crate::policy::Policy;
 
 pub use fallback::Refusal;
 pub use fight::{FightCheck, FightGuard, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
@@ -37,18 +37,7 @@ pub struct ProviderPools {
 impl ProviderPools {
     /// The pools a policy's target names, in the policy's priority order.
     pub fn of(policy: &Policy) -> Self {
-        let refs: BTreeMap<PoolId, PoolRef> = match &policy.target {
-            Target::Route53(r) => r
-                .pools
-                .iter()
-                .map(|p| (p.pool.clone(), p.set_identifier.clone()))
-                .collect(),
-            Target::Cloudflare(c) => c
-                .pools
-                .iter()
-                .map(|p| (p.pool.clone(), p.pool_id.clone()))
-                .collect(),
-        };
+        let refs: BTreeMap<PoolId, PoolRef> = policy.target.pool_refs();
         Self {
             service: policy.service.clone(),
             priority: policy

@@ -3,6 +3,8 @@
 //! The questions answered from a whole policy (spacing, freshness, worst-case failover time,
 //! warnings) live here; the rules that refuse a policy do not.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use super::cloudflare::CloudflareTarget;
@@ -88,6 +90,44 @@ impl Target {
             Self::Route53(r) => r.ttl,
             Self::Cloudflare(c) => c.ttl,
         }
+    }
+
+    /// Each pool's name at the provider: its failover record's set identifier (Route 53) or
+    /// its Cloudflare pool id.
+    pub fn pool_refs(&self) -> BTreeMap<PoolId, String> {
+        match self {
+            Self::Route53(r) => r
+                .pools
+                .iter()
+                .map(|p| (p.pool.clone(), p.set_identifier.clone()))
+                .collect(),
+            Self::Cloudflare(c) => c
+                .pools
+                .iter()
+                .map(|p| (p.pool.clone(), p.pool_id.clone()))
+                .collect(),
+        }
+    }
+
+    /// The addresses `pool` serves at, when a DNS answer can name them
+    /// ([`Target::dns_names_the_pool`]): a Route 53 `A` or `AAAA` pair's `values`. `None` for
+    /// CNAME records, Cloudflare, and a pool the target does not name.
+    pub fn dns_values(&self, pool: &PoolId) -> Option<Vec<IpAddr>> {
+        let Self::Route53(t) = self else {
+            return None;
+        };
+        if !self.dns_names_the_pool() {
+            return None;
+        }
+        let p = t.pools.iter().find(|p| &p.pool == pool)?;
+        Some(p.values.iter().filter_map(|v| v.parse().ok()).collect())
+    }
+
+    /// Whether the provider names its pools' switch a failover record's verdict check (Route
+    /// 53), rather than a pool's `enabled` flag (Cloudflare): how a write is described to an
+    /// operator.
+    pub fn switches_verdict_checks(&self) -> bool {
+        matches!(self, Self::Route53(_))
     }
 }
 

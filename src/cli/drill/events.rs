@@ -17,7 +17,7 @@ pub struct EventsArgs {
     #[arg(long)]
     pub service: Option<String>,
     /// At most this many, newest first: at least 1 (the server caps it at 256).
-    #[arg(long, default_value_t = crate::ops::admin::events::DEFAULT_LIMIT, value_parser = at_least_one)]
+    #[arg(long, default_value_t = crate::admin::events::DEFAULT_LIMIT, value_parser = at_least_one)]
     pub limit: usize,
     /// Print the JSON the admin API answered (`{"timelines": [...]}`) instead of the report.
     #[arg(long)]

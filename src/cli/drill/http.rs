@@ -1,5 +1,5 @@
 //! The HTTP client of the admin API's drill routes. It sends what
-//! [`crate::ops::admin::drills`] documents and turns refusals into [`ClientError`]s carrying the
+//! [`crate::admin::drills`] documents and turns refusals into [`ClientError`]s carrying the
 //! server's message; it prints nothing and decides nothing.
 
 use std::time::Duration;
@@ -8,11 +8,11 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::config::{AdminToken, TokenError};
-use crate::ops::admin::drills::{
+use crate::admin::drills::{
     ApiErrorBody, DrillList, DrillRequest, EndRequest, RearmRequest, RearmResponse,
 };
-use crate::ops::admin::events::EventsResponse;
+use crate::admin::events::EventsResponse;
+use crate::config::{AdminToken, TokenError};
 use gslb_core::engine::Override;
 use gslb_core::model::ServiceId;
 

@@ -1,5 +1,5 @@
 //! The CLI side of drills: `gslb drill drain|restore|force|list|end`, `gslb rearm` and
-//! `gslb events`, a small client of the admin API ([`crate::ops::admin::drills`] defines the JSON it sends and reads).
+//! `gslb events`, a small client of the admin API ([`crate::admin::drills`] defines the JSON it sends and reads).
 //!
 //! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log
 //! and decides nothing itself. Arguments are checked before anything is sent (exit code 2);
@@ -17,8 +17,8 @@ pub use events::{EventsArgs, events};
 pub(crate) use http::innermost_cause;
 pub use http::{AdminClient, ClientError, REQUEST_TIMEOUT};
 
+use crate::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use crate::config::{ADMIN_TOKEN_ENV, AdminToken};
-use crate::ops::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb_core::engine::{MAX_OVERRIDE_TTL, Override, OverrideAction};
 use gslb_core::model::{Millis, ServiceId};
 

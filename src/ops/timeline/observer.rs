@@ -26,8 +26,8 @@ use crate::io::clock::Clock;
 use crate::io::probe::{BODY_LIMIT, Dns, DnsSettings, USER_AGENT};
 use crate::ops::events::EventSender;
 use gslb_core::event::{Event, ObservedPhase};
-use gslb_core::model::{PoolId, ServiceId};
-use gslb_core::policy::{Policy, ServedBy, ServedByMarker, Target};
+use gslb_core::model::ServiceId;
+use gslb_core::policy::{Policy, ServedBy, ServedByMarker};
 
 use gslb_core::timeline::Timeline;
 
@@ -57,28 +57,13 @@ pub struct Job {
     pub dns: DnsSettings,
 }
 
-/// The addresses `pool` serves at under `policy`'s target, when a DNS answer can name them:
-/// a Route 53 `A` or `AAAA` pair's `values`. `None` for CNAME records (the answer names a
-/// host, not the pool) and Cloudflare (a proxied load balancer answers with Cloudflare's
-/// addresses whichever pool serves).
-pub fn dns_values(policy: &Policy, pool: &PoolId) -> Option<Vec<IpAddr>> {
-    let Target::Route53(t) = &policy.target else {
-        return None;
-    };
-    if !policy.target.dns_names_the_pool() {
-        return None;
-    }
-    let p = t.pools.iter().find(|p| &p.pool == pool)?;
-    Some(p.values.iter().filter_map(|v| v.parse().ok()).collect())
-}
-
 impl Job {
     /// The job for timeline `t` of `policy`, when the policy has `[observe]` and there is
     /// something to watch. `daemon` is the daemon's `[dns]`.
     pub fn new(policy: &Policy, t: &Timeline, daemon: &DnsSettings) -> Option<Job> {
         let observe = policy.observe.as_ref()?;
         let to = t.to.as_ref()?;
-        let want = dns_values(policy, to).unwrap_or_default();
+        let want = policy.target.dns_values(to).unwrap_or_default();
         if want.is_empty() && observe.served_by.is_none() {
             return None;
         }

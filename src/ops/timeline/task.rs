@@ -55,7 +55,7 @@ impl TimelineStore {
             let dns = observe.is_some()
                 && p.pools
                     .iter()
-                    .any(|pool| observer::dns_values(p, &pool.id).is_some_and(|v| !v.is_empty()));
+                    .any(|pool| p.target.dns_values(&pool.id).is_some_and(|v| !v.is_empty()));
             r.expect(
                 p.service.clone(),
                 Expect {

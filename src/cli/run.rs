@@ -1,4 +1,4 @@
-//! `gslb run`: the controller of [`super::builder`] plus what only the daemon has: the admin
+//! `gslb run`: the controller of [`crate::daemon::builder`] plus what only the daemon has: the admin
 //! API, webhooks, the failover timeline task, canaries, and policy reload (SIGHUP and file
 //! changes) until SIGTERM or Ctrl-C.
 //!
@@ -13,10 +13,11 @@ use gslb_core::policy::{self, Policy};
 use gslb_provider::AnyProvider;
 use tokio::sync::mpsc;
 
-use super::builder::{Builder, Daemon};
-use super::controller;
-use super::reload::{self, Reloader, Trigger};
+use crate::admin;
 use crate::config::Settings;
+use crate::daemon::builder::{Builder, Daemon};
+use crate::daemon::controller;
+use crate::daemon::reload::{self, Reloader, Trigger};
 use crate::io::audit::AuditLog;
 use crate::io::clock::Clock;
 use crate::io::journal::Journal;
@@ -24,7 +25,7 @@ use crate::io::jsonl::{self, JsonlWriter};
 use crate::io::probe::{self, Prober};
 use crate::io::state_file::StateFile;
 use crate::ops::telemetry::Telemetry;
-use crate::ops::{admin, events, notify, timeline};
+use crate::ops::{events, notify, timeline};
 
 /// Why a provider could not be set up for a policy (e.g. no Cloudflare API token).
 pub type BindError = Box<dyn std::error::Error + Send + Sync>;
