@@ -3,7 +3,8 @@
 //! controller-wide (suspect vantage points, the controller-wide velocity limit, drills) is
 //! decided in one place, in order.
 //!
-//! Generic over the provider; only `main.rs` names concrete providers.
+//! Generic over the provider: only the binary (`src/main.rs`, `src/adapters.rs`) names
+//! concrete providers.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,7 +52,7 @@ pub struct Controller {
     /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
-    sinks: Telemetry,
+    telemetry: Telemetry,
 }
 
 /// Every probe target of `policy`.
@@ -74,7 +75,7 @@ impl Controller {
     pub fn start(
         policies: &[Policy],
         settings: &EngineSettings,
-        sinks: Telemetry,
+        telemetry: Telemetry,
         journal: Journal,
         saved: Vec<Override>,
     ) -> Self {
@@ -101,7 +102,7 @@ impl Controller {
             engine,
             rx,
             senders,
-            sinks.clone(),
+            telemetry.clone(),
             tick,
             journal,
         ));
@@ -112,7 +113,7 @@ impl Controller {
             decisions: std::sync::Mutex::new(decisions),
             services: std::sync::Mutex::new(BTreeMap::new()),
             policies: watch::Sender::new(Arc::new(policies.to_vec())),
-            sinks,
+            telemetry,
         }
     }
 
@@ -212,7 +213,7 @@ impl Controller {
                 prober.clone(),
                 target,
                 vantage.clone(),
-                self.sinks.clock,
+                self.telemetry.clock,
                 self.messages.clone(),
                 move |observation| {
                     Input::Observe {
@@ -230,7 +231,7 @@ impl Controller {
             provider.clone(),
             binding.clone(),
             self.messages.clone(),
-            self.sinks.clone(),
+            self.telemetry.clone(),
         )));
         drop(adoptions);
         let decisions = lock(&self.decisions).get(&policy.service).cloned();
@@ -261,7 +262,7 @@ impl Controller {
             provider,
             binding,
             decisions,
-            self.sinks.clone(),
+            self.telemetry.clone(),
         )));
         lock(&self.services).insert(policy.service.clone(), handles);
         Ok(())
@@ -281,7 +282,7 @@ impl Controller {
                 prober.clone(),
                 target,
                 vantage.clone(),
-                self.sinks.clock,
+                self.telemetry.clock,
                 self.messages.clone(),
                 |observation| Input::Canary { observation }.into(),
             ));
@@ -300,11 +301,11 @@ async fn adopt<P: Provider>(
     provider: Arc<P>,
     binding: Steering,
     tx: MessageSender,
-    sinks: Telemetry,
+    telemetry: Telemetry,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
-        sinks
+        telemetry
             .metrics
             .provider_calls_total
             .with_label_values(&[provider.name(), "observe"])
@@ -323,7 +324,7 @@ async fn adopt<P: Provider>(
                 return;
             }
             Err(e) => {
-                sinks.provider_failed(&binding.pools.service, provider.name(), "observe", &e);
+                telemetry.provider_failed(&binding.pools.service, provider.name(), "observe", &e);
                 let delay = if e.is_retryable() {
                     backoff.next_delay(rand::random::<f64>(), None)
                 } else {

@@ -84,22 +84,22 @@ pub async fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
     mut decisions: watch::Receiver<Option<Decision>>,
-    sinks: Telemetry,
+    telemetry: Telemetry,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     let service = steering.pools.service.0.as_str();
-    sinks.board.update_apply(&steering.pools.service, |a| {
+    telemetry.board.update_apply(&steering.pools.service, |a| {
         a.provider = provider.name().to_owned()
     });
-    sinks.metrics.declare_binding(provider.name(), service);
-    let took = sinks
+    telemetry.metrics.declare_binding(provider.name(), service);
+    let took = telemetry
         .metrics
         .reconcile_duration_seconds
         .with_label_values(&[provider.name(), service]);
     let mut reconciler = Reconciler {
         provider: provider.as_ref(),
         steering: &steering,
-        sinks: &sinks,
+        telemetry: &telemetry,
         fight: FightGuard::default(),
         announced: None,
     };
@@ -153,11 +153,11 @@ pub fn send(
     tx: &watch::Sender<Option<Decision>>,
     decision: &Decision,
     shadow: bool,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
 ) {
     let decided = Decided::of(decision, shadow);
-    if sinks.board.record_decided(&decision.service, decided) {
-        sinks
+    if telemetry.board.record_decided(&decision.service, decided) {
+        telemetry
             .metrics
             .decision_applied
             .with_label_values(&[decision.service.0.as_str()])
@@ -171,12 +171,12 @@ pub fn send(
 /// mode). Both are derived when read ([`StatusBoard::pending_since`](crate::ops::status::StatusBoard::pending_since)) from what the engine
 /// loop decided and what the reconciler saw. The engine loop calls this at every tick, so the
 /// age keeps rising while the reconciler waits inside a provider call or between retries.
-pub fn record_unapplied_age(sinks: &Telemetry, service: &ServiceId) {
-    let age = sinks
+pub fn record_unapplied_age(telemetry: &Telemetry, service: &ServiceId) {
+    let age = telemetry
         .board
         .pending_since(service)
-        .map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
-    sinks
+        .map_or(0.0, |s| telemetry.clock.now().since(s).as_secs_f64());
+    telemetry
         .metrics
         .decision_unapplied_age_seconds
         .with_label_values(&[service.0.as_str()])
@@ -187,7 +187,7 @@ pub fn record_unapplied_age(sinks: &Telemetry, service: &ServiceId) {
 struct Reconciler<'a, P> {
     provider: &'a P,
     steering: &'a Steering,
-    sinks: &'a Telemetry,
+    telemetry: &'a Telemetry,
     /// Write-fight detection over this binding's writes.
     fight: FightGuard,
     /// The decision (by its time) last announced in sync ([`Event::InSync`]).
@@ -228,7 +228,7 @@ impl<P: Provider> Reconciler<'_, P> {
             decision,
             observed: &observed,
         };
-        let now = self.sinks.clock.now();
+        let now = self.telemetry.clock.now();
         let planned = match planner::plan(&request, &mut self.fight, now) {
             Ok(p) => p,
             Err(e) => return self.fail("plan", &e),
@@ -262,7 +262,7 @@ impl<P: Provider> Reconciler<'_, P> {
         &self,
         decision: Option<&Decision>,
     ) -> Result<gslb_provider::ObservedState, ProviderError> {
-        self.sinks
+        self.telemetry
             .metrics
             .provider_calls_total
             .with_label_values(&[self.name(), "observe"])
@@ -298,7 +298,7 @@ impl<P: Provider> Reconciler<'_, P> {
     ) -> Pass {
         let (service, name) = (&self.steering.pools.service, self.provider.name());
         tracing::info!(service = %service, provider = name, ?plan, "applying plan");
-        self.sinks
+        self.telemetry
             .metrics
             .provider_calls_total
             .with_label_values(&[name, "apply"])
@@ -306,9 +306,9 @@ impl<P: Provider> Reconciler<'_, P> {
         match self.provider.apply(&plan).await {
             Ok(()) => {
                 self.fight.wrote(desired);
-                let at = self.sinks.clock.now();
+                let at = self.telemetry.clock.now();
                 let count = plan.len() as u64;
-                self.sinks
+                self.telemetry
                     .metrics
                     .provider_writes_total
                     .with_label_values(&[name, service.0.as_str()])
@@ -320,7 +320,7 @@ impl<P: Provider> Reconciler<'_, P> {
                     a.write_fight = None;
                     a.refused = None;
                 });
-                let _ = self.sinks.events.send(Event::Applied {
+                let _ = self.telemetry.events.send(Event::Applied {
                     service: service.clone(),
                     provider: name.to_owned(),
                     at,
@@ -341,7 +341,7 @@ impl<P: Provider> Reconciler<'_, P> {
 
     /// Reports a failed provider call (or an unplannable decision) and how to go on.
     fn fail(&self, operation: &str, e: &ProviderError) -> Pass {
-        self.sinks
+        self.telemetry
             .provider_failed(self.service(), self.name(), operation, e);
         if e.is_retryable() {
             Pass::Retry(e.clone())
@@ -354,7 +354,7 @@ impl<P: Provider> Reconciler<'_, P> {
     /// [`ApplyStatus::take_up`]).
     fn status(&self, decision: Option<&Decision>, f: impl FnOnce(&mut ApplyStatus)) {
         let shadow = self.steering.shadow;
-        self.sinks.board.update_apply(self.service(), |a| {
+        self.telemetry.board.update_apply(self.service(), |a| {
             if let Some(d) = decision {
                 a.take_up(&Decided::of(d, shadow));
             }
@@ -365,8 +365,8 @@ impl<P: Provider> Reconciler<'_, P> {
     /// Records "decided but not applied": the applied gauge at 0 and the status `pending`
     /// (since the first such pass), after `also` updated the status.
     fn mark_pending(&self, decision: Option<&Decision>, also: impl FnOnce(&mut ApplyStatus)) {
-        let now = self.sinks.clock.now();
-        self.sinks
+        let now = self.telemetry.clock.now();
+        self.telemetry
             .metrics
             .decision_applied
             .with_label_values(&[self.service().0.as_str()])

@@ -103,16 +103,16 @@ impl TimelineTask {
 /// `dns` is the daemon's `[dns]`, the observers' default resolver. `audit`: where closed
 /// timelines are written, if anywhere.
 pub fn spawn(
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     audit: Option<AuditLog>,
     dns: DnsSettings,
     mut policies: watch::Receiver<Arc<Vec<Policy>>>,
 ) -> (TimelineStore, TimelineTask) {
     let store = TimelineStore::default();
-    store.configure(&policies.borrow_and_update(), &sinks.metrics);
-    let mut rx = sinks.events.subscribe();
+    store.configure(&policies.borrow_and_update(), &telemetry.metrics);
+    let mut rx = telemetry.events.subscribe();
     let (stop, mut stopped) = oneshot::channel();
-    let (sinks, task_store) = (sinks.clone(), store.clone());
+    let (telemetry, task_store) = (telemetry.clone(), store.clone());
     let handle = tokio::spawn(async move {
         let mut observers = Observers::default();
         let mut tick = tokio::time::interval(EXPIRY_TICK);
@@ -139,29 +139,43 @@ pub fn spawn(
                     }
                     let current = policies.borrow().clone();
                     for u in queued {
-                        publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
+                        publish(u, &telemetry, audit.as_ref(), &current, &dns, &mut observers);
                     }
                     break;
                 }
                 changed = policies.changed(), if reloads => match changed {
-                    Ok(()) => task_store.configure(&policies.borrow_and_update(), &sinks.metrics),
+                    Ok(()) => task_store.configure(&policies.borrow_and_update(), &telemetry.metrics),
                     Err(_) => {
                         reloads = false;
                         continue;
                     }
                 },
-                _ = tick.tick() => task_store.recorder().expire(sinks.clock.now()),
+                _ = tick.tick() => task_store.recorder().expire(telemetry.clock.now()),
                 Some(_) = observers.set.join_next(), if !observers.set.is_empty() => continue,
             };
             let current = policies.borrow().clone();
             for u in updates {
-                publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
+                publish(
+                    u,
+                    &telemetry,
+                    audit.as_ref(),
+                    &current,
+                    &dns,
+                    &mut observers,
+                );
             }
         }
         let interrupted = task_store.recorder().interrupt();
         let current = policies.borrow().clone();
         for u in interrupted {
-            publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
+            publish(
+                u,
+                &telemetry,
+                audit.as_ref(),
+                &current,
+                &dns,
+                &mut observers,
+            );
         }
         observers.set.shutdown().await;
         if let Some(a) = &audit {
@@ -182,7 +196,7 @@ struct Observers {
 
 fn publish(
     u: Update,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     audit: Option<&AuditLog>,
     policies: &[Policy],
     dns: &DnsSettings,
@@ -193,7 +207,7 @@ fn publish(
             service,
             phase,
             seconds,
-        } => sinks
+        } => telemetry
             .metrics
             .failover_phase_seconds
             .with_label_values(&[service.0.as_str(), phase.as_str()])
@@ -205,10 +219,11 @@ fn publish(
                 .find(|p| p.service == t.service)
                 .and_then(|p| Job::new(p, &t, dns));
             if let Some(job) = job {
-                let handle =
-                    observers
-                        .set
-                        .spawn(observer::run(job, sinks.events.clone(), sinks.clock));
+                let handle = observers.set.spawn(observer::run(
+                    job,
+                    telemetry.events.clone(),
+                    telemetry.clock,
+                ));
                 if let Some((_, old)) = observers
                     .by_service
                     .insert(t.service.clone(), (t.id.clone(), handle))
@@ -232,7 +247,7 @@ fn publish(
             if let Some(a) = audit {
                 a.record(
                     &AuditEntry::new(
-                        sinks.clock.now(),
+                        telemetry.clock.now(),
                         CONTROLLER_ACTOR,
                         "failover.timeline",
                         &t.rule,
