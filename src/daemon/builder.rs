@@ -151,12 +151,12 @@ impl Daemon {
         policy: &Policy,
         provider: Arc<P>,
     ) -> Result<(), ProbeError> {
-        let binding = controller::binding(policy, self.resync);
+        let steering = controller::steering(policy, self.resync);
         self.controller.attach(
             &mut self.tasks,
             policy,
             provider,
-            binding,
+            steering,
             &self.prober,
             &self.vantage,
         )

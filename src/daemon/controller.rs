@@ -31,7 +31,7 @@ pub const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// What a reconciler of `policy` steers: its target's pools in priority order, its mode, and
 /// `resync` as the resync period (no health votes; [`Controller::attach`] adds them).
-pub fn binding(policy: &Policy, resync: Duration) -> Steering {
+pub fn steering(policy: &Policy, resync: Duration) -> Steering {
     Steering {
         pools: ProviderPools::of(policy),
         resync,
@@ -201,7 +201,7 @@ impl Controller {
         tasks: &mut JoinSet<()>,
         policy: &Policy,
         provider: Arc<P>,
-        binding: Steering,
+        steering: Steering,
         prober: &Arc<Prober>,
         vantage: &VantageId,
     ) -> Result<(), ProbeError> {
@@ -229,7 +229,7 @@ impl Controller {
         while adoptions.try_join_next().is_some() {}
         handles.push(adoptions.spawn(adopt(
             provider.clone(),
-            binding.clone(),
+            steering.clone(),
             self.messages.clone(),
             self.telemetry.clone(),
         )));
@@ -239,12 +239,12 @@ impl Controller {
             lock(&self.services).insert(policy.service.clone(), handles);
             return Ok(());
         };
-        let mut binding = binding;
+        let mut steering = steering;
         if policy.quorum.provider_vote {
             let (messages, service) = (self.messages.clone(), policy.service.clone());
             // Two resync periods: one missed read does not drop the vote.
-            let fresh_for = binding.resync * 2;
-            binding.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
+            let fresh_for = steering.resync * 2;
+            steering.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
                 // A full engine loop drops a vote rather than stall the reconciler; the next
                 // read votes again.
                 let _ = messages.try_send(
@@ -260,7 +260,7 @@ impl Controller {
         }
         handles.push(tasks.spawn(reconcile::run(
             provider,
-            binding,
+            steering,
             decisions,
             self.telemetry.clone(),
         )));
@@ -299,7 +299,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// made yet.
 async fn adopt<P: Provider>(
     provider: Arc<P>,
-    binding: Steering,
+    steering: Steering,
     tx: MessageSender,
     telemetry: Telemetry,
 ) {
@@ -315,8 +315,8 @@ async fn adopt<P: Provider>(
                 let _ = tx
                     .send(
                         Input::Adopt {
-                            service: binding.pools.service.clone(),
-                            pool: binding.pools.serving(&observed),
+                            service: steering.pools.service.clone(),
+                            pool: steering.pools.serving(&observed),
                         }
                         .into(),
                     )
@@ -324,11 +324,11 @@ async fn adopt<P: Provider>(
                 return;
             }
             Err(e) => {
-                telemetry.provider_failed(&binding.pools.service, provider.name(), "observe", &e);
+                telemetry.provider_failed(&steering.pools.service, provider.name(), "observe", &e);
                 let delay = if e.is_retryable() {
                     backoff.next_delay(rand::random::<f64>(), None)
                 } else {
-                    binding.resync
+                    steering.resync
                 };
                 tokio::time::sleep(delay).await;
             }
