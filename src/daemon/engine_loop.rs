@@ -283,11 +283,10 @@ fn publish(
         }
     }
     for (decision, changed) in &out.decisions {
-        let mode = engine
-            .service(&decision.service)
-            .map_or(Mode::Enforce, |s| s.policy().mode);
+        let service = engine.service(&decision.service);
+        let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
         telemetry.metrics.record_decision(decision, *changed, mode);
-        if let Some(s) = engine.service(&decision.service) {
+        if let Some(s) = service {
             telemetry
                 .board
                 .update_service(s, engine.overrides().all(), step.at);
