@@ -113,8 +113,13 @@ pub fn spawn(
     let mut rx = telemetry.events.subscribe();
     let (stop, mut stopped) = oneshot::channel();
     let (telemetry, task_store) = (telemetry.clone(), store.clone());
+    let mut out = Outlet {
+        telemetry: telemetry.clone(),
+        audit,
+        dns,
+        observers: Observers::default(),
+    };
     let handle = tokio::spawn(async move {
-        let mut observers = Observers::default();
         let mut tick = tokio::time::interval(EXPIRY_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut reloads = true;
@@ -137,10 +142,7 @@ pub fn spawn(
                             Err(_) => break,
                         }
                     }
-                    let current = policies.borrow().clone();
-                    for u in queued {
-                        publish(u, &telemetry, audit.as_ref(), &current, &dns, &mut observers);
-                    }
+                    out.publish(queued, &policies);
                     break;
                 }
                 changed = policies.changed(), if reloads => match changed {
@@ -151,40 +153,48 @@ pub fn spawn(
                     }
                 },
                 _ = tick.tick() => task_store.recorder().expire(telemetry.clock.now()),
-                Some(_) = observers.set.join_next(), if !observers.set.is_empty() => continue,
+                Some(_) = out.observers.set.join_next(), if !out.observers.set.is_empty() => continue,
             };
-            let current = policies.borrow().clone();
-            for u in updates {
-                publish(
-                    u,
-                    &telemetry,
-                    audit.as_ref(),
-                    &current,
-                    &dns,
-                    &mut observers,
-                );
-            }
+            out.publish(updates, &policies);
         }
-        let interrupted = task_store.recorder().interrupt();
-        let current = policies.borrow().clone();
-        for u in interrupted {
-            publish(
-                u,
-                &telemetry,
-                audit.as_ref(),
-                &current,
-                &dns,
-                &mut observers,
-            );
-        }
-        observers.set.shutdown().await;
-        if let Some(a) = &audit {
+        out.publish(task_store.recorder().interrupt(), &policies);
+        out.observers.set.shutdown().await;
+        if let Some(a) = &out.audit {
             if let Err(e) = a.flush().await {
                 tracing::error!(error = %e, "flushing the audit log after the last failover timelines");
             }
         }
     });
     (store, TimelineTask { stop, handle })
+}
+
+/// Where the task's updates go: the phase metrics, the audit log, the observers.
+struct Outlet {
+    telemetry: Telemetry,
+    audit: Option<AuditLog>,
+    dns: DnsSettings,
+    observers: Observers,
+}
+
+impl Outlet {
+    /// Publishes `updates`, in order, against the policy set in force.
+    fn publish(
+        &mut self,
+        updates: impl IntoIterator<Item = Update>,
+        policies: &watch::Receiver<Arc<Vec<Policy>>>,
+    ) {
+        let current = policies.borrow().clone();
+        for u in updates {
+            publish(
+                u,
+                &self.telemetry,
+                self.audit.as_ref(),
+                &current,
+                &self.dns,
+                &mut self.observers,
+            );
+        }
+    }
 }
 
 /// Running observers, at most one per service (the newest switch's).
