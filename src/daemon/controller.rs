@@ -30,7 +30,7 @@ use gslb_core::policy::{Policy, PolicyDiff};
 pub const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// What a reconciler of `policy` steers: its target's pools in priority order, its mode, and
-/// `resync` as the resync period (no health votes; [`Controller::attach`] adds them).
+/// `resync` as the resync period (no health votes; [`Daemon::attach`](super::builder::Daemon::attach) adds them).
 pub fn steering(policy: &Policy, resync: Duration) -> Steering {
     Steering {
         pools: ProviderPools::of(policy),
@@ -40,7 +40,9 @@ pub fn steering(policy: &Policy, resync: Duration) -> Steering {
     }
 }
 
-/// A running engine loop, to which services are attached.
+/// A running engine loop, to which services are attached. Started and stopped only through
+/// the [`Builder`](super::builder::Builder) and its [`Daemon`](super::builder::Daemon); callers
+/// reach it for the policy set in force and reloads ([`super::builder::Daemon::controller`]).
 #[derive(Debug)]
 pub struct Controller {
     engine_loop: tokio::task::JoinHandle<()>,
@@ -72,7 +74,7 @@ pub fn probe_targets(policy: &Policy, prober: &Prober) -> Result<Vec<ProbeTarget
 impl Controller {
     /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides (from the drill
     /// state file) are loaded first, through the loop, so they are recorded like any input.
-    pub fn start(
+    pub(super) fn start(
         policies: &[Policy],
         settings: &EngineSettings,
         telemetry: Telemetry,
@@ -175,7 +177,7 @@ impl Controller {
     /// Stops every task on `tasks` (probes, reconcilers), then lets the engine loop finish
     /// what it has received and flush its journal. Senders still held elsewhere (the admin
     /// API's) get an error from then on.
-    pub async fn stop(self, tasks: &mut JoinSet<()>) {
+    pub(super) async fn stop(self, tasks: &mut JoinSet<()>) {
         tasks.shutdown().await;
         let mut adoptions = self
             .adoptions
@@ -187,7 +189,7 @@ impl Controller {
     }
 
     /// Where operators' inputs go (the admin API's side): the engine loop's own inbox.
-    pub fn commands(&self) -> MessageSender {
+    pub(super) fn commands(&self) -> MessageSender {
         self.messages.clone()
     }
 
@@ -196,7 +198,7 @@ impl Controller {
     ///
     /// # Errors
     /// A probe target that cannot be built (e.g. an invalid TLS server name).
-    pub fn attach<P: Provider>(
+    pub(super) fn attach<P: Provider>(
         &self,
         tasks: &mut JoinSet<()>,
         policy: &Policy,
@@ -270,7 +272,7 @@ impl Controller {
 
     /// Starts probing the vantage point's canary targets (see
     /// [`EngineSettings::canaries`]).
-    pub fn attach_canaries(
+    pub(super) fn attach_canaries(
         &self,
         tasks: &mut JoinSet<()>,
         targets: Vec<ProbeTarget>,
