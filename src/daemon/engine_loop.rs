@@ -30,7 +30,7 @@ type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
 
 /// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
 /// service is re-evaluated without new input.
-pub async fn run(
+pub(super) async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
     mut decisions: Decisions,
