@@ -1,9 +1,9 @@
-//! `gslb run`: the controller of [`crate::daemon::builder`] plus what only the daemon has: the admin
-//! API, webhooks, the failover timeline task, canaries, and policy reload (SIGHUP and file
+//! `gslb run`: the controller of [`crate::daemon::builder`] plus what only the daemon has: the
+//! admin API, webhooks, the failover timeline task, canaries, and policy reload (SIGHUP and file
 //! changes) until SIGTERM or Ctrl-C.
 //!
-//! Providers come from a [`Bind`]: the binary implements it, being the only code that names
-//! the concrete adapters.
+//! Providers come from a [`Bind`]: the binary implements it, being the only code that names the
+//! concrete adapters.
 
 use std::future::Future;
 use std::sync::Arc;

@@ -30,7 +30,8 @@ use gslb_core::policy::{Policy, PolicyDiff};
 pub const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// What a reconciler of `policy` steers: its target's pools in priority order, its mode, and
-/// `resync` as the resync period (no health votes; [`Daemon::attach`](super::builder::Daemon::attach) adds them).
+/// `resync` as the resync period (no health votes;
+/// [`Daemon::attach`](super::builder::Daemon::attach) adds them).
 pub fn steering(policy: &Policy, resync: Duration) -> Steering {
     Steering {
         pools: ProviderPools::of(policy),
@@ -72,8 +73,9 @@ pub fn probe_targets(policy: &Policy, prober: &Prober) -> Result<Vec<ProbeTarget
 }
 
 impl Controller {
-    /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides (from the drill
-    /// state file) are loaded first, through the loop, so they are recorded like any input.
+    /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides
+    /// (from the drill state file) are loaded first, through the loop, so they are recorded like
+    /// any input.
     pub(super) fn start(
         policies: &[Policy],
         settings: &EngineSettings,

@@ -77,9 +77,10 @@ enum Pass {
 
 /// Runs until the decision sender is dropped.
 ///
-/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`.
-/// Every label set of the binding exists from the start ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The
-/// status it keeps is what [`record_unapplied_age`] reads.
+/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`. Every
+/// label set of the binding exists from the start
+/// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The status it
+/// keeps is what [`record_unapplied_age`] reads.
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
@@ -141,14 +142,15 @@ pub async fn run<P: Provider>(
     }
 }
 
-/// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records
-/// on the status board that it was decided, and when ([`StatusBoard::record_decided`](crate::ops::status::StatusBoard::record_decided)). The
-/// engine loop calls this; it writes no apply status. From this moment the status derives
-/// `pending` since the decision's time until the reconciler reports on it, unless the decision
-/// pushes nothing, shadow mode (`shadow`) is on, or the provider already serves its pool (see
+/// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records on the
+/// status board that it was decided, and when
+/// ([`StatusBoard::record_decided`](crate::ops::status::StatusBoard::record_decided)). The engine
+/// loop calls this; it writes no apply status. From this moment the status derives `pending` since
+/// the decision's time until the reconciler reports on it, unless the decision pushes nothing,
+/// shadow mode (`shadow`) is on, or the provider already serves its pool (see
 /// [`ApplyStatus::take_up`]). The reconciler may be inside a slow provider call and see the
-/// decision only when that call ends; until then the status must not say `applied` for an
-/// older decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
+/// decision only when that call ends; until then the status must not say `applied` for an older
+/// decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
 pub fn send(
     tx: &watch::Sender<Option<Decision>>,
     decision: &Decision,
@@ -167,10 +169,11 @@ pub fn send(
 }
 
 /// Sets `gslb_decision_unapplied_age_seconds{service}` from the status board: now minus
-/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow
-/// mode). Both are derived when read ([`StatusBoard::pending_since`](crate::ops::status::StatusBoard::pending_since)) from what the engine
-/// loop decided and what the reconciler saw. The engine loop calls this at every tick, so the
-/// age keeps rising while the reconciler waits inside a provider call or between retries.
+/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow mode).
+/// Both are derived when read
+/// ([`StatusBoard::pending_since`](crate::ops::status::StatusBoard::pending_since)) from what the
+/// engine loop decided and what the reconciler saw. The engine loop calls this at every tick, so
+/// the age keeps rising while the reconciler waits inside a provider call or between retries.
 pub fn record_unapplied_age(telemetry: &Telemetry, service: &ServiceId) {
     let age = telemetry
         .board
