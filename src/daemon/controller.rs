@@ -309,12 +309,7 @@ async fn adopt<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
-        telemetry
-            .metrics
-            .provider_calls_total
-            .with_label_values(&[provider.name(), "observe"])
-            .inc();
-        match provider.observe().await {
+        match reconcile::observe(provider.as_ref(), &telemetry).await {
             Ok(observed) => {
                 let _ = tx
                     .send(

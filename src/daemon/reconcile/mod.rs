@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_provider::{Backoff, DesiredState, Plan, Provider, ProviderError};
+use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError};
 use tokio::sync::watch;
 
 use crate::ops::status::{ApplyState, ApplyStatus, Decided};
@@ -186,6 +186,23 @@ pub fn record_unapplied_age(telemetry: &Telemetry, service: &ServiceId) {
         .set(age);
 }
 
+/// Reads `provider` afresh, counted in `gslb_provider_calls_total{provider,operation="observe"}`:
+/// the reconciler's read and the adoption read at start, the same way.
+///
+/// # Errors
+/// The provider's own, untouched; the caller reports it.
+pub(crate) async fn observe<P: Provider>(
+    provider: &P,
+    telemetry: &Telemetry,
+) -> Result<ObservedState, ProviderError> {
+    telemetry
+        .metrics
+        .provider_calls_total
+        .with_label_values(&[provider.name(), "observe"])
+        .inc();
+    provider.observe().await
+}
+
 /// One reconciler's state across passes.
 struct Reconciler<'a, P> {
     provider: &'a P,
@@ -261,16 +278,8 @@ impl<P: Provider> Reconciler<'_, P> {
 
     /// Reads the provider afresh and hands its pool health to the health votes. A failed read
     /// while a decision waits marks it decided but not applied.
-    async fn observe(
-        &self,
-        decision: Option<&Decision>,
-    ) -> Result<gslb_provider::ObservedState, ProviderError> {
-        self.telemetry
-            .metrics
-            .provider_calls_total
-            .with_label_values(&[self.name(), "observe"])
-            .inc();
-        let observed = match self.provider.observe().await {
+    async fn observe(&self, decision: Option<&Decision>) -> Result<ObservedState, ProviderError> {
+        let observed = match observe(self.provider, self.telemetry).await {
             Ok(o) => o,
             Err(e) => {
                 if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
