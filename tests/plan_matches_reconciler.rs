@@ -85,7 +85,7 @@ async fn planned<P: Provider>(policy: &str, provider: &P, decision: &Decision) -
 /// `gslb plan`'s words: the plan it wrote, no change when it found the provider in sync
 /// without writing, or the refusal on its status.
 async fn reconciled<P: Provider>(policy: &str, provider: Arc<P>, decision: &Decision) -> Outcome {
-    let steering = controller::binding(&parse(policy), Duration::from_secs(60));
+    let steering = controller::steering(&parse(policy), Duration::from_secs(60));
     let sinks = support::reconcile::sinks(policy);
     let mut h = support::reconcile::start(provider, steering, sinks, decision);
     let mut written = Vec::new();

@@ -2,9 +2,9 @@
 //! `DELETE /v1/drills/{id}`, `POST /v1/rearm`, and the JSON shapes they take and answer (the
 //! CLI client uses the same types).
 //!
-//! Handlers only translate HTTP into [`Message`]s for the engine loop's inbox and its replies
-//! back into HTTP: they validate the shape of a request (reason present, duration parses) and leave every
-//! rule about overrides to the engine. They never hold engine state and never panic when the
+//! Handlers only translate HTTP into [`Message`]s for the engine loop's inbox and its replies back
+//! into HTTP: they validate the shape of a request (reason present, duration parses) and leave
+//! every rule about overrides to the engine. They never hold engine state and never panic when the
 //! engine loop is gone (`503`).
 
 use std::time::Duration;

@@ -1,9 +1,9 @@
-//! `gslb run`: the controller of [`crate::daemon::builder`] plus what only the daemon has: the admin
-//! API, webhooks, the failover timeline task, canaries, and policy reload (SIGHUP and file
+//! `gslb run`: the controller of [`crate::daemon::builder`] plus what only the daemon has: the
+//! admin API, webhooks, the failover timeline task, canaries, and policy reload (SIGHUP and file
 //! changes) until SIGTERM or Ctrl-C.
 //!
-//! Providers come from a [`Bind`]: the binary implements it, being the only code that names
-//! the concrete adapters.
+//! Providers come from a [`Bind`]: the binary implements it, being the only code that names the
+//! concrete adapters.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -118,30 +118,32 @@ pub async fn run<B: Bind>(
     mut hangup: mpsc::Receiver<()>,
 ) -> Result<(), RunError> {
     let token = settings.admin_auth().map_err(RunError::config)?;
-    let sinks = Telemetry::new(Clock::system(), events::CAPACITY);
+    let telemetry = Telemetry::new(Clock::system(), events::CAPACITY);
     // The policies loaded (a failed load exits before here); reloads record theirs too.
-    sinks.metrics.record_policy_load(true, unix_secs(&sinks));
+    telemetry
+        .metrics
+        .record_policy_load(true, unix_secs(&telemetry));
     // This instance's vantage point reads "not suspect" from the start, not absent.
-    sinks
+    telemetry
         .metrics
         .record_vantage_points(&[(settings.vantage.clone(), None)]);
-    let prober = prober(&settings, &sinks)?;
+    let prober = prober(&settings, &telemetry)?;
     let mut extra = tokio::task::JoinSet::new();
-    let notifier = webhooks(&settings, &sinks, &mut extra)?;
+    let notifier = webhooks(&settings, &telemetry, &mut extra)?;
     let (journal, saved, audit) = journal(&settings).await?;
     let mut daemon = Builder::new(policies.clone())
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
         .journal(journal, saved)
-        .telemetry(sinks.clone())
+        .telemetry(telemetry.clone())
         .prober(prober)
         .start()
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     // Subscribed before any service is attached, so no switch is missed; a reload replaces
     // the policy set it reads.
     let (timelines, timeline_task) = timeline::spawn(
-        &sinks,
+        &telemetry,
         Some(audit),
         settings.dns.clone(),
         daemon.controller().policies(),
@@ -154,8 +156,8 @@ pub async fn run<B: Bind>(
             .map_err(RunError::config)?;
     }
     let admin = admin::AdminState {
-        board: sinks.board.clone(),
-        metrics: sinks.metrics.clone(),
+        board: telemetry.board.clone(),
+        metrics: telemetry.metrics.clone(),
         commands: Some(daemon.commands()),
         token,
         timelines,
@@ -242,7 +244,7 @@ fn stopped() -> RunError {
 /// A webhook URL cannot be resolved (exit code 2) or a sink cannot be built (exit code 1).
 fn webhooks(
     settings: &Settings,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<notify::Notifier, RunError> {
     let webhooks = settings
@@ -252,17 +254,17 @@ fn webhooks(
     notify::spawn(
         tasks,
         &webhooks,
-        &sinks.events,
-        &sinks.metrics,
-        sinks.clock,
+        &telemetry.events,
+        &telemetry.metrics,
+        telemetry.clock,
         &settings.vantage,
-        &sinks.board,
+        &telemetry.board,
     )
     .map_err(RunError::runtime)
 }
 
 /// The prober, with the open-file limit raised first and its metrics registered.
-fn prober(settings: &Settings, sinks: &Telemetry) -> Result<Arc<Prober>, RunError> {
+fn prober(settings: &Settings, telemetry: &Telemetry) -> Result<Arc<Prober>, RunError> {
     match probe::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "open-file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
@@ -270,7 +272,7 @@ fn prober(settings: &Settings, sinks: &Telemetry) -> Result<Arc<Prober>, RunErro
     let prober = Prober::with_limits(&settings.dns, &settings.probing)
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     let prober = Arc::new(prober);
-    sinks
+    telemetry
         .metrics
         .register_prober(&prober)
         .map_err(|e| RunError::runtime(e).context("registering the probe metrics"))?;
@@ -321,8 +323,8 @@ fn attach_canaries(daemon: &mut Daemon, settings: &Settings) -> Result<(), RunEr
     Ok(())
 }
 
-fn unix_secs(sinks: &Telemetry) -> f64 {
-    Duration::from_millis(sinks.clock.now().0).as_secs_f64()
+fn unix_secs(telemetry: &Telemetry) -> f64 {
+    Duration::from_millis(telemetry.clock.now().0).as_secs_f64()
 }
 
 /// Reloads the policies when their files changed: the whole new set is loaded, validated and
@@ -334,10 +336,12 @@ async fn reload<B: Bind>(
     reloader: &mut Reloader,
     trigger: Trigger,
 ) {
-    let sinks = daemon.telemetry.clone();
+    let telemetry = daemon.telemetry.clone();
     let failed = |reloader: &mut Reloader, error: &dyn std::fmt::Display| {
         tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
-        sinks.metrics.record_policy_load(false, unix_secs(&sinks));
+        telemetry
+            .metrics
+            .record_policy_load(false, unix_secs(&telemetry));
         reloader.settle(false);
     };
     // Reads and parses files: off the async workers' hot path.
@@ -379,7 +383,9 @@ async fn reload<B: Bind>(
         removed = ?diff.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
         "policies reloaded"
     );
-    sinks.metrics.record_policy_load(true, unix_secs(&sinks));
+    telemetry
+        .metrics
+        .record_policy_load(true, unix_secs(&telemetry));
     reloader.settle(true);
 }
 

@@ -1,9 +1,10 @@
-//! `[[notify.webhooks]]`: webhook sinks for switches, holds and drills (see [`crate::ops::notify`]).
+//! `[[notify.webhooks]]`: webhook sinks for switches, holds and drills (see
+//! [`crate::ops::notify`]).
 //!
-//! A webhook URL is often a secret (a Slack incoming-webhook URL is its own credential), so it
-//! can come from a file (`url_file`) or an environment variable (`url_env`) instead of the
-//! settings file, and it is never logged or printed: [`WebhookUrl`]'s `Debug` is redacted and
-//! errors name the key, never the value.
+//! A webhook URL is often a secret (a Slack incoming-webhook URL is its own credential), so it can
+//! come from a file (`url_file`) or an environment variable (`url_env`) instead of the settings
+//! file, and it is never logged or printed: [`WebhookUrl`]'s `Debug` is redacted and errors name
+//! the key, never the value.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,10 +1,11 @@
 //! `[route53]` and `[cloudflare]`: the provider client settings an operator chooses, as plain
 //! data. Credentials are never here.
 //!
-//! This crate does not depend on the adapters: the binary, the one place that names
-//! `gslb_route53` and `gslb_cloudflare`, turns each table into the adapter's own settings with
-//! one call (see [`Route53Settings`] and [`CloudflareSettings`]). The defaults below are the
-//! adapters' defaults, written again here as named functions that cite their source; a test
+//! The library never names the adapters (its package depends on them for the binary only;
+//! `tests/layout.rs` checks it): the binary, the one place that names `gslb_route53` and
+//! `gslb_cloudflare`, turns each table into the adapter's own settings with one call (see
+//! [`Route53Settings`] and [`CloudflareSettings`]). The defaults below are the adapters'
+//! defaults, written again here as named functions that cite their source; a test
 //! (`tests/provider_settings.rs`) checks that the two agree.
 
 use std::num::NonZeroU32;

@@ -5,7 +5,7 @@
 //! resync period, journal and saved drills, telemetry, prober); [`Builder::start`] starts the
 //! engine loop and returns a [`Daemon`], to which services are attached with their provider.
 //! What only `gslb run` adds (admin API, webhooks, failover timeline task, canaries, policy
-//! reload) is in [`super::run`].
+//! reload) is in [`crate::cli::run`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -151,12 +151,12 @@ impl Daemon {
         policy: &Policy,
         provider: Arc<P>,
     ) -> Result<(), ProbeError> {
-        let binding = controller::binding(policy, self.resync);
+        let steering = controller::steering(policy, self.resync);
         self.controller.attach(
             &mut self.tasks,
             policy,
             provider,
-            binding,
+            steering,
             &self.prober,
             &self.vantage,
         )

@@ -3,7 +3,8 @@
 //! controller-wide (suspect vantage points, the controller-wide velocity limit, drills) is
 //! decided in one place, in order.
 //!
-//! Generic over the provider; only `main.rs` names concrete providers.
+//! Generic over the provider: only the binary (`src/main.rs`, `src/adapters.rs`) names
+//! concrete providers.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,8 +30,9 @@ use gslb_core::policy::{Policy, PolicyDiff};
 pub const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// What a reconciler of `policy` steers: its target's pools in priority order, its mode, and
-/// `resync` as the resync period (no health votes; [`Controller::attach`] adds them).
-pub fn binding(policy: &Policy, resync: Duration) -> Steering {
+/// `resync` as the resync period (no health votes;
+/// [`Daemon::attach`](super::builder::Daemon::attach) adds them).
+pub fn steering(policy: &Policy, resync: Duration) -> Steering {
     Steering {
         pools: ProviderPools::of(policy),
         resync,
@@ -39,7 +41,9 @@ pub fn binding(policy: &Policy, resync: Duration) -> Steering {
     }
 }
 
-/// A running engine loop, to which services are attached.
+/// A running engine loop, to which services are attached. Started and stopped only through
+/// the [`Builder`](super::builder::Builder) and its [`Daemon`](super::builder::Daemon); callers
+/// reach it for the policy set in force and reloads ([`super::builder::Daemon::controller`]).
 #[derive(Debug)]
 pub struct Controller {
     engine_loop: tokio::task::JoinHandle<()>,
@@ -51,7 +55,7 @@ pub struct Controller {
     /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
-    sinks: Telemetry,
+    telemetry: Telemetry,
 }
 
 /// Every probe target of `policy`.
@@ -69,12 +73,13 @@ pub fn probe_targets(policy: &Policy, prober: &Prober) -> Result<Vec<ProbeTarget
 }
 
 impl Controller {
-    /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides (from the drill
-    /// state file) are loaded first, through the loop, so they are recorded like any input.
-    pub fn start(
+    /// Starts the engine loop for `policies`; [`Controller::stop`] ends it. `saved` overrides
+    /// (from the drill state file) are loaded first, through the loop, so they are recorded like
+    /// any input.
+    pub(super) fn start(
         policies: &[Policy],
         settings: &EngineSettings,
-        sinks: Telemetry,
+        telemetry: Telemetry,
         journal: Journal,
         saved: Vec<Override>,
     ) -> Self {
@@ -101,7 +106,7 @@ impl Controller {
             engine,
             rx,
             senders,
-            sinks.clone(),
+            telemetry.clone(),
             tick,
             journal,
         ));
@@ -112,7 +117,7 @@ impl Controller {
             decisions: std::sync::Mutex::new(decisions),
             services: std::sync::Mutex::new(BTreeMap::new()),
             policies: watch::Sender::new(Arc::new(policies.to_vec())),
-            sinks,
+            telemetry,
         }
     }
 
@@ -174,7 +179,7 @@ impl Controller {
     /// Stops every task on `tasks` (probes, reconcilers), then lets the engine loop finish
     /// what it has received and flush its journal. Senders still held elsewhere (the admin
     /// API's) get an error from then on.
-    pub async fn stop(self, tasks: &mut JoinSet<()>) {
+    pub(super) async fn stop(self, tasks: &mut JoinSet<()>) {
         tasks.shutdown().await;
         let mut adoptions = self
             .adoptions
@@ -186,7 +191,7 @@ impl Controller {
     }
 
     /// Where operators' inputs go (the admin API's side): the engine loop's own inbox.
-    pub fn commands(&self) -> MessageSender {
+    pub(super) fn commands(&self) -> MessageSender {
         self.messages.clone()
     }
 
@@ -195,12 +200,12 @@ impl Controller {
     ///
     /// # Errors
     /// A probe target that cannot be built (e.g. an invalid TLS server name).
-    pub fn attach<P: Provider>(
+    pub(super) fn attach<P: Provider>(
         &self,
         tasks: &mut JoinSet<()>,
         policy: &Policy,
         provider: Arc<P>,
-        binding: Steering,
+        steering: Steering,
         prober: &Arc<Prober>,
         vantage: &VantageId,
     ) -> Result<(), ProbeError> {
@@ -212,7 +217,7 @@ impl Controller {
                 prober.clone(),
                 target,
                 vantage.clone(),
-                self.sinks.clock,
+                self.telemetry.clock,
                 self.messages.clone(),
                 move |observation| {
                     Input::Observe {
@@ -228,9 +233,9 @@ impl Controller {
         while adoptions.try_join_next().is_some() {}
         handles.push(adoptions.spawn(adopt(
             provider.clone(),
-            binding.clone(),
+            steering.clone(),
             self.messages.clone(),
-            self.sinks.clone(),
+            self.telemetry.clone(),
         )));
         drop(adoptions);
         let decisions = lock(&self.decisions).get(&policy.service).cloned();
@@ -238,12 +243,12 @@ impl Controller {
             lock(&self.services).insert(policy.service.clone(), handles);
             return Ok(());
         };
-        let mut binding = binding;
+        let mut steering = steering;
         if policy.quorum.provider_vote {
             let (messages, service) = (self.messages.clone(), policy.service.clone());
             // Two resync periods: one missed read does not drop the vote.
-            let fresh_for = binding.resync * 2;
-            binding.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
+            let fresh_for = steering.resync * 2;
+            steering.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
                 // A full engine loop drops a vote rather than stall the reconciler; the next
                 // read votes again.
                 let _ = messages.try_send(
@@ -259,9 +264,9 @@ impl Controller {
         }
         handles.push(tasks.spawn(reconcile::run(
             provider,
-            binding,
+            steering,
             decisions,
-            self.sinks.clone(),
+            self.telemetry.clone(),
         )));
         lock(&self.services).insert(policy.service.clone(), handles);
         Ok(())
@@ -269,7 +274,7 @@ impl Controller {
 
     /// Starts probing the vantage point's canary targets (see
     /// [`EngineSettings::canaries`]).
-    pub fn attach_canaries(
+    pub(super) fn attach_canaries(
         &self,
         tasks: &mut JoinSet<()>,
         targets: Vec<ProbeTarget>,
@@ -281,7 +286,7 @@ impl Controller {
                 prober.clone(),
                 target,
                 vantage.clone(),
-                self.sinks.clock,
+                self.telemetry.clock,
                 self.messages.clone(),
                 |observation| Input::Canary { observation }.into(),
             ));
@@ -298,24 +303,19 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// made yet.
 async fn adopt<P: Provider>(
     provider: Arc<P>,
-    binding: Steering,
+    steering: Steering,
     tx: MessageSender,
-    sinks: Telemetry,
+    telemetry: Telemetry,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
-        sinks
-            .metrics
-            .provider_calls_total
-            .with_label_values(&[provider.name(), "observe"])
-            .inc();
-        match provider.observe().await {
+        match reconcile::observe(provider.as_ref(), &telemetry).await {
             Ok(observed) => {
                 let _ = tx
                     .send(
                         Input::Adopt {
-                            service: binding.pools.service.clone(),
-                            pool: binding.pools.serving(&observed),
+                            service: steering.pools.service.clone(),
+                            pool: steering.pools.serving(&observed),
                         }
                         .into(),
                     )
@@ -323,11 +323,11 @@ async fn adopt<P: Provider>(
                 return;
             }
             Err(e) => {
-                sinks.provider_failed(&binding.pools.service, provider.name(), "observe", &e);
+                telemetry.provider_failed(&steering.pools.service, provider.name(), "observe", &e);
                 let delay = if e.is_retryable() {
                     backoff.next_delay(rand::random::<f64>(), None)
                 } else {
-                    binding.resync
+                    steering.resync
                 };
                 tokio::time::sleep(delay).await;
             }

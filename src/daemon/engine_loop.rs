@@ -30,22 +30,22 @@ type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
 
 /// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
 /// service is re-evaluated without new input.
-pub async fn run(
+pub(super) async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
     mut decisions: Decisions,
-    sinks: Telemetry,
+    telemetry: Telemetry,
     tick: Duration,
     mut journal: Journal,
 ) {
     for s in engine.services() {
-        sinks.metrics.declare_service(s.policy());
-        sinks
+        telemetry.metrics.declare_service(s.policy());
+        telemetry
             .board
-            .update_service(s, engine.overrides().all(), sinks.clock.now());
+            .update_service(s, engine.overrides().all(), telemetry.clock.now());
     }
     let start = Step {
-        at: sinks.clock.now(),
+        at: telemetry.clock.now(),
         input: Input::Start,
     };
     journal.record(&start);
@@ -61,18 +61,18 @@ pub async fn run(
                     continue;
                 }
                 Some(Message::Reload(r)) => {
-                    reload(&mut engine, r, &mut decisions, &sinks, &mut journal).await;
+                    reload(&mut engine, r, &mut decisions, &telemetry, &mut journal).await;
                     continue;
                 }
             },
             _ = ticker.tick() => (Input::Tick, None),
         };
         let step = Step {
-            at: sinks.clock.now(),
+            at: telemetry.clock.now(),
             input,
         };
-        received(&step, &engine, &sinks);
-        let answer = apply(&mut engine, &step, &decisions, &sinks, &mut journal).await;
+        received(&step, &engine, &telemetry);
+        let answer = apply(&mut engine, &step, &decisions, &telemetry, &mut journal).await;
         if let Some(tx) = reply {
             tx.send(answer);
         }
@@ -82,7 +82,7 @@ pub async fn run(
 
 /// What shows as soon as an input arrives: a probe result in the metrics, the status and the
 /// events (when its endpoint is in a policy); an adopted pool in the log.
-fn received(step: &Step, engine: &Engine, sinks: &Telemetry) {
+fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
     match &step.input {
         Input::Observe {
             service,
@@ -94,9 +94,11 @@ fn received(step: &Step, engine: &Engine, sinks: &Telemetry) {
             else {
                 return;
             };
-            sinks.metrics.record_probe(&service.0, &pool.0, observation);
-            sinks.board.record_probe(service, pool, observation);
-            let _ = sinks.events.send(Event::Probe {
+            telemetry
+                .metrics
+                .record_probe(&service.0, &pool.0, observation);
+            telemetry.board.record_probe(service, pool, observation);
+            let _ = telemetry.events.send(Event::Probe {
                 service: service.clone(),
                 pool: pool.clone(),
                 observation: observation.clone(),
@@ -122,7 +124,7 @@ async fn apply(
     engine: &mut Engine,
     step: &Step,
     decisions: &Decisions,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
     // Kept to take back a drill the state file cannot hold (drills are rare: the copy is cheap
@@ -141,7 +143,7 @@ async fn apply(
         return Some(Reply::Override(Err(refused)));
     }
     journal.record(step);
-    publish(engine, step, &out, decisions, sinks, journal);
+    publish(engine, step, &out, decisions, telemetry, journal);
     match (saved, out.reply) {
         // An ended drill stays ended in memory; the operator learns the file still lists it.
         (Err(e), Some(Reply::Override(Ok(_)))) => {
@@ -168,7 +170,7 @@ async fn reload(
     engine: &mut Engine,
     reload: Reload,
     decisions: &mut Decisions,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
     let Reload {
@@ -189,18 +191,20 @@ async fn reload(
             (s.policy().clone(), seen)
         })
         .collect();
-    let at = sinks.clock.now();
+    let at = telemetry.clock.now();
     let (input, out) = engine.reload(at, &diff);
     for (policy, seen) in &outgoing {
-        sinks.metrics.forget_service(policy, seen);
-        sinks.board.remove_service(&policy.service);
+        telemetry.metrics.forget_service(policy, seen);
+        telemetry.board.remove_service(&policy.service);
     }
     for id in &diff.removed {
         decisions.remove(id);
     }
     for s in diff.changed.iter().filter_map(|id| engine.service(id)) {
-        sinks.metrics.declare_service(s.policy());
-        sinks.board.update_service(s, engine.overrides().all(), at);
+        telemetry.metrics.declare_service(s.policy());
+        telemetry
+            .board
+            .update_service(s, engine.overrides().all(), at);
     }
     tracing::info!(reset = ?diff.changed, removed = ?diff.removed, "policies reloaded; unchanged services keep their state");
     if let Err(e) = save(engine, &out, journal).await {
@@ -208,7 +212,7 @@ async fn reload(
     }
     let step = Step { at, input };
     journal.record(&step);
-    publish(engine, &step, &out, decisions, sinks, journal);
+    publish(engine, &step, &out, decisions, telemetry, journal);
     let _ = done.send(());
 }
 
@@ -237,11 +241,11 @@ fn audit(step: &Step, out: &Output, journal: &mut Journal) {
 }
 
 /// The log and the events of one step's endpoint verdict and override changes.
-fn announce(step: &Step, out: &Output, sinks: &Telemetry) {
+fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
-            let _ = sinks.events.send(Event::EndpointVerdict {
+            let _ = telemetry.events.send(Event::EndpointVerdict {
                 service: service.clone(),
                 pool: t.pool.clone(),
                 endpoint: t.endpoint.clone(),
@@ -252,7 +256,7 @@ fn announce(step: &Step, out: &Output, sinks: &Telemetry) {
     }
     for c in &out.overrides {
         log_override(c);
-        let _ = sinks.events.send(Event::Override(c.clone()));
+        let _ = telemetry.events.send(Event::Override(c.clone()));
     }
 }
 
@@ -263,55 +267,54 @@ fn publish(
     step: &Step,
     out: &Output,
     decisions: &Decisions,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
     audit(step, out, journal);
-    announce(step, out, sinks);
+    announce(step, out, telemetry);
     if out.decisions.is_empty() {
         // Before adoption there is no decision, but the probes' evidence shows already.
         if let Input::Observe { service, .. } = &step.input {
             if let Some(s) = engine.service(service) {
-                sinks
+                telemetry
                     .board
                     .update_service(s, engine.overrides().all(), step.at);
             }
         }
     }
     for (decision, changed) in &out.decisions {
-        let mode = engine
-            .service(&decision.service)
-            .map_or(Mode::Enforce, |s| s.policy().mode);
-        sinks.metrics.record_decision(decision, *changed, mode);
-        if let Some(s) = engine.service(&decision.service) {
-            sinks
+        let service = engine.service(&decision.service);
+        let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
+        telemetry.metrics.record_decision(decision, *changed, mode);
+        if let Some(s) = service {
+            telemetry
                 .board
                 .update_service(s, engine.overrides().all(), step.at);
-            sinks
+            telemetry
                 .metrics
                 .record_velocity(&decision.service, s.velocity_available(step.at));
         }
         if *changed {
             tracing::info!(service = %decision.service, rule = decision.rule.as_str(), active = ?decision.active, blocked = ?decision.blocked, reasons = ?decision.reasons, "decision");
             journal.decision(decision);
-            let _ = sinks.events.send(Event::Decision(decision.clone()));
+            let _ = telemetry.events.send(Event::Decision(decision.clone()));
             if let Some(tx) = decisions.get(&decision.service) {
-                reconcile::send(tx, decision, mode == Mode::Shadow, sinks);
+                reconcile::send(tx, decision, mode == Mode::Shadow, telemetry);
             }
         }
     }
     if matches!(step.input, Input::Tick) {
-        sinks
+        telemetry
             .metrics
             .record_vantage_points(&engine.vantage_points(step.at));
-        sinks.metrics.record_overrides(
+        telemetry.metrics.record_overrides(
             engine.services().map(|s| &s.policy().service),
             engine.overrides(),
             step.at,
         );
         // Here, not in the reconcilers: one blocked in a provider call cannot refresh it.
         for s in engine.services() {
-            reconcile::record_unapplied_age(sinks, &s.policy().service);
+            reconcile::record_unapplied_age(telemetry, &s.policy().service);
         }
     }
 }

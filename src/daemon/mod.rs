@@ -2,6 +2,9 @@
 //! [`inbox`] (the one message type it takes), a reconciler per provider binding, the
 //! controller that wires them per service, policy reload, and the [`builder`] every caller
 //! starts a controller with. Generic over the provider: the binary names concrete providers.
+//!
+//! Must not decide anything: every rule is the core's (the engine decides, the planner refuses);
+//! these loops only carry inputs in and writes out, in order.
 
 pub mod builder;
 pub mod controller;

@@ -1,8 +1,8 @@
 //! Policy reload: when to reload and what to load. `gslb run` reloads its policies on SIGHUP
 //! and when the policy files change (polled: [`POLL_INTERVAL`]); this module decides whether
 //! the files changed and loads and validates the whole new set. Applying it is
-//! [`crate::daemon::controller::Controller::reload`]'s job; a set that fails to load is never applied
-//! (the last good set keeps running).
+//! [`Controller::reload`](crate::daemon::controller::Controller::reload)'s job; a set that
+//! fails to load is never applied (the last good set keeps running).
 //!
 //! Change detection hashes the names and contents of the policy files (as
 //! [`policy::load`] finds them), not their mtimes: a Kubernetes ConfigMap update swaps a
@@ -23,7 +23,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Names and contents of every policy file under `paths`, hashed. An unreadable path hashes
 /// its error, so it changes when the error does.
-pub fn fingerprint(paths: &[PathBuf]) -> u64 {
+fn fingerprint(paths: &[PathBuf]) -> u64 {
     let mut h = DefaultHasher::new();
     for path in paths {
         path.hash(&mut h);

@@ -121,19 +121,6 @@ impl AuditEntry {
             .with_detail(override_detail(o))
     }
 
-    /// A drill ended by a `restore` of its pool: action `drill.end`, reason names the restore.
-    pub fn drill_superseded(time: Millis, o: &Override, by: &Override) -> Self {
-        Self::new(
-            time,
-            &by.actor,
-            "drill.end",
-            format!("ended by restore {}", by.id),
-            "ok",
-        )
-        .with_service(o.service.clone())
-        .with_detail(override_detail(o))
-    }
-
     /// A drill reached its expiry: actor [`CONTROLLER_ACTOR`], action `drill.expire`, reason
     /// `expired`, result `ok`.
     pub fn drill_expired(time: Millis, o: &Override) -> Self {
@@ -216,11 +203,6 @@ impl AuditLog {
         Ok(Self {
             writer: JsonlWriter::open(path, crate::io::jsonl::DEFAULT_CAPACITY).await?,
         })
-    }
-
-    /// Wraps an already opened writer (tests choose its capacity).
-    pub fn from_writer(writer: JsonlWriter) -> Self {
-        Self { writer }
     }
 
     /// Appends one entry without waiting; see [`JsonlWriter::append`]. Returns whether it

@@ -1,5 +1,8 @@
 //! The I/O edges: probes, persistence (recording, audit log, drill state file, the JSON-lines
 //! appender), the loops' clock, and loopback origins for the demo and the tests.
+//!
+//! Must not know the engine's rules or a provider: these edges turn bytes into data and data
+//! into bytes; a failed probe is an outcome, never an error.
 
 pub mod audit;
 pub mod clock;

@@ -136,11 +136,6 @@ impl Origin {
             .clone()
     }
 
-    /// Whether the origin is listening.
-    pub fn is_running(&self) -> bool {
-        self.task.is_some()
-    }
-
     /// Closes the listener and every open connection. When this returns, connections to
     /// [`Origin::addr`] are refused. Idempotent.
     pub async fn stop(&mut self) {

@@ -1,6 +1,9 @@
 //! The telemetry handle: the one value every loop (probes' engine loop, reconcilers, the
 //! timeline task, webhooks, the admin API) reports to. Built once per controller, by the
 //! daemon builder or by a test.
+//!
+//! Must not decide, nor wait on anyone: a listener that lags behind the event channel misses
+//! events rather than delay the sender, and nothing recorded here feeds back into a decision.
 
 use std::sync::Arc;
 

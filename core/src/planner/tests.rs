@@ -1,3 +1,7 @@
+//! The write planner in simulated time: one Cloudflare-style binding of three pools, decisions
+//! with explicit instants, no provider. Not pushed, in sync, write then drift, shadow, an
+//! ignored drain of the fallback pool, an unbound pool.
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use gslb_provider::{Change, ObservedPool};

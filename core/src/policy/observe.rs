@@ -95,8 +95,8 @@ pub enum ServedByMarker {
     Header(String),
     /// A body marker (`served_by_body`, e.g. `region=`): found anywhere in the body (a
     /// substring), the word after it (up to whitespace, a quote, `,`, `;`, `<` or `&`) is the
-    /// serving region, compared whole with the pool's `region` or name (case-insensitive). Only the first
-    /// 64 KiB of the body are read.
+    /// serving region, compared whole with the pool's `region` or name (case-insensitive).
+    /// Only the first 64 KiB of the body are read.
     Body(String),
 }
 

@@ -1,9 +1,10 @@
 //! The CLI side of drills: `gslb drill drain|restore|force|list|end`, `gslb rearm` and
-//! `gslb events`, a small client of the admin API ([`crate::admin::drills`] defines the JSON it sends and reads).
+//! `gslb events`, a small client of the admin API ([`crate::admin::drills`] defines the JSON it
+//! sends and reads).
 //!
-//! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log
-//! and decides nothing itself. Arguments are checked before anything is sent (exit code 2);
-//! a refusal by the server is reported with the server's message (exit code 1).
+//! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log and
+//! decides nothing itself. Arguments are checked before anything is sent (exit code 2); a refusal
+//! by the server is reported with the server's message (exit code 1).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

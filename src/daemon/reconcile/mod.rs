@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_provider::{Backoff, DesiredState, Plan, Provider, ProviderError};
+use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError};
 use tokio::sync::watch;
 
 use crate::ops::status::{ApplyState, ApplyStatus, Decided};
@@ -77,29 +77,30 @@ enum Pass {
 
 /// Runs until the decision sender is dropped.
 ///
-/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`.
-/// Every label set of the binding exists from the start ([`Metrics::declare_binding`]). The
-/// status it keeps is what [`record_unapplied_age`] reads.
+/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`. Every
+/// label set of the binding exists from the start
+/// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The status it
+/// keeps is what [`record_unapplied_age`] reads.
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
     mut decisions: watch::Receiver<Option<Decision>>,
-    sinks: Telemetry,
+    telemetry: Telemetry,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     let service = steering.pools.service.0.as_str();
-    sinks.board.update_apply(&steering.pools.service, |a| {
+    telemetry.board.update_apply(&steering.pools.service, |a| {
         a.provider = provider.name().to_owned()
     });
-    sinks.metrics.declare_binding(provider.name(), service);
-    let took = sinks
+    telemetry.metrics.declare_binding(provider.name(), service);
+    let took = telemetry
         .metrics
         .reconcile_duration_seconds
         .with_label_values(&[provider.name(), service]);
     let mut reconciler = Reconciler {
         provider: provider.as_ref(),
         steering: &steering,
-        sinks: &sinks,
+        telemetry: &telemetry,
         fight: FightGuard::default(),
         announced: None,
     };
@@ -141,23 +142,24 @@ pub async fn run<P: Provider>(
     }
 }
 
-/// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records
-/// on the status board that it was decided, and when ([`StatusBoard::record_decided`]). The
-/// engine loop calls this; it writes no apply status. From this moment the status derives
-/// `pending` since the decision's time until the reconciler reports on it, unless the decision
-/// pushes nothing, shadow mode (`shadow`) is on, or the provider already serves its pool (see
+/// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records on the
+/// status board that it was decided, and when
+/// ([`StatusBoard::record_decided`](crate::ops::status::StatusBoard::record_decided)). The engine
+/// loop calls this; it writes no apply status. From this moment the status derives `pending` since
+/// the decision's time until the reconciler reports on it, unless the decision pushes nothing,
+/// shadow mode (`shadow`) is on, or the provider already serves its pool (see
 /// [`ApplyStatus::take_up`]). The reconciler may be inside a slow provider call and see the
-/// decision only when that call ends; until then the status must not say `applied` for an
-/// older decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
+/// decision only when that call ends; until then the status must not say `applied` for an older
+/// decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
 pub fn send(
     tx: &watch::Sender<Option<Decision>>,
     decision: &Decision,
     shadow: bool,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
 ) {
     let decided = Decided::of(decision, shadow);
-    if sinks.board.record_decided(&decision.service, decided) {
-        sinks
+    if telemetry.board.record_decided(&decision.service, decided) {
+        telemetry
             .metrics
             .decision_applied
             .with_label_values(&[decision.service.0.as_str()])
@@ -167,27 +169,45 @@ pub fn send(
 }
 
 /// Sets `gslb_decision_unapplied_age_seconds{service}` from the status board: now minus
-/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow
-/// mode). Both are derived when read ([`StatusBoard::pending_since`]) from what the engine
-/// loop decided and what the reconciler saw. The engine loop calls this at every tick, so the
-/// age keeps rising while the reconciler waits inside a provider call or between retries.
-pub fn record_unapplied_age(sinks: &Telemetry, service: &ServiceId) {
-    let age = sinks
+/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow mode).
+/// Both are derived when read
+/// ([`StatusBoard::pending_since`](crate::ops::status::StatusBoard::pending_since)) from what the
+/// engine loop decided and what the reconciler saw. The engine loop calls this at every tick, so
+/// the age keeps rising while the reconciler waits inside a provider call or between retries.
+pub fn record_unapplied_age(telemetry: &Telemetry, service: &ServiceId) {
+    let age = telemetry
         .board
         .pending_since(service)
-        .map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
-    sinks
+        .map_or(0.0, |s| telemetry.clock.now().since(s).as_secs_f64());
+    telemetry
         .metrics
         .decision_unapplied_age_seconds
         .with_label_values(&[service.0.as_str()])
         .set(age);
 }
 
+/// Reads `provider` afresh, counted in `gslb_provider_calls_total{provider,operation="observe"}`:
+/// the reconciler's read and the adoption read at start, the same way.
+///
+/// # Errors
+/// The provider's own, untouched; the caller reports it.
+pub(crate) async fn observe<P: Provider>(
+    provider: &P,
+    telemetry: &Telemetry,
+) -> Result<ObservedState, ProviderError> {
+    telemetry
+        .metrics
+        .provider_calls_total
+        .with_label_values(&[provider.name(), "observe"])
+        .inc();
+    provider.observe().await
+}
+
 /// One reconciler's state across passes.
 struct Reconciler<'a, P> {
     provider: &'a P,
     steering: &'a Steering,
-    sinks: &'a Telemetry,
+    telemetry: &'a Telemetry,
     /// Write-fight detection over this binding's writes.
     fight: FightGuard,
     /// The decision (by its time) last announced in sync ([`Event::InSync`]).
@@ -228,7 +248,7 @@ impl<P: Provider> Reconciler<'_, P> {
             decision,
             observed: &observed,
         };
-        let now = self.sinks.clock.now();
+        let now = self.telemetry.clock.now();
         let planned = match planner::plan(&request, &mut self.fight, now) {
             Ok(p) => p,
             Err(e) => return self.fail("plan", &e),
@@ -258,16 +278,8 @@ impl<P: Provider> Reconciler<'_, P> {
 
     /// Reads the provider afresh and hands its pool health to the health votes. A failed read
     /// while a decision waits marks it decided but not applied.
-    async fn observe(
-        &self,
-        decision: Option<&Decision>,
-    ) -> Result<gslb_provider::ObservedState, ProviderError> {
-        self.sinks
-            .metrics
-            .provider_calls_total
-            .with_label_values(&[self.name(), "observe"])
-            .inc();
-        let observed = match self.provider.observe().await {
+    async fn observe(&self, decision: Option<&Decision>) -> Result<ObservedState, ProviderError> {
+        let observed = match observe(self.provider, self.telemetry).await {
             Ok(o) => o,
             Err(e) => {
                 if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
@@ -298,7 +310,7 @@ impl<P: Provider> Reconciler<'_, P> {
     ) -> Pass {
         let (service, name) = (&self.steering.pools.service, self.provider.name());
         tracing::info!(service = %service, provider = name, ?plan, "applying plan");
-        self.sinks
+        self.telemetry
             .metrics
             .provider_calls_total
             .with_label_values(&[name, "apply"])
@@ -306,9 +318,9 @@ impl<P: Provider> Reconciler<'_, P> {
         match self.provider.apply(&plan).await {
             Ok(()) => {
                 self.fight.wrote(desired);
-                let at = self.sinks.clock.now();
+                let at = self.telemetry.clock.now();
                 let count = plan.len() as u64;
-                self.sinks
+                self.telemetry
                     .metrics
                     .provider_writes_total
                     .with_label_values(&[name, service.0.as_str()])
@@ -320,7 +332,7 @@ impl<P: Provider> Reconciler<'_, P> {
                     a.write_fight = None;
                     a.refused = None;
                 });
-                let _ = self.sinks.events.send(Event::Applied {
+                let _ = self.telemetry.events.send(Event::Applied {
                     service: service.clone(),
                     provider: name.to_owned(),
                     at,
@@ -341,7 +353,7 @@ impl<P: Provider> Reconciler<'_, P> {
 
     /// Reports a failed provider call (or an unplannable decision) and how to go on.
     fn fail(&self, operation: &str, e: &ProviderError) -> Pass {
-        self.sinks
+        self.telemetry
             .provider_failed(self.service(), self.name(), operation, e);
         if e.is_retryable() {
             Pass::Retry(e.clone())
@@ -354,7 +366,7 @@ impl<P: Provider> Reconciler<'_, P> {
     /// [`ApplyStatus::take_up`]).
     fn status(&self, decision: Option<&Decision>, f: impl FnOnce(&mut ApplyStatus)) {
         let shadow = self.steering.shadow;
-        self.sinks.board.update_apply(self.service(), |a| {
+        self.telemetry.board.update_apply(self.service(), |a| {
             if let Some(d) = decision {
                 a.take_up(&Decided::of(d, shadow));
             }
@@ -365,8 +377,8 @@ impl<P: Provider> Reconciler<'_, P> {
     /// Records "decided but not applied": the applied gauge at 0 and the status `pending`
     /// (since the first such pass), after `also` updated the status.
     fn mark_pending(&self, decision: Option<&Decision>, also: impl FnOnce(&mut ApplyStatus)) {
-        let now = self.sinks.clock.now();
-        self.sinks
+        let now = self.telemetry.clock.now();
+        self.telemetry
             .metrics
             .decision_applied
             .with_label_values(&[self.service().0.as_str()])

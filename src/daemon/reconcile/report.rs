@@ -37,7 +37,7 @@ impl<P: Provider> Reconciler<'_, P> {
         observed_active: Option<PoolId>,
     ) -> Pass {
         let service = self.service().clone();
-        self.sinks
+        self.telemetry
             .metrics
             .decision_applied
             .with_label_values(&[service.0.as_str()])
@@ -58,10 +58,10 @@ impl<P: Provider> Reconciler<'_, P> {
         let target = decision.and_then(|d| Some((d.at, d.active.clone()?)));
         if let (true, Some((decided, active))) = (reached || fresh, target) {
             self.announced = Some(decided);
-            let _ = self.sinks.events.send(Event::InSync {
+            let _ = self.telemetry.events.send(Event::InSync {
                 service,
                 provider: self.name().to_owned(),
-                at: self.sinks.clock.now(),
+                at: self.telemetry.clock.now(),
                 active,
             });
         }
@@ -72,8 +72,8 @@ impl<P: Provider> Reconciler<'_, P> {
     /// `pending` with the reason.
     pub(super) fn refused(&self, decision: Option<&Decision>, r: Refusal) -> Pass {
         let (service, provider) = (self.service(), self.name());
-        let now = self.sinks.clock.now();
-        self.sinks
+        let now = self.telemetry.clock.now();
+        self.telemetry
             .metrics
             .plans_refused_total
             .with_label_values(&[service.0.as_str(), r.code])
@@ -90,7 +90,7 @@ impl<P: Provider> Reconciler<'_, P> {
     /// The write re-applies a state gslb already wrote: drift, counted and logged.
     pub(super) fn drifted(&self, decision: Option<&Decision>) {
         let (service, provider) = (self.service(), self.name());
-        self.sinks
+        self.telemetry
             .metrics
             .provider_drift_total
             .with_label_values(&[provider, service.0.as_str()])
@@ -108,10 +108,10 @@ impl<P: Provider> Reconciler<'_, P> {
         declared: bool,
     ) -> Pass {
         let (service, provider) = (self.service(), self.name());
-        let now = self.sinks.clock.now();
+        let now = self.telemetry.clock.now();
         let left = until.since(now);
         if declared {
-            self.sinks
+            self.telemetry
                 .metrics
                 .provider_write_fights_total
                 .with_label_values(&[provider, service.0.as_str()])
@@ -148,7 +148,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.ignored_drain.clone_from(&note);
         });
         if let (true, Some(note)) = (fresh, note) {
-            self.sinks
+            self.telemetry
                 .metrics
                 .plans_refused_total
                 .with_label_values(&[service.0.as_str(), "fallback_drain_ignored"])
@@ -175,22 +175,22 @@ impl<P: Provider> Reconciler<'_, P> {
                 fresh = true;
             }
         });
-        self.sinks
+        self.telemetry
             .metrics
             .decision_applied
             .with_label_values(&[service.0.as_str()])
             .set(0.0);
         if fresh {
-            self.sinks
+            self.telemetry
                 .metrics
                 .shadow_plans_total
                 .with_label_values(&[service.0.as_str()])
                 .inc();
             tracing::info!(service = %service, provider, ?plan, "shadow mode: would apply plan (not written)");
-            let _ = self.sinks.events.send(Event::ShadowPlan {
+            let _ = self.telemetry.events.send(Event::ShadowPlan {
                 service: service.clone(),
                 provider: provider.to_owned(),
-                at: self.sinks.clock.now(),
+                at: self.telemetry.clock.now(),
                 plan,
             });
         }

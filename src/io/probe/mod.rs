@@ -279,7 +279,7 @@ impl Prober {
     /// [`BODY_LIMIT`] bytes of the body must contain it. TCP: resolve, then connect.
     ///
     /// Never fails: every failure is a [`ProbeOutcome`] with `success = false` and a reason
-    /// (see [`classify`]); `http_status` is set whenever a response arrived; `duration` and
+    /// (see [`classify()`]); `http_status` is set whenever a response arrived; `duration` and
     /// `dns_lookup` (host names only) are measured on tokio's clock; `cert_expiry` is the
     /// `notAfter` of the peer's leaf certificate of an `https://` response (reqwest exposes
     /// only the leaf, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate

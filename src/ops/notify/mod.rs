@@ -4,7 +4,7 @@
 //! Each sink is two tasks. The reader subscribes to the controller's event broadcast, keeps
 //! what the sink wants, formats it and queues it; it never waits on the network, so it keeps
 //! up with the broadcast. The deliverer sends queued messages one at a time, in order, with
-//! retries ([`deliver`]). The queue is bounded: when full, the oldest message is dropped and
+//! retries (`deliver.rs`). The queue is bounded: when full, the oldest message is dropped and
 //! counted. At shutdown, [`Notifier::drain`] sends what is still queued for a few seconds.
 //! Nothing here can delay a decision: the engine loop's `send` on the broadcast never
 //! waits on a listener (a reader that lags misses events, counted as `lagged` here).

@@ -103,18 +103,23 @@ impl TimelineTask {
 /// `dns` is the daemon's `[dns]`, the observers' default resolver. `audit`: where closed
 /// timelines are written, if anywhere.
 pub fn spawn(
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     audit: Option<AuditLog>,
     dns: DnsSettings,
     mut policies: watch::Receiver<Arc<Vec<Policy>>>,
 ) -> (TimelineStore, TimelineTask) {
     let store = TimelineStore::default();
-    store.configure(&policies.borrow_and_update(), &sinks.metrics);
-    let mut rx = sinks.events.subscribe();
+    store.configure(&policies.borrow_and_update(), &telemetry.metrics);
+    let mut rx = telemetry.events.subscribe();
     let (stop, mut stopped) = oneshot::channel();
-    let (sinks, task_store) = (sinks.clone(), store.clone());
+    let (telemetry, task_store) = (telemetry.clone(), store.clone());
+    let mut out = Outlet {
+        telemetry: telemetry.clone(),
+        audit,
+        dns,
+        observers: Observers::default(),
+    };
     let handle = tokio::spawn(async move {
-        let mut observers = Observers::default();
         let mut tick = tokio::time::interval(EXPIRY_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut reloads = true;
@@ -137,40 +142,59 @@ pub fn spawn(
                             Err(_) => break,
                         }
                     }
-                    let current = policies.borrow().clone();
-                    for u in queued {
-                        publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
-                    }
+                    out.publish(queued, &policies);
                     break;
                 }
                 changed = policies.changed(), if reloads => match changed {
-                    Ok(()) => task_store.configure(&policies.borrow_and_update(), &sinks.metrics),
+                    Ok(()) => task_store.configure(&policies.borrow_and_update(), &telemetry.metrics),
                     Err(_) => {
                         reloads = false;
                         continue;
                     }
                 },
-                _ = tick.tick() => task_store.recorder().expire(sinks.clock.now()),
-                Some(_) = observers.set.join_next(), if !observers.set.is_empty() => continue,
+                _ = tick.tick() => task_store.recorder().expire(telemetry.clock.now()),
+                Some(_) = out.observers.set.join_next(), if !out.observers.set.is_empty() => continue,
             };
-            let current = policies.borrow().clone();
-            for u in updates {
-                publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
-            }
+            out.publish(updates, &policies);
         }
-        let interrupted = task_store.recorder().interrupt();
-        let current = policies.borrow().clone();
-        for u in interrupted {
-            publish(u, &sinks, audit.as_ref(), &current, &dns, &mut observers);
-        }
-        observers.set.shutdown().await;
-        if let Some(a) = &audit {
+        out.publish(task_store.recorder().interrupt(), &policies);
+        out.observers.set.shutdown().await;
+        if let Some(a) = &out.audit {
             if let Err(e) = a.flush().await {
                 tracing::error!(error = %e, "flushing the audit log after the last failover timelines");
             }
         }
     });
     (store, TimelineTask { stop, handle })
+}
+
+/// Where the task's updates go: the phase metrics, the audit log, the observers.
+struct Outlet {
+    telemetry: Telemetry,
+    audit: Option<AuditLog>,
+    dns: DnsSettings,
+    observers: Observers,
+}
+
+impl Outlet {
+    /// Publishes `updates`, in order, against the policy set in force.
+    fn publish(
+        &mut self,
+        updates: impl IntoIterator<Item = Update>,
+        policies: &watch::Receiver<Arc<Vec<Policy>>>,
+    ) {
+        let current = policies.borrow().clone();
+        for u in updates {
+            publish(
+                u,
+                &self.telemetry,
+                self.audit.as_ref(),
+                &current,
+                &self.dns,
+                &mut self.observers,
+            );
+        }
+    }
 }
 
 /// Running observers, at most one per service (the newest switch's).
@@ -182,7 +206,7 @@ struct Observers {
 
 fn publish(
     u: Update,
-    sinks: &Telemetry,
+    telemetry: &Telemetry,
     audit: Option<&AuditLog>,
     policies: &[Policy],
     dns: &DnsSettings,
@@ -193,7 +217,7 @@ fn publish(
             service,
             phase,
             seconds,
-        } => sinks
+        } => telemetry
             .metrics
             .failover_phase_seconds
             .with_label_values(&[service.0.as_str(), phase.as_str()])
@@ -205,10 +229,11 @@ fn publish(
                 .find(|p| p.service == t.service)
                 .and_then(|p| Job::new(p, &t, dns));
             if let Some(job) = job {
-                let handle =
-                    observers
-                        .set
-                        .spawn(observer::run(job, sinks.events.clone(), sinks.clock));
+                let handle = observers.set.spawn(observer::run(
+                    job,
+                    telemetry.events.clone(),
+                    telemetry.clock,
+                ));
                 if let Some((_, old)) = observers
                     .by_service
                     .insert(t.service.clone(), (t.id.clone(), handle))
@@ -232,7 +257,7 @@ fn publish(
             if let Some(a) = audit {
                 a.record(
                     &AuditEntry::new(
-                        sinks.clock.now(),
+                        telemetry.clock.now(),
                         CONTROLLER_ACTOR,
                         "failover.timeline",
                         &t.rule,

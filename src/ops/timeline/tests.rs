@@ -9,7 +9,7 @@ use gslb_core::timeline::fixtures::{api_policy, applied, decision, in_sync, prob
 
 use super::spawn;
 
-/// A temporary folder with an audit log in it, and sinks whose clock reads 5 s.
+/// A temporary folder with an audit log in it, and telemetry whose clock reads 5 s.
 async fn task_fixture() -> (
     tempfile::TempDir,
     crate::io::audit::AuditLog,
@@ -19,22 +19,22 @@ async fn task_fixture() -> (
     let audit = crate::io::audit::AuditLog::open(dir.path().join("audit.jsonl"))
         .await
         .expect("audit log");
-    let sinks = crate::ops::telemetry::Telemetry::new(
+    let telemetry = crate::ops::telemetry::Telemetry::new(
         crate::io::clock::Clock::anchored_at(Millis(5_000)),
         64,
     );
-    (dir, audit, sinks)
+    (dir, audit, telemetry)
 }
 
 #[tokio::test]
 async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     use std::sync::Arc;
 
-    let (dir, audit, sinks) = task_fixture().await;
+    let (dir, audit, telemetry) = task_fixture().await;
     let policy = api_policy();
     let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![policy]));
     let (store, task) = spawn(
-        &sinks,
+        &telemetry,
         Some(audit.clone()),
         crate::io::probe::DnsSettings::default(),
         policies,
@@ -42,7 +42,7 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     let count = |phase: &str, n: u64| {
         format!("gslb_failover_phase_seconds_count{{phase=\"{phase}\",service=\"api\"}} {n}")
     };
-    let metrics = sinks.metrics.render();
+    let metrics = telemetry.metrics.render();
     assert!(
         metrics.contains(&count("served_by_observed", 0)),
         "{metrics}"
@@ -53,7 +53,7 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
         decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)),
         in_sync(1_500, "tokyo"),
     ] {
-        sinks.events.send(e).expect("the task listens");
+        telemetry.events.send(e).expect("the task listens");
     }
     tokio::time::timeout(Duration::from_secs(5), async {
         while store
@@ -66,7 +66,7 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     })
     .await
     .expect("the timeline completes (no observers: in sync is the last phase)");
-    let metrics = sinks.metrics.render();
+    let metrics = telemetry.metrics.render();
     assert!(metrics.contains(&count("provider_in_sync", 1)), "{metrics}");
     assert!(
         metrics.contains(
@@ -88,20 +88,20 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
 async fn stopping_the_task_audits_open_timelines_as_interrupted() {
     use std::sync::Arc;
 
-    let (dir, audit, sinks) = task_fixture().await;
+    let (dir, audit, telemetry) = task_fixture().await;
     let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![api_policy()]));
     let (store, task) = spawn(
-        &sinks,
+        &telemetry,
         Some(audit),
         crate::io::probe::DnsSettings::default(),
         policies,
     );
-    sinks
+    telemetry
         .events
         .send(decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)))
         .expect("the task listens");
     // Events already sent when the stop arrives are still recorded, then the timeline closes.
-    sinks
+    telemetry
         .events
         .send(applied(1_100, "tokyo"))
         .expect("the task listens");
