@@ -309,9 +309,10 @@ fn publish(
             engine.overrides(),
             step.at,
         );
-        // Here, not in the reconcilers: one blocked in a provider call cannot refresh it.
+        // Here too, not only in the reconcilers: one blocked in a provider call cannot refresh
+        // the unapplied age.
         for s in engine.services() {
-            reconcile::record_unapplied_age(sinks, &s.policy().service);
+            sinks.record_apply(&s.policy().service);
         }
     }
 }

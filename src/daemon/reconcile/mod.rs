@@ -79,7 +79,7 @@ enum Pass {
 ///
 /// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`.
 /// Every label set of the binding exists from the start ([`Metrics::declare_binding`]). The
-/// status it keeps is what [`record_unapplied_age`] reads.
+/// apply gauges follow the status it keeps ([`Telemetry::record_apply`]).
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
@@ -148,7 +148,7 @@ pub async fn run<P: Provider>(
 /// pushes nothing, shadow mode (`shadow`) is on, or the provider already serves its pool (see
 /// [`ApplyStatus::take_up`]). The reconciler may be inside a slow provider call and see the
 /// decision only when that call ends; until then the status must not say `applied` for an
-/// older decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
+/// older decision. The apply gauges follow at once ([`Telemetry::record_apply`]).
 pub fn send(
     tx: &watch::Sender<Option<Decision>>,
     decision: &Decision,
@@ -156,31 +156,9 @@ pub fn send(
     sinks: &Telemetry,
 ) {
     let decided = Decided::of(decision, shadow);
-    if sinks.board.record_decided(&decision.service, decided) {
-        sinks
-            .metrics
-            .decision_applied
-            .with_label_values(&[decision.service.0.as_str()])
-            .set(0.0);
-    }
+    sinks.board.record_decided(&decision.service, decided);
+    sinks.record_apply(&decision.service);
     tx.send_replace(Some(decision.clone()));
-}
-
-/// Sets `gslb_decision_unapplied_age_seconds{service}` from the status board: now minus
-/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow
-/// mode). Both are derived when read ([`StatusBoard::pending_since`]) from what the engine
-/// loop decided and what the reconciler saw. The engine loop calls this at every tick, so the
-/// age keeps rising while the reconciler waits inside a provider call or between retries.
-pub fn record_unapplied_age(sinks: &Telemetry, service: &ServiceId) {
-    let age = sinks
-        .board
-        .pending_since(service)
-        .map_or(0.0, |s| sinks.clock.now().since(s).as_secs_f64());
-    sinks
-        .metrics
-        .decision_unapplied_age_seconds
-        .with_label_values(&[service.0.as_str()])
-        .set(age);
 }
 
 /// One reconciler's state across passes.
@@ -351,7 +329,7 @@ impl<P: Provider> Reconciler<'_, P> {
     }
 
     /// Updates the reconciler's apply status of the service, reporting on `decision` (see
-    /// [`ApplyStatus::take_up`]).
+    /// [`ApplyStatus::take_up`]), and the apply gauges with it ([`Telemetry::record_apply`]).
     fn status(&self, decision: Option<&Decision>, f: impl FnOnce(&mut ApplyStatus)) {
         let shadow = self.steering.shadow;
         self.sinks.board.update_apply(self.service(), |a| {
@@ -360,17 +338,13 @@ impl<P: Provider> Reconciler<'_, P> {
             }
             f(a);
         });
+        self.sinks.record_apply(self.service());
     }
 
-    /// Records "decided but not applied": the applied gauge at 0 and the status `pending`
-    /// (since the first such pass), after `also` updated the status.
+    /// Records "decided but not applied": the status `pending` (since the first such pass),
+    /// after `also` updated the status.
     fn mark_pending(&self, decision: Option<&Decision>, also: impl FnOnce(&mut ApplyStatus)) {
         let now = self.sinks.clock.now();
-        self.sinks
-            .metrics
-            .decision_applied
-            .with_label_values(&[self.service().0.as_str()])
-            .set(0.0);
         self.status(decision, |a| {
             also(a);
             a.state = ApplyState::Pending;
