@@ -71,7 +71,7 @@ pub struct Metrics {
     pub velocity_limited_total: IntCounterVec,
     /// `gslb_velocity_available{service}`: automatic switches left in the budget.
     pub velocity_available: GaugeVec,
-    /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail.
+    /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail, drills' included.
     pub rail_holds_total: IntCounterVec,
     /// `gslb_pool_flap_percent{service,pool}`: weighted state-change percentage.
     pub pool_flap_percent: GaugeVec,
