@@ -190,7 +190,10 @@ impl Metrics {
         }
     }
 
-    /// Sets the override gauges from the active set at `now`.
+    /// Sets the override gauges from the active set at `now`. The oldest age counts from when
+    /// each drill started ([`Overrides::started`]): the restore reverting an expired or ended
+    /// drill keeps that drill's age until traffic is back, so `OverrideOutstanding` does not
+    /// restart its clock.
     pub fn record_overrides<'a>(
         &self,
         services: impl IntoIterator<Item = &'a ServiceId>,
@@ -208,7 +211,7 @@ impl Metrics {
             }
             let oldest = mine
                 .iter()
-                .map(|o| now.since(o.created).as_secs_f64())
+                .map(|o| now.since(overrides.started(o)).as_secs_f64())
                 .fold(0.0, f64::max);
             self.override_oldest_age_seconds
                 .with_label_values(&[s])
