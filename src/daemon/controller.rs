@@ -294,8 +294,8 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
-/// Failed reads are recorded like the reconciler's, so the status shows why no decision is
-/// made yet.
+/// Failed reads (a read unanswered within [`reconcile::CALL_DEADLINE`] included) are recorded
+/// like the reconciler's, so the status shows why no decision is made yet.
 async fn adopt<P: Provider>(
     provider: Arc<P>,
     binding: Steering,
@@ -309,7 +309,7 @@ async fn adopt<P: Provider>(
             .provider_calls_total
             .with_label_values(&[provider.name(), "observe"])
             .inc();
-        match provider.observe().await {
+        match reconcile::within_deadline(provider.observe()).await {
             Ok(observed) => {
                 let _ = tx
                     .send(

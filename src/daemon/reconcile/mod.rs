@@ -10,6 +10,7 @@
 //! [`gslb_core::planner::plan`], which `gslb plan` shares), report (status, metrics, logs,
 //! events) and apply (only for [`Outcome::Write`]). Every refusal rule lives in the planner.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,14 @@ use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
 
 mod report;
+
+/// How long the reconciler and the adoption read wait for one provider call (`observe` or
+/// `apply`) before it counts as failed ([`within_deadline`]): 30 s, three times the adapters'
+/// default per-attempt timeout (10 s: `[route53]`'s `attempt_timeout` and the Cloudflare
+/// client's), so a healthy call (a few requests at the adapters' rate limits) and an in-place
+/// retry of a slow attempt fit, while a hung call shows as an error well before the adapters'
+/// own worst case (Route 53: 5 attempts of 10 s and backoff, over a minute).
+pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// First retry delay after a provider failure.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -141,6 +150,27 @@ pub async fn run<P: Provider>(
     }
 }
 
+/// `call` (one provider call), bounded by [`CALL_DEADLINE`]: a call that has not answered by
+/// then is dropped and fails as [`ProviderError::Transient`] (retryable), so the status's
+/// `last_error` and `gslb_provider_errors_total{code="transient"}` show it at once instead of
+/// when the adapter gives up. Dropping a write part-way is safe: the next pass reads afresh and
+/// plans what is still missing.
+///
+/// # Errors
+/// The call's own error, or `Transient` ("no answer within 30s ...") at the deadline.
+pub async fn within_deadline<T>(
+    call: impl Future<Output = Result<T, ProviderError>>,
+) -> Result<T, ProviderError> {
+    tokio::time::timeout(CALL_DEADLINE, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ProviderError::Transient(format!(
+                "no answer within {} (gslb's deadline for one provider call)",
+                humantime::format_duration(CALL_DEADLINE)
+            )))
+        })
+}
+
 /// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records
 /// on the status board that it was decided, and when ([`StatusBoard::record_decided`]). The
 /// engine loop calls this; it writes no apply status. From this moment the status derives
@@ -234,8 +264,8 @@ impl<P: Provider> Reconciler<'_, P> {
         }
     }
 
-    /// Reads the provider afresh and hands its pool health to the health votes. A failed read
-    /// while a decision waits marks it decided but not applied.
+    /// Reads the provider afresh (within [`CALL_DEADLINE`]) and hands its pool health to the
+    /// health votes. A failed read while a decision waits marks it decided but not applied.
     async fn observe(
         &self,
         decision: Option<&Decision>,
@@ -245,7 +275,7 @@ impl<P: Provider> Reconciler<'_, P> {
             .provider_calls_total
             .with_label_values(&[self.name(), "observe"])
             .inc();
-        let observed = match self.provider.observe().await {
+        let observed = match within_deadline(self.provider.observe()).await {
             Ok(o) => o,
             Err(e) => {
                 if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
@@ -266,8 +296,8 @@ impl<P: Provider> Reconciler<'_, P> {
         Ok(observed)
     }
 
-    /// Writes `plan` (towards `desired`) and reports it: the write metric, the status and
-    /// [`Event::Applied`].
+    /// Writes `plan` (towards `desired`, within [`CALL_DEADLINE`]) and reports it: the write
+    /// metric, the status and [`Event::Applied`].
     async fn apply(
         &mut self,
         decision: Option<&Decision>,
@@ -281,7 +311,7 @@ impl<P: Provider> Reconciler<'_, P> {
             .provider_calls_total
             .with_label_values(&[name, "apply"])
             .inc();
-        match self.provider.apply(&plan).await {
+        match within_deadline(self.provider.apply(&plan)).await {
             Ok(()) => {
                 self.fight.wrote(desired);
                 let at = self.sinks.clock.now();
