@@ -110,6 +110,7 @@ fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
         "AllPoolsDown",
         "StandbyUnhealthy",
         "ProberSuspect",
+        "SingleVantageAllPoolsDown",
         "OverrideOutstanding",
         "CertExpiringSoon",
         "PolicyReloadFailed",

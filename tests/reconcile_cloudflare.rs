@@ -231,6 +231,56 @@ async fn a_concurrent_reverter_is_detected_bounded_and_reported() {
     assert_eq!(fights(), 1);
 }
 
+/// `gslb_decision_applied` tells the same story as the status: 0 whenever it reads `pending`,
+/// whatever made it so (here a write-fight pause, then a refused plan), 1 once applied. The
+/// other writer here is a console edit after gslb's read-back, so the pass before the pause
+/// found the provider in sync.
+#[tokio::test(start_paused = true)]
+async fn the_applied_gauge_reads_0_whenever_the_status_says_pending() {
+    let mut h = start(failover(), |_| {}).await;
+    let applied = || {
+        h.sinks
+            .metrics
+            .decision_applied
+            .with_label_values(&["web"])
+            .get()
+    };
+    let revert = || {
+        h.fake
+            .edit_load_balancer(serde_json::json!({ "default_pools": [ids::NCP, ids::GCP] }))
+    };
+    h.reconciler.read_back().await;
+    assert_eq!(applied(), 1.0);
+    // Reverted after each read-back until gslb stops writing: the write-fight pause.
+    for _ in 0..=WRITE_FIGHT_LIMIT {
+        revert();
+        tokio::time::sleep(Duration::from_secs(61)).await;
+    }
+    let s = status(&h.sinks);
+    assert_eq!(s.state, ApplyState::Pending, "{s:?}");
+    assert!(s.write_fight.is_some(), "{s:?}");
+    assert_eq!(applied(), 0.0, "write-fight pause: {s:?}");
+
+    // The window passes and the decision is applied again.
+    tokio::time::sleep(WRITE_FIGHT_WINDOW).await;
+    assert_eq!(status(&h.sinks).state, ApplyState::Applied);
+    assert_eq!(applied(), 1.0);
+
+    // Every pool goes down with gcp serving: applied as it is. Then an edit puts ncp first;
+    // the fix would leave the unhealthy fallback pool serving, so it is refused: pending.
+    let mut down = decision("gcp", Verdict::Unhealthy, Verdict::Unhealthy);
+    down.at = Millis(900_000);
+    h.reconciler.decide(&down);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(status(&h.sinks).state, ApplyState::Applied);
+    revert();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let s = status(&h.sinks);
+    assert_eq!(s.state, ApplyState::Pending, "{s:?}");
+    assert!(s.refused.is_some(), "{s:?}");
+    assert_eq!(applied(), 0.0, "refused plan: {s:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn traffic_is_never_sent_to_an_unhealthy_fallback_pool() {
     // Every pool down by gslb's probes (e.g. a forced drill while both regions fail): with

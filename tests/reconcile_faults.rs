@@ -30,6 +30,9 @@ struct Faulty {
     applies: Mutex<u32>,
     /// How long each read takes (a provider that stopped answering, until its timeouts).
     observe_delay: Mutex<Duration>,
+    /// While set, reads (`.0`) or writes (`.1`) never answer (a hung connection no adapter
+    /// timeout ends).
+    hang: Mutex<(bool, bool)>,
 }
 
 impl Faulty {
@@ -43,6 +46,15 @@ impl Faulty {
             always_fail,
             applies: Mutex::new(0),
             observe_delay: Mutex::new(Duration::ZERO),
+            hang: Mutex::new((false, false)),
+        }
+    }
+
+    /// Never answers while `hang` is set for reads (`write` false) or writes.
+    async fn hang_while_set(&self, write: bool) {
+        let (reads, writes) = *self.hang.lock().expect("lock");
+        if if write { writes } else { reads } {
+            std::future::pending::<()>().await;
         }
     }
 
@@ -61,10 +73,12 @@ impl Provider for Faulty {
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
         let delay = *self.observe_delay.lock().expect("lock");
         tokio::time::sleep(delay).await;
+        self.hang_while_set(false).await;
         self.inner.observe().await
     }
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
         *self.applies.lock().expect("lock") += 1;
+        self.hang_while_set(true).await;
         if let Some(e) = &self.always_fail {
             return Err(e.clone());
         }
@@ -387,8 +401,8 @@ async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
         .with_label_values(&labels);
     let applied = h.sinks.metrics.decision_applied.with_label_values(&labels);
     // The provider stops answering: each read takes 40 s (a stopped emulator, three attempts
-    // of 10 s and more). The 60 s resync read starts and hangs; at 65 s a failover to tokyo
-    // is decided while that read is in flight.
+    // of 10 s and more), so each fails at the reconciler's 30 s deadline. The 60 s resync read
+    // starts and hangs; at 65 s a failover to tokyo is decided while that read is in flight.
     *h.provider.observe_delay.lock().expect("lock") = Duration::from_secs(40);
     let started = tokio::time::Instant::now();
     tokio::time::sleep_until(started + Duration::from_secs(65)).await;
@@ -396,7 +410,7 @@ async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
     failover.at = Millis(65_000);
     h.decide(&failover);
     // Decided but not applied from that moment, the age rising, through the end of the old
-    // read (100 s, which still finds seoul serving) and the new read that hangs until 140 s.
+    // read (cut at 90 s; seoul was last seen serving) and the reads retried after it.
     for at in [66, 90, 120, 135] {
         tokio::time::sleep_until(started + Duration::from_secs(at)).await;
         let status = state(&h.sinks);
@@ -419,4 +433,56 @@ async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
     assert_eq!(status.observed_active, Some(PoolId("tokyo".into())));
     assert_eq!(age.get(), 0.0, "applied: nothing waits");
     assert_eq!(applied.get(), 1.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_call_that_never_answers_fails_as_transient_at_its_deadline() {
+    use gslb::daemon::reconcile::CALL_DEADLINE;
+    let mut h = start(Faulty::new(vec![], None), decision("seoul", Rule::Stay));
+    h.next_in_sync(Duration::from_secs(5))
+        .await
+        .expect("in sync");
+    let errors = |operation: &str| {
+        h.sinks
+            .metrics
+            .provider_errors_total
+            .with_label_values(&["faulty", operation, "transient"])
+            .get()
+    };
+    // The provider stops answering; a failover to tokyo is decided. The read hangs: at its
+    // deadline it is a transient error, in the status and the metrics at once.
+    *h.provider.hang.lock().expect("lock") = (true, false);
+    let started = tokio::time::Instant::now();
+    let mut failover = decision("tokyo", Rule::Failover);
+    failover.at = Millis(10_000);
+    h.decide(&failover);
+    tokio::time::sleep(CALL_DEADLINE - Duration::from_secs(1)).await;
+    assert_eq!(errors("observe"), 0);
+    assert_eq!(state(&h.sinks).last_error, None);
+    tokio::time::sleep_until(started + CALL_DEADLINE + Duration::from_millis(10)).await;
+    let s = state(&h.sinks);
+    assert_eq!(s.state, ApplyState::Pending, "{s:?}");
+    let error = s.last_error.unwrap_or_default();
+    assert!(error.contains("no answer within 30s"), "{error}");
+    assert_eq!(errors("observe"), 1);
+
+    // Reads answer again, the write hangs: the same at the write's deadline.
+    *h.provider.hang.lock().expect("lock") = (false, true);
+    while h.provider.applies() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let writing = tokio::time::Instant::now();
+    tokio::time::sleep_until(writing + CALL_DEADLINE - Duration::from_secs(1)).await;
+    assert_eq!(errors("apply"), 0);
+    tokio::time::sleep_until(writing + CALL_DEADLINE + Duration::from_millis(20)).await;
+    assert_eq!(errors("apply"), 1);
+    let s = state(&h.sinks);
+    assert_eq!(s.state, ApplyState::Pending, "{s:?}");
+    assert!(s.last_error.is_some_and(|e| e.contains("no answer")));
+
+    // The provider answers again: retried, applied.
+    *h.provider.hang.lock().expect("lock") = (false, false);
+    h.next_applied().await;
+    h.read_back().await;
+    assert_eq!(state(&h.sinks).state, ApplyState::Applied);
 }

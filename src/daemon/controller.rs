@@ -299,8 +299,8 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
-/// Failed reads are recorded like the reconciler's, so the status shows why no decision is
-/// made yet.
+/// Failed reads (a read unanswered within [`reconcile::CALL_DEADLINE`] included) are recorded
+/// like the reconciler's, so the status shows why no decision is made yet.
 async fn adopt<P: Provider>(
     provider: Arc<P>,
     steering: Steering,

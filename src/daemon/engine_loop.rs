@@ -312,9 +312,10 @@ fn publish(
             engine.overrides(),
             step.at,
         );
-        // Here, not in the reconcilers: one blocked in a provider call cannot refresh it.
+        // Here too, not only in the reconcilers: one blocked in a provider call cannot refresh
+        // the unapplied age.
         for s in engine.services() {
-            reconcile::record_unapplied_age(telemetry, &s.policy().service);
+            telemetry.record_apply(&s.policy().service);
         }
     }
 }

@@ -332,15 +332,44 @@ impl StatusBoard {
     /// while its apply state is `pending` (both as read, see [`StatusBoard::snapshot`]), else
     /// `None` (also for an unknown service).
     pub fn pending_since(&self, service: &ServiceId) -> Option<Millis> {
-        read(&self.services).get(service).and_then(|s| {
-            let apply = &s.apply;
-            match &s.decided {
-                Some(d) if apply.marks(d) => Some(d.at),
-                _ => apply
-                    .pending_since
-                    .filter(|_| apply.state == ApplyState::Pending),
-            }
+        self.derived(service, |_, apply| {
+            apply
+                .pending_since
+                .filter(|_| apply.state == ApplyState::Pending)
         })
+        .flatten()
+    }
+
+    /// Whether the provider serves a service's latest decision, as read (see
+    /// [`StatusBoard::snapshot`]): its apply state is `applied`, or `not_pushed` (a hold) with
+    /// the provider last read serving the pool the engine wants serving. `false` while
+    /// `pending` (a new decision, failed reads or writes, a refused plan, a write-fight pause),
+    /// in `shadow` mode, and for an unknown service. `gslb_decision_applied` is this.
+    pub fn applied(&self, service: &ServiceId) -> bool {
+        self.derived(service, |s, apply| match apply.state {
+            ApplyState::Applied => true,
+            ApplyState::NotPushed => {
+                apply.observed_active.is_some() && apply.observed_active == s.active
+            }
+            ApplyState::Pending | ApplyState::Shadow => false,
+        })
+        .unwrap_or(false)
+    }
+
+    /// `f` of a service and its apply status as read: the reconciler's, taking up the latest
+    /// decision handed to it ([`ApplyStatus::take_up`]). `None` for an unknown service.
+    fn derived<T>(
+        &self,
+        service: &ServiceId,
+        f: impl FnOnce(&ServiceStatus, &ApplyStatus) -> T,
+    ) -> Option<T> {
+        let services = read(&self.services);
+        let s = services.get(service)?;
+        let mut apply = s.apply.clone();
+        if let Some(d) = &s.decided {
+            apply.take_up(d);
+        }
+        Some(f(s, &apply))
     }
 
     /// Records that the engine loop handed `decided` to the service's reconciler (the engine

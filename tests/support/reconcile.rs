@@ -45,8 +45,8 @@ pub struct Harness<P> {
 }
 
 /// Spawns a reconciler of `steering` against `provider` reporting to `sinks`, and hands it
-/// `decision` as the engine loop does; it first runs when the test next yields. The unapplied
-/// age is refreshed every [`gslb::daemon::controller::MAX_TICK`], as the engine loop's tick
+/// `decision` as the engine loop does; it first runs when the test next yields. The apply
+/// gauges are refreshed every [`gslb::daemon::controller::MAX_TICK`], as the engine loop's tick
 /// does.
 pub fn start<P: Provider>(
     provider: Arc<P>,
@@ -78,7 +78,7 @@ pub fn start<P: Provider>(
         let mut tick = tokio::time::interval(gslb::daemon::controller::MAX_TICK);
         loop {
             tick.tick().await;
-            reconcile::record_unapplied_age(&sinks, &service);
+            sinks.record_apply(&service);
         }
     });
     h
@@ -95,9 +95,9 @@ impl<P> Harness<P> {
         self.sinks.board.snapshot()[&self.service].apply.clone()
     }
 
-    /// Refreshes the unapplied-age gauge now, as the engine loop's next tick would.
+    /// Refreshes the apply gauges now, as the engine loop's next tick would.
     pub fn tick(&self) {
-        reconcile::record_unapplied_age(&self.sinks, &self.service);
+        self.sinks.record_apply(&self.service);
     }
 
     /// Waits for the next `Applied` event: the provider accepted a plan.

@@ -313,7 +313,7 @@ impl Engine {
         }
         // Drills of removed services or pools are dropped, as on load.
         let all: Vec<Override> = self.overrides.all().cloned().collect();
-        self.overrides = Overrides::default();
+        self.overrides.clear();
         self.restore_overrides(all, out);
         reset.to_vec()
     }
@@ -434,6 +434,8 @@ impl Engine {
             duration: Some(lasts),
         };
         if let Ok((o, _)) = self.overrides.add(policy, &req, at) {
+            // Still the drill's: its age goes on until traffic is back.
+            self.overrides.continues(&o.id, ended.created);
             out.overrides.push(OverrideChange::Added(o));
         }
     }

@@ -161,6 +161,9 @@ pub enum OverrideError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
     active: BTreeMap<OverrideId, Override>,
+    /// For an active override that continues an ended drill (the restore reverting it, see
+    /// [`Overrides::continues`]): when that drill started.
+    continued: BTreeMap<OverrideId, Millis>,
 }
 
 impl Overrides {
@@ -243,9 +246,26 @@ impl Overrides {
     /// # Errors
     /// [`OverrideError::NotFound`] when no active override has this id.
     pub fn end(&mut self, id: &OverrideId) -> Result<Override, OverrideError> {
+        self.continued.remove(id);
         self.active
             .remove(id)
             .ok_or_else(|| OverrideError::NotFound(id.clone()))
+    }
+
+    /// Records that the active override `id` continues a drill that started at `since`: the
+    /// restore that reverts an ended drill, which lasts until traffic is back. Not saved in the
+    /// drill state file: after a restart such a restore counts from its own creation.
+    pub fn continues(&mut self, id: &OverrideId, since: Millis) {
+        if self.active.contains_key(id) {
+            self.continued.insert(id.clone(), since);
+        }
+    }
+
+    /// Since when the drill of the active override `o` has been outstanding: `o.created`, or
+    /// for a restore that continues an ended drill ([`Overrides::continues`]), when that drill
+    /// started. `gslb_override_oldest_age_seconds` counts from it.
+    pub fn started(&self, o: &Override) -> Millis {
+        self.continued.get(&o.id).copied().unwrap_or(o.created)
     }
 
     /// Removes and returns every override whose expiry is at or before `now`.
@@ -256,6 +276,7 @@ impl Overrides {
             .filter(|o| o.expires <= now)
             .map(|o| o.id.clone())
             .collect();
+        self.continued.retain(|id, _| !due.contains(id));
         due.iter().filter_map(|id| self.active.remove(id)).collect()
     }
 
@@ -282,7 +303,15 @@ impl Overrides {
                 skipped.push(o);
             }
         }
+        let active = &self.active;
+        self.continued.retain(|id, _| active.contains_key(id));
         skipped
+    }
+
+    /// Removes every active override, to re-install them with [`Overrides::restore_all`] (a
+    /// reload): what [`Overrides::continues`] recorded is kept for those re-installed.
+    pub fn clear(&mut self) {
+        self.active.clear();
     }
 
     /// Every active override, by id.

@@ -10,6 +10,7 @@
 //! [`gslb_core::planner::plan`], which `gslb plan` shares), report (status, metrics, logs,
 //! events) and apply (only for [`Outcome::Write`]). Every refusal rule lives in the planner.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,14 @@ use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
 
 mod report;
+
+/// How long the reconciler and the adoption read wait for one provider call (`observe` or
+/// `apply`) before it counts as failed ([`within_deadline`]): 30 s, three times the adapters'
+/// default per-attempt timeout (10 s: `[route53]`'s `attempt_timeout` and the Cloudflare
+/// client's), so a healthy call (a few requests at the adapters' rate limits) and an in-place
+/// retry of a slow attempt fit, while a hung call shows as an error well before the adapters'
+/// own worst case (Route 53: 5 attempts of 10 s and backoff, over a minute).
+pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// First retry delay after a provider failure.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -79,8 +88,8 @@ enum Pass {
 ///
 /// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`. Every
 /// label set of the binding exists from the start
-/// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The status it
-/// keeps is what [`record_unapplied_age`] reads.
+/// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The apply
+/// gauges follow the status it keeps ([`Telemetry::record_apply`]).
 pub async fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
@@ -142,6 +151,27 @@ pub async fn run<P: Provider>(
     }
 }
 
+/// `call` (one provider call), bounded by [`CALL_DEADLINE`]: a call that has not answered by
+/// then is dropped and fails as [`ProviderError::Transient`] (retryable), so the status's
+/// `last_error` and `gslb_provider_errors_total{code="transient"}` show it at once instead of
+/// when the adapter gives up. Dropping a write part-way is safe: the next pass reads afresh and
+/// plans what is still missing.
+///
+/// # Errors
+/// The call's own error, or `Transient` ("no answer within 30s ...") at the deadline.
+pub async fn within_deadline<T>(
+    call: impl Future<Output = Result<T, ProviderError>>,
+) -> Result<T, ProviderError> {
+    tokio::time::timeout(CALL_DEADLINE, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ProviderError::Transient(format!(
+                "no answer within {} (gslb's deadline for one provider call)",
+                humantime::format_duration(CALL_DEADLINE)
+            )))
+        })
+}
+
 /// Hands a changed `decision` to its reconciler through `tx` (the latest wins), and records on the
 /// status board that it was decided, and when
 /// ([`StatusBoard::record_decided`](crate::ops::status::StatusBoard::record_decided)). The engine
@@ -150,7 +180,7 @@ pub async fn run<P: Provider>(
 /// shadow mode (`shadow`) is on, or the provider already serves its pool (see
 /// [`ApplyStatus::take_up`]). The reconciler may be inside a slow provider call and see the
 /// decision only when that call ends; until then the status must not say `applied` for an older
-/// decision. When it derives `pending`, `gslb_decision_applied{service}` is set to 0.
+/// decision. The apply gauges follow at once ([`Telemetry::record_apply`]).
 pub fn send(
     tx: &watch::Sender<Option<Decision>>,
     decision: &Decision,
@@ -158,39 +188,17 @@ pub fn send(
     telemetry: &Telemetry,
 ) {
     let decided = Decided::of(decision, shadow);
-    if telemetry.board.record_decided(&decision.service, decided) {
-        telemetry
-            .metrics
-            .decision_applied
-            .with_label_values(&[decision.service.0.as_str()])
-            .set(0.0);
-    }
+    telemetry.board.record_decided(&decision.service, decided);
+    telemetry.record_apply(&decision.service);
     tx.send_replace(Some(decision.clone()));
 }
 
-/// Sets `gslb_decision_unapplied_age_seconds{service}` from the status board: now minus
-/// `pending_since` while the status says `pending`, 0 otherwise (applied, not pushed, shadow mode).
-/// Both are derived when read
-/// ([`StatusBoard::pending_since`](crate::ops::status::StatusBoard::pending_since)) from what the
-/// engine loop decided and what the reconciler saw. The engine loop calls this at every tick, so
-/// the age keeps rising while the reconciler waits inside a provider call or between retries.
-pub fn record_unapplied_age(telemetry: &Telemetry, service: &ServiceId) {
-    let age = telemetry
-        .board
-        .pending_since(service)
-        .map_or(0.0, |s| telemetry.clock.now().since(s).as_secs_f64());
-    telemetry
-        .metrics
-        .decision_unapplied_age_seconds
-        .with_label_values(&[service.0.as_str()])
-        .set(age);
-}
-
-/// Reads `provider` afresh, counted in `gslb_provider_calls_total{provider,operation="observe"}`:
-/// the reconciler's read and the adoption read at start, the same way.
+/// Reads `provider` afresh within [`CALL_DEADLINE`], counted in
+/// `gslb_provider_calls_total{provider,operation="observe"}`: the reconciler's read and the
+/// adoption read at start, the same way.
 ///
 /// # Errors
-/// The provider's own, untouched; the caller reports it.
+/// The provider's own, untouched, or `Transient` at the deadline; the caller reports it.
 pub(crate) async fn observe<P: Provider>(
     provider: &P,
     telemetry: &Telemetry,
@@ -200,7 +208,7 @@ pub(crate) async fn observe<P: Provider>(
         .provider_calls_total
         .with_label_values(&[provider.name(), "observe"])
         .inc();
-    provider.observe().await
+    within_deadline(provider.observe()).await
 }
 
 /// One reconciler's state across passes.
@@ -276,8 +284,8 @@ impl<P: Provider> Reconciler<'_, P> {
         }
     }
 
-    /// Reads the provider afresh and hands its pool health to the health votes. A failed read
-    /// while a decision waits marks it decided but not applied.
+    /// Reads the provider afresh (within [`CALL_DEADLINE`]) and hands its pool health to the
+    /// health votes. A failed read while a decision waits marks it decided but not applied.
     async fn observe(&self, decision: Option<&Decision>) -> Result<ObservedState, ProviderError> {
         let observed = match observe(self.provider, self.telemetry).await {
             Ok(o) => o,
@@ -300,8 +308,8 @@ impl<P: Provider> Reconciler<'_, P> {
         Ok(observed)
     }
 
-    /// Writes `plan` (towards `desired`) and reports it: the write metric, the status and
-    /// [`Event::Applied`].
+    /// Writes `plan` (towards `desired`, within [`CALL_DEADLINE`]) and reports it: the write
+    /// metric, the status and [`Event::Applied`].
     async fn apply(
         &mut self,
         decision: Option<&Decision>,
@@ -315,7 +323,7 @@ impl<P: Provider> Reconciler<'_, P> {
             .provider_calls_total
             .with_label_values(&[name, "apply"])
             .inc();
-        match self.provider.apply(&plan).await {
+        match within_deadline(self.provider.apply(&plan)).await {
             Ok(()) => {
                 self.fight.wrote(desired);
                 let at = self.telemetry.clock.now();
@@ -363,7 +371,7 @@ impl<P: Provider> Reconciler<'_, P> {
     }
 
     /// Updates the reconciler's apply status of the service, reporting on `decision` (see
-    /// [`ApplyStatus::take_up`]).
+    /// [`ApplyStatus::take_up`]), and the apply gauges with it ([`Telemetry::record_apply`]).
     fn status(&self, decision: Option<&Decision>, f: impl FnOnce(&mut ApplyStatus)) {
         let shadow = self.steering.shadow;
         self.telemetry.board.update_apply(self.service(), |a| {
@@ -372,17 +380,13 @@ impl<P: Provider> Reconciler<'_, P> {
             }
             f(a);
         });
+        self.telemetry.record_apply(self.service());
     }
 
-    /// Records "decided but not applied": the applied gauge at 0 and the status `pending`
-    /// (since the first such pass), after `also` updated the status.
+    /// Records "decided but not applied": the status `pending` (since the first such pass),
+    /// after `also` updated the status.
     fn mark_pending(&self, decision: Option<&Decision>, also: impl FnOnce(&mut ApplyStatus)) {
         let now = self.telemetry.clock.now();
-        self.telemetry
-            .metrics
-            .decision_applied
-            .with_label_values(&[self.service().0.as_str()])
-            .set(0.0);
         self.status(decision, |a| {
             also(a);
             a.state = ApplyState::Pending;

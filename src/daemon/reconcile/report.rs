@@ -37,11 +37,6 @@ impl<P: Provider> Reconciler<'_, P> {
         observed_active: Option<PoolId>,
     ) -> Pass {
         let service = self.service().clone();
-        self.telemetry
-            .metrics
-            .decision_applied
-            .with_label_values(&[service.0.as_str()])
-            .set(1.0);
         let mut reached = false;
         self.status(decision, |a| {
             reached = a.state != ApplyState::Applied;
@@ -175,11 +170,6 @@ impl<P: Provider> Reconciler<'_, P> {
                 fresh = true;
             }
         });
-        self.telemetry
-            .metrics
-            .decision_applied
-            .with_label_values(&[service.0.as_str()])
-            .set(0.0);
         if fresh {
             self.telemetry
                 .metrics

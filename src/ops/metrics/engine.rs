@@ -40,7 +40,7 @@ pub(super) const VELOCITY_AVAILABLE: Family = Family {
 };
 pub(super) const RAIL_HOLDS_TOTAL: Family = Family {
     name: "gslb_rail_holds_total",
-    help: "Switches refused by a safety rail (rail_hold: no serving pool or not healthy; dwell: spacing).",
+    help: "Switches refused by a safety rail (rail_hold: no serving pool or not healthy, or a drain of the serving pool with no other healthy pool; dwell: spacing).",
     labels: &["service", "rule"],
 };
 pub(super) const POOL_FLAP_PERCENT: Family = Family {
@@ -140,7 +140,9 @@ impl Metrics {
     }
 
     /// Counts a changed decision by rule, as a switch (enforce mode only), as a hold, and as a
-    /// velocity or rail refusal.
+    /// velocity or rail refusal. Every `rail_hold` and `dwell` decision is a rail hold: a switch
+    /// a rail refused (`blocked`), or a drill's drain of the serving pool that the
+    /// never-zero-serving-pools rail keeps serving (nothing blocked).
     fn count_decision(&self, d: &Decision, mode: Mode) {
         let service = d.service.0.as_str();
         self.decisions_total
@@ -161,7 +163,7 @@ impl Metrics {
                 .velocity_limited_total
                 .with_label_values(&[service])
                 .inc(),
-            Rule::RailHold | Rule::Dwell if d.blocked.is_some() => self
+            Rule::RailHold | Rule::Dwell => self
                 .rail_holds_total
                 .with_label_values(&[service, d.rule.as_str()])
                 .inc(),
@@ -188,7 +190,10 @@ impl Metrics {
         }
     }
 
-    /// Sets the override gauges from the active set at `now`.
+    /// Sets the override gauges from the active set at `now`. The oldest age counts from when
+    /// each drill started ([`Overrides::started`]): the restore reverting an expired or ended
+    /// drill keeps that drill's age until traffic is back, so `OverrideOutstanding` does not
+    /// restart its clock.
     pub fn record_overrides<'a>(
         &self,
         services: impl IntoIterator<Item = &'a ServiceId>,
@@ -206,7 +211,7 @@ impl Metrics {
             }
             let oldest = mine
                 .iter()
-                .map(|o| now.since(o.created).as_secs_f64())
+                .map(|o| now.since(overrides.started(o)).as_secs_f64())
                 .fold(0.0, f64::max);
             self.override_oldest_age_seconds
                 .with_label_values(&[s])

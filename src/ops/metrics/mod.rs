@@ -55,7 +55,9 @@ pub struct Metrics {
     pub active_pool: GaugeVec,
     /// `gslb_decisions_total{service,rule}`: decisions that changed the rule or the active pool.
     pub decisions_total: IntCounterVec,
-    /// `gslb_decision_applied{service}`: 1 when the provider matches the latest decision.
+    /// `gslb_decision_applied{service}`: 1 when the status reads the latest decision applied,
+    /// 0 while it reads `pending` or `shadow`; set only by
+    /// [`Telemetry::record_apply`](crate::ops::telemetry::Telemetry::record_apply).
     pub decision_applied: GaugeVec,
     /// `gslb_provider_calls_total{provider,operation}`: observe and apply calls.
     pub provider_calls_total: IntCounterVec,
@@ -69,7 +71,7 @@ pub struct Metrics {
     pub velocity_limited_total: IntCounterVec,
     /// `gslb_velocity_available{service}`: automatic switches left in the budget.
     pub velocity_available: GaugeVec,
-    /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail.
+    /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail, drills' included.
     pub rail_holds_total: IntCounterVec,
     /// `gslb_pool_flap_percent{service,pool}`: weighted state-change percentage.
     pub pool_flap_percent: GaugeVec,

@@ -12,7 +12,7 @@ pub const RECONCILE_BUCKETS: &[f64] = &[
 
 pub(super) const DECISION_APPLIED: Family = Family {
     name: "gslb_decision_applied",
-    help: "1 when the provider state matches the latest decision, 0 while decided but not applied.",
+    help: "1 when the status reads the latest decision applied (or a hold the provider serves), 0 while it reads pending (any cause) or shadow.",
     labels: &["service"],
 };
 pub(super) const PROVIDER_CALLS_TOTAL: Family = Family {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::Metrics;
 use super::tests::demo_policy;
-use gslb_core::engine::{Decision, Rule};
+use gslb_core::engine::{Blocked, Decision, Rule};
 use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
 };
@@ -116,6 +116,34 @@ fn switches_are_counted_by_kind_and_only_when_they_move_traffic() {
     ] {
         assert!(text.contains(line), "{line} missing from\n{text}");
     }
+}
+
+#[test]
+fn a_rail_hold_of_a_drill_is_counted_as_a_rail_hold() {
+    let m = Metrics::new();
+    m.declare_service(&demo_policy());
+    let rail_holds = |rule: Rule| {
+        m.rail_holds_total
+            .with_label_values(&["demo-api", rule.as_str()])
+            .get()
+    };
+    // A drain of the serving pool while no other pool is healthy: the engine keeps the
+    // drained pool serving (rule `rail_hold`, the never-zero-serving-pools rail) and blocks no
+    // switch of its own.
+    let mut kept = decision(Rule::RailHold, "primary", "primary");
+    kept.previous = None;
+    m.record_decision(&kept, true, Mode::Enforce);
+    assert_eq!(rail_holds(Rule::RailHold), 1);
+    // A switch a rail refused counts as before.
+    let mut spaced = decision(Rule::Dwell, "primary", "primary");
+    spaced.previous = None;
+    spaced.blocked = Some(Blocked {
+        rule: Rule::Failback,
+        to: PoolId("secondary".into()),
+    });
+    m.record_decision(&spaced, true, Mode::Enforce);
+    assert_eq!(rail_holds(Rule::Dwell), 1);
+    assert_eq!(rail_holds(Rule::RailHold), 1);
 }
 
 #[test]

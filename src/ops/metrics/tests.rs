@@ -66,6 +66,42 @@ fn override_gauges_count_active_drills_and_fall_back_to_zero() {
 }
 
 #[test]
+fn an_expired_drains_revert_keeps_the_drills_age_until_traffic_is_back() {
+    use gslb_core::engine::{
+        Engine, EngineSettings, Input, OverrideAction, OverrideId, OverrideRequest,
+    };
+    use gslb_core::model::{Millis, PoolId};
+    let m = super::Metrics::new();
+    let policy = demo_policy();
+    let service = policy.service.clone();
+    let mut engine = Engine::new([policy], &EngineSettings::default());
+    let drain = OverrideRequest {
+        id: OverrideId("d-1".into()),
+        service: service.clone(),
+        action: OverrideAction::Drain,
+        pool: PoolId("seoul".into()),
+        reason: "drill".into(),
+        actor: "alice".into(),
+        duration: Some(std::time::Duration::from_secs(7_200)),
+    };
+    engine.step(Millis(0), &Input::AddOverride(drain));
+    let age = |engine: &Engine, at: Millis| {
+        m.record_overrides([&service], engine.overrides(), at);
+        m.override_oldest_age_seconds
+            .with_label_values(&[service.0.as_str()])
+            .get()
+    };
+    assert_eq!(age(&engine, Millis(3_600_000)), 3_600.0);
+    // The drain of the most preferred pool expires; a short restore reverts it. Traffic is not
+    // back yet: the drill is still outstanding, and its age goes on from its start.
+    engine.step(Millis(7_201_000), &Input::Tick);
+    let active: Vec<_> = engine.overrides().all().map(|o| o.id.0.clone()).collect();
+    assert_eq!(active, ["d-1-revert"]);
+    assert_eq!(age(&engine, Millis(7_201_000)), 7_201.0);
+    assert_eq!(age(&engine, Millis(7_230_000)), 7_230.0);
+}
+
+#[test]
 fn policy_loads_and_forgotten_services() {
     use gslb_core::model::{EndpointId, Millis, Observation, ProbeOutcome, ProbeReason, VantageId};
     let m = super::Metrics::new();
