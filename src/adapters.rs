@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use gslb::cli::run::{Bind, BindError};
+use gslb::cli::run::{Bind, BoxError};
 use gslb::config::Settings;
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
@@ -26,7 +26,7 @@ pub struct Adapters<'a> {
 }
 
 impl Bind for Adapters<'_> {
-    async fn bind(&self, policy: &Policy) -> Result<AnyProvider, BindError> {
+    async fn bind(&self, policy: &Policy) -> Result<AnyProvider, BoxError> {
         Ok(match &policy.target {
             Target::Route53(t) => AnyProvider::new(Arc::new(self.route53(t).await)),
             Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
@@ -60,7 +60,7 @@ impl Adapters<'_> {
         Route53Provider::from_env(r53, binding).await
     }
 
-    fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BindError> {
+    fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BoxError> {
         let s = &self.settings.cloudflare;
         let token = ApiToken::from_file_or_env(s.token_file.as_deref(), &s.token_env)
             .context("no Cloudflare API token")?;

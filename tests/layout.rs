@@ -357,6 +357,22 @@ fn the_length_check_measures_a_function_body() {
 }
 
 #[test]
+fn one_module_convention_a_folder_with_mod_rs() {
+    let mut both = Vec::new();
+    for dir in ["src", "core/src", "providers"] {
+        for f in rust_files(&root().join(dir)) {
+            if f.with_extension("").is_dir() {
+                both.push(f.display().to_string());
+            }
+        }
+    }
+    assert!(
+        both.is_empty(),
+        "a module file beside its folder (use folder/mod.rs): {both:?}"
+    );
+}
+
+#[test]
 fn main_rs_stays_under_300_lines() {
     let text = std::fs::read_to_string(root().join("src/main.rs")).expect("readable");
     assert!(

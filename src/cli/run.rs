@@ -27,8 +27,9 @@ use crate::io::state_file::StateFile;
 use crate::ops::telemetry::Telemetry;
 use crate::ops::{events, notify, timeline};
 
-/// Why a provider could not be set up for a policy (e.g. no Cloudflare API token).
-pub type BindError = Box<dyn std::error::Error + Send + Sync>;
+/// Any error, boxed: why a provider could not be set up for a policy (e.g. no Cloudflare API
+/// token, see [`Bind`]), or the cause of a [`RunError`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Turns a policy's target into its provider. The binary implements it: it is the only code
 /// that names the concrete adapters (`gslb-route53`, `gslb-cloudflare`).
@@ -37,7 +38,7 @@ pub trait Bind: Sync {
     ///
     /// # Errors
     /// The provider cannot be set up from the settings (a settings problem, exit code 2).
-    fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BindError>> + Send;
+    fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BoxError>> + Send;
 }
 
 /// `gslb run` failed; [`RunError::exit_code`] is the process's exit code. Displayed as its
@@ -48,9 +49,6 @@ pub struct RunError {
     context: Option<String>,
     source: BoxError,
 }
-
-/// Any error, boxed.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl RunError {
     /// Bad settings or policies: exit code 2.

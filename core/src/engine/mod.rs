@@ -356,9 +356,13 @@ impl Engine {
                 }
             }
         }
+        // Recorded as the engine has always recorded a reload: reset services in load order,
+        // removed ones by name.
+        let mut removed = diff.removed.clone();
+        removed.sort();
         let input = Input::Reload {
             reset: diff.changed.clone(),
-            removed: diff.removed.clone(),
+            removed,
         };
         let out = self.step(at, &input);
         (input, out)

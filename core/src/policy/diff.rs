@@ -20,7 +20,7 @@ pub struct PolicyDiff {
     pub changed: Vec<ServiceId>,
     /// Services of [`PolicyDiff::policies`] that keep their state and tasks, in that order.
     pub unchanged: Vec<ServiceId>,
-    /// Services of the set in force that the new set no longer has, by name.
+    /// Services of the set in force that the new set no longer has, in that set's order.
     pub removed: Vec<ServiceId>,
 }
 
@@ -36,7 +36,7 @@ impl PolicyDiff {
             set.into_iter().map(|p| p.service.clone()).collect()
         };
         let kept: BTreeSet<&ServiceId> = new.iter().map(|p| &p.service).collect();
-        let removed: BTreeSet<ServiceId> = old
+        let removed: Vec<ServiceId> = old
             .iter()
             .map(|p| &p.service)
             .filter(|id| !kept.contains(id))
@@ -45,7 +45,7 @@ impl PolicyDiff {
         Self {
             changed: ids(changed),
             unchanged: ids(unchanged),
-            removed: removed.into_iter().collect(),
+            removed,
             policies: new,
         }
     }
