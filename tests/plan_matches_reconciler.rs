@@ -12,18 +12,14 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gslb::cli::plan::{Gathered, Outcome, outcome};
 use gslb::daemon::controller;
-use gslb_cloudflare::fake::{Fake, ids};
-use gslb_cloudflare::{
-    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
-    LoadBalancerRef,
-};
+use gslb_cloudflare::CloudflareProvider;
+use gslb_cloudflare::fake::{Fake, binding, ids, paused_settings};
 use gslb_core::engine::{Decision, PoolVerdict, Rule};
 use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId, Verdict};
@@ -120,20 +116,7 @@ fn memory() -> Arc<MemoryProvider> {
 }
 
 fn cloudflare(fake: &Fake) -> Arc<CloudflareProvider> {
-    let settings = CloudflareSettings {
-        api_base: fake.base_url(),
-        requests_per_window: NonZeroU32::new(1200).expect("nonzero"),
-        attempt_timeout: None,
-        ..CloudflareSettings::new(ApiToken::new(ids::TOKEN))
-    };
-    let binding = CloudflareBinding {
-        account_id: ids::ACCOUNT.into(),
-        zone_id: ids::ZONE.into(),
-        load_balancer: LoadBalancerRef::parse(ids::LB_NAME),
-        pools: [ids::NCP, ids::GCP]
-            .map(|p| CloudflarePool { pool_id: p.into() })
-            .to_vec(),
-    };
+    let (settings, binding) = (paused_settings(fake), binding(ids::LB_NAME));
     Arc::new(CloudflareProvider::new(settings, binding).expect("provider"))
 }
 

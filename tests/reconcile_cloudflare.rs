@@ -12,39 +12,22 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gslb::daemon::reconcile::{HealthVotes, Steering};
 use gslb::ops::status::{ApplyState, ApplyStatus};
 use gslb::ops::telemetry::Telemetry;
-use gslb_cloudflare::fake::{Fake, ids};
-use gslb_cloudflare::{
-    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
-    LoadBalancerRef,
-};
+use gslb_cloudflare::CloudflareProvider;
+use gslb_cloudflare::fake::{self as harness, Fake, ids, paused_settings};
 use gslb_core::engine::{Decision, PoolVerdict, Rule};
 use gslb_core::model::{Millis, PoolId, ServiceId, Verdict};
 use gslb_core::planner::{ProviderPools, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
 use tokio::time::Instant;
 
 fn provider(fake: &Fake) -> CloudflareProvider {
-    let settings = CloudflareSettings {
-        api_base: fake.base_url(),
-        requests_per_window: NonZeroU32::new(1200).unwrap(),
-        attempt_timeout: None,
-        ..CloudflareSettings::new(ApiToken::new(ids::TOKEN))
-    };
-    let binding = CloudflareBinding {
-        account_id: ids::ACCOUNT.into(),
-        zone_id: ids::ZONE.into(),
-        load_balancer: LoadBalancerRef::parse(ids::LB_NAME),
-        pools: [ids::NCP, ids::GCP]
-            .map(|p| CloudflarePool { pool_id: p.into() })
-            .to_vec(),
-    };
-    CloudflareProvider::new(settings, binding).expect("provider")
+    let binding = harness::binding(ids::LB_NAME);
+    CloudflareProvider::new(paused_settings(fake), binding).expect("provider")
 }
 
 fn binding() -> Steering {
@@ -374,21 +357,11 @@ async fn a_drained_fallback_pool_does_not_block_a_failover() {
     fake.edit_load_balancer(serde_json::json!({
         "default_pools": [ids::NCP, ids::GCP, AWS], "fallback_pool": AWS
     }));
-    let settings = CloudflareSettings {
-        api_base: fake.base_url(),
-        requests_per_window: NonZeroU32::new(1200).unwrap(),
-        attempt_timeout: None,
-        ..CloudflareSettings::new(ApiToken::new(ids::TOKEN))
-    };
-    let cf = CloudflareBinding {
-        account_id: ids::ACCOUNT.into(),
-        zone_id: ids::ZONE.into(),
-        load_balancer: LoadBalancerRef::parse(ids::LB_NAME),
-        pools: [ids::NCP, ids::GCP, AWS]
-            .map(|p| CloudflarePool { pool_id: p.into() })
-            .to_vec(),
-    };
-    let provider = CloudflareProvider::new(settings, cf).expect("provider");
+    let mut cf = harness::binding(ids::LB_NAME);
+    cf.pools.push(gslb_cloudflare::CloudflarePool {
+        pool_id: AWS.into(),
+    });
+    let provider = CloudflareProvider::new(paused_settings(&fake), cf).expect("provider");
     let mut b = binding();
     b.pools.priority.push(AWS.into());
     b.pools.refs.insert(PoolId("aws".into()), AWS.into());

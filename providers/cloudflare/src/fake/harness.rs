@@ -29,6 +29,18 @@ pub fn settings(fake: &Fake) -> CloudflareSettings {
     }
 }
 
+/// Production settings, backoffs included, pointed at `fake` with its token and
+/// [`REQUESTS_PER_WINDOW`], for tests in paused tokio time: no attempt deadline (see
+/// [`CloudflareSettings::attempt_timeout`]), so simulated time never cuts a socket wait short.
+pub fn paused_settings(fake: &Fake) -> CloudflareSettings {
+    CloudflareSettings {
+        api_base: fake.base_url(),
+        requests_per_window: NonZeroU32::new(REQUESTS_PER_WINDOW).unwrap_or(NonZeroU32::MIN),
+        attempt_timeout: None,
+        ..CloudflareSettings::new(ApiToken::new(ids::TOKEN))
+    }
+}
+
 /// The fixture's load balancer by `lb` (id or name, [`LoadBalancerRef::parse`]), pools NCP
 /// then GCP.
 pub fn binding(lb: &str) -> CloudflareBinding {

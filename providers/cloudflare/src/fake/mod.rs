@@ -38,7 +38,7 @@ use tokio::time::Instant;
 
 use crate::MANAGED_TAG;
 
-pub use harness::{REQUESTS_PER_WINDOW, binding, priority, provider, settings};
+pub use harness::{REQUESTS_PER_WINDOW, binding, paused_settings, priority, provider, settings};
 
 /// One request the fake answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
