@@ -415,9 +415,9 @@ async fn names_resolve_through_the_configured_nameserver() {
 }
 
 #[tokio::test]
-async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
-    // The prober's nameserver is up but never answers (a resolver stuck on the origin's
-    // authoritative servers looks the same); its DNS timeout is 300 ms, the probe's 3 s.
+async fn silent_nameserver_is_resolver_unavailable_within_the_lookup_limit() {
+    // The prober's nameserver is up but never answers; its DNS timeout is 300 ms, the probe's
+    // 3 s. Issue 12: our own resolver's silence is the prober's side, never the origin's.
     let silent = UdpSocket::bind(LOOPBACK).await.unwrap();
     let p = Prober::new(&DnsSettings {
         nameservers: vec![silent.local_addr().unwrap()],
@@ -426,22 +426,83 @@ async fn silent_nameserver_is_dns_resolution_within_the_dns_timeout() {
     })
     .unwrap();
     let out = probe(&p, &spec(), &http("http://seoul.gslb-test.test/health")).await;
-    assert_reason(&out, ProbeReason::DnsResolution);
+    assert_reason(&out, ProbeReason::ResolverUnavailable);
     assert!(out.duration >= Duration::from_millis(300), "{out:?}");
     assert!(out.duration < Duration::from_secs(2), "{out:?}");
     let lookup = out.dns_lookup.expect("the failed lookup is timed");
     assert!(lookup >= Duration::from_millis(300), "{out:?}");
 
-    // A probe timeout shorter than the DNS timeout: the lookup time so far is reported.
+    // A probe timeout shorter than the DNS timeout: the lookup gets half of it, and the
+    // reason is still the resolver's, with the lookup time reported.
     let short = ProbeSpec {
         timeout: Duration::from_millis(100),
         ..spec()
     };
     let out = probe(&p, &short, &tcp("seoul.gslb-test.test", 80)).await;
-    assert_reason(&out, ProbeReason::Timeout);
+    assert_reason(&out, ProbeReason::ResolverUnavailable);
     let lookup = out.dns_lookup.expect("the cut-off lookup is timed");
-    assert!(lookup >= Duration::from_millis(100), "{out:?}");
+    assert!(lookup >= Duration::from_millis(50), "{out:?}");
     assert!(lookup <= out.duration, "{out:?}");
+}
+
+/// A resolver on `ip` that answers every query with `rcode` (2 SERVFAIL, 5 REFUSED), or never
+/// answers when `rcode` is `None`.
+async fn broken_resolver(ip: [u8; 4], rcode: Option<u8>) -> SocketAddr {
+    let socket = UdpSocket::bind((Ipv4Addr::from(ip), 0)).await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
+            let (Some(rcode), true) = (rcode, n >= 12) else {
+                continue;
+            };
+            let mut r = buf[..n].to_vec();
+            r[2] = 0x80 | (r[2] & 0x01); // QR, RD copied
+            r[3] = 0x80 | rcode; // RA, the code
+            r[6..12].fill(0); // no answer, authority or additional records
+            let _ = socket.send_to(&r, peer).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn servfail_and_refused_from_our_own_resolver_are_resolver_unavailable() {
+    for (ip, rcode) in [([127, 0, 0, 70], 2), ([127, 0, 0, 71], 5)] {
+        let p = Prober::new(&DnsSettings {
+            nameservers: vec![broken_resolver(ip, Some(rcode)).await],
+            timeout: Duration::from_secs(1),
+            ..DnsSettings::default()
+        })
+        .unwrap();
+        let out = probe(&p, &spec(), &http("http://seoul.gslb-test.test/health")).await;
+        assert_reason(&out, ProbeReason::ResolverUnavailable);
+        assert_reason(
+            &probe(&p, &spec(), &tcp("seoul.gslb-test.test", 443)).await,
+            ProbeReason::ResolverUnavailable,
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dead_resolver_with_the_default_dns_timeout_and_a_short_probe_timeout_is_not_an_origin_timeout()
+ {
+    // Issue 12: `[dns] timeout` 2 s (the default), probe timeout 1 s. The lookup is limited to
+    // half the probe's time, so the reason is the resolver's, not `timeout`.
+    let p = Prober::new(&DnsSettings {
+        nameservers: vec![broken_resolver([127, 0, 0, 72], None).await],
+        ..DnsSettings::default()
+    })
+    .unwrap();
+    let short = ProbeSpec {
+        timeout: Duration::from_secs(1),
+        ..spec()
+    };
+    let out = probe(&p, &short, &http("http://seoul.gslb-test.test/health")).await;
+    assert_reason(&out, ProbeReason::ResolverUnavailable);
+    assert!(out.duration < Duration::from_secs(1), "{out:?}");
+    let out = probe(&p, &short, &tcp("seoul.gslb-test.test", 443)).await;
+    assert_reason(&out, ProbeReason::ResolverUnavailable);
 }
 
 #[tokio::test]

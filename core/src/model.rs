@@ -101,8 +101,9 @@ pub enum ProbeReason {
     BodyMismatch,
     /// Any other failure (malformed response, host unreachable).
     Other,
-    /// Prober-side: the vantage point's own resolver failed (no answer could be had from it at
-    /// all, as opposed to an answer saying the name does not exist).
+    /// Prober-side: the vantage point's own resolver failed: SERVFAIL, REFUSED or another error
+    /// code, no answer within the lookup's limit, or no nameserver listening (as opposed to an
+    /// answer that the name does not exist or has no address, which is `dns_resolution`).
     ResolverUnavailable,
     /// No route to the endpoint's network (`ENETUNREACH`): the local routing table, or a router
     /// on the way reporting the region's prefix unreachable. Ambiguous, so it counts against

@@ -14,11 +14,11 @@ use super::dns::DnsError;
 /// The reason for a failed probe, from its error.
 ///
 /// Rules, first match along the chain wins (outermost first):
-/// - our [`DnsError`]: an answer that the name has no records (NXDOMAIN, NODATA, SERVFAIL
-///   relayed by the resolver) or no answer in time → `dns_resolution` (the origin's side); the
-///   resolver itself failing (I/O error, no usable nameserver, protocol error, or no answer in
-///   time while every configured nameserver refuses) → `resolver_unavailable` (the prober's
-///   side);
+/// - our [`DnsError`]: an answer that the name does not exist (NXDOMAIN) or has no address
+///   (NODATA) → `dns_resolution` (the origin's side: a deleted record is the zone owner's
+///   problem); anything else from the vantage point's own resolver (SERVFAIL, REFUSED or any
+///   other error code, no answer within the lookup's limit, an I/O error, no nameserver
+///   listening) → `resolver_unavailable` (the prober's side, never counted toward `fall`);
 /// - a `rustls::Error` (handshake, protocol, certificate) → `tls`;
 /// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
@@ -48,11 +48,10 @@ pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
 fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
     if let Some(dns) = e.downcast_ref::<DnsError>() {
         return Some(match dns {
-            DnsError::Lookup { source, .. } if !source.is_no_records_found() => {
-                ProbeReason::ResolverUnavailable
+            DnsError::Lookup { source, .. } if name_has_no_address(source) => {
+                ProbeReason::DnsResolution
             }
-            DnsError::NoNameserver { .. } => ProbeReason::ResolverUnavailable,
-            _ => ProbeReason::DnsResolution,
+            _ => ProbeReason::ResolverUnavailable,
         });
     }
     if e.is::<rustls::Error>() {
@@ -93,6 +92,22 @@ fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
         };
     }
     None
+}
+
+/// Whether hickory's error is an answer about the name itself: NXDOMAIN, or NOERROR without
+/// an address (NODATA). SERVFAIL, REFUSED and the other error codes are the resolver's trouble.
+fn name_has_no_address(e: &hickory_resolver::ResolveError) -> bool {
+    use hickory_resolver::proto::ProtoErrorKind;
+    use hickory_resolver::proto::op::ResponseCode;
+    e.proto().is_some_and(|p| {
+        matches!(
+            p.kind(),
+            ProtoErrorKind::NoRecordsFound {
+                response_code: ResponseCode::NXDomain | ResponseCode::NoError,
+                ..
+            }
+        )
+    })
 }
 
 #[cfg(test)]
@@ -191,12 +206,49 @@ mod tests {
             host: "x.test".into(),
             timeout: Duration::from_secs(2),
         };
-        assert_eq!(classify(&dns), ProbeReason::DnsResolution);
+        assert_eq!(
+            classify(&dns),
+            ProbeReason::ResolverUnavailable,
+            "no answer from our own resolver is the prober's side (issue 12)"
+        );
         let dns = DnsError::NoNameserver {
             host: "x.test".into(),
             nameservers: vec!["127.0.0.1:5399".parse().unwrap()],
         };
         assert_eq!(classify(&wrapped(dns)), ProbeReason::ResolverUnavailable);
+    }
+
+    #[test]
+    fn servfail_and_refused_are_the_resolvers_nxdomain_and_nodata_the_names() {
+        use hickory_resolver::proto::op::{Query, ResponseCode};
+        use hickory_resolver::proto::{ProtoError, ProtoErrorKind};
+        let answered = |response_code| DnsError::Lookup {
+            host: "seoul.example.test".into(),
+            source: ProtoError::from(ProtoErrorKind::NoRecordsFound {
+                query: Box::new(Query::default()),
+                soa: None,
+                ns: None,
+                negative_ttl: None,
+                response_code,
+                trusted: false,
+                authorities: None,
+            })
+            .into(),
+        };
+        for code in [ResponseCode::ServFail, ResponseCode::Refused] {
+            assert_eq!(
+                classify(&wrapped(answered(code))),
+                ProbeReason::ResolverUnavailable,
+                "{code:?}"
+            );
+        }
+        for code in [ResponseCode::NXDomain, ResponseCode::NoError] {
+            assert_eq!(
+                classify(&wrapped(answered(code))),
+                ProbeReason::DnsResolution,
+                "{code:?}"
+            );
+        }
     }
 
     #[test]

@@ -35,8 +35,9 @@ pub struct DnsSettings {
     #[serde(default = "default_dns_nameservers")]
     pub nameservers: Vec<SocketAddr>,
     /// Limit for resolving one name, all nameservers, retries and both address families
-    /// included. Default 2 s: below the default 5 s probe timeout, so a name without an
-    /// answer is reported as `dns_resolution`, not as `timeout`.
+    /// included. Default 2 s. A probe's own lookup is further limited to half its probe
+    /// timeout, so a resolver that does not answer is always reported as
+    /// `resolver_unavailable` (the prober's side), never as a `timeout` of the origin.
     #[serde(default = "default_dns_timeout", with = "humantime_serde")]
     pub timeout: Duration,
     /// Answers the resolver caches (one entry per name and record type), each for its TTL.
@@ -72,9 +73,9 @@ impl Default for DnsSettings {
     }
 }
 
-/// A failed name resolution. The classifier maps [`DnsError::NoNameserver`] and a `Lookup`
-/// that is not an answer without records to `resolver_unavailable` (the prober's side), the
-/// rest to `dns_resolution`.
+/// A failed name resolution. The classifier maps a `Lookup` that is an answer about the name
+/// (NXDOMAIN, NODATA) to `dns_resolution` (the origin's side), everything else to
+/// `resolver_unavailable` (the prober's side).
 #[derive(Debug, thiserror::Error)]
 pub enum DnsError {
     /// The resolver answered with an error (NXDOMAIN, no records, SERVFAIL, unreachable
@@ -87,23 +88,32 @@ pub enum DnsError {
         #[source]
         source: ResolveError,
     },
-    /// No answer within [`DnsSettings::timeout`].
-    #[error("resolving {host}: no answer within {timeout:?}")]
+    /// No answer within the lookup's limit ([`DnsSettings::timeout`], or less for a probe).
+    #[error("resolving {host}: no answer within {}", humantime::format_duration(*.timeout))]
     Timeout {
         /// The name looked up.
         host: String,
         /// The limit that passed.
         timeout: Duration,
     },
-    /// No answer within [`DnsSettings::timeout`], and every configured nameserver refuses
-    /// (nothing listens on its port): the resolver is down, not the name.
-    #[error("resolving {host}: no nameserver listening ({nameservers:?} refuse)")]
+    /// No answer within the lookup's limit, and every configured nameserver refuses (nothing
+    /// listens on its port): the resolver is down, not the name.
+    #[error("resolving {host}: no nameserver listening ({} refuse)", list(nameservers))]
     NoNameserver {
         /// The name looked up.
         host: String,
         /// The configured nameservers, every one of which refused.
         nameservers: Vec<SocketAddr>,
     },
+}
+
+/// `a, b` for an error message.
+fn list(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(SocketAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// How long a check of a silent nameserver waits for the refusal (ICMP port unreachable) after
@@ -184,6 +194,17 @@ impl Dns {
 
     /// Resolves `host` (a name, or an IP literal which is returned as is) within the timeout.
     pub(crate) async fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, DnsError> {
+        self.lookup_within(host, self.timeout).await
+    }
+
+    /// [`Dns::lookup`] within `limit` when that is shorter than [`DnsSettings::timeout`] (a
+    /// probe passes a share of its own timeout); [`DnsError::Timeout`] names the limit used.
+    pub(crate) async fn lookup_within(
+        &self,
+        host: &str,
+        limit: Duration,
+    ) -> Result<Vec<IpAddr>, DnsError> {
+        let limit = limit.min(self.timeout);
         let host = match &self.alias {
             Some(a) if host.eq_ignore_ascii_case(&a.name) => a.real.as_str(),
             _ => host,
@@ -191,7 +212,7 @@ impl Dns {
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(vec![ip]);
         }
-        match tokio::time::timeout(self.timeout, self.resolver.lookup_ip(host)).await {
+        match tokio::time::timeout(limit, self.resolver.lookup_ip(host)).await {
             Ok(Ok(found)) => Ok(found.iter().collect()),
             Ok(Err(source)) => Err(DnsError::Lookup {
                 host: host.to_owned(),
@@ -205,7 +226,7 @@ impl Dns {
             }),
             Err(_) => Err(DnsError::Timeout {
                 host: host.to_owned(),
-                timeout: self.timeout,
+                timeout: limit,
             }),
         }
     }

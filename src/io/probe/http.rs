@@ -4,6 +4,8 @@
 //! connections (a kept-alive connection hides connect failures), follow redirects unless asked,
 //! or read more than [`BODY_LIMIT`] bytes of a body.
 
+use std::time::Duration;
+
 use reqwest::header::HeaderValue;
 use reqwest::redirect;
 use url::Url;
@@ -80,9 +82,15 @@ pub(crate) struct HttpTarget {
 
 /// Runs one check; records in `trace` the lookup time, and the status and certificate expiry
 /// as soon as a response arrives (so a timeout while reading the body still reports them).
-pub(crate) async fn check(dns: &Dns, t: &HttpTarget, trace: &mut Trace) -> ProbeReason {
+/// The lookup of the URL's host name is limited to `lookup`.
+pub(crate) async fn check(
+    dns: &Dns,
+    t: &HttpTarget,
+    trace: &mut Trace,
+    lookup: Duration,
+) -> ProbeReason {
     if let Some(host) = &t.resolve {
-        if let Err(e) = trace.lookup(dns, host).await {
+        if let Err(e) = trace.lookup(dns, host, lookup).await {
             // The resolver failing is the prober's side, an answer without records the
             // origin's: `classify` tells them apart.
             let reason = classify(&e);

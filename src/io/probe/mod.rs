@@ -274,7 +274,8 @@ impl Prober {
     /// hard `timeout`. Uses a fresh connection.
     ///
     /// HTTP: resolve the URL's host name (IP literals skip this; `localhost` is answered
-    /// locally), GET, then the status must be in `expected_status` (a 3xx counts when
+    /// locally) within half the timeout (or [`DnsSettings::timeout`] when shorter; a lookup
+    /// that runs out, or is still running at the timeout, is `resolver_unavailable`), GET, then the status must be in `expected_status` (a 3xx counts when
     /// redirects are not followed) and, when `body_contains` is set, the first
     /// [`BODY_LIMIT`] bytes of the body must contain it. TCP: resolve, then connect.
     ///
@@ -293,19 +294,28 @@ impl Prober {
         let _in_flight = self.stats.in_flight();
         let start = Instant::now();
         let mut trace = trace::Trace::default();
+        // The lookup gets at most half the probe's time: past it the resolver, not the origin,
+        // is what failed, and the origin keeps the other half.
+        let lookup = target.timeout / 2;
         let checked = tokio::time::timeout(target.timeout, async {
             match &target.kind {
-                TargetKind::Http(t) => http::check(&self.dns, t, &mut trace).await,
+                TargetKind::Http(t) => http::check(&self.dns, t, &mut trace, lookup).await,
                 TargetKind::Tcp { host, port } => {
-                    tcp::check(&self.dns, host, *port, &mut trace).await
+                    tcp::check(&self.dns, host, *port, &mut trace, lookup).await
                 }
             }
         })
         .await;
         let reason = checked.unwrap_or_else(|_| {
             self.stats.timed_out();
-            tracing::debug!(endpoint = %target.endpoint, timeout = ?target.timeout, "probe timed out");
-            ProbeReason::Timeout
+            let timeout = humantime::format_duration(target.timeout);
+            tracing::debug!(endpoint = %target.endpoint, %timeout, "probe timed out");
+            if trace.lookup_running() {
+                // Cut off while our own resolver was still being asked.
+                ProbeReason::ResolverUnavailable
+            } else {
+                ProbeReason::Timeout
+            }
         });
         ProbeOutcome {
             success: reason == ProbeReason::Ok,

@@ -3,6 +3,7 @@
 //! Must not: send or read any payload, or keep the connection (it is closed at once).
 
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use tokio::net::TcpStream;
 
@@ -14,12 +15,18 @@ use super::http::error_chain;
 use super::trace::Trace;
 
 /// Runs one TCP connect check against `host:port` (`host` a name or an IP literal, IPv6 with or
-/// without brackets), timing the lookup of a name in `trace`.
-pub(crate) async fn check(dns: &Dns, host: &str, port: u16, trace: &mut Trace) -> ProbeReason {
+/// without brackets), timing the lookup of a name (limited to `lookup`) in `trace`.
+pub(crate) async fn check(
+    dns: &Dns,
+    host: &str,
+    port: u16,
+    trace: &mut Trace,
+    lookup: Duration,
+) -> ProbeReason {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let ips = match bare.parse::<IpAddr>() {
         Ok(ip) => vec![ip],
-        Err(_) => match trace.lookup(dns, bare).await {
+        Err(_) => match trace.lookup(dns, bare, lookup).await {
             Ok(ips) => ips,
             Err(e) => {
                 // The resolver failing is the prober's side, an answer without records the

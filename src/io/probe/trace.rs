@@ -24,13 +24,24 @@ pub(crate) struct Trace {
 }
 
 impl Trace {
-    /// Resolves `host` with `dns`, timing the lookup.
-    pub(crate) async fn lookup(&mut self, dns: &Dns, host: &str) -> Result<Vec<IpAddr>, DnsError> {
+    /// Resolves `host` with `dns` within `limit` (see [`Dns::lookup_within`]), timing the
+    /// lookup.
+    pub(crate) async fn lookup(
+        &mut self,
+        dns: &Dns,
+        host: &str,
+        limit: Duration,
+    ) -> Result<Vec<IpAddr>, DnsError> {
         let start = Instant::now();
         self.dns = Some((start, None));
-        let found = dns.lookup(host).await;
+        let found = dns.lookup_within(host, limit).await;
         self.dns = Some((start, Some(start.elapsed())));
         found
+    }
+
+    /// Whether a name lookup started and has not ended (the probe's timeout cut it off).
+    pub(crate) fn lookup_running(&self) -> bool {
+        matches!(self.dns, Some((_, None)))
     }
 
     /// Time spent resolving: the finished lookup's, or until now for one still running (the
