@@ -186,24 +186,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr in `format`, filtered by `GSLB_LOG` (an `EnvFilter` directive, e.g.
-/// `info,gslb::daemon::reconcile=debug`); default `info` (`warn` when `quiet`).
+/// Logs to stderr in `format`, filtered by `GSLB_LOG` (see [`gslb::ops::logging::filter`]);
+/// default `info` (`warn` when `quiet`), the TLS verifier's per-probe errors left out.
 fn init_tracing(quiet: bool, format: LogFormat) {
     let default = if quiet { "warn" } else { "info" };
-    let (filter, bad) = match std::env::var("GSLB_LOG") {
-        Ok(v) => match tracing_subscriber::EnvFilter::try_new(&v) {
-            Ok(f) if !v.trim().is_empty() => (f, None),
-            _ => (tracing_subscriber::EnvFilter::new(default), Some(v)),
-        },
-        Err(_) => (tracing_subscriber::EnvFilter::new(default), None),
-    };
+    let (filter, bad) =
+        gslb::ops::logging::filter(default, std::env::var("GSLB_LOG").ok().as_deref());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.with_ansi(ansi).init(),
-        LogFormat::Json => builder.json().with_ansi(false).init(),
+        LogFormat::Json => builder
+            .with_ansi(false)
+            .event_format(gslb::ops::logging::JsonLines)
+            .init(),
     }
     if let Some(v) = bad {
         tracing::warn!(GSLB_LOG = %v, "not a valid log filter; using {default}");

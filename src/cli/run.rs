@@ -24,6 +24,7 @@ use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
 use crate::io::probe::{self, Prober};
 use crate::io::state_file::StateFile;
+use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use crate::ops::{events, notify, timeline};
 
@@ -336,7 +337,10 @@ async fn reload<B: Bind>(
 ) {
     let telemetry = daemon.telemetry.clone();
     let failed = |reloader: &mut Reloader, error: &dyn std::fmt::Display| {
-        tracing::error!(trigger = ?trigger, "policy reload failed; the last good policies keep running:\n{error}");
+        tracing::error!(
+            trigger = trigger.as_str(),
+            "policy reload failed; the last good policies keep running:\n{error}"
+        );
         telemetry
             .metrics
             .record_policy_load(false, unix_secs(&telemetry));
@@ -376,9 +380,9 @@ async fn reload<B: Bind>(
         }
     }
     tracing::info!(
-        changed = ?diff.changed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
-        unchanged = ?diff.unchanged.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
-        removed = ?diff.removed.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        changed = %List(&diff.changed),
+        unchanged = %List(&diff.unchanged),
+        removed = %List(&diff.removed),
         "policies reloaded"
     );
     telemetry

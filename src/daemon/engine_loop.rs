@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::daemon::inbox::{Message, Reload};
 use crate::daemon::reconcile;
 use crate::io::journal::Journal;
+use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{
     Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, Step,
@@ -206,7 +207,7 @@ async fn reload(
             .board
             .update_service(s, engine.overrides().all(), at);
     }
-    tracing::info!(reset = ?diff.changed, removed = ?diff.removed, "policies reloaded; unchanged services keep their state");
+    tracing::info!(changed = %List(&diff.changed), removed = %List(&diff.removed), "policies reloaded; unchanged services keep their state");
     if let Err(e) = save(engine, &out, journal).await {
         tracing::error!(error = %e, "the drill state file could not be saved after a reload");
     }
@@ -295,7 +296,15 @@ fn publish(
                 .record_velocity(&decision.service, s.velocity_available(step.at));
         }
         if *changed {
-            tracing::info!(service = %decision.service, rule = decision.rule.as_str(), active = ?decision.active, blocked = ?decision.blocked, reasons = ?decision.reasons, "decision");
+            tracing::info!(
+                service = %decision.service,
+                rule = decision.rule.as_str(),
+                active = decision.active.as_ref().map(|p| p.0.as_str()),
+                blocked = decision.blocked.as_ref().map(|b| b.to.0.as_str()),
+                blocked_rule = decision.blocked.as_ref().map(|b| b.rule.as_str()),
+                reasons = %List(&decision.reasons),
+                "decision"
+            );
             journal.decision(decision);
             let _ = telemetry.events.send(Event::Decision(decision.clone()));
             if let Some(tx) = decisions.get(&decision.service) {

@@ -53,6 +53,16 @@ pub enum Trigger {
     Poll,
 }
 
+impl Trigger {
+    /// `signal` or `poll`, for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Signal => "signal",
+            Self::Poll => "poll",
+        }
+    }
+}
+
 /// Tracks the policy files of a running controller.
 #[derive(Debug)]
 pub struct Reloader {

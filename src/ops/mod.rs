@@ -3,6 +3,7 @@
 //! observers. Nothing here drives the engine.
 
 pub mod events;
+pub mod logging;
 pub mod metrics;
 pub mod notify;
 pub mod status;

@@ -7,7 +7,7 @@ use std::time::Duration;
 pub enum ProviderError {
     /// The provider asked us to slow down (HTTP 429, Route 53 `Throttling`). `retry_after` is
     /// the provider's own hint when it sent one.
-    #[error("rate limited by the provider (retry after {retry_after:?})")]
+    #[error("rate limited by the provider{}", retry_hint(*.retry_after))]
     RateLimited {
         /// The provider's `Retry-After`, when it sent one.
         retry_after: Option<Duration>,
@@ -34,6 +34,15 @@ pub enum ProviderError {
     /// The object exists but gslb does not manage it; gslb refuses to touch it.
     #[error("refusing to touch an object gslb does not manage: {0}")]
     Unowned(String),
+}
+
+/// ` (retry after 90s)` (whole seconds, rounded up) when the provider sent a hint, nothing
+/// otherwise: operator text never shows `Some(..)` or `None`.
+fn retry_hint(retry_after: Option<Duration>) -> String {
+    retry_after.map_or_else(String::new, |d| {
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        format!(" (retry after {secs}s)")
+    })
 }
 
 impl ProviderError {
@@ -75,6 +84,19 @@ impl ProviderError {
 #[cfg(test)]
 mod tests {
     use super::ProviderError;
+
+    #[test]
+    fn rate_limited_messages_never_print_rust_options() {
+        let none = ProviderError::RateLimited { retry_after: None };
+        assert_eq!(none.to_string(), "rate limited by the provider");
+        let hint = ProviderError::RateLimited {
+            retry_after: Some(std::time::Duration::from_millis(89_200)),
+        };
+        assert_eq!(
+            hint.to_string(),
+            "rate limited by the provider (retry after 90s)"
+        );
+    }
 
     #[test]
     fn every_code_is_listed() {

@@ -112,7 +112,7 @@ impl<P: Provider> Reconciler<'_, P> {
                 .with_label_values(&[provider, service.0.as_str()])
                 .inc();
             tracing::warn!(
-                service = %service, provider, pause = ?left,
+                service = %service, provider, pause = %humantime::format_duration(Duration::from_secs(left.as_secs())),
                 "write fight: another writer keeps reverting gslb's change; not writing until the window passes"
             );
         }

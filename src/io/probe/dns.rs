@@ -98,7 +98,10 @@ pub enum DnsError {
     },
     /// No answer within the lookup's limit, and every configured nameserver refuses (nothing
     /// listens on its port): the resolver is down, not the name.
-    #[error("resolving {host}: no nameserver listening ({} refuse)", list(nameservers))]
+    #[error(
+        "resolving {host}: no nameserver listening ({} refuse)",
+        list(nameservers)
+    )]
     NoNameserver {
         /// The name looked up.
         host: String,

@@ -80,7 +80,7 @@ impl Deliverer {
                     self.count("retried");
                     let floor = retry_after.map(|d| d.min(self.max_backoff));
                     let delay = backoff.next_delay((self.jitter)(), floor);
-                    tracing::warn!(sink = %self.name, attempt, error = %why, retry_in = ?delay, "webhook delivery failed; retrying");
+                    tracing::warn!(sink = %self.name, attempt, error = %why, retry_in = %humantime::format_duration(delay), "webhook delivery failed; retrying");
                     tokio::time::sleep(delay).await;
                 }
                 Attempt::Retry { why, .. } | Attempt::Fatal(why) => {

@@ -29,6 +29,7 @@ use tokio::task::JoinSet;
 use crate::config::{Webhook, WebhookFormat};
 use crate::io::clock::Clock;
 use crate::ops::events::EventSender;
+use crate::ops::logging::List;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::StatusBoard;
 use deliver::Deliverer;
@@ -134,7 +135,12 @@ pub fn spawn(
                 deliverer.deliver(&body).await;
             }
         });
-        tracing::info!(sink = %w.name, format = ?w.format, events = ?w.events, "webhook sink started");
+        let format = match w.format {
+            WebhookFormat::Json => "json",
+            WebhookFormat::Slack => "slack",
+        };
+        let events: Vec<_> = w.events.iter().map(|k| k.as_str()).collect();
+        tracing::info!(sink = %w.name, format, events = %List(&events), "webhook sink started");
     }
     Ok(notifier)
 }

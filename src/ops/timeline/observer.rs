@@ -167,7 +167,7 @@ pub async fn run(job: Job, events: EventSender, clock: Clock) {
         }
     }
     if !(dns_seen && served_seen) {
-        tracing::warn!(service = %job.service, timeline = %job.timeline, window = ?job.window, dns_seen, served_seen, "failover observer gave up: the new pool was not seen within the window");
+        tracing::warn!(service = %job.service, timeline = %job.timeline, window = %humantime::format_duration(job.window), dns_seen, served_seen, "failover observer gave up: the new pool was not seen within the window");
     }
 }
 

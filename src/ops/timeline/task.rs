@@ -223,7 +223,7 @@ fn publish(
             .with_label_values(&[service.0.as_str(), phase.as_str()])
             .observe(seconds),
         Update::Opened(t) => {
-            tracing::info!(service = %t.service, timeline = %t.id, from = ?t.from, to = ?t.to, rule = %t.rule, "failover timeline opened");
+            tracing::info!(service = %t.service, timeline = %t.id, from = t.from.as_ref().map(|p| p.0.as_str()), to = t.to.as_ref().map(|p| p.0.as_str()), rule = %t.rule, "failover timeline opened");
             let job = policies
                 .iter()
                 .find(|p| p.service == t.service)
