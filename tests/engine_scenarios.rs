@@ -255,3 +255,24 @@ fn decisions_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn an_unprobeable_primary_never_fails_over_nor_makes_the_vantage_point_suspect() {
+    // Issue 12: an AAAA-only primary seen from a vantage point without IPv6. Not the origin's
+    // fault and not the prober's health: no failover, no suspicion, and the decision says why.
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..15 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, SEOUL, ProbeReason::Unprobeable);
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+    }
+    assert_eq!((sim.switches(), sim.active()), (0, "seoul"));
+    let now = Millis(sim.now);
+    let vantages = sim.engine.vantage_points(now);
+    assert!(vantages.iter().all(|(_, s)| s.is_none()), "{vantages:?}");
+    let reasons = sim.last().reasons.join("\n");
+    assert!(reasons.contains("unprobeable from here since"), "{reasons}");
+    assert!(!reasons.contains("no probe result yet"), "{reasons}");
+}

@@ -15,7 +15,10 @@ use gslb::io::probe::{DnsSettings, Prober, run_endpoint};
 use gslb_core::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId};
 use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use support::dns::FakeDns;
-use support::tls::{CERT_NOT_AFTER, Seen, read_head, tls_origin};
+use support::tls::{
+    CERT_NOT_AFTER, CERT_PEM, EXPIRED_CERT_PEM, EXPIRED_KEY_PEM, EXPIRED_NOT_AFTER,
+    FUTURE_CERT_PEM, FUTURE_KEY_PEM, Seen, read_head, tls_origin, tls_origin_with,
+};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::mpsc;
 use url::Url;
@@ -280,7 +283,7 @@ async fn https_to_a_plain_http_port_is_tls() {
 }
 
 #[tokio::test]
-async fn self_signed_certificate_is_tls_when_verified() {
+async fn self_signed_certificate_is_tls_unknown_issuer_when_verified() {
     let t = tls_origin().await;
     let spec = ProbeSpec {
         tls_server_name: Some("seoul.gslb-test.test".into()),
@@ -292,8 +295,73 @@ async fn self_signed_certificate_is_tls_when_verified() {
         &http(&format!("https://{}/health", t.addr)),
     )
     .await;
-    assert_reason(&out, ProbeReason::Tls);
+    assert_reason(&out, ProbeReason::TlsUnknownIssuer);
     assert!(t.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn expired_and_not_yet_valid_certificates_are_named_and_an_expired_ones_expiry_is_reported() {
+    let sni = ProbeSpec {
+        tls_server_name: Some("seoul.gslb-test.test".into()),
+        ..spec()
+    };
+    let p = prober();
+    let expired = tls_origin_with(EXPIRED_CERT_PEM, EXPIRED_KEY_PEM).await;
+    let url = format!("https://{}/health", expired.addr);
+    let out = probe(&p, &sni, &http(&url)).await;
+    assert_reason(&out, ProbeReason::TlsExpired);
+    assert_eq!(out.cert_expiry, Some(Millis(EXPIRED_NOT_AFTER)), "{out:?}");
+    let future = tls_origin_with(FUTURE_CERT_PEM, FUTURE_KEY_PEM).await;
+    let url = format!("https://{}/health", future.addr);
+    let out = probe(&p, &sni, &http(&url)).await;
+    assert_reason(&out, ProbeReason::TlsNotYetValid);
+    assert_eq!(out.cert_expiry, None);
+}
+
+/// Set by [`a_private_ca_is_trusted_through_ssl_cert_file`] for its child process.
+const PRIVATE_CA_CHILD: &str = "GSLB_TEST_PRIVATE_CA_CHILD";
+
+#[test]
+fn a_private_ca_is_trusted_through_ssl_cert_file() {
+    // The verifier reads its roots once per process, so the check runs in a child process (this
+    // test binary, running only `private_ca_child`) with SSL_CERT_FILE naming the certificate.
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("private-ca.pem");
+    std::fs::write(&ca, CERT_PEM).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "private_ca_child", "--ignored", "--nocapture"])
+        .env("SSL_CERT_FILE", &ca)
+        .env_remove("SSL_CERT_DIR")
+        .env(PRIVATE_CA_CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 passed"), "{text}");
+}
+
+#[tokio::test]
+#[ignore = "run by a_private_ca_is_trusted_through_ssl_cert_file with SSL_CERT_FILE set"]
+async fn private_ca_child() {
+    if std::env::var_os(PRIVATE_CA_CHILD).is_none() {
+        return;
+    }
+    let t = tls_origin().await;
+    let url = format!("https://{}/health", t.addr);
+    let named = |name: &str| ProbeSpec {
+        tls_server_name: Some(name.into()),
+        ..spec()
+    };
+    let p = prober();
+    let out = probe(&p, &named("seoul.gslb-test.test"), &http(&url)).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(out.cert_expiry, Some(Millis(CERT_NOT_AFTER)));
+    let out = probe(&p, &named("tokyo.gslb-test.test"), &http(&url)).await;
+    assert_reason(&out, ProbeReason::TlsNameMismatch);
 }
 
 #[tokio::test]
@@ -353,7 +421,7 @@ async fn https_probes_report_the_leaf_certificate_expiry_even_with_an_unexpected
     assert_eq!(out.cert_expiry, Some(Millis(CERT_NOT_AFTER)), "{out:?}");
     // No response (the certificate is refused), or no TLS: no expiry.
     let refused = probe(&p, &spec(), &http(&url)).await;
-    assert_reason(&refused, ProbeReason::Tls);
+    assert_reason(&refused, ProbeReason::TlsUnknownIssuer);
     assert_eq!(refused.cert_expiry, None);
     let o = origin().await;
     let plain = probe(&p, &spec(), &http(&o.base_url())).await;

@@ -92,8 +92,20 @@ pub enum ProbeReason {
     ConnectionReset,
     /// The endpoint's hostname did not resolve.
     DnsResolution,
-    /// The TLS handshake failed (certificate, protocol).
+    /// The TLS handshake failed for a reason not listed below (protocol, no common cipher, a
+    /// peer that does not speak TLS, a certificate refused for another reason).
     Tls,
+    /// TLS: the certificate (the leaf or one of its chain) has expired. The earliest such
+    /// `notAfter` is reported as [`ProbeOutcome::cert_expiry`].
+    TlsExpired,
+    /// TLS: the certificate is not valid yet (its `notBefore` is in the future).
+    TlsNotYetValid,
+    /// TLS: the certificate is not valid for the name asked for (the URL host, or
+    /// `tls_server_name`).
+    TlsNameMismatch,
+    /// TLS: the certificate does not chain to a trusted root (self-signed, a private CA that is
+    /// not trusted here: see `SSL_CERT_FILE` in the README).
+    TlsUnknownIssuer,
     /// The response status was not one of the expected codes (redirects included when they
     /// are not followed).
     HttpStatus,
@@ -113,6 +125,11 @@ pub enum ProbeReason {
     /// Prober-side: the vantage point ran out of local resources (sockets, file descriptors,
     /// ephemeral ports, buffers).
     LocalResources,
+    /// Unprobeable from here: every address of the endpoint is of a family this vantage point
+    /// has no route for at all (an IPv6 literal or an AAAA-only name on a host without IPv6).
+    /// Says nothing about the origin and nothing about the prober's health: it neither counts
+    /// toward `fall` nor toward the vantage point being suspect; status shows it.
+    Unprobeable,
 }
 
 impl ProbeReason {
@@ -125,12 +142,17 @@ impl ProbeReason {
             Self::ConnectionReset => "connection_reset",
             Self::DnsResolution => "dns_resolution",
             Self::Tls => "tls",
+            Self::TlsExpired => "tls_expired",
+            Self::TlsNotYetValid => "tls_not_yet_valid",
+            Self::TlsNameMismatch => "tls_name_mismatch",
+            Self::TlsUnknownIssuer => "tls_unknown_issuer",
             Self::HttpStatus => "http_status",
             Self::BodyMismatch => "body_mismatch",
             Self::Other => "other",
             Self::ResolverUnavailable => "resolver_unavailable",
             Self::NetworkUnreachable => "network_unreachable",
             Self::LocalResources => "local_resources",
+            Self::Unprobeable => "unprobeable",
         }
     }
 
@@ -139,6 +161,12 @@ impl ProbeReason {
     /// suspect instead.
     pub fn is_prober_side(self) -> bool {
         matches!(self, Self::ResolverUnavailable | Self::LocalResources)
+    }
+
+    /// Whether the result counts toward the endpoint's rise/fall: not when it is prober-side
+    /// or [`ProbeReason::Unprobeable`].
+    pub fn counts_toward_health(self) -> bool {
+        !self.is_prober_side() && self != Self::Unprobeable
     }
 }
 
@@ -170,8 +198,9 @@ pub struct ProbeOutcome {
     )]
     pub dns_lookup: Option<Duration>,
     /// When the TLS peer's leaf certificate expires (its `notAfter`), for `https://` probes
-    /// that completed a handshake and got a response; `None` otherwise. Absent from
-    /// recordings made before it existed.
+    /// that completed a handshake and got a response, or the expired certificate's `notAfter`
+    /// for a `tls_expired` failure; `None` otherwise. Absent from recordings made before it
+    /// existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cert_expiry: Option<Millis>,
 }
@@ -241,5 +270,33 @@ mod tests {
         );
         let back: ProbeOutcome = serde_json::from_str(&line).expect("reads back");
         assert_eq!(back, new);
+    }
+
+    #[test]
+    fn tls_details_and_unprobeable_have_stable_names_and_old_tls_recordings_still_read() {
+        let old = r#"{"success":false,"duration":"3ms","http_status":null,"reason":"tls"}"#;
+        let o: ProbeOutcome = serde_json::from_str(old).expect("an old tls line reads");
+        assert_eq!(o.reason, ProbeReason::Tls);
+        for (reason, name) in [
+            (ProbeReason::TlsExpired, "tls_expired"),
+            (ProbeReason::TlsNotYetValid, "tls_not_yet_valid"),
+            (ProbeReason::TlsNameMismatch, "tls_name_mismatch"),
+            (ProbeReason::TlsUnknownIssuer, "tls_unknown_issuer"),
+            (ProbeReason::Unprobeable, "unprobeable"),
+        ] {
+            assert_eq!(reason.as_str(), name);
+            let line = serde_json::to_string(&reason).expect("writes");
+            assert_eq!(line, format!("\"{name}\""));
+            assert_eq!(
+                serde_json::from_str::<ProbeReason>(&line).ok(),
+                Some(reason)
+            );
+        }
+        assert!(
+            !ProbeReason::Unprobeable.is_prober_side(),
+            "never makes a vantage suspect"
+        );
+        assert!(!ProbeReason::Unprobeable.counts_toward_health());
+        assert!(ProbeReason::TlsExpired.counts_toward_health());
     }
 }

@@ -148,6 +148,10 @@ pub struct EndpointStatus {
     pub consecutive_fail: u32,
     /// Weighted state-change percentage of its last 21 results.
     pub flap_percent: u32,
+    /// Since when this vantage point cannot probe it at all (no route for its address
+    /// family: reason `unprobeable`, never counted); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unprobeable_since: Option<Millis>,
     /// The last probes, newest last.
     pub recent: VecDeque<RecentProbe>,
 }
@@ -268,6 +272,7 @@ impl StatusBoard {
                     consecutive_ok: h.consecutive_ok,
                     consecutive_fail: h.consecutive_fail,
                     flap_percent: h.flap.percent().round() as u32,
+                    unprobeable_since: h.unprobeable_since,
                     recent: VecDeque::new(),
                 });
             }

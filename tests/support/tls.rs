@@ -41,6 +41,53 @@ dwks/xwm4X7XMK9OAH5tHxYSBQOhRANCAATt8SyHIAw3ZhcLFdSQz9Dl/KT9foQs
 -----END PRIVATE KEY-----
 ";
 
+/// Self-signed for `seoul.gslb-test.test` (P-256), valid 2020-01-01 to 2021-01-01: expired.
+/// Made with Python `cryptography` (`CertificateBuilder`, SAN and `CA:FALSE` as [`CERT_PEM`]).
+pub const EXPIRED_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBcTCCARegAwIBAgIUXyb+dfT1U7RAqL0HljGxLVSAdfgwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwHhcNMjAwMTAxMDAwMDAw
+WhcNMjEwMTAxMDAwMDAwWjAfMR0wGwYDVQQDDBRzZW91bC5nc2xiLXRlc3QudGVz
+dDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABKM1Sr87eDjG8879Ko80V2YG/sys
+prsNc+UvA4GgRrHfq6GaBtbipxfumn5XLbq5Io9eEtoTWYTfvVKELPqzcjqjMTAv
+MB8GA1UdEQQYMBaCFHNlb3VsLmdzbGItdGVzdC50ZXN0MAwGA1UdEwEB/wQCMAAw
+CgYIKoZIzj0EAwIDSAAwRQIgeSXPsoZi02UY7zpMCpr5RUiVCkJk/fw8o8GO83Cb
+7T0CIQDUbzyr89nCrhqnU/DQq0Y4iAOY6MhhHQ6ISiQUGXfKRw==
+-----END CERTIFICATE-----
+";
+
+/// The private key of [`EXPIRED_CERT_PEM`].
+pub const EXPIRED_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgyuZcRtcL6vnLE8YL
+4kfsz9By2MtXq4mHOBc+S1lK7dahRANCAASjNUq/O3g4xvPO/SqPNFdmBv7MrKa7
+DXPlLwOBoEax36uhmgbW4qcX7pp+Vy26uSKPXhLaE1mE371ShCz6s3I6
+-----END PRIVATE KEY-----
+";
+
+/// `notAfter` of [`EXPIRED_CERT_PEM`] in Unix milliseconds: 2021-01-01T00:00:00Z.
+pub const EXPIRED_NOT_AFTER: u64 = 1_609_459_200_000;
+
+/// Self-signed for `seoul.gslb-test.test` (P-256), valid 2120-01-01 to 2121-01-01: not valid
+/// yet. Made like [`EXPIRED_CERT_PEM`].
+pub const FUTURE_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBdDCCARugAwIBAgIUGr5tvpUUHAngdrTJIN7d2w6CBOQwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0LnRlc3QwIhgPMjEyMDAxMDEwMDAw
+MDBaGA8yMTIxMDEwMTAwMDAwMFowHzEdMBsGA1UEAwwUc2VvdWwuZ3NsYi10ZXN0
+LnRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQLENzGyFAXJoOHaG6ftk+f
+9Z4NoGi0YobE31GnirM4AEAI4Ln589l5LFDM+leQOIw9VG7mX9O86yo38TNb3WQd
+ozEwLzAfBgNVHREEGDAWghRzZW91bC5nc2xiLXRlc3QudGVzdDAMBgNVHRMBAf8E
+AjAAMAoGCCqGSM49BAMCA0cAMEQCIH6fTgi6BBNRzCTrYmE+BRryOAi189h/4hhN
+LSruzFOhAiAbhCRz3jbWtwFeyuNhlJ0sy7kEWtcPuosbysZy+fE19g==
+-----END CERTIFICATE-----
+";
+
+/// The private key of [`FUTURE_CERT_PEM`].
+pub const FUTURE_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg9jm0PX24GrfraJWO
+sav//VEYWWSzQxSFA/Xm98aiLWqhRANCAAQLENzGyFAXJoOHaG6ftk+f9Z4NoGi0
+YobE31GnirM4AEAI4Ln589l5LFDM+leQOIw9VG7mX9O86yo38TNb3WQd
+-----END PRIVATE KEY-----
+";
+
 /// What the TLS origin saw of one request: the SNI and the `Host` header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seen {
@@ -62,10 +109,15 @@ pub struct TlsOrigin {
 
 /// An HTTPS origin with the self-signed certificate: answers `200 ok region=tls`.
 pub async fn tls_origin() -> TlsOrigin {
-    let certs = CertificateDer::pem_slice_iter(CERT_PEM.as_bytes())
+    tls_origin_with(CERT_PEM, KEY_PEM).await
+}
+
+/// An HTTPS origin with this certificate and key (PEM): answers `200 ok region=tls`.
+pub async fn tls_origin_with(cert_pem: &str, key_pem: &str) -> TlsOrigin {
+    let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
-    let key = PrivateKeyDer::from_pem_slice(KEY_PEM.as_bytes()).unwrap();
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::aws_lc_rs::default_provider(),
     ))

@@ -180,6 +180,7 @@ impl<'a> Assessor<'a> {
                     String::new()
                 };
                 let text = match h.verdict_at(now, fresh) {
+                    _ if h.unprobeable_since.is_some() => h.explain(th),
                     Verdict::Unknown if h.last_at.is_some() && h.verdict != Verdict::Unknown => {
                         format!(
                             "stale (no result for over {})",

@@ -25,13 +25,17 @@ pub struct EndpointHealth {
     pub failing_since: Option<Millis>,
     /// The last 21 results, for the flapping percentage.
     pub flap: FlapHistory,
+    /// Since when every result is [`ProbeReason::Unprobeable`] (this vantage point has no
+    /// route for the endpoint's address family); `None` once a result counts again.
+    pub unprobeable_since: Option<Millis>,
 }
 
 impl EndpointHealth {
     /// Records one probe. Returns the new verdict when it changed.
     ///
-    /// Prober-side failures ([`ProbeReason::is_prober_side`]) say nothing about the endpoint:
-    /// they neither count toward `fall` nor reset it, and do not refresh the evidence.
+    /// Prober-side failures ([`ProbeReason::is_prober_side`]) and unprobeable results say
+    /// nothing about the endpoint: they neither count toward `fall` nor reset it, and do not
+    /// refresh the evidence; an unprobeable one is remembered in `unprobeable_since`.
     pub fn record(
         &mut self,
         outcome: &ProbeOutcome,
@@ -39,9 +43,16 @@ impl EndpointHealth {
         th: Thresholds,
         flapping: &Flapping,
     ) -> Option<Verdict> {
-        if self.last_at.is_some_and(|last| at < last) || outcome.reason.is_prober_side() {
+        if self.last_at.is_some_and(|last| at < last) {
             return None; // an older result arriving late never overrides a newer one
         }
+        if outcome.reason == ProbeReason::Unprobeable {
+            self.unprobeable_since.get_or_insert(at);
+        }
+        if !outcome.reason.counts_toward_health() {
+            return None;
+        }
+        self.unprobeable_since = None;
         self.flap.record(outcome.success, flapping);
         self.last_at = Some(at);
         self.last = Some(outcome.clone());
@@ -72,9 +83,16 @@ impl EndpointHealth {
         }
     }
 
-    /// A one-line explanation, e.g. `failed 3 consecutive probes (fall=3), last: timeout`.
+    /// A one-line explanation, e.g. `failed 3 consecutive probes (fall=3), last: timeout`,
+    /// `... last: http_status 503`, or `unprobeable from here since <time> ...`.
     pub fn explain(&self, th: Thresholds) -> String {
-        let last = self.last.as_ref().map_or(ProbeReason::Ok, |o| o.reason);
+        if let Some(since) = self.unprobeable_since {
+            return format!(
+                "unprobeable from here since {} (no route for its address family; not counted)",
+                since.rfc3339()
+            );
+        }
+        let last = self.last.as_ref().map_or_else(|| "ok".into(), describe);
         match self.verdict {
             Verdict::Unhealthy => {
                 format!(
@@ -96,6 +114,15 @@ impl EndpointHealth {
                 self.consecutive_ok, self.consecutive_fail, th.rise, th.fall
             ),
         }
+    }
+}
+
+/// A probe's reason as decision reasons show it: the reason's name, with the status for
+/// `http_status` (e.g. `http_status 503`).
+fn describe(o: &ProbeOutcome) -> String {
+    match (o.reason, o.http_status) {
+        (ProbeReason::HttpStatus, Some(code)) => format!("http_status {code}"),
+        (reason, _) => reason.to_string(),
     }
 }
 
@@ -203,6 +230,54 @@ mod tests {
         assert_eq!(h.verdict, Verdict::Healthy);
         assert_eq!(h.consecutive_fail, 0);
         assert_eq!(h.last_at, Some(Millis(2)), "no fresh evidence either");
+    }
+
+    #[test]
+    fn decision_reasons_name_the_http_status_and_the_tls_detail() {
+        let mut h = EndpointHealth::default();
+        let status = ProbeOutcome {
+            reason: ProbeReason::HttpStatus,
+            http_status: Some(503),
+            ..outcome(false)
+        };
+        for t in 1..=3 {
+            h.record(&status, Millis(t), TH, &F);
+        }
+        assert_eq!(
+            h.explain(TH),
+            "failed 3 consecutive probes (fall=3), last: http_status 503"
+        );
+        let expired = ProbeOutcome {
+            reason: ProbeReason::TlsExpired,
+            ..outcome(false)
+        };
+        h.record(&expired, Millis(4), TH, &F);
+        assert!(
+            h.explain(TH).ends_with("last: tls_expired"),
+            "{}",
+            h.explain(TH)
+        );
+    }
+
+    #[test]
+    fn unprobeable_results_never_count_and_are_explained() {
+        let mut h = EndpointHealth::default();
+        let unprobeable = ProbeOutcome {
+            reason: ProbeReason::Unprobeable,
+            ..outcome(false)
+        };
+        for t in 1..=15 {
+            assert_eq!(h.record(&unprobeable, Millis(t * 1_000), TH, &F), None);
+        }
+        assert_eq!((h.verdict, h.consecutive_fail), (Verdict::Unknown, 0));
+        assert_eq!(h.unprobeable_since, Some(Millis(1_000)));
+        let text = h.explain(TH);
+        assert!(
+            text.starts_with("unprobeable from here since 1970-01-01T00:00:01"),
+            "{text}"
+        );
+        h.record(&outcome(true), Millis(16_000), TH, &F);
+        assert_eq!(h.unprobeable_since, None, "a counted result ends it");
     }
 
     #[test]

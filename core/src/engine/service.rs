@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
+use crate::model::{
+    EndpointId, Millis, Observation, PoolId, ProbeReason, ServiceId, VantageId, Verdict,
+};
 use crate::policy::Policy;
 
 use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
@@ -206,7 +208,10 @@ impl ServiceEngine {
         vantages: &mut Vantages,
     ) -> Option<EndpointTransition> {
         let pool = self.endpoint_pool.get(&obs.endpoint)?.clone();
-        vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
+        if obs.outcome.reason != ProbeReason::Unprobeable {
+            // Unprobeable says nothing about the prober either: it never makes it suspect.
+            vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
+        }
         let health = self
             .evidence
             .entry(obs.endpoint.clone())

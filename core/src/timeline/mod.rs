@@ -85,7 +85,7 @@ impl Recorder {
                 pool,
                 observation: o,
             } => {
-                if o.outcome.reason.is_prober_side() {
+                if !o.outcome.reason.counts_toward_health() {
                     return out;
                 }
                 let runs = self.failing.entry(service.clone()).or_default();

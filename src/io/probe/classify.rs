@@ -7,7 +7,8 @@
 use std::error::Error;
 use std::io;
 
-use gslb_core::model::ProbeReason;
+use gslb_core::model::{Millis, ProbeReason};
+use rustls::CertificateError;
 
 use super::dns::DnsError;
 
@@ -19,7 +20,9 @@ use super::dns::DnsError;
 ///   problem); anything else from the vantage point's own resolver (SERVFAIL, REFUSED or any
 ///   other error code, no answer within the lookup's limit, an I/O error, no nameserver
 ///   listening) → `resolver_unavailable` (the prober's side, never counted toward `fall`);
-/// - a `rustls::Error` (handshake, protocol, certificate) → `tls`;
+/// - a `rustls::Error`: a certificate that expired → `tls_expired`, is not valid yet →
+///   `tls_not_yet_valid`, is for another name → `tls_name_mismatch`, does not chain to a
+///   trusted root → `tls_unknown_issuer`; anything else (handshake, protocol) → `tls`;
 /// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
 /// - an I/O `NetworkUnreachable` → `network_unreachable` (counts against the origin: a withdrawn
@@ -32,17 +35,53 @@ use super::dns::DnsError;
 /// An `io::Error` that wraps another error is looked through via `get_ref` (its `source()`
 /// skips the wrapped error itself, which is where rustls puts its error).
 pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
+    along_the_chain(err, reason_of).unwrap_or(ProbeReason::Other)
+}
+
+/// The `notAfter` of the certificate a `tls_expired` failure refused (the verifier reports
+/// the first expired certificate of the chain it built), for `probe_ssl_earliest_cert_expiry`.
+pub(crate) fn expired_not_after(err: &(dyn Error + 'static)) -> Option<Millis> {
+    along_the_chain(err, |e| match e.downcast_ref::<rustls::Error>()? {
+        rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {
+            not_after, ..
+        }) => Some(Millis(not_after.as_secs().saturating_mul(1000))),
+        _ => None,
+    })
+}
+
+/// The first `Some` of `f` along `err`'s source chain, outermost first, looking through
+/// `io::Error` wrappers.
+fn along_the_chain<T>(
+    err: &(dyn Error + 'static),
+    f: impl Fn(&(dyn Error + 'static)) -> Option<T>,
+) -> Option<T> {
     let mut next = Some(err);
     while let Some(e) = next {
-        if let Some(reason) = reason_of(e) {
-            return reason;
+        if let Some(found) = f(e) {
+            return Some(found);
         }
         next = match e.downcast_ref::<io::Error>() {
             Some(io) => io.get_ref().map(|inner| inner as &(dyn Error + 'static)),
             None => e.source(),
         };
     }
-    ProbeReason::Other
+    None
+}
+
+/// The detail of a TLS failure: which certificate check failed, or `tls` (handshake,
+/// protocol, other certificate problems).
+fn tls_reason(e: &rustls::Error) -> ProbeReason {
+    use CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => ProbeReason::TlsExpired,
+            C::NotValidYet | C::NotValidYetContext { .. } => ProbeReason::TlsNotYetValid,
+            C::NotValidForName | C::NotValidForNameContext { .. } => ProbeReason::TlsNameMismatch,
+            C::UnknownIssuer => ProbeReason::TlsUnknownIssuer,
+            _ => ProbeReason::Tls,
+        },
+        _ => ProbeReason::Tls,
+    }
 }
 
 fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
@@ -54,8 +93,8 @@ fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
             _ => ProbeReason::ResolverUnavailable,
         });
     }
-    if e.is::<rustls::Error>() {
-        return Some(ProbeReason::Tls);
+    if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+        return Some(tls_reason(tls));
     }
     if e.is::<tokio::time::error::Elapsed>() {
         return Some(ProbeReason::Timeout);
@@ -181,10 +220,36 @@ mod tests {
     }
 
     #[test]
-    fn rustls_inside_io_error_is_tls() {
+    fn rustls_inside_io_error_is_tls_with_its_detail() {
         let cert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
         let io = io::Error::new(io::ErrorKind::InvalidData, cert);
-        assert_eq!(classify(&wrapped(io)), ProbeReason::Tls);
+        assert_eq!(classify(&wrapped(io)), ProbeReason::TlsUnknownIssuer);
+        let at = |s| rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(s));
+        let expired = rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {
+            time: at(2_000),
+            not_after: at(1_000),
+        });
+        let io = io::Error::new(io::ErrorKind::InvalidData, expired);
+        assert_eq!(classify(&wrapped(io)), ProbeReason::TlsExpired);
+        let io = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {
+                time: at(2_000),
+                not_after: at(1_000),
+            }),
+        );
+        assert_eq!(expired_not_after(&wrapped(io)), Some(Millis(1_000_000)));
+        for (c, want) in [
+            (CertificateError::NotValidYet, ProbeReason::TlsNotYetValid),
+            (
+                CertificateError::NotValidForName,
+                ProbeReason::TlsNameMismatch,
+            ),
+            (CertificateError::BadSignature, ProbeReason::Tls),
+        ] {
+            let e = io::Error::other(rustls::Error::InvalidCertificate(c));
+            assert_eq!(classify(&e), want);
+        }
         let garbage = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
         assert_eq!(classify(&io::Error::other(garbage)), ProbeReason::Tls);
     }

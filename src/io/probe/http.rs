@@ -12,8 +12,9 @@ use url::Url;
 
 use gslb_core::model::{Millis, ProbeReason};
 
-use super::classify::classify;
+use super::classify::{classify, expired_not_after};
 use super::dns::Dns;
+use super::family;
 use super::trace::Trace;
 
 /// Bytes of the body read and searched for `body_contains`: 64 KiB (the limit documented on
@@ -81,7 +82,8 @@ pub(crate) struct HttpTarget {
 }
 
 /// Runs one check; records in `trace` the lookup time, and the status and certificate expiry
-/// as soon as a response arrives (so a timeout while reading the body still reports them).
+/// as soon as a response arrives (so a timeout while reading the body still reports them), or
+/// the expired certificate's `notAfter` when the handshake failed on it.
 /// The lookup of the URL's host name is limited to `lookup`.
 pub(crate) async fn check(
     dns: &Dns,
@@ -89,22 +91,32 @@ pub(crate) async fn check(
     trace: &mut Trace,
     lookup: Duration,
 ) -> ProbeReason {
-    if let Some(host) = &t.resolve {
-        if let Err(e) = trace.lookup(dns, host, lookup).await {
-            // The resolver failing is the prober's side, an answer without records the
-            // origin's: `classify` tells them apart.
-            let reason = classify(&e);
-            tracing::debug!(url = %t.url, %reason, error = %error_chain(&e), "probe failed");
-            return reason;
-        }
-    }
+    let addrs = match &t.resolve {
+        Some(host) => match trace.lookup(dns, host, lookup).await {
+            Ok(addrs) => addrs,
+            Err(e) => {
+                // The resolver failing is the prober's side, an answer without records the
+                // origin's: `classify` tells them apart.
+                let reason = classify(&e);
+                tracing::debug!(url = %t.url, %reason, error = %error_chain(&e), "probe failed");
+                return reason;
+            }
+        },
+        None => Vec::new(),
+    };
     let mut request = t.client.get(t.url.clone());
     if let Some(host) = &t.host_header {
         request = request.header(reqwest::header::HOST, host.clone());
     }
     let mut response = match request.send().await {
         Ok(r) => r,
-        Err(e) => return failed(&t.url, &e),
+        Err(e) => {
+            let reason = failed(&t.url, &e);
+            if reason == ProbeReason::TlsExpired {
+                trace.cert_expiry = expired_not_after(&e);
+            }
+            return family::refine(reason, &literal_or(&t.url, addrs), family::family_routable);
+        }
     };
     trace.cert_expiry = response
         .extensions()
@@ -140,6 +152,15 @@ fn failed(url: &Url, e: &reqwest::Error) -> ProbeReason {
     let reason = classify(e);
     tracing::debug!(%url, %reason, error = %error_chain(e), "probe failed");
     reason
+}
+
+/// The URL host's address when it is an IP literal, else `resolved` (the names' addresses).
+fn literal_or(url: &Url, resolved: Vec<std::net::IpAddr>) -> Vec<std::net::IpAddr> {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
+        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
+        _ => resolved,
+    }
 }
 
 /// The `notAfter` of a DER certificate; `None` (logged) when it does not parse.

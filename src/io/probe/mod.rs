@@ -9,13 +9,15 @@
 //! [`Endpoint`]; decide health (one failed probe is data, rise/fall is the engine's job).
 //!
 //! Files: `dns` (resolver, [`DnsSettings`]), `http` (clients, GET check), `tcp` (connect check),
-//! `classify` (error → [`ProbeReason`]), `schedule` (the loop, phase and jitter), `limits`
+//! `classify` (error → [`ProbeReason`]), `family` (unprobeable from here: an address family
+//! this host has no route for), `schedule` (the loop, phase and jitter), `limits`
 //! (`[probing]`: in-flight bound, late threshold, open-file limit), `stats` (lateness, late,
 //! skipped and timed-out probes), `trace` (status, lookup time and certificate expiry seen on
 //! the way, kept past a timeout).
 
 mod classify;
 mod dns;
+mod family;
 mod http;
 mod limits;
 mod schedule;
@@ -39,6 +41,7 @@ pub(crate) use dns::Dns;
 pub use dns::{
     DnsError, DnsSettings, default_dns_cache_size, default_dns_nameservers, default_dns_timeout,
 };
+pub use family::family_routable;
 pub use http::{BODY_LIMIT, MAX_REDIRECTS, USER_AGENT};
 pub use limits::{
     ProbingSettings, default_late_after, default_max_in_flight, effective_max_in_flight,

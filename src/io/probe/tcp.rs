@@ -11,6 +11,7 @@ use gslb_core::model::ProbeReason;
 
 use super::classify::classify;
 use super::dns::Dns;
+use super::family;
 use super::http::error_chain;
 use super::trace::Trace;
 
@@ -38,7 +39,7 @@ pub(crate) async fn check(
         },
     };
     let mut last = None;
-    for ip in ips {
+    for &ip in &ips {
         match TcpStream::connect(SocketAddr::new(ip, port)).await {
             Ok(stream) => {
                 drop(stream);
@@ -49,7 +50,7 @@ pub(crate) async fn check(
     }
     match last {
         Some(e) => {
-            let reason = classify(&e);
+            let reason = family::refine(classify(&e), &ips, family::family_routable);
             tracing::debug!(host, port, %reason, error = %e, "probe failed");
             reason
         }
