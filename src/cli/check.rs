@@ -1,11 +1,14 @@
 //! `gslb check`: validates policy files or folders and prints, per policy, its worst-case
-//! failover, with warnings for an exceeded `rto_budget` or an `[observe]` table that watches
-//! nothing.
+//! failover, with warnings for an exceeded `rto_budget`, an `[observe]` table that watches
+//! nothing, or an IP-literal endpoint of an address family this host has no route for.
 
 use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
-use gslb_core::policy::{self, PolicyErrors};
+use gslb_core::policy::{self, EndpointKind, Policy, PolicyErrors};
+
+use crate::io::probe::{family_routable, route_to};
 
 /// Why `gslb check` failed.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +45,81 @@ pub fn run(paths: &[PathBuf], out: &mut impl Write) -> Result<(), CheckError> {
         if let Some(w) = p.observe_warning() {
             writeln!(out, "warning: {}: observe: {w}", file.display())?;
         }
+        let route = |ip| route_to(SocketAddr::new(ip, 53));
+        for w in family_warnings(p, route, family_routable) {
+            writeln!(out, "warning: {}: {w}", file.display())?;
+        }
     }
     Ok(())
+}
+
+/// One warning per endpoint whose host is an IP literal this host has no route to
+/// (`route`, see [`route_to`]: a route lookup, no packet sent) while it can use the other
+/// family (`family`, see [`family_routable`]): probed from here, it would be `unprobeable`.
+/// Only what is known without the network: names are not resolved (whether a name is
+/// AAAA-only is the resolver's answer at run time; the probe reports `unprobeable` then), and
+/// the answer is this host's, so run `check` on the vantage point's host for it to mean
+/// something.
+fn family_warnings(
+    p: &Policy,
+    route: impl Fn(IpAddr) -> bool,
+    family: impl Fn(bool) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for pool in &p.pools {
+        for e in &pool.endpoints {
+            let host = match &e.kind {
+                EndpointKind::Http(url) => url.host_str().unwrap_or_default(),
+                EndpointKind::Tcp { host, .. } => host.as_str(),
+            };
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            let Ok(ip) = bare.parse::<IpAddr>() else {
+                continue;
+            };
+            let v6 = ip.is_ipv6();
+            if !route(ip) && family(!v6) {
+                let family = if v6 { "IPv6" } else { "IPv4" };
+                out.push(format!(
+                    "pools.{}: endpoint {} is an {family} address and this host has no {family} route: probed from here it is unprobeable (never counted, never failed over)",
+                    pool.id, e.id
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn check_warns_of_an_ipv6_literal_endpoint_on_a_host_without_ipv6() {
+        let text = include_str!("../../policies/api-seoul-tokyo.toml").replace(
+            "https://seoul.api.example.com:443/api/v1/health",
+            "https://[2001:db8::5]:443/api/v1/health",
+        );
+        let p = policy::parse(Path::new("api.toml"), &text).expect("valid");
+        let no_v6 = |v6: bool| !v6;
+        let warnings = family_warnings(&p, |ip: IpAddr| no_v6(ip.is_ipv6()), no_v6);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "pools.seoul: endpoint https://[2001:db8::5]:443/api/v1/health is an IPv6 address and this host has no IPv6 route"
+            ),
+            "{warnings:?}"
+        );
+        assert!(
+            family_warnings(&p, |_| true, |_| true).is_empty(),
+            "IPv6 works here"
+        );
+        assert!(
+            family_warnings(&p, |_| false, |_| false).is_empty(),
+            "no network at all: not a family question"
+        );
+        // The real route lookup: loopback is always routable, nothing is sent.
+        assert!(route_to(SocketAddr::from(([127, 0, 0, 70], 53))));
+    }
 }

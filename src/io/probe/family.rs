@@ -22,17 +22,21 @@ const V6_PROBE: SocketAddr = SocketAddr::new(
     53,
 );
 
-/// Whether this host has a route to the Internet for IPv6 (`v6`) or IPv4: a UDP socket of
-/// that family can be created and connected to a global address (no packet is sent).
+/// Whether this host has a route to the Internet for IPv6 (`v6`) or IPv4: [`route_to`] a
+/// global address of that family.
 pub fn family_routable(v6: bool) -> bool {
-    let (local, probe): (SocketAddr, _) = if v6 {
-        ((Ipv6Addr::UNSPECIFIED, 0).into(), V6_PROBE)
+    route_to(if v6 { V6_PROBE } else { V4_PROBE })
+}
+
+/// Whether this host has a route to `to`: a UDP socket of its family can be created and
+/// connected to it (a route lookup; no packet is sent).
+pub fn route_to(to: SocketAddr) -> bool {
+    let local: SocketAddr = if to.is_ipv6() {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
     } else {
-        ((Ipv4Addr::UNSPECIFIED, 0).into(), V4_PROBE)
+        (Ipv4Addr::UNSPECIFIED, 0).into()
     };
-    UdpSocket::bind(local)
-        .and_then(|s| s.connect(probe))
-        .is_ok()
+    UdpSocket::bind(local).and_then(|s| s.connect(to)).is_ok()
 }
 
 /// `reason` for a connection to `addrs` that failed, or [`ProbeReason::Unprobeable`] when

@@ -41,7 +41,7 @@ pub(crate) use dns::Dns;
 pub use dns::{
     DnsError, DnsSettings, default_dns_cache_size, default_dns_nameservers, default_dns_timeout,
 };
-pub use family::family_routable;
+pub use family::{family_routable, route_to};
 pub use http::{BODY_LIMIT, MAX_REDIRECTS, USER_AGENT};
 pub use limits::{
     ProbingSettings, default_late_after, default_max_in_flight, effective_max_in_flight,
