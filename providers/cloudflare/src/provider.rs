@@ -214,9 +214,12 @@ impl CloudflareProvider {
         let seen = Self::serving_order(&back);
         if seen != to {
             return Err(ProviderError::Conflict(format!(
-                "read-back of load balancer {path}: default_pools {seen:?} (steering {:?}) \
+                "read-back of load balancer {path}: default_pools {seen:?} (steering {}) \
                  instead of {to:?} written just before: another writer changed it",
-                back.steering_policy
+                back.steering_policy.map_or_else(
+                    || "not set".to_owned(),
+                    |s| format!("{:?}", String::from(s))
+                )
             )));
         }
         Ok(())

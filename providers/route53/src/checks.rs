@@ -43,8 +43,8 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
     let cfg = hc.health_check_config.as_ref();
     if cfg.map(|c| &c.r#type) != Some(&HealthCheckType::Calculated) {
         wrong.push(format!(
-            "type is {:?}, not CALCULATED",
-            cfg.map(|c| c.r#type.as_str())
+            "type is {}, not CALCULATED",
+            cfg.map_or("not set", |c| c.r#type.as_str())
         ));
     }
     if cfg.is_some_and(|c| !c.child_health_checks().is_empty()) {
@@ -52,8 +52,9 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
     }
     if cfg.and_then(|c| c.health_threshold) != Some(0) {
         wrong.push(format!(
-            "HealthThreshold is {:?}, not 0",
+            "HealthThreshold is {}, not 0",
             cfg.and_then(|c| c.health_threshold)
+                .map_or_else(|| "not set".to_owned(), |t| t.to_string())
         ));
     }
     if !wrong.is_empty() {
@@ -235,7 +236,8 @@ mod tests {
         for (hc, why) in cases {
             match verdict(&hc) {
                 Err(ProviderError::Unowned(msg)) => {
-                    assert!(msg.contains("hc-1") && msg.contains(why), "{msg}")
+                    assert!(msg.contains("hc-1") && msg.contains(why), "{msg}");
+                    assert!(!msg.contains("Some(") && !msg.contains("None"), "{msg}");
                 }
                 other => panic!("expected Unowned for {why}, got {other:?}"),
             }
