@@ -144,3 +144,31 @@ fn the_level_comes_from_gslb_log_and_a_bad_filter_is_named() {
     assert_eq!(last["level"], "ERROR", "{last}");
     assert_eq!(last["fields"]["exit_code"], 2, "{last}");
 }
+
+#[test]
+fn json_decision_lines_name_pools_plainly_and_list_reasons_as_an_array() {
+    // Issue 12: `"active":"Some(PoolId(\"seoul\"))"` and `reasons` as one debug string before.
+    let out = gslb()
+        .args(["--log-format", "json", "demo"])
+        .output()
+        .expect("gslb demo");
+    assert_eq!(out.status.code(), Some(0));
+    let lines = json_lines(&out);
+    let decisions: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["message"] == "decision")
+        .collect();
+    assert!(!decisions.is_empty(), "{lines:?}");
+    for d in &decisions {
+        let f = &d["fields"];
+        let active = f["active"].as_str().unwrap_or_default();
+        assert!(["seoul", "tokyo"].contains(&active), "{d}");
+        let reasons = f["reasons"].as_array().unwrap_or_else(|| panic!("{d}"));
+        assert!(
+            reasons.iter().all(Value::is_string) && !reasons.is_empty(),
+            "{d}"
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("Some(") && !text.contains("None"), "{text}");
+}

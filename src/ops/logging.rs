@@ -21,7 +21,14 @@ use tracing_subscriber::registry::LookupSpan;
 pub const QUIET_TARGETS: &str = "rustls_platform_verifier=off";
 
 /// Fields whose value is a list, logged with [`List`]: written as JSON arrays by [`JsonLines`].
-pub const LIST_FIELDS: [&str; 5] = ["reasons", "changed", "unchanged", "removed", "events"];
+pub const LIST_FIELDS: [&str; 6] = [
+    "reasons",
+    "changed",
+    "unchanged",
+    "removed",
+    "events",
+    "plan",
+];
 
 /// The filter from `GSLB_LOG` (`gslb_log`, an `EnvFilter` directive such as
 /// `info,gslb::daemon::reconcile=debug`) or `default` (`info`, `warn`) when unset; with

@@ -152,6 +152,34 @@ pub enum Change {
     },
 }
 
+/// For logs: `set order [tokyo, seoul] (was [seoul, tokyo])`, `disable seoul (version 1)`,
+/// `enable tokyo`.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::SetOrder { from, to } => {
+                write!(
+                    f,
+                    "set order [{}] (was [{}])",
+                    to.join(", "),
+                    from.join(", ")
+                )
+            }
+            Self::SetEnabled {
+                pool,
+                enabled,
+                expected_version,
+            } => {
+                write!(f, "{} {pool}", if *enabled { "enable" } else { "disable" })?;
+                match expected_version {
+                    Some(v) => write!(f, " (version {v})"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
 /// An ordered list of changes; empty means "write nothing".
 pub type Plan = Vec<Change>;
 

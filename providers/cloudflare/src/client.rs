@@ -127,7 +127,7 @@ impl Api {
                 return Err(err);
             }
             let delay = backoff.next_delay(rand::random::<f64>(), None);
-            tracing::info!(op, attempt, ?delay, error = %err, "cloudflare call failed; retrying");
+            tracing::info!(op, attempt, delay = %format_args!("{}ms", delay.as_millis()), error = %err, "cloudflare call failed; retrying");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }

@@ -235,7 +235,7 @@ pub(crate) fn parse_pools(items: Vec<Value>) -> (Vec<Pool>, Vec<(Option<String>,
         match serde_json::from_value::<Pool>(item) {
             Ok(p) => pools.push(p),
             Err(e) => {
-                tracing::warn!(pool = ?id, error = %e, "skipping a pool Cloudflare listed that gslb cannot read");
+                tracing::warn!(pool = id.as_deref(), error = %e, "skipping a pool Cloudflare listed that gslb cannot read");
                 skipped.push((id, e.to_string()));
             }
         }

@@ -119,7 +119,7 @@ impl Api {
                 _ => None,
             };
             let delay = backoff.next_delay(rand::random::<f64>(), floor);
-            tracing::info!(op, attempt, ?delay, error = %err, "route53 call failed; retrying");
+            tracing::info!(op, attempt, delay = %format_args!("{}ms", delay.as_millis()), error = %err, "route53 call failed; retrying");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError};
 use tokio::sync::watch;
 
+use crate::ops::logging::List;
 use crate::ops::status::{ApplyState, ApplyStatus, Decided};
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::Decision;
@@ -317,7 +318,7 @@ impl<P: Provider> Reconciler<'_, P> {
         desired: &DesiredState,
     ) -> Pass {
         let (service, name) = (&self.steering.pools.service, self.provider.name());
-        tracing::info!(service = %service, provider = name, ?plan, "applying plan");
+        tracing::info!(service = %service, provider = name, plan = %List(&plan), "applying plan");
         self.telemetry
             .metrics
             .provider_calls_total

@@ -11,6 +11,7 @@ use gslb_core::planner::{Refusal, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
 use gslb_provider::{Plan, Provider};
 
 use super::{Pass, Reconciler};
+use crate::ops::logging::List;
 use crate::ops::status::ApplyState;
 
 impl<P: Provider> Reconciler<'_, P> {
@@ -176,7 +177,7 @@ impl<P: Provider> Reconciler<'_, P> {
                 .shadow_plans_total
                 .with_label_values(&[service.0.as_str()])
                 .inc();
-            tracing::info!(service = %service, provider, ?plan, "shadow mode: would apply plan (not written)");
+            tracing::info!(service = %service, provider, plan = %List(&plan), "shadow mode: would apply plan (not written)");
             let _ = self.telemetry.events.send(Event::ShadowPlan {
                 service: service.clone(),
                 provider: provider.to_owned(),

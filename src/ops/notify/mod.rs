@@ -78,7 +78,7 @@ impl Notifier {
         let all = async { while set.join_next().await.is_some() {} };
         if tokio::time::timeout(within, all).await.is_err() {
             tracing::warn!(
-                ?within,
+                within = %humantime::format_duration(within),
                 "webhook messages still queued at shutdown were not all delivered in time; the rest are lost"
             );
         }

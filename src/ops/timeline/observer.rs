@@ -182,7 +182,11 @@ fn client_builder(job: &Job) -> reqwest::ClientBuilder {
 }
 
 fn report(events: &EventSender, job: &Job, phase: ObservedPhase, clock: Clock, detail: String) {
-    tracing::info!(service = %job.service, timeline = %job.timeline, ?phase, %detail, "failover observed");
+    let name = match phase {
+        ObservedPhase::Dns => "dns",
+        ObservedPhase::ServedBy => "served_by",
+    };
+    tracing::info!(service = %job.service, timeline = %job.timeline, phase = name, %detail, "failover observed");
     let _ = events.send(Event::Observed {
         service: job.service.clone(),
         timeline: job.timeline.clone(),
