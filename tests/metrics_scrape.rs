@@ -20,7 +20,12 @@ use serde_json::Value as Json;
 use support::cloudflare::WebDaemon;
 use support::daemon::status;
 use support::eventually;
-use support::tls::{CERT_NOT_AFTER, tls_origin};
+use gslb_core::model::{EndpointId, Millis, Observation, VantageId};
+use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
+use support::tls::{
+    CERT_NOT_AFTER, EXPIRED_CERT_PEM, EXPIRED_KEY_PEM, EXPIRED_NOT_AFTER, tls_origin,
+    tls_origin_with,
+};
 
 /// Every metric family the daemon declares: the controller's and the prober's.
 fn declared() -> Vec<String> {
@@ -178,4 +183,56 @@ async fn the_vantage_suspect_gauges_read_zero_before_any_probe_result() {
         let series = format!("gslb_vantage_suspect{{reason=\"{reason}\",vantage=\"e2e\"}} 0");
         assert!(text.contains(&series), "{series} missing:\n{text}");
     }
+}
+
+#[tokio::test]
+async fn an_expired_certificate_is_a_tls_expired_probe_with_its_expiry_exported() {
+    // Issue 12: the handshake fails on expiry, yet the expiry is still reported, and the
+    // reason label says which TLS check failed.
+    let origin = tls_origin_with(EXPIRED_CERT_PEM, EXPIRED_KEY_PEM).await;
+    let prober = Prober::new(&DnsSettings {
+        nameservers: vec!["127.0.0.1:9".parse().expect("addr")],
+        ..DnsSettings::default()
+    })
+    .expect("prober");
+    let url = format!("https://{}/api/v1/health", origin.addr);
+    let endpoint = Endpoint {
+        id: EndpointId(url.clone()),
+        kind: EndpointKind::Http(url.parse().expect("url")),
+    };
+    let spec = ProbeSpec {
+        interval: Duration::from_secs(10),
+        timeout: Duration::from_secs(3),
+        expected_status: vec![200],
+        body_contains: None,
+        host_header: None,
+        tls_server_name: Some("seoul.gslb-test.test".into()),
+        tls_verify: true,
+        follow_redirects: false,
+    };
+    let target = prober.target(&spec, &endpoint).expect("target");
+    let observation = Observation {
+        endpoint: endpoint.id.clone(),
+        vantage: VantageId::from("here"),
+        at: Millis(1),
+        outcome: prober.probe(&target).await,
+    };
+    let metrics = Metrics::new();
+    metrics.record_probe("web", "ncp", &observation);
+    let text = metrics.render();
+    let parsed = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("parses");
+    let sample = |metric: &str| {
+        parsed
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && s.labels.get("endpoint") == Some(url.as_str()))
+    };
+    let expiry = sample("probe_ssl_earliest_cert_expiry").map(|s| s.value.clone());
+    assert_eq!(
+        expiry,
+        Some(Value::Gauge(EXPIRED_NOT_AFTER as f64 / 1000.0)),
+        "{text}"
+    );
+    let probes = sample("gslb_probes_total").expect("counted");
+    assert_eq!(probes.labels.get("reason"), Some("tls_expired"), "{text}");
 }
