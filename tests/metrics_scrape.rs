@@ -15,13 +15,13 @@ use gslb::io::origin::Origin;
 use gslb::io::probe::{DnsSettings, Prober};
 use gslb::ops::metrics::Metrics;
 use gslb_cloudflare::fake::{Fake, ids};
+use gslb_core::model::{EndpointId, Millis, Observation, VantageId};
+use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use prometheus_parse::{Scrape, Value};
 use serde_json::Value as Json;
 use support::cloudflare::WebDaemon;
 use support::daemon::status;
 use support::eventually;
-use gslb_core::model::{EndpointId, Millis, Observation, VantageId};
-use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use support::tls::{
     CERT_NOT_AFTER, EXPIRED_CERT_PEM, EXPIRED_KEY_PEM, EXPIRED_NOT_AFTER, tls_origin,
     tls_origin_with,

@@ -26,7 +26,8 @@ use super::dns::DnsError;
 /// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
 /// - an I/O `NetworkUnreachable` → `network_unreachable` (counts against the origin: a withdrawn
-///   regional prefix looks the same); `AddrNotAvailable`, `OutOfMemory`, `EMFILE`, `ENFILE` or
+///   regional prefix looks the same; the HTTP and TCP checks then ask `family` whether the
+///   whole address family is unusable here, which makes it `unprobeable`); `AddrNotAvailable`, `OutOfMemory`, `EMFILE`, `ENFILE` or
 ///   `ENOBUFS` → `local_resources` (the prober's side);
 /// - an I/O `ConnectionReset`, `ConnectionAborted`, `BrokenPipe` or `UnexpectedEof`, or hyper's
 ///   "connection closed before message completed" (`IncompleteMessage`) → `connection_reset`;
