@@ -64,6 +64,24 @@ impl EndpointHealth {
         (self.verdict != before).then_some(self.verdict)
     }
 
+    /// Restarts the consecutive counts, keeping the verdict: what follows must reach `rise` or
+    /// `fall` on its own before the verdict counts as [re-formed](Self::reformed) (after the
+    /// vantage point stopped being suspect).
+    pub fn restart_streak(&mut self) {
+        self.consecutive_ok = 0;
+        self.consecutive_fail = 0;
+    }
+
+    /// The verdict when the current streak reaches its threshold (`rise` consecutive
+    /// successes for healthy, `fall` failures for unhealthy), else `unknown`.
+    pub fn reformed(&self, th: Thresholds) -> Verdict {
+        match self.verdict {
+            Verdict::Healthy if self.consecutive_ok >= th.rise => Verdict::Healthy,
+            Verdict::Unhealthy if self.consecutive_fail >= th.fall => Verdict::Unhealthy,
+            _ => Verdict::Unknown,
+        }
+    }
+
     /// The verdict at `now`: `unknown` when the last probe is older than `stale_after`.
     pub fn verdict_at(&self, now: Millis, stale_after: std::time::Duration) -> Verdict {
         match self.last_at {
@@ -76,6 +94,10 @@ impl EndpointHealth {
     pub fn explain(&self, th: Thresholds) -> String {
         let last = self.last.as_ref().map_or(ProbeReason::Ok, |o| o.reason);
         match self.verdict {
+            Verdict::Unhealthy if self.consecutive_fail < th.fall => format!(
+                "still unhealthy: {} ok / {} failed in a row (rise={}, fall={}), last: {last}",
+                self.consecutive_ok, self.consecutive_fail, th.rise, th.fall
+            ),
             Verdict::Unhealthy => {
                 format!(
                     "failed {} consecutive probes (fall={}), last: {last}",

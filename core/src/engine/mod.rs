@@ -161,6 +161,11 @@ impl Engine {
             Input::Reload { reset, removed } => self.apply_reload(reset, removed, &mut out),
             Input::LoadOverrides { overrides } => self.load_overrides(overrides, &mut out),
         });
+        for v in self.vantages.settle(at) {
+            for s in self.services.values_mut() {
+                s.restart_streaks(&v);
+            }
+        }
         for id in touched {
             self.evaluate(&id, at, &mut out);
         }
@@ -303,6 +308,9 @@ impl Engine {
         removed: &[ServiceId],
         out: &mut Output,
     ) -> Vec<ServiceId> {
+        for id in removed.iter().chain(reset) {
+            self.vantages.forget_service(id);
+        }
         for id in removed {
             self.services.remove(id);
         }

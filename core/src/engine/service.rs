@@ -199,7 +199,8 @@ impl ServiceEngine {
         }
     }
 
-    /// Records one probe result; prober-side failures only feed `vantages`.
+    /// Records one probe result; prober-side failures only feed `vantages`. A recovering
+    /// vantage point's view of the pool is reported once it has re-formed.
     pub(super) fn observe(
         &mut self,
         obs: &Observation,
@@ -207,31 +208,56 @@ impl ServiceEngine {
     ) -> Option<EndpointTransition> {
         let pool = self.endpoint_pool.get(&obs.endpoint)?.clone();
         vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
+        let th = self.policy.thresholds;
         let health = self
             .evidence
             .entry(obs.endpoint.clone())
             .or_default()
             .entry(obs.vantage.clone())
             .or_default();
-        let verdict = health.record(
-            &obs.outcome,
-            obs.at,
-            self.policy.thresholds,
-            &self.policy.flapping,
-        )?;
-        let view = pool_verdict(self.assessor().members(&pool).map(|e| {
-            self.evidence
-                .get(e)
-                .and_then(|m| m.get(&obs.vantage))
-                .map_or(Verdict::Unknown, |h| h.verdict)
-        }));
-        vantages.record_view(&obs.vantage, &self.policy.service, &pool, view, obs.at);
+        let changed = health.record(&obs.outcome, obs.at, th, &self.policy.flapping);
+        let service = &self.policy.service;
+        if vantages.recovering(&obs.vantage)
+            && self.view(&pool, &obs.vantage, |h| h.reformed(th)) != Verdict::Unknown
+        {
+            vantages.record_reformed(&obs.vantage, service, &pool);
+        }
+        let verdict = changed?;
+        let view = self.view(&pool, &obs.vantage, |h| h.verdict);
+        vantages.record_view(&obs.vantage, service, &pool, view, obs.at);
         Some(EndpointTransition {
             pool,
             endpoint: obs.endpoint.clone(),
             vantage: obs.vantage.clone(),
             verdict,
         })
+    }
+
+    /// `vantage`'s view of `pool`: the pool verdict of each endpoint's `verdict` from it.
+    fn view(
+        &self,
+        pool: &PoolId,
+        vantage: &VantageId,
+        verdict: impl Fn(&EndpointHealth) -> Verdict,
+    ) -> Verdict {
+        pool_verdict(self.assessor().members(pool).map(|e| {
+            self.evidence
+                .get(e)
+                .and_then(|m| m.get(vantage))
+                .map_or(Verdict::Unknown, &verdict)
+        }))
+    }
+
+    /// Restarts the rise/fall counts of every endpoint as seen from `vantage`, which stopped
+    /// being suspect: its verdicts must re-form from what it sees next.
+    pub(super) fn restart_streaks(&mut self, vantage: &VantageId) {
+        for h in self
+            .evidence
+            .values_mut()
+            .filter_map(|m| m.get_mut(vantage))
+        {
+            h.restart_streak();
+        }
     }
 
     /// Evaluates the policy at `now` and commits the result (serving pool, budget, spacing).

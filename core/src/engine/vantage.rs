@@ -10,6 +10,12 @@
 //!   sockets): more than half, by a count that decays with a half-life of the window.
 //!
 //! One region going dark while the others answer is not suspect.
+//!
+//! Leaving a suspect state never switches by itself: once none of the above holds any more, the
+//! vantage point stays suspect ([`Suspicion::Recovering`]) until every pool it probes has
+//! re-formed its verdict from results after that moment, by its service's rise/fall (the service
+//! engine restarts the consecutive counts and reports each re-formed view). Until then, what it
+//! saw while suspect (a primary still down, short of `rise`) moves no traffic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -49,6 +55,12 @@ pub enum Suspicion {
         /// Their share, in percent.
         percent: u32,
     },
+    /// It was suspect, and some pools it probes have not re-formed their verdict (rise/fall)
+    /// from results after it stopped being so.
+    Recovering {
+        /// How many pools have not.
+        pending: usize,
+    },
 }
 
 impl Suspicion {
@@ -58,6 +70,7 @@ impl Suspicion {
             Self::AllPoolsDown { .. } => "all_pools_down",
             Self::CanariesDown { .. } => "canaries_down",
             Self::ProberSideFailures { .. } => "prober_side_failures",
+            Self::Recovering { .. } => "recovering",
         }
     }
 }
@@ -76,6 +89,10 @@ impl fmt::Display for Suspicion {
             Self::ProberSideFailures { percent } => write!(
                 f,
                 "{percent}% of its recent probes failed on the prober's side (resolver, route, sockets)"
+            ),
+            Self::Recovering { pending } => write!(
+                f,
+                "it was suspect, and {pending} of the pools it probes have not re-formed their verdict (rise/fall) since"
             ),
         }
     }
@@ -98,8 +115,21 @@ impl Decaying {
     }
 }
 
+/// Where a vantage point is between suspect and trusted, as of the last [`Vantages::settle`].
+#[derive(Debug, Clone, Default, PartialEq)]
+enum Standing {
+    /// Not suspect.
+    #[default]
+    Trusted,
+    /// One of the suspect rules holds.
+    Suspect,
+    /// No rule holds any more; these pools have not re-formed their verdict since.
+    Recovering(BTreeSet<(ServiceId, PoolId)>),
+}
+
 #[derive(Debug, Clone, Default)]
 struct VantageState {
+    standing: Standing,
     /// Its rise/fall view of every pool it probes, with the time the view went down.
     views: BTreeMap<(ServiceId, PoolId), Option<Millis>>,
     /// Down-since of every view that is down, ordered by time.
@@ -176,9 +206,76 @@ impl Vantages {
         );
     }
 
-    /// Whether `vantage` is suspect at `now`, and why.
+    /// Whether `vantage` is suspect at `now`, and why: one of the suspect rules holds, or it
+    /// is still [recovering](Suspicion::Recovering) as of the last [`Vantages::settle`].
     pub fn suspect(&self, vantage: &VantageId, now: Millis) -> Option<Suspicion> {
         let s = self.map.get(vantage)?;
+        self.rules(s, now).or_else(|| match &s.standing {
+            Standing::Recovering(pending) => Some(Suspicion::Recovering {
+                pending: pending.len(),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Moves every vantage point's standing on to `now` and returns those that stopped being
+    /// suspect by the rules: their evidence must re-form (the caller restarts their rise/fall
+    /// counts), and until each pool they probe has ([`Vantages::record_reformed`]) they stay
+    /// suspect as recovering.
+    pub fn settle(&mut self, now: Millis) -> Vec<VantageId> {
+        let mut left = Vec::new();
+        let rules: Vec<bool> = self
+            .map
+            .values()
+            .map(|s| self.rules(s, now).is_some())
+            .collect();
+        for ((v, s), suspect) in self.map.iter_mut().zip(rules) {
+            match (&s.standing, suspect) {
+                (_, true) => s.standing = Standing::Suspect,
+                (Standing::Suspect, false) => {
+                    s.standing = Standing::Recovering(s.views.keys().cloned().collect());
+                    left.push(v.clone());
+                }
+                (Standing::Recovering(pending), false) if pending.is_empty() => {
+                    s.standing = Standing::Trusted;
+                }
+                _ => {}
+            }
+        }
+        left
+    }
+
+    /// Whether `vantage` is recovering: its views must re-form before it is trusted again.
+    pub fn recovering(&self, vantage: &VantageId) -> bool {
+        self.map
+            .get(vantage)
+            .is_some_and(|s| matches!(s.standing, Standing::Recovering(_)))
+    }
+
+    /// Records that `vantage`'s view of a pool re-formed its verdict (rise/fall) after it
+    /// stopped being suspect.
+    pub fn record_reformed(&mut self, vantage: &VantageId, service: &ServiceId, pool: &PoolId) {
+        if let Some(Standing::Recovering(pending)) =
+            self.map.get_mut(vantage).map(|s| &mut s.standing)
+        {
+            pending.remove(&(service.clone(), pool.clone()));
+        }
+    }
+
+    /// Forgets every view of `service` (removed or reset by a reload): a recovering vantage
+    /// point no longer waits for them.
+    pub fn forget_service(&mut self, service: &ServiceId) {
+        for s in self.map.values_mut() {
+            s.views.retain(|(sv, _), _| sv != service);
+            s.down.retain(|(_, sv, _)| sv != service);
+            if let Standing::Recovering(pending) = &mut s.standing {
+                pending.retain(|(sv, _)| sv != service);
+            }
+        }
+    }
+
+    /// The suspect rule that holds for `s` at `now`, if any.
+    fn rules(&self, s: &VantageState, now: Millis) -> Option<Suspicion> {
         if s.views.len() >= 2 && s.down.len() == s.views.len() {
             let first = s.down.first().map(|(t, ..)| *t)?;
             let last = s.down.last().map(|(t, ..)| *t)?;
