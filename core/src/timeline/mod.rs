@@ -225,6 +225,11 @@ pub struct Timeline {
     /// What the observers saw, by phase (`api.example.com A 192.0.2.2`, `X-Served-By: tokyo`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub observed: BTreeMap<String, String>,
+    /// The holds the decision waited through since the service's last decision that was not a
+    /// hold, by rule, in order (e.g. `confirm_target`: a probe of the target had to pass after
+    /// the old pool went down); empty when it decided at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waited: Vec<String>,
 }
 
 impl Timeline {
@@ -317,6 +322,8 @@ pub struct Recorder {
     failing: BTreeMap<ServiceId, BTreeMap<(PoolId, EndpointId, VantageId), Millis>>,
     /// Latest successful probe of any endpoint of each pool, by vantage point, per service.
     last_ok: BTreeMap<ServiceId, BTreeMap<(PoolId, VantageId), Millis>>,
+    /// The holds of each service since its last decision that was not a hold, in order.
+    holds: BTreeMap<ServiceId, Vec<String>>,
     expect: BTreeMap<ServiceId, Expect>,
 }
 
@@ -361,6 +368,7 @@ impl Recorder {
                 }
             }
             Event::Decision(d) if d.switched() => self.open(d, &mut out),
+            Event::Decision(d) => self.hold(d),
             Event::Applied {
                 service,
                 at,
@@ -477,6 +485,17 @@ impl Recorder {
         out
     }
 
+    /// Notes a decision that did not switch: a hold is added to what the next switch waited
+    /// through (once per rule); any other rule starts over.
+    fn hold(&mut self, d: &Decision) {
+        let holds = self.holds.entry(d.service.clone()).or_default();
+        if !d.rule.is_hold() {
+            holds.clear();
+        } else if !holds.iter().any(|r| r == d.rule.as_str()) {
+            holds.push(d.rule.as_str().to_owned());
+        }
+    }
+
     /// Opens the timeline of the switch `d` made, superseding the service's open one.
     fn open(&mut self, d: &Decision, out: &mut Vec<Update>) {
         for t in self
@@ -509,6 +528,7 @@ impl Recorder {
             expected: expect.phases(),
             phases: self.first_phases(d, kind),
             observed: BTreeMap::new(),
+            waited: self.holds.remove(&d.service).unwrap_or_default(),
         };
         for phase in [Phase::MarkedDown, Phase::Decision] {
             if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {
