@@ -724,3 +724,23 @@ fn a_real_outage_found_after_a_suspect_state_still_fails_over() {
         d.reasons
     );
 }
+
+/// Issue 12, part 4: a 2-minute drain of the primary (spacing 5 min: `min_dwell`) reverts at
+/// its deadline: its expiry ends the drill's switch and is not a new switch for the spacing
+/// rail.
+#[test]
+fn a_drills_expiry_reverts_at_its_deadline_despite_the_spacing_rail() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    sim.drill(OverrideAction::Drain, "seoul", 2);
+    let deadline = sim.now + 2 * 60_000;
+    assert_eq!(sim.active(), "tokyo");
+    while sim.now + INTERVAL < deadline {
+        sim.round(true, true);
+    }
+    let d = sim.tick_at(deadline).clone();
+    assert_eq!(sim.active(), "seoul", "{:?} {:?}", d.rule, d.reasons);
+    assert_eq!(d.rule, Rule::Restore);
+    assert!(sim.engine.overrides().is_empty(), "{:?}", sim.overrides);
+}

@@ -21,6 +21,10 @@ pub const MAX_OVERRIDE_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const MAX_REASON: usize = 500;
 /// The longest actor name accepted, in characters.
 pub const MAX_ACTOR: usize = 100;
+/// The actor of the restores gslb adds when a drill that moved traffic ends.
+pub const REVERT_ACTOR: &str = "gslb";
+/// The id of such a restore: the ended drill's id and this suffix.
+pub const REVERT_SUFFIX: &str = "-revert";
 
 /// What an override does to a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -161,6 +165,17 @@ pub enum OverrideError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
     active: BTreeMap<OverrideId, Override>,
+}
+
+impl Override {
+    /// Whether gslb added this restore when a drill that moved traffic ended (actor
+    /// [`REVERT_ACTOR`], id ending in [`REVERT_SUFFIX`]): it returns traffic at the drill's
+    /// end, so the spacing rail does not hold it.
+    pub fn is_revert(&self) -> bool {
+        self.action == OverrideAction::Restore
+            && self.actor == REVERT_ACTOR
+            && self.id.0.ends_with(REVERT_SUFFIX)
+    }
 }
 
 impl Overrides {

@@ -252,13 +252,36 @@ impl Vantages {
             .is_some_and(|s| matches!(s.standing, Standing::Recovering(_)))
     }
 
-    /// Records that `vantage`'s view of a pool re-formed its verdict (rise/fall) after it
-    /// stopped being suspect.
-    pub fn record_reformed(&mut self, vantage: &VantageId, service: &ServiceId, pool: &PoolId) {
-        if let Some(Standing::Recovering(pending)) =
-            self.map.get_mut(vantage).map(|s| &mut s.standing)
+    /// Records that `vantage`'s view of a pool re-formed its verdict (rise/fall) at `now`,
+    /// after it stopped being suspect. A view that re-formed down went down now, as far as the
+    /// suspect rules go: "every pool went down within the window" compares re-formed views,
+    /// not one from before the suspect state with one from after.
+    pub fn record_reformed(
+        &mut self,
+        vantage: &VantageId,
+        service: &ServiceId,
+        pool: &PoolId,
+        verdict: Verdict,
+        now: Millis,
+    ) {
+        let Some(s) = self.map.get_mut(vantage) else {
+            return;
+        };
+        let Standing::Recovering(pending) = &mut s.standing else {
+            return;
+        };
+        let key = (service.clone(), pool.clone());
+        if !pending.remove(&key) {
+            return;
+        }
+        if let Some(Some(since)) = s
+            .views
+            .get_mut(&key)
+            .filter(|_| verdict == Verdict::Unhealthy)
         {
-            pending.remove(&(service.clone(), pool.clone()));
+            s.down.remove(&(*since, key.0.clone(), key.1.clone()));
+            *since = now;
+            s.down.insert((now, key.0, key.1));
         }
     }
 
