@@ -126,7 +126,8 @@ impl Engine {
     }
 
     /// Applies one input at `at` and evaluates the services it concerns. Overrides past their
-    /// expiry end first; each input kind has its own step below.
+    /// expiry end first, and vantage points that stopped being suspect start re-forming their
+    /// evidence ([`Vantages::settle`]); each input kind has its own step below.
     pub fn step(&mut self, at: Millis, input: &Input) -> Output {
         let mut out = Output::default();
         let mut touched: BTreeSet<ServiceId> = BTreeSet::new();
@@ -134,6 +135,11 @@ impl Engine {
             touched.insert(o.service.clone());
             out.overrides.push(OverrideChange::Expired(o.clone()));
             self.revert(&o, at, &mut out);
+        }
+        for v in self.vantages.settle(at) {
+            for s in self.services.values_mut() {
+                s.restart_streaks(&v, at);
+            }
         }
         touched.extend(match input {
             Input::Observe {
@@ -161,11 +167,6 @@ impl Engine {
             Input::Reload { reset, removed } => self.apply_reload(reset, removed, &mut out),
             Input::LoadOverrides { overrides } => self.load_overrides(overrides, &mut out),
         });
-        for v in self.vantages.settle(at) {
-            for s in self.services.values_mut() {
-                s.restart_streaks(&v);
-            }
-        }
         for id in touched {
             self.evaluate(&id, at, &mut out);
         }

@@ -260,14 +260,14 @@ impl ServiceEngine {
     }
 
     /// Restarts the rise/fall counts of every endpoint as seen from `vantage`, which stopped
-    /// being suspect: its verdicts must re-form from what it sees next.
-    pub(super) fn restart_streaks(&mut self, vantage: &VantageId) {
+    /// being suspect at `since`: its verdicts must re-form from what it sees from then on.
+    pub(super) fn restart_streaks(&mut self, vantage: &VantageId, since: Millis) {
         for h in self
             .evidence
             .values_mut()
             .filter_map(|m| m.get_mut(vantage))
         {
-            h.restart_streak();
+            h.restart_streak(since);
         }
     }
 

@@ -210,18 +210,22 @@ impl Vantages {
     /// is still [recovering](Suspicion::Recovering) as of the last [`Vantages::settle`].
     pub fn suspect(&self, vantage: &VantageId, now: Millis) -> Option<Suspicion> {
         let s = self.map.get(vantage)?;
-        self.rules(s, now).or_else(|| match &s.standing {
-            Standing::Recovering(pending) => Some(Suspicion::Recovering {
-                pending: pending.len(),
-            }),
-            _ => None,
+        self.rules(s, now).or_else(|| {
+            let pending = match &s.standing {
+                // Not settled yet: every pool it probes is still to re-form.
+                Standing::Suspect => s.views.len(),
+                Standing::Recovering(pending) => pending.len(),
+                Standing::Trusted => 0,
+            };
+            (pending > 0).then_some(Suspicion::Recovering { pending })
         })
     }
 
-    /// Moves every vantage point's standing on to `now` and returns those that stopped being
-    /// suspect by the rules: their evidence must re-form (the caller restarts their rise/fall
-    /// counts), and until each pool they probe has ([`Vantages::record_reformed`]) they stay
-    /// suspect as recovering.
+    /// Moves every vantage point's standing on to `now`, before the input of a step at `now`
+    /// is applied, and returns those that stopped being suspect by the rules: their evidence
+    /// must re-form from the results that follow (the caller restarts their rise/fall counts),
+    /// and until each pool they probe has ([`Vantages::record_reformed`]) they stay suspect as
+    /// recovering. One that stopped within the previous step is still suspect until then.
     pub fn settle(&mut self, now: Millis) -> Vec<VantageId> {
         let mut left = Vec::new();
         let rules: Vec<bool> = self
