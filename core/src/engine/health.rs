@@ -23,8 +23,6 @@ pub struct EndpointHealth {
     pub last: Option<ProbeOutcome>,
     /// When the first failure of the current failing streak was seen.
     pub failing_since: Option<Millis>,
-    /// When the first success of the current passing streak was seen.
-    pub passing_since: Option<Millis>,
     /// The last 21 results, for the flapping percentage.
     pub flap: FlapHistory,
 }
@@ -52,14 +50,12 @@ impl EndpointHealth {
             self.consecutive_ok = self.consecutive_ok.saturating_add(1);
             self.consecutive_fail = 0;
             self.failing_since = None;
-            self.passing_since.get_or_insert(at);
             if self.consecutive_ok >= th.rise {
                 self.verdict = Verdict::Healthy;
             }
         } else {
             self.consecutive_fail = self.consecutive_fail.saturating_add(1);
             self.consecutive_ok = 0;
-            self.passing_since = None;
             self.failing_since.get_or_insert(at);
             if self.consecutive_fail >= th.fall {
                 self.verdict = Verdict::Unhealthy;
@@ -68,22 +64,14 @@ impl EndpointHealth {
         (self.verdict != before).then_some(self.verdict)
     }
 
-    /// Restarts the consecutive counts from `since`, keeping the verdict: a streak that
-    /// started before it counts from zero, so what follows must reach `rise` or `fall` on its
-    /// own before the verdict counts as [re-formed](Self::reformed) (after the vantage point
-    /// stopped being suspect at `since`). A streak that started at `since` (the same probe
-    /// round) is kept.
+    /// Restarts the consecutive counts from `since`, keeping the verdict: only a result at
+    /// `since` itself (the probe round in which the vantage point stopped being suspect) still
+    /// counts, so what follows must reach `rise` or `fall` before the verdict counts as
+    /// [re-formed](Self::reformed).
     pub fn restart_streak(&mut self, since: Millis) {
-        if self
-            .passing_since
-            .or(self.failing_since)
-            .is_some_and(|t| t < since)
-        {
-            self.consecutive_ok = 0;
-            self.consecutive_fail = 0;
-            self.passing_since = None;
-            self.failing_since = None;
-        }
+        let kept = u32::from(self.last_at == Some(since));
+        self.consecutive_ok = self.consecutive_ok.min(kept);
+        self.consecutive_fail = self.consecutive_fail.min(kept);
     }
 
     /// The verdict when the current streak reaches its threshold (`rise` consecutive
