@@ -5,6 +5,8 @@
 //! pure [`Overrides`] store and the real example policy, so what is tested here is the HTTP
 //! edge (status codes, bodies, auth), not the engine (the end-to-end drill tests do that).
 
+mod support;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -98,6 +100,11 @@ struct Server {
 }
 
 async fn serve(engine: Engine, token: Option<&str>) -> Server {
+    serve_with(engine, token, Arc::default()).await
+}
+
+/// [`serve`] with this status board.
+async fn serve_with(engine: Engine, token: Option<&str>, board: Arc<StatusBoard>) -> Server {
     let seen = Seen::default();
     let commands: Option<MessageSender> = match engine {
         Engine::Absent => None,
@@ -114,7 +121,7 @@ async fn serve(engine: Engine, token: Option<&str>) -> Server {
         }
     };
     let state = AdminState {
-        board: Arc::new(StatusBoard::default()),
+        board,
         metrics: Metrics::new(),
         commands,
         token: token.map(|t| AdminToken::new(t, "test").expect("token")),
@@ -484,7 +491,8 @@ async fn the_client_starts_lists_and_ends_drills() {
             actor: Some("erin".into()),
         })
         .await
-        .expect("start");
+        .expect("start")
+        .drill;
     assert_eq!(started.action, OverrideAction::Force);
     let listed = c.list().await.expect("list");
     assert_eq!(listed, vec![started.clone()]);
@@ -735,4 +743,50 @@ async fn gslb_events_refuses_limit_0_like_the_api_and_prints_the_api_json() {
     );
     let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(printed, a.body, "the API's answer, as it came");
+}
+
+/// Issue 12, part 4: the answer to `POST /v1/drills` says when the drill is accepted but not in
+/// effect, with the reason: `held` when the service's decision keeps the drained pool serving
+/// (no other pool is healthy), `ignored` for a drain of the provider's fallback pool.
+#[tokio::test]
+async fn a_started_drill_that_is_not_in_effect_says_held_or_ignored() {
+    use support::sim::Sim;
+    // The engine loop's view as the status board shows it: seoul serves, tokyo is down, and a
+    // drain of seoul holds.
+    let mut sim = Sim::new(policy());
+    for _ in 0..3 {
+        sim.round(true, false);
+    }
+    sim.drill(OverrideAction::Drain, "seoul", 30);
+    let board = Arc::new(StatusBoard::default());
+    let service = sim.engine.service(&sim.service).expect("api");
+    board.update_service(
+        service,
+        sim.engine.overrides().all(),
+        gslb_core::model::Millis(sim.now),
+    );
+    board.update_apply(&sim.service, |a| a.fallback_pool = Some("tokyo".into()));
+    let server = serve_with(Engine::Responder, None, board).await;
+    let url = format!("{}/v1/drills", server.url);
+    let a = call("POST", &url, None, Some(drain_seoul())).await;
+    assert_eq!(a.status, 201, "{}", a.text);
+    assert_eq!(
+        a.body["held"],
+        "a drill drains seoul but no other pool is healthy: keeping seoul (never zero serving pools)",
+        "{}",
+        a.text
+    );
+    assert!(a.body.get("ignored").is_none(), "{}", a.text);
+    assert_eq!(a.body["pool"], "seoul", "the override itself: {}", a.text);
+    let mut tokyo = drain_seoul();
+    tokyo["pool"] = json!("tokyo");
+    let a = call("POST", &url, None, Some(tokyo)).await;
+    assert_eq!(a.status, 201, "{}", a.text);
+    assert!(a.body.get("held").is_none(), "{}", a.text);
+    assert!(
+        a.body["ignored"].as_str().is_some_and(|s| s
+            .starts_with("drain of pool tokyo ignored: it is the load balancer's fallback pool")),
+        "{}",
+        a.text
+    );
 }

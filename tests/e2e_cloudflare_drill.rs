@@ -50,6 +50,8 @@ async fn a_drill_drain_and_restore_round_trip() {
         status(admin, "web")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+            // Both pools healthy: a drain then moves traffic (else it is held, exit code 3).
+            .filter(|s| s["pools"][1]["state"]["verdict"] == "healthy")
     })
     .await
     .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
@@ -135,4 +137,82 @@ async fn a_drill_drain_and_restore_round_trip() {
             "{action}:\n{audit}"
         );
     }
+}
+
+/// Issue 12, part 4: `gslb drill` says when a drill is accepted but not in effect, with the
+/// reason and exit code 3: a drain of the load balancer's fallback pool (gcp) is ignored, and
+/// a drain of the serving pool while no other pool is healthy is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_that_is_held_or_ignored_says_so_and_exits_3() {
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let ncp = Origin::start(loopback, "ncp").await.expect("origin");
+    let gcp = Origin::start(loopback, "gcp").await.expect("origin");
+    let web = WebDaemon::start(
+        &fake,
+        ncp.addr(),
+        gcp.addr(),
+        "min_dwell = \"1s\"\n[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"",
+        "ttl = \"1s\"",
+    );
+    let admin = web.admin;
+    eventually(Duration::from_secs(15), || async {
+        status(admin, "web")
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+            // Both pools healthy: a drain then moves traffic (else it is held, exit code 3).
+            .filter(|s| s["pools"][1]["state"]["verdict"] == "healthy")
+    })
+    .await
+    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
+    let start = |pool: &str| {
+        let args = [
+            "drain",
+            "--service",
+            "web",
+            "--pool",
+            pool,
+            "--reason",
+            "drill",
+        ];
+        drill(admin, &args)
+    };
+
+    let out = start("gcp");
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("drain web/gcp"), "{said}");
+    assert!(
+        said.contains(
+            "but it is ignored: drain of pool gcp ignored: it is the load balancer's fallback pool"
+        ),
+        "{said}"
+    );
+    let id = said
+        .split_whitespace()
+        .find(|w| w.starts_with("d-"))
+        .expect("the drill's id")
+        .to_owned();
+    let ended = drill(admin, &["end", &id, "--reason", "drill over"]);
+    assert!(ended.status.success(), "{ended:?}");
+
+    gcp.set_mode(gslb::io::origin::Mode::Status(503));
+    eventually(Duration::from_secs(15), || async {
+        status(admin, "web")
+            .await
+            .filter(|s| s["pools"][1]["state"]["verdict"] == "unhealthy")
+    })
+    .await
+    .unwrap_or_else(|| panic!("gcp never down:\n{}", web.log()));
+    let out = start("ncp");
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("drain web/ncp") && said.contains("but it is held: a drill drains ncp but no other pool is healthy: keeping ncp (never zero serving pools)"),
+        "{said}"
+    );
+    assert_eq!(
+        status(admin, "web").await.map(|s| s["active"].clone()),
+        Some("ncp".into())
+    );
 }

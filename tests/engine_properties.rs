@@ -1,10 +1,14 @@
-//! Property-based tests of the pure engine: random policies and random observation timelines
-//! (three vantage points, outages, prober-side failures, ticks, drills, re-arms), checking the
-//! invariants that make automated failover safe after every step.
+//! Property-based tests of the pure engine: random policies with two or three pools and random
+//! observation timelines (three vantage points, outages, prober-side failures, ticks, drills,
+//! re-arms), checking the invariants that make automated failover safe after every step; and
+//! random vantage-wide outages and recoveries, which never switch by themselves.
 //!
-//! 10,000 cases by default (`PROPTEST_CASES` overrides).
+//! 10,000 cases per property by default (`PROPTEST_CASES` overrides). The default run drives
+//! at least [`MIN_STEPS`] engine steps in total (counted, and asserted; a lower case count
+//! lowers the floor in proportion).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use gslb_core::engine::{
@@ -16,8 +20,48 @@ use gslb_core::model::{
 };
 use gslb_core::policy::{self, Policy};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 
 const VANTAGES: [&str; 3] = ["a", "b", "c"];
+/// Cases per property without `PROPTEST_CASES`.
+const DEFAULT_CASES: u32 = 10_000;
+/// Engine steps a default run of [`engine_invariants_hold`] drives at least, summed over its
+/// cases (about 2.3 million in practice).
+const MIN_STEPS: u64 = 1_000_000;
+/// Engine steps driven by [`engine_invariants_hold`].
+static INVARIANT_STEPS: AtomicU64 = AtomicU64::new(0);
+/// Engine steps driven by [`vantage_outages_and_recoveries_never_switch`].
+static OUTAGE_STEPS: AtomicU64 = AtomicU64::new(0);
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(DEFAULT_CASES)
+}
+
+/// Runs `test` over `strategy` for [`cases`] cases; panics with the minimal failing case.
+fn run<S: Strategy>(strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>) {
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    if let Err(e) = runner.run(&strategy, test) {
+        panic!("{e}");
+    }
+}
+
+/// One engine step, counted in `steps`.
+fn step(
+    steps: &AtomicU64,
+    engine: &mut Engine,
+    at: u64,
+    input: &Input,
+) -> gslb_core::engine::Output {
+    steps.fetch_add(1, Ordering::Relaxed);
+    engine.step(Millis(at), input)
+}
 
 #[derive(Debug, Clone)]
 struct Params {
@@ -33,7 +77,7 @@ struct Params {
 
 fn params() -> impl Strategy<Value = Params> {
     (
-        2usize..=2,
+        2usize..=3,
         1u32..=4,
         1u32..=3,
         any::<bool>(),
@@ -213,88 +257,245 @@ fn check(d: &Decision, drills_active: bool) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(10_000),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+/// The steps of one timeline event.
+fn inputs(
+    ev: Event,
+    n: usize,
+    now: u64,
+    service: &ServiceId,
+    ids: &mut Vec<OverrideId>,
+    last_expiry: &mut u64,
+) -> Vec<Input> {
+    match ev {
+        Event::Round { up, prober_side } => up
+            .iter()
+            .enumerate()
+            .flat_map(|(v, pools)| {
+                let ps = prober_side[v];
+                pools.iter().enumerate().map(move |(i, ok)| (v, i, *ok, ps))
+            })
+            .map(|(v, i, ok, ps)| Input::Observe {
+                service: service.clone(),
+                observation: observation(v, i, now, ok, ps),
+            })
+            .collect(),
+        Event::Tick => vec![Input::Tick],
+        Event::Drill {
+            action,
+            pool,
+            minutes,
+        } => {
+            let id = OverrideId(format!("d{n}"));
+            ids.push(id.clone());
+            *last_expiry = (*last_expiry).max(now + minutes * 60_000);
+            vec![Input::AddOverride(OverrideRequest {
+                id,
+                service: service.clone(),
+                action: [
+                    OverrideAction::Drain,
+                    OverrideAction::Restore,
+                    OverrideAction::Force,
+                ][action as usize],
+                pool: PoolId(format!("p{pool}")),
+                reason: "drill".into(),
+                actor: "prop".into(),
+                duration: Some(Duration::from_secs(minutes * 60)),
+            })]
+        }
+        Event::EndDrill { nth } => match ids.get(nth) {
+            Some(id) => vec![Input::EndOverride {
+                id: id.clone(),
+                actor: "prop".into(),
+                reason: "done".into(),
+            }],
+            None => vec![Input::Tick],
+        },
+        Event::Rearm => vec![Input::Rearm {
+            service: Some(service.clone()),
+            actor: "prop".into(),
+            reason: "test".into(),
+        }],
+    }
+}
 
-    #[test]
-    fn engine_invariants_hold((p, timeline) in case()) {
-        let policy = make_policy(&p);
-        let service = ServiceId("api".into());
-        let refill = p.refill_s * 1_000;
-        let mut engine = Engine::new(vec![policy], &EngineSettings::default());
-        let mut now = 1_000u64;
-        engine.step(Millis(now), &Input::Adopt { service: service.clone(), pool: Some(PoolId("p0".into())) });
-        // Automatic switch times since the last re-arm, for the velocity budget.
-        let mut automatic: Vec<u64> = Vec::new();
-        let mut ids = Vec::new();
-        let mut last_expiry = 0;
-        for (n, (dt, ev)) in timeline.into_iter().enumerate() {
-            now += dt;
-            let inputs: Vec<Input> = match ev {
-                Event::Round { up, prober_side } => up
+/// Automatic switches per window never exceed the budget: burst + elapsed / refill.
+fn check_velocity(automatic: &[u64], burst: u32, refill: u64) -> Result<(), TestCaseError> {
+    for (i, a) in automatic.iter().enumerate() {
+        for (j, b) in automatic.iter().enumerate().skip(i) {
+            let allowed = u64::from(burst) + (b - a) / refill;
+            prop_assert!(
+                (j - i + 1) as u64 <= allowed,
+                "{} switches in {} ms, budget {}",
+                j - i + 1,
+                b - a,
+                allowed
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One case of [`engine_invariants_hold`].
+fn invariants_case(p: &Params, timeline: Vec<(u64, Event)>) -> Result<(), TestCaseError> {
+    let service = ServiceId("api".into());
+    let refill = p.refill_s * 1_000;
+    let mut engine = Engine::new(vec![make_policy(p)], &EngineSettings::default());
+    let mut now = 1_000u64;
+    let adopt = Input::Adopt {
+        service: service.clone(),
+        pool: Some(PoolId("p0".into())),
+    };
+    step(&INVARIANT_STEPS, &mut engine, now, &adopt);
+    // Automatic switch times since the last re-arm, for the velocity budget.
+    let mut automatic: Vec<u64> = Vec::new();
+    let mut ids = Vec::new();
+    let mut last_expiry = 0;
+    for (n, (dt, ev)) in timeline.into_iter().enumerate() {
+        now += dt;
+        if matches!(ev, Event::Rearm) {
+            automatic.clear();
+        }
+        for input in inputs(ev, n, now, &service, &mut ids, &mut last_expiry) {
+            let out = step(&INVARIANT_STEPS, &mut engine, now, &input);
+            let drills = !engine.overrides().is_empty()
+                || out
+                    .overrides
                     .iter()
-                    .enumerate()
-                    .flat_map(|(v, pools)| {
-                        let ps = prober_side[v];
-                        pools.iter().enumerate().map(move |(i, ok)| (v, i, *ok, ps))
-                    })
-                    .map(|(v, i, ok, ps)| Input::Observe { service: service.clone(), observation: observation(v, i, now, ok, ps) })
-                    .collect(),
-                Event::Tick => vec![Input::Tick],
-                Event::Drill { action, pool, minutes } => {
-                    let id = OverrideId(format!("d{n}"));
-                    ids.push(id.clone());
-                    last_expiry = last_expiry.max(now + minutes * 60_000);
-                    vec![Input::AddOverride(OverrideRequest {
-                        id,
-                        service: service.clone(),
-                        action: [OverrideAction::Drain, OverrideAction::Restore, OverrideAction::Force][action as usize],
-                        pool: PoolId(format!("p{pool}")),
-                        reason: "drill".into(),
-                        actor: "prop".into(),
-                        duration: Some(Duration::from_secs(minutes * 60)),
-                    })]
+                    .any(|c| matches!(c, gslb_core::engine::OverrideChange::Added(_)));
+            for (d, _) in &out.decisions {
+                check(d, drills)?;
+                if d.switched() && d.rule.is_automatic() {
+                    automatic.push(now);
                 }
-                Event::EndDrill { nth } => match ids.get(nth) {
-                    Some(id) => vec![Input::EndOverride { id: id.clone(), actor: "prop".into(), reason: "done".into() }],
-                    None => vec![Input::Tick],
-                },
-                Event::Rearm => {
-                    automatic.clear();
-                    vec![Input::Rearm { service: Some(service.clone()), actor: "prop".into(), reason: "test".into() }]
-                }
-            };
-            for input in inputs {
-                let out = engine.step(Millis(now), &input);
-                let drills = !engine.overrides().is_empty() || out.overrides.iter().any(|c| matches!(c, gslb_core::engine::OverrideChange::Added(_)));
-                for (d, _) in &out.decisions {
-                    check(d, drills)?;
-                    if d.switched() && d.rule.is_automatic() {
-                        automatic.push(now);
-                    }
-                }
-                prop_assert!(
-                    engine.overrides().all().all(|o| o.expires.0 > now),
-                    "an override outlived its expiry"
-                );
             }
-            // Switches per window never exceed the budget: burst + elapsed / refill.
-            for (i, a) in automatic.iter().enumerate() {
-                for (j, b) in automatic.iter().enumerate().skip(i) {
-                    let allowed = u64::from(p.burst) + (b - a) / refill;
-                    prop_assert!((j - i + 1) as u64 <= allowed, "{} switches in {} ms, budget {}", j - i + 1, b - a, allowed);
+            prop_assert!(
+                engine.overrides().all().all(|o| o.expires.0 > now),
+                "an override outlived its expiry"
+            );
+        }
+        check_velocity(&automatic, p.burst, refill)?;
+    }
+    // Every override ends by its expiry.
+    step(
+        &INVARIANT_STEPS,
+        &mut engine,
+        last_expiry.max(now) + 1,
+        &Input::Tick,
+    );
+    prop_assert!(
+        engine.overrides().all().all(|o| o.actor == "gslb"),
+        "a drill outlived its expiry"
+    );
+    let revert_expiry = engine
+        .overrides()
+        .all()
+        .map(|o| o.expires.0)
+        .max()
+        .unwrap_or(0);
+    step(
+        &INVARIANT_STEPS,
+        &mut engine,
+        revert_expiry.max(last_expiry) + 1,
+        &Input::Tick,
+    );
+    prop_assert!(
+        engine.overrides().is_empty(),
+        "every override ends by its expiry"
+    );
+    Ok(())
+}
+
+/// The invariants hold after every step; a default run drives at least [`MIN_STEPS`] engine
+/// steps (a lower `PROPTEST_CASES` lowers the floor in proportion).
+#[test]
+fn engine_invariants_hold() {
+    run(case(), |(p, timeline)| invariants_case(&p, timeline));
+    let floor = MIN_STEPS * u64::from(cases()) / u64::from(DEFAULT_CASES);
+    let steps = INVARIANT_STEPS.load(Ordering::Relaxed);
+    eprintln!("engine_invariants_hold: {steps} engine steps");
+    assert!(
+        steps >= floor,
+        "{steps} engine steps, at least {floor} expected"
+    );
+}
+
+/// How a vantage-wide outage shows in every probe from the vantage point: its own network or
+/// resolver is broken (the first two count toward `fall`, the last two are prober-side).
+const OUTAGE: [ProbeReason; 4] = [
+    ProbeReason::Timeout,
+    ProbeReason::NetworkUnreachable,
+    ProbeReason::ResolverUnavailable,
+    ProbeReason::LocalResources,
+];
+
+/// One probe round of [`vantage_outages`]: the time since the last, per vantage point whether
+/// its outage starts or ends now (and how it shows), and which pool each probes first.
+type OutageRound = (u64, Vec<(bool, usize)>, usize);
+
+fn outages() -> impl Strategy<Value = (Params, usize, Vec<OutageRound>)> {
+    (params(), 1usize..=3).prop_flat_map(|(p, vantages)| {
+        let round = (
+            5_000u64..=15_000,
+            prop::collection::vec((prop::bool::weighted(0.15), 0..OUTAGE.len()), vantages),
+            0..p.pools,
+        );
+        (Just(p), Just(vantages), prop::collection::vec(round, 1..60))
+    })
+}
+
+/// One case of [`vantage_outages_and_recoveries_never_switch`].
+fn outages_case(
+    p: &Params,
+    vantages: usize,
+    rounds: Vec<OutageRound>,
+) -> Result<(), TestCaseError> {
+    let service = ServiceId("api".into());
+    let mut engine = Engine::new(vec![make_policy(p)], &EngineSettings::default());
+    let mut now = 1_000u64;
+    let adopt = Input::Adopt {
+        service: service.clone(),
+        pool: Some(PoolId("p0".into())),
+    };
+    step(&OUTAGE_STEPS, &mut engine, now, &adopt);
+    let mut broken: Vec<Option<ProbeReason>> = vec![None; vantages];
+    for (dt, toggles, first) in rounds {
+        now += dt;
+        for (v, (toggle, kind)) in toggles.into_iter().enumerate() {
+            if toggle {
+                broken[v] = broken[v].xor(Some(OUTAGE[kind]));
+            }
+            for i in (0..p.pools).map(|i| (i + first) % p.pools) {
+                let mut o = observation(v, i, now, true, false);
+                if let Some(reason) = broken[v] {
+                    o.outcome.success = false;
+                    o.outcome.reason = reason;
+                }
+                let input = Input::Observe {
+                    service: service.clone(),
+                    observation: o,
+                };
+                for (d, _) in step(&OUTAGE_STEPS, &mut engine, now, &input).decisions {
+                    prop_assert!(
+                        !d.switched(),
+                        "every pool is healthy, yet a vantage-wide outage switched: {:?} {:?}",
+                        d.rule,
+                        d.reasons
+                    );
                 }
             }
         }
-        // Every override ends by its expiry.
-        engine.step(Millis(last_expiry.max(now) + 1), &Input::Tick);
-        prop_assert!(engine.overrides().all().all(|o| o.actor == "gslb"), "a drill outlived its expiry");
-        let revert_expiry = engine.overrides().all().map(|o| o.expires.0).max().unwrap_or(0);
-        engine.step(Millis(revert_expiry.max(last_expiry) + 1), &Input::Tick);
-        prop_assert!(engine.overrides().is_empty(), "every override ends by its expiry");
     }
+    Ok(())
+}
+
+/// Issue 12: over random vantage-wide outages and recoveries (one to three vantage points, two
+/// or three pools, every pool healthy throughout), no switch happens: no pool's verdict across
+/// fresh, non-suspect vantage points changed, so nothing may move.
+#[test]
+fn vantage_outages_and_recoveries_never_switch() {
+    run(outages(), |(p, vantages, rounds)| {
+        outages_case(&p, vantages, rounds)
+    });
+    let steps = OUTAGE_STEPS.load(Ordering::Relaxed);
+    eprintln!("vantage_outages_and_recoveries_never_switch: {steps} engine steps");
 }

@@ -658,3 +658,89 @@ fn drill_text_is_bounded_and_free_of_control_characters() {
     }
     assert!(sim.engine.overrides().is_empty());
 }
+
+/// Issue 12, part 1: a vantage point that lost its own network is suspect while everything
+/// looks down from it; when its network returns, the standby's probes happen to pass first.
+/// Leaving the suspect state must not switch by itself: the primary has not re-formed its
+/// verdict (rise) yet, so nothing moves until it has, and then it stays.
+#[test]
+fn leaving_a_suspect_state_never_switches_by_itself() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..6 {
+        sim.round(false, false);
+    }
+    assert_eq!(sim.last().rule, Rule::FailStatic);
+    // The network is back: in each round the standby is probed before the primary.
+    for _ in 0..4 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+        sim.probe(HERE, SEOUL, ProbeReason::Ok);
+    }
+    let switched: Vec<_> = sim.decisions.iter().filter(|d| d.switched()).collect();
+    assert!(
+        switched.is_empty(),
+        "a switch on leaving the suspect state: {:?}",
+        switched.iter().map(|d| &d.reasons).collect::<Vec<_>>()
+    );
+    assert_eq!(sim.active(), "seoul");
+    assert_eq!(sim.last().rule, Rule::Stay, "{:?}", sim.last().reasons);
+    assert!(
+        sim.engine.vantage_points(Millis(sim.now))[0].1.is_none(),
+        "every pool re-formed its verdict: no longer suspect"
+    );
+}
+
+/// Issue 12, part 1: after leaving the suspect state, a primary that is down for real still
+/// fails over once its vantage point has re-formed every pool's verdict (fall probes).
+#[test]
+fn a_real_outage_found_after_a_suspect_state_still_fails_over() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..6 {
+        sim.round(false, false);
+    }
+    let mut rules = Vec::new();
+    for _ in 0..5 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+        sim.probe(HERE, SEOUL, ProbeReason::Timeout);
+        rules.push(sim.last().rule);
+    }
+    assert_eq!(sim.active(), "tokyo", "{rules:?}");
+    let d = sim
+        .decisions
+        .iter()
+        .find(|d| d.switched())
+        .expect("a failover");
+    assert_eq!(d.rule, Rule::Failover);
+    assert!(
+        d.reasons
+            .iter()
+            .any(|r| r.contains("failed 3 consecutive probes")),
+        "{:?}",
+        d.reasons
+    );
+}
+
+/// Issue 12, part 4: a 2-minute drain of the primary (spacing 5 min: `min_dwell`) reverts at
+/// its deadline: its expiry ends the drill's switch and is not a new switch for the spacing
+/// rail.
+#[test]
+fn a_drills_expiry_reverts_at_its_deadline_despite_the_spacing_rail() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    sim.drill(OverrideAction::Drain, "seoul", 2);
+    let deadline = sim.now + 2 * 60_000;
+    assert_eq!(sim.active(), "tokyo");
+    while sim.now + INTERVAL < deadline {
+        sim.round(true, true);
+    }
+    let d = sim.tick_at(deadline).clone();
+    assert_eq!(sim.active(), "seoul", "{:?} {:?}", d.rule, d.reasons);
+    assert_eq!(d.rule, Rule::Restore);
+    assert!(sim.engine.overrides().is_empty(), "{:?}", sim.overrides);
+}

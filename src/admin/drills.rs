@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 
 use super::AdminState;
 use crate::daemon::inbox::{Message, MessageSender, ReplyTo};
+use crate::ops::status::StatusBoard;
 use gslb_core::engine::{
     Input, Override, OverrideAction, OverrideError, OverrideId, OverrideRequest,
 };
@@ -85,6 +86,48 @@ pub struct RearmRequest {
 pub struct DrillList {
     /// Every active override, by id.
     pub overrides: Vec<Override>,
+}
+
+/// Answer of `POST /v1/drills`: the override, and whether it is in effect right after the
+/// engine evaluated it. An accepted drill that is not in effect names why in `held` (the engine
+/// holds it: a drain of the only healthy pool, a force or restore of a pool that is not healthy,
+/// a safety rail) or `ignored` (the provider never applies it: a drain of the Cloudflare load
+/// balancer's fallback pool); `gslb drill` then exits 3. It stays active either way, and
+/// applies as soon as it can.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrillCreated {
+    /// The override.
+    #[serde(flatten)]
+    pub drill: Override,
+    /// Why the engine holds it, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
+    /// Why the provider ignores it, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
+}
+
+impl DrillCreated {
+    /// `o` as the status board shows its service after the step that started it: held by the
+    /// last decision ([`Override::held_by`]), or a drain of the provider's fallback pool as of
+    /// the reconciler's last read (none before the first read).
+    pub fn of(o: Override, board: &StatusBoard) -> Self {
+        let status = board.snapshot().remove(&o.service);
+        let held = status.as_ref().and_then(|s| {
+            let order: Vec<PoolId> = s.pools.iter().map(|p| p.pool.clone()).collect();
+            o.held_by(&order, s.last_decision.as_ref()?)
+        });
+        let fallback = status.and_then(|s| s.apply.fallback_pool);
+        let ignored = (held.is_none()
+            && o.action == OverrideAction::Drain
+            && fallback.as_ref() == Some(&o.pool))
+        .then(|| gslb_core::planner::fallback::ignored_drain(&o.pool.0));
+        Self {
+            drill: o,
+            held,
+            ignored,
+        }
+    }
 }
 
 /// Answer of `POST /v1/rearm`.
@@ -221,7 +264,8 @@ async fn ask<T>(
     }
 }
 
-/// `POST /v1/drills`: 201 with the override (and `Location`), or a refusal.
+/// `POST /v1/drills`: 201 with the override and whether it is in effect ([`DrillCreated`],
+/// and `Location`), or a refusal.
 pub(crate) async fn create(
     State(s): State<AdminState>,
     body: Result<Json<DrillRequest>, JsonRejection>,
@@ -260,8 +304,10 @@ pub(crate) async fn create(
             other => break other?,
         }
     };
+    let location = HeaderValue::try_from(format!("/v1/drills/{}", created.id));
+    let created = DrillCreated::of(created, &s.board);
     let mut response = (StatusCode::CREATED, Json(&created)).into_response();
-    if let Ok(location) = HeaderValue::try_from(format!("/v1/drills/{}", created.id)) {
+    if let Ok(location) = location {
         response.headers_mut().insert(header::LOCATION, location);
     }
     Ok(response)

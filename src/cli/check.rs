@@ -1,6 +1,7 @@
 //! `gslb check`: validates policy files or folders and prints, per policy, its worst-case
-//! failover, with warnings for an exceeded `rto_budget`, an `[observe]` table that watches
-//! nothing, or an IP-literal endpoint of an address family this host has no route for.
+//! failover with each engine wait named, with warnings for an exceeded `rto_budget`, an
+//! `[observe]` table that watches nothing, or an IP-literal endpoint of an address family this
+//! host has no route for.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -31,12 +32,13 @@ pub fn run(paths: &[PathBuf], out: &mut impl Write) -> Result<(), CheckError> {
     for (file, p) in &policies {
         writeln!(
             out,
-            "ok: {} (service {}, {} pools, worst-case failover {}: detection and TTL {} + expected apply time {})",
+            "ok: {} (service {}, {} pools, worst-case failover {}: detection and TTL {} + {} + expected apply time {})",
             file.display(),
             p.service,
             p.pools.len(),
             humantime::format_duration(p.worst_case_rto()),
             humantime::format_duration(p.worst_case_failover()),
+            p.failover_waits_text(),
             humantime::format_duration(p.target.expected_apply_time()),
         )?;
         if let Some(w) = p.rto_warning() {

@@ -75,6 +75,10 @@ pub struct ApplyStatus {
     /// Set while the decision drains the provider's fallback pool, which gslb never disables:
     /// the drain is ignored (the rest of the decision is applied) and this says so.
     pub ignored_drain: Option<String>,
+    /// The provider's fallback pool as of the last successful observe (Cloudflare
+    /// `fallback_pool`): a drain of it is ignored. Not shown.
+    #[serde(skip)]
+    pub fallback_pool: Option<PoolId>,
     /// The time of the decision this status reports on; `None` before the first. Not shown.
     #[serde(skip)]
     pub decision_at: Option<Millis>,

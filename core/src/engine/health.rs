@@ -75,6 +75,26 @@ impl EndpointHealth {
         (self.verdict != before).then_some(self.verdict)
     }
 
+    /// Restarts the consecutive counts from `since`, keeping the verdict: only a result at
+    /// `since` itself (the probe round in which the vantage point stopped being suspect) still
+    /// counts, so what follows must reach `rise` or `fall` before the verdict counts as
+    /// [re-formed](Self::reformed).
+    pub fn restart_streak(&mut self, since: Millis) {
+        let kept = u32::from(self.last_at == Some(since));
+        self.consecutive_ok = self.consecutive_ok.min(kept);
+        self.consecutive_fail = self.consecutive_fail.min(kept);
+    }
+
+    /// The verdict when the current streak reaches its threshold (`rise` consecutive
+    /// successes for healthy, `fall` failures for unhealthy), else `unknown`.
+    pub fn reformed(&self, th: Thresholds) -> Verdict {
+        match self.verdict {
+            Verdict::Healthy if self.consecutive_ok >= th.rise => Verdict::Healthy,
+            Verdict::Unhealthy if self.consecutive_fail >= th.fall => Verdict::Unhealthy,
+            _ => Verdict::Unknown,
+        }
+    }
+
     /// The verdict at `now`: `unknown` when the last probe is older than `stale_after`.
     pub fn verdict_at(&self, now: Millis, stale_after: std::time::Duration) -> Verdict {
         match self.last_at {
@@ -94,6 +114,10 @@ impl EndpointHealth {
         }
         let last = self.last.as_ref().map_or_else(|| "ok".into(), describe);
         match self.verdict {
+            Verdict::Unhealthy if self.consecutive_fail < th.fall => format!(
+                "still unhealthy: {} ok / {} failed in a row (rise={}, fall={}), last: {last}",
+                self.consecutive_ok, self.consecutive_fail, th.rise, th.fall
+            ),
             Verdict::Unhealthy => {
                 format!(
                     "failed {} consecutive probes (fall={}), last: {last}",

@@ -33,7 +33,7 @@ pub use health::{EndpointHealth, pool_verdict};
 pub use input::{Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
     DEFAULT_OVERRIDE_TTL, MAX_ACTOR, MAX_OVERRIDE_TTL, MAX_REASON, Override, OverrideAction,
-    OverrideError, OverrideId, OverrideRequest, Overrides,
+    OverrideError, OverrideId, OverrideRequest, Overrides, REVERT_ACTOR, REVERT_SUFFIX,
 };
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
@@ -126,7 +126,8 @@ impl Engine {
     }
 
     /// Applies one input at `at` and evaluates the services it concerns. Overrides past their
-    /// expiry end first; each input kind has its own step below.
+    /// expiry end first, and vantage points that stopped being suspect start re-forming their
+    /// evidence ([`Vantages::settle`]); each input kind has its own step below.
     pub fn step(&mut self, at: Millis, input: &Input) -> Output {
         let mut out = Output::default();
         let mut touched: BTreeSet<ServiceId> = BTreeSet::new();
@@ -134,6 +135,11 @@ impl Engine {
             touched.insert(o.service.clone());
             out.overrides.push(OverrideChange::Expired(o.clone()));
             self.revert(&o, at, &mut out);
+        }
+        for v in self.vantages.settle(at) {
+            for s in self.services.values_mut() {
+                s.restart_streaks(&v, at);
+            }
         }
         touched.extend(match input {
             Input::Observe {
@@ -303,6 +309,9 @@ impl Engine {
         removed: &[ServiceId],
         out: &mut Output,
     ) -> Vec<ServiceId> {
+        for id in removed.iter().chain(reset) {
+            self.vantages.forget_service(id);
+        }
         for id in removed {
             self.services.remove(id);
         }
@@ -401,7 +410,9 @@ impl Engine {
     /// service's most preferred pool, so `failback = "manual"` does not strand traffic where
     /// the drill put it. It lasts `spacing + 2 × freshness`: long enough to pass the spacing
     /// rail and gather fresh evidence, short enough that a pool which is down for real does not
-    /// get an automatic failback hours later. Drains of other pools need no revert.
+    /// get an automatic failback hours later. The spacing rail does not hold it
+    /// ([`Override::is_revert`]): a drill's expiry reverts at its deadline. Drains of other
+    /// pools need no revert.
     fn revert(&mut self, ended: &Override, at: Millis, out: &mut Output) {
         let Some(policy) = self.services.get(&ended.service).map(ServiceEngine::policy) else {
             return;
@@ -429,12 +440,12 @@ impl Engine {
             .saturating_add(policy.fresh_for().saturating_mul(2))
             .clamp(Duration::from_secs(1), MAX_OVERRIDE_TTL);
         let req = OverrideRequest {
-            id: OverrideId(format!("{}-revert", ended.id)),
+            id: OverrideId(format!("{}{REVERT_SUFFIX}", ended.id)),
             service: ended.service.clone(),
             action: OverrideAction::Restore,
             pool: preferred.id.clone(),
             reason: format!("revert of {} {} ({})", ended.action, ended.pool, ended.id),
-            actor: "gslb".into(),
+            actor: REVERT_ACTOR.into(),
             duration: Some(lasts),
         };
         if let Ok((o, _)) = self.overrides.add(policy, &req, at) {

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Millis, PoolId, ServiceId};
+use crate::model::{Millis, PoolId, ServiceId, Verdict};
 use crate::policy::Policy;
+
+use super::decide::Decision;
 
 /// How long an override lasts when the request names no duration: 4 hours, long enough for a
 /// DR drill, short enough that a forgotten toggle cannot silently disable failover for a day.
@@ -21,6 +23,10 @@ pub const MAX_OVERRIDE_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const MAX_REASON: usize = 500;
 /// The longest actor name accepted, in characters.
 pub const MAX_ACTOR: usize = 100;
+/// The actor of the restores gslb adds when a drill that moved traffic ends.
+pub const REVERT_ACTOR: &str = "gslb";
+/// The id of such a restore: the ended drill's id and this suffix.
+pub const REVERT_SUFFIX: &str = "-revert";
 
 /// What an override does to a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -164,6 +170,52 @@ pub struct Overrides {
     /// For an active override that continues an ended drill (the restore reverting it, see
     /// [`Overrides::continues`]): when that drill started.
     continued: BTreeMap<OverrideId, Millis>,
+}
+
+impl Override {
+    /// Whether gslb added this restore when a drill that moved traffic ended (actor
+    /// [`REVERT_ACTOR`], id ending in [`REVERT_SUFFIX`]): it returns traffic at the drill's
+    /// end, so the spacing rail does not hold it.
+    pub fn is_revert(&self) -> bool {
+        self.action == OverrideAction::Restore
+            && self.actor == REVERT_ACTOR
+            && self.id.0.ends_with(REVERT_SUFFIX)
+    }
+
+    /// Why this drill is not in effect after `d`, the service's decision at the step that
+    /// started it (`order`: the service's pools, most preferred first), or `None` when it is:
+    /// a drain whose pool still serves, a force whose pool does not serve, a restore of a pool
+    /// more preferred than the serving one that does not serve. The reason is the pool's
+    /// verdict when it is not healthy, else the decision's own (the rule or the rail that held
+    /// it), e.g. `a drill drains seoul but no other pool is healthy: keeping seoul (never zero
+    /// serving pools)`.
+    pub fn held_by(&self, order: &[PoolId], d: &Decision) -> Option<String> {
+        let serving = d.active.as_ref();
+        let rank = |p: &PoolId| order.iter().position(|x| x == p);
+        let held = match self.action {
+            OverrideAction::Drain => serving == Some(&self.pool),
+            OverrideAction::Force => serving != Some(&self.pool),
+            OverrideAction::Restore => {
+                serving.is_some_and(|s| s != &self.pool && rank(&self.pool) < rank(s))
+            }
+        };
+        if !held {
+            return None;
+        }
+        let verdict = d
+            .pools
+            .get(&self.pool)
+            .map_or(Verdict::Unknown, |p| p.verdict);
+        if self.action != OverrideAction::Drain && verdict != Verdict::Healthy {
+            return Some(format!("{} is {verdict} by quorum", self.pool));
+        }
+        let last = d.reasons.last().map_or("", String::as_str);
+        let why = ["rule: ", "hold: "]
+            .iter()
+            .find_map(|p| last.strip_prefix(p))
+            .unwrap_or(last);
+        Some(why.to_owned())
+    }
 }
 
 impl Overrides {

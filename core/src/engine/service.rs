@@ -46,6 +46,10 @@ pub(super) struct Context<'a> {
 struct Drills {
     drained: BTreeSet<PoolId>,
     restored: BTreeSet<PoolId>,
+    /// Pools restored by the revert of a drill that ended ([`Override::is_revert`]): going
+    /// back is the end of that drill's switch, not a new one, so the spacing rail lets it
+    /// through.
+    reverts: BTreeSet<PoolId>,
     forced: Option<PoolId>,
 }
 
@@ -55,6 +59,7 @@ impl Drills {
         let mut drills = Self {
             drained: BTreeSet::new(),
             restored: BTreeSet::new(),
+            reverts: BTreeSet::new(),
             forced: None,
         };
         for o in overrides.for_service(service) {
@@ -64,6 +69,9 @@ impl Drills {
                 }
                 OverrideAction::Restore => {
                     drills.restored.insert(o.pool.clone());
+                    if o.is_revert() {
+                        drills.reverts.insert(o.pool.clone());
+                    }
                 }
                 OverrideAction::Force => drills.forced = Some(o.pool.clone()),
             }
@@ -201,7 +209,8 @@ impl ServiceEngine {
         }
     }
 
-    /// Records one probe result; prober-side failures only feed `vantages`.
+    /// Records one probe result; prober-side failures only feed `vantages`. A recovering
+    /// vantage point's view of the pool is reported once it has re-formed.
     pub(super) fn observe(
         &mut self,
         obs: &Observation,
@@ -212,31 +221,59 @@ impl ServiceEngine {
             // Unprobeable says nothing about the prober either: it never makes it suspect.
             vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
         }
+        let th = self.policy.thresholds;
         let health = self
             .evidence
             .entry(obs.endpoint.clone())
             .or_default()
             .entry(obs.vantage.clone())
             .or_default();
-        let verdict = health.record(
-            &obs.outcome,
-            obs.at,
-            self.policy.thresholds,
-            &self.policy.flapping,
-        )?;
-        let view = pool_verdict(self.assessor().members(&pool).map(|e| {
-            self.evidence
-                .get(e)
-                .and_then(|m| m.get(&obs.vantage))
-                .map_or(Verdict::Unknown, |h| h.verdict)
-        }));
-        vantages.record_view(&obs.vantage, &self.policy.service, &pool, view, obs.at);
+        let changed = health.record(&obs.outcome, obs.at, th, &self.policy.flapping);
+        let service = &self.policy.service;
+        let view = self.view(&pool, &obs.vantage, |h| h.verdict);
+        if changed.is_some() {
+            vantages.record_view(&obs.vantage, service, &pool, view, obs.at);
+        }
+        if vantages.recovering(&obs.vantage) {
+            let reformed = self.view(&pool, &obs.vantage, |h| h.reformed(th));
+            if reformed != Verdict::Unknown {
+                vantages.record_reformed(&obs.vantage, service, &pool, reformed, obs.at);
+            }
+        }
+        let verdict = changed?;
         Some(EndpointTransition {
             pool,
             endpoint: obs.endpoint.clone(),
             vantage: obs.vantage.clone(),
             verdict,
         })
+    }
+
+    /// `vantage`'s view of `pool`: the pool verdict of each endpoint's `verdict` from it.
+    fn view(
+        &self,
+        pool: &PoolId,
+        vantage: &VantageId,
+        verdict: impl Fn(&EndpointHealth) -> Verdict,
+    ) -> Verdict {
+        pool_verdict(self.assessor().members(pool).map(|e| {
+            self.evidence
+                .get(e)
+                .and_then(|m| m.get(vantage))
+                .map_or(Verdict::Unknown, &verdict)
+        }))
+    }
+
+    /// Restarts the rise/fall counts of every endpoint as seen from `vantage`, which stopped
+    /// being suspect at `since`: its verdicts must re-form from what it sees from then on.
+    pub(super) fn restart_streaks(&mut self, vantage: &VantageId, since: Millis) {
+        for h in self
+            .evidence
+            .values_mut()
+            .filter_map(|m| m.get_mut(vantage))
+        {
+            h.restart_streak(since);
+        }
     }
 
     /// Evaluates the policy at `now` and commits the result (serving pool, budget, spacing).
@@ -285,8 +322,7 @@ impl ServiceEngine {
         for note in assessment.suspect_notes {
             reasons.insert(rule_at, note);
         }
-        let (rule, active, blocked) =
-            self.gate(rule, active, &drills.drained, now, ctx, &mut reasons);
+        let (rule, active, blocked) = self.gate(rule, active, &drills, now, ctx, &mut reasons);
         let previous = self.switch_to(rule, active.as_ref(), now);
         drills.drained.retain(|p| Some(p) != active.as_ref());
         let decision = Decision {
@@ -361,12 +397,12 @@ impl ServiceEngine {
 
     /// Passes a switching candidate through the rails and the velocity limits; a refused
     /// switch becomes a hold that records what it blocked. Takes budget only for switches that
-    /// go through.
+    /// go through. The revert of an ended drill is not spaced: it ends that drill's switch.
     fn gate(
         &mut self,
         rule: Rule,
         active: Option<PoolId>,
-        drained: &BTreeSet<PoolId>,
+        drills: &Drills,
         now: Millis,
         ctx: &mut Context<'_>,
         reasons: &mut Vec<String>,
@@ -376,11 +412,17 @@ impl ServiceEngine {
             return (rule, active, None);
         }
         let to = active.clone().unwrap_or_else(|| PoolId(String::new()));
-        let refused = match self.rails_refusal(rule, active.as_ref(), &to, drained, now) {
-            Some(hold) => Some(hold),
-            None if rule.is_automatic() => self.take_velocity(rule, &to, now, ctx),
-            None => None,
+        let spacing = if rule == Rule::Restore && drills.reverts.contains(&to) {
+            std::time::Duration::ZERO
+        } else {
+            self.policy.spacing()
         };
+        let refused =
+            match self.rails_refusal(rule, active.as_ref(), &to, &drills.drained, spacing, now) {
+                Some(hold) => Some(hold),
+                None if rule.is_automatic() => self.take_velocity(rule, &to, now, ctx),
+                None => None,
+            };
         match refused {
             Some((held, why)) => {
                 reasons.push(why);
@@ -391,13 +433,14 @@ impl ServiceEngine {
     }
 
     /// The hold (dwell or rail hold) and its reason when a safety rail refuses the switch by
-    /// `rule` to `candidate`.
+    /// `rule` to `candidate`, with changes spaced by `spacing`.
     fn rails_refusal(
         &self,
         rule: Rule,
         candidate: Option<&PoolId>,
         to: &PoolId,
         drained: &BTreeSet<PoolId>,
+        spacing: std::time::Duration,
         now: Millis,
     ) -> Option<(Rule, String)> {
         let plan = rails::Plan {
@@ -406,7 +449,7 @@ impl ServiceEngine {
             pools: &self.pools,
             drained,
             last_change: self.last_change,
-            spacing: self.policy.spacing(),
+            spacing,
             now,
         };
         let v = rails::check(&plan).err()?;

@@ -10,6 +10,12 @@
 //!   sockets): more than half, by a count that decays with a half-life of the window.
 //!
 //! One region going dark while the others answer is not suspect.
+//!
+//! Leaving a suspect state never switches by itself: once none of the above holds any more, the
+//! vantage point stays suspect ([`Suspicion::Recovering`]) until every pool it probes has
+//! re-formed its verdict from results after that moment, by its service's rise/fall (the service
+//! engine restarts the consecutive counts and reports each re-formed view). Until then, what it
+//! saw while suspect (a primary still down, short of `rise`) moves no traffic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -49,15 +55,30 @@ pub enum Suspicion {
         /// Their share, in percent.
         percent: u32,
     },
+    /// It was suspect, and some pools it probes have not re-formed their verdict (rise/fall)
+    /// from results after it stopped being so.
+    Recovering {
+        /// How many pools have not.
+        pending: usize,
+    },
 }
 
 impl Suspicion {
+    /// Every [`Suspicion::as_str`] value, for metrics that declare each label set up front.
+    pub const REASONS: [&'static str; 4] = [
+        "all_pools_down",
+        "canaries_down",
+        "prober_side_failures",
+        "recovering",
+    ];
+
     /// The metric label value.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::AllPoolsDown { .. } => "all_pools_down",
             Self::CanariesDown { .. } => "canaries_down",
             Self::ProberSideFailures { .. } => "prober_side_failures",
+            Self::Recovering { .. } => "recovering",
         }
     }
 }
@@ -76,6 +97,10 @@ impl fmt::Display for Suspicion {
             Self::ProberSideFailures { percent } => write!(
                 f,
                 "{percent}% of its recent probes failed on the prober's side (resolver, route, sockets)"
+            ),
+            Self::Recovering { pending } => write!(
+                f,
+                "it was suspect, and {pending} of the pools it probes have not re-formed their verdict (rise/fall) since"
             ),
         }
     }
@@ -98,8 +123,21 @@ impl Decaying {
     }
 }
 
+/// Where a vantage point is between suspect and trusted, as of the last [`Vantages::settle`].
+#[derive(Debug, Clone, Default, PartialEq)]
+enum Standing {
+    /// Not suspect.
+    #[default]
+    Trusted,
+    /// One of the suspect rules holds.
+    Suspect,
+    /// No rule holds any more; these pools have not re-formed their verdict since.
+    Recovering(BTreeSet<(ServiceId, PoolId)>),
+}
+
 #[derive(Debug, Clone, Default)]
 struct VantageState {
+    standing: Standing,
     /// Its rise/fall view of every pool it probes, with the time the view went down.
     views: BTreeMap<(ServiceId, PoolId), Option<Millis>>,
     /// Down-since of every view that is down, ordered by time.
@@ -176,9 +214,103 @@ impl Vantages {
         );
     }
 
-    /// Whether `vantage` is suspect at `now`, and why.
+    /// Whether `vantage` is suspect at `now`, and why: one of the suspect rules holds, or it
+    /// is still [recovering](Suspicion::Recovering) as of the last [`Vantages::settle`].
     pub fn suspect(&self, vantage: &VantageId, now: Millis) -> Option<Suspicion> {
         let s = self.map.get(vantage)?;
+        self.rules(s, now).or_else(|| {
+            let pending = match &s.standing {
+                // Not settled yet: every pool it probes is still to re-form.
+                Standing::Suspect => s.views.len(),
+                Standing::Recovering(pending) => pending.len(),
+                Standing::Trusted => 0,
+            };
+            (pending > 0).then_some(Suspicion::Recovering { pending })
+        })
+    }
+
+    /// Moves every vantage point's standing on to `now`, before the input of a step at `now`
+    /// is applied, and returns those that stopped being suspect by the rules: their evidence
+    /// must re-form from the results that follow (the caller restarts their rise/fall counts),
+    /// and until each pool they probe has ([`Vantages::record_reformed`]) they stay suspect as
+    /// recovering. One that stopped within the previous step is still suspect until then.
+    pub fn settle(&mut self, now: Millis) -> Vec<VantageId> {
+        let mut left = Vec::new();
+        let rules: Vec<bool> = self
+            .map
+            .values()
+            .map(|s| self.rules(s, now).is_some())
+            .collect();
+        for ((v, s), suspect) in self.map.iter_mut().zip(rules) {
+            match (&s.standing, suspect) {
+                (_, true) => s.standing = Standing::Suspect,
+                (Standing::Suspect, false) => {
+                    s.standing = Standing::Recovering(s.views.keys().cloned().collect());
+                    left.push(v.clone());
+                }
+                (Standing::Recovering(pending), false) if pending.is_empty() => {
+                    s.standing = Standing::Trusted;
+                }
+                _ => {}
+            }
+        }
+        left
+    }
+
+    /// Whether `vantage` is recovering: its views must re-form before it is trusted again.
+    pub fn recovering(&self, vantage: &VantageId) -> bool {
+        self.map
+            .get(vantage)
+            .is_some_and(|s| matches!(s.standing, Standing::Recovering(_)))
+    }
+
+    /// Records that `vantage`'s view of a pool re-formed its verdict (rise/fall) at `now`,
+    /// after it stopped being suspect. A view that re-formed down went down now, as far as the
+    /// suspect rules go: "every pool went down within the window" compares re-formed views,
+    /// not one from before the suspect state with one from after.
+    pub fn record_reformed(
+        &mut self,
+        vantage: &VantageId,
+        service: &ServiceId,
+        pool: &PoolId,
+        verdict: Verdict,
+        now: Millis,
+    ) {
+        let Some(s) = self.map.get_mut(vantage) else {
+            return;
+        };
+        let Standing::Recovering(pending) = &mut s.standing else {
+            return;
+        };
+        let key = (service.clone(), pool.clone());
+        if !pending.remove(&key) {
+            return;
+        }
+        if let Some(Some(since)) = s
+            .views
+            .get_mut(&key)
+            .filter(|_| verdict == Verdict::Unhealthy)
+        {
+            s.down.remove(&(*since, key.0.clone(), key.1.clone()));
+            *since = now;
+            s.down.insert((now, key.0, key.1));
+        }
+    }
+
+    /// Forgets every view of `service` (removed or reset by a reload): a recovering vantage
+    /// point no longer waits for them.
+    pub fn forget_service(&mut self, service: &ServiceId) {
+        for s in self.map.values_mut() {
+            s.views.retain(|(sv, _), _| sv != service);
+            s.down.retain(|(_, sv, _)| sv != service);
+            if let Standing::Recovering(pending) = &mut s.standing {
+                pending.retain(|(sv, _)| sv != service);
+            }
+        }
+    }
+
+    /// The suspect rule that holds for `s` at `now`, if any.
+    fn rules(&self, s: &VantageState, now: Millis) -> Option<Suspicion> {
         if s.views.len() >= 2 && s.down.len() == s.views.len() {
             let first = s.down.first().map(|(t, ..)| *t)?;
             let last = s.down.last().map(|(t, ..)| *t)?;
@@ -214,5 +346,25 @@ impl Vantages {
     /// Every vantage point seen so far.
     pub fn known(&self) -> impl Iterator<Item = &VantageId> {
         self.map.keys()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Suspicion;
+
+    #[test]
+    fn every_suspicion_reason_is_declared() {
+        let all = [
+            Suspicion::AllPoolsDown {
+                pools: 2,
+                within: std::time::Duration::ZERO,
+            },
+            Suspicion::CanariesDown { canaries: 2 },
+            Suspicion::ProberSideFailures { percent: 90 },
+            Suspicion::Recovering { pending: 1 },
+        ];
+        let named: Vec<&str> = all.iter().map(Suspicion::as_str).collect();
+        assert_eq!(named, Suspicion::REASONS);
     }
 }

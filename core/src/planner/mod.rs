@@ -55,6 +55,12 @@ impl ProviderPools {
         self.pool_of(r).cloned()
     }
 
+    /// The gslb pool that is the provider's fallback pool in `observed` (Cloudflare
+    /// `fallback_pool`), which gslb never disables; `None` when there is none.
+    pub fn fallback(&self, observed: &ObservedState) -> Option<PoolId> {
+        self.pool_of(observed.fallback.as_ref()?).cloned()
+    }
+
     /// The gslb pool a provider pool ref stands for.
     fn pool_of(&self, r: &PoolRef) -> Option<&PoolId> {
         self.refs.iter().find(|(_, v)| *v == r).map(|(k, _)| k)

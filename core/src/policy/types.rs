@@ -171,17 +171,40 @@ impl Policy {
     }
 
     /// Worst-case time from the first failed probe to a DNS answer that names the new region,
-    /// ignoring provider apply time: `fall × interval + timeout + TTL`.
+    /// from detection and TTL alone (no engine wait, no provider apply time): `fall × interval
+    /// + timeout + TTL`. What validation holds against `rto_budget`.
     pub fn worst_case_failover(&self) -> Duration {
         failover_bound(&self.probe, self.thresholds, self.ttl())
     }
 
-    /// [`Self::worst_case_failover`] plus the provider's expected apply time
-    /// ([`Target::expected_apply_time`]): the worst case `gslb check` prints and holds against
-    /// `rto_budget`.
+    /// The waits the engine adds to a failover once the serving pool is down by quorum, each
+    /// with its rule's name: `confirm_target`, a probe of the target passing after the serving
+    /// pool went down, which comes at most one interval later. No other wait applies to a
+    /// failover away from a down pool: the spacing rail (`dwell`, `max(2 × TTL, min_dwell)`)
+    /// exempts it, `failback_hold` and flap damping hold failbacks only, and a spent velocity
+    /// budget (`velocity_limited`) holds until it refills or an operator re-arms, which no
+    /// worst case can bound (it is reported in status and `gslb_velocity_limited_total`).
+    pub fn failover_waits(&self) -> Vec<(&'static str, Duration)> {
+        vec![("confirm_target", self.probe.interval)]
+    }
+
+    /// [`Self::worst_case_failover`] plus every [engine wait](Self::failover_waits) and the
+    /// provider's expected apply time ([`Target::expected_apply_time`]): the worst case `gslb
+    /// check` prints and holds against `rto_budget`.
     pub fn worst_case_rto(&self) -> Duration {
-        self.worst_case_failover()
+        self.failover_waits()
+            .iter()
+            .fold(self.worst_case_failover(), |t, (_, w)| t.saturating_add(*w))
             .saturating_add(self.target.expected_apply_time())
+    }
+
+    /// The engine's waits as `confirm_target 10s`, joined by ` + `.
+    pub fn failover_waits_text(&self) -> String {
+        self.failover_waits()
+            .iter()
+            .map(|(name, w)| format!("{name} {}", humantime::format_duration(*w)))
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
 
     /// A warning when [`Self::worst_case_rto`] exceeds `rto_budget` (the policy is valid: the
@@ -192,12 +215,13 @@ impl Policy {
         let worst = self.worst_case_rto();
         (worst > budget).then(|| {
             format!(
-                "worst-case failover {} (TTL {} + fall {} x interval {} + timeout {} + expected apply time {}) exceeds rto_budget {}",
+                "worst-case failover {} (TTL {} + fall {} x interval {} + timeout {} + {} + expected apply time {}) exceeds rto_budget {}",
                 humantime::format_duration(worst),
                 humantime::format_duration(self.ttl()),
                 self.thresholds.fall,
                 humantime::format_duration(self.probe.interval),
                 humantime::format_duration(self.probe.timeout),
+                self.failover_waits_text(),
                 humantime::format_duration(self.target.expected_apply_time()),
                 humantime::format_duration(budget),
             )

@@ -56,6 +56,8 @@ pub struct Recorder {
     failing: BTreeMap<ServiceId, BTreeMap<(PoolId, EndpointId, VantageId), Millis>>,
     /// Latest successful probe of any endpoint of each pool, by vantage point, per service.
     last_ok: BTreeMap<ServiceId, BTreeMap<(PoolId, VantageId), Millis>>,
+    /// The holds of each service since its last decision that was not a hold, in order.
+    holds: BTreeMap<ServiceId, Vec<String>>,
     expect: BTreeMap<ServiceId, Expect>,
 }
 
@@ -100,6 +102,7 @@ impl Recorder {
                 }
             }
             Event::Decision(d) if d.switched() => self.open(d, &mut out),
+            Event::Decision(d) => self.hold(d),
             Event::Applied {
                 service,
                 at,
@@ -216,6 +219,17 @@ impl Recorder {
         out
     }
 
+    /// Notes a decision that did not switch: a hold is added to what the next switch waited
+    /// through (once per rule); any other rule starts over.
+    fn hold(&mut self, d: &Decision) {
+        let holds = self.holds.entry(d.service.clone()).or_default();
+        if !d.rule.is_hold() {
+            holds.clear();
+        } else if !holds.iter().any(|r| r == d.rule.as_str()) {
+            holds.push(d.rule.as_str().to_owned());
+        }
+    }
+
     /// Opens the timeline of the switch `d` made, superseding the service's open one.
     fn open(&mut self, d: &Decision, out: &mut Vec<Update>) {
         for t in self
@@ -248,6 +262,7 @@ impl Recorder {
             expected: expect.phases(),
             phases: self.first_phases(d, kind),
             observed: BTreeMap::new(),
+            waited: self.holds.remove(&d.service).unwrap_or_default(),
         };
         for phase in [Phase::MarkedDown, Phase::Decision] {
             if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {

@@ -77,6 +77,9 @@ fn phases(t: &Timeline, s: &mut String) {
                 if let Some(d) = t.observed.get(phase.as_str()) {
                     let _ = write!(s, " ({d})");
                 }
+                if phase == Phase::Decision && !t.waited.is_empty() {
+                    let _ = write!(s, " (waited: {})", t.waited.join(", "));
+                }
                 s.push('\n');
             }
             None => {

@@ -340,3 +340,41 @@ fn interrupt_closes_every_open_timeline_once() {
     );
     assert!(r.interrupt().is_empty());
 }
+
+/// Issue 12, part 3: the decision phase says which wait applied: a failover that waited for a
+/// probe of the target to pass names `confirm_target`; one decided at once names none.
+#[test]
+fn the_decision_phase_names_the_wait_it_applied() {
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[
+            decision(1_000, Rule::Stay, "seoul", "seoul", None),
+            decision(1_400, Rule::ConfirmTarget, "seoul", "seoul", Some(1_400)),
+            decision(1_600, Rule::Failover, "seoul", "tokyo", Some(1_400)),
+        ],
+    );
+    let t = &r.list(None, 1)[0];
+    assert_eq!(t.waited, ["confirm_target"]);
+    let report = report::render(t);
+    assert!(
+        report.contains("decision (waited: confirm_target)"),
+        "{report}"
+    );
+    let json = serde_json::to_string(t).expect("serialises");
+    assert!(json.contains(r#""waited":["confirm_target"]"#), "{json}");
+    feed(
+        &mut r,
+        &[
+            decision(2_000, Rule::Stay, "tokyo", "tokyo", None),
+            decision(2_500, Rule::Failover, "tokyo", "seoul", Some(2_500)),
+        ],
+    );
+    let t = &r.list(None, 1)[0];
+    assert!(t.waited.is_empty(), "{:?}", t.waited);
+    assert!(
+        !serde_json::to_string(t)
+            .expect("serialises")
+            .contains("waited")
+    );
+}

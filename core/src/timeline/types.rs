@@ -188,6 +188,11 @@ pub struct Timeline {
     /// What the observers saw, by phase (`api.example.com A 192.0.2.2`, `X-Served-By: tokyo`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub observed: BTreeMap<String, String>,
+    /// The holds the decision waited through since the service's last decision that was not a
+    /// hold, by rule, in order (e.g. `confirm_target`: a probe of the target had to pass after
+    /// the old pool went down); empty when it decided at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waited: Vec<String>,
 }
 
 impl Timeline {

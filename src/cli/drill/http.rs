@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::admin::drills::{
-    ApiErrorBody, DrillList, DrillRequest, EndRequest, RearmRequest, RearmResponse,
+    ApiErrorBody, DrillCreated, DrillList, DrillRequest, EndRequest, RearmRequest, RearmResponse,
 };
 use crate::admin::events::EventsResponse;
 use crate::config::{AdminToken, TokenError};
@@ -47,6 +47,10 @@ pub enum ClientError {
         /// The server's message.
         message: String,
     },
+    /// The drill was started but is not in effect: the engine holds it or the provider
+    /// ignores it (the server's `held` or `ignored`), with the reason. Exit code 3.
+    #[error("{0}")]
+    NotInEffect(String),
     /// The answer is not what the API documents. Exit code 1.
     #[error("unexpected answer from {url}: {reason}")]
     Protocol {
@@ -58,10 +62,12 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// 2 for bad arguments or token, 1 for everything the server or the network did.
+    /// 2 for bad arguments or token, 3 for a drill started but not in effect, 1 for
+    /// everything else the server or the network did.
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::BadArguments(_) | Self::Token(_) => 2,
+            Self::NotInEffect(_) => 3,
             Self::Unreachable { .. } | Self::Refused { .. } | Self::Protocol { .. } => 1,
         }
     }
@@ -103,12 +109,12 @@ impl AdminClient {
         })
     }
 
-    /// `POST /v1/drills`: starts a drill.
+    /// `POST /v1/drills`: starts a drill; the answer says whether it is in effect.
     ///
     /// # Errors
     /// [`ClientError::Refused`] with the server's reason, [`ClientError::Unreachable`],
     /// [`ClientError::Protocol`].
-    pub async fn start(&self, request: &DrillRequest) -> Result<Override, ClientError> {
+    pub async fn start(&self, request: &DrillRequest) -> Result<DrillCreated, ClientError> {
         let url = self.url(&["v1", "drills"]);
         self.call(self.http.post(url.clone()), &url, Some(request))
             .await

@@ -2,9 +2,11 @@
 //! `gslb events`, a small client of the admin API ([`crate::admin::drills`] defines the JSON it
 //! sends and reads).
 //!
-//! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log and
-//! decides nothing itself. Arguments are checked before anything is sent (exit code 2); a refusal
-//! by the server is reported with the server's message (exit code 1).
+//! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log
+//! and decides nothing itself. Arguments are checked before anything is sent (exit code 2);
+//! a refusal by the server is reported with the server's message (exit code 1); a drill the
+//! server started but that is not in effect (held by the engine, or ignored by the provider) is
+//! reported with the reason (exit code 3).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -186,7 +188,16 @@ pub async fn drill(args: DrillArgs) -> Result<String, ClientError> {
         actor: Some(start.actor.unwrap_or_else(default_actor)),
     };
     let created = client.start(&request).await?;
-    Ok(format!("started {}\n", describe(&created, now)))
+    let line = describe(&created.drill, now);
+    match (created.held, created.ignored) {
+        (Some(why), _) => Err(ClientError::NotInEffect(format!(
+            "started {line}, but it is held: {why}"
+        ))),
+        (None, Some(why)) => Err(ClientError::NotInEffect(format!(
+            "started {line}, but it is ignored: {why}"
+        ))),
+        (None, None) => Ok(format!("started {line}\n")),
+    }
 }
 
 /// Runs `gslb rearm` against the admin API and returns what to print.

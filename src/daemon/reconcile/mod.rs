@@ -243,6 +243,10 @@ impl<P: Provider> Reconciler<'_, P> {
             Err(e) => return self.fail("observe", &e),
         };
         let observed_active = self.steering.pools.serving(&observed);
+        let fallback = self.steering.pools.fallback(&observed);
+        self.telemetry
+            .board
+            .update_apply(self.service(), |a| a.fallback_pool = fallback);
         if decisions.has_changed().unwrap_or(false) {
             // A newer decision came while this pass read (and shows `pending` since it was
             // made, see [`send`]): this pass's verdict on the older one would hide it. The next

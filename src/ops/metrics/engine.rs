@@ -181,7 +181,7 @@ impl Metrics {
     /// Sets the suspect gauges: 1 for each suspect vantage point's reason, 0 for the others.
     pub fn record_vantage_points(&self, points: &[(VantageId, Option<Suspicion>)]) {
         for (v, s) in points {
-            for reason in ["all_pools_down", "canaries_down", "prober_side_failures"] {
+            for reason in Suspicion::REASONS {
                 let on = s.as_ref().is_some_and(|s| s.as_str() == reason);
                 self.vantage_suspect
                     .with_label_values(&[v.0.as_str(), reason])
