@@ -32,8 +32,9 @@ fn enabled(fake: &Fake, pool: &str) -> bool {
     fake.pool(pool)["enabled"].as_bool().unwrap_or(true)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drill_drain_and_restore_round_trip() {
+/// The fake, origins ncp and gcp, and the daemon steering `web`, once ncp serves (applied)
+/// and both pools are healthy: a drain then moves traffic (else it is held, exit code 3).
+async fn steady() -> (Fake, Origin, Origin, WebDaemon) {
     let fake = Fake::start().await;
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let ncp = Origin::start(loopback, "ncp").await.expect("origin");
@@ -50,11 +51,17 @@ async fn a_drill_drain_and_restore_round_trip() {
         status(admin, "web")
             .await
             .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
-            // Both pools healthy: a drain then moves traffic (else it is held, exit code 3).
             .filter(|s| s["pools"][1]["state"]["verdict"] == "healthy")
     })
     .await
     .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
+    (fake, ncp, gcp, web)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_drain_and_restore_round_trip() {
+    let (fake, _ncp, _gcp, web) = steady().await;
+    let admin = web.admin;
     assert_eq!(fake.writes(), 0);
 
     // Drain the serving pool.
@@ -144,27 +151,8 @@ async fn a_drill_drain_and_restore_round_trip() {
 /// a drain of the serving pool while no other pool is healthy is held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drill_that_is_held_or_ignored_says_so_and_exits_3() {
-    let fake = Fake::start().await;
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let ncp = Origin::start(loopback, "ncp").await.expect("origin");
-    let gcp = Origin::start(loopback, "gcp").await.expect("origin");
-    let web = WebDaemon::start(
-        &fake,
-        ncp.addr(),
-        gcp.addr(),
-        "min_dwell = \"1s\"\n[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"",
-        "ttl = \"1s\"",
-    );
+    let (_fake, _ncp, gcp, web) = steady().await;
     let admin = web.admin;
-    eventually(Duration::from_secs(15), || async {
-        status(admin, "web")
-            .await
-            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
-            // Both pools healthy: a drain then moves traffic (else it is held, exit code 3).
-            .filter(|s| s["pools"][1]["state"]["verdict"] == "healthy")
-    })
-    .await
-    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
     let start = |pool: &str| {
         let args = [
             "drain",
