@@ -82,6 +82,32 @@ fn all_pools_down_fails_static_and_says_why() {
     assert_eq!(sim.switches(), 0);
 }
 
+/// Issue 12: while this vantage point's own resolver fails, the evidence goes stale and the
+/// reasons say why (every probe failed on the prober's side), not only "no result".
+#[test]
+fn evidence_stale_from_prober_side_failures_says_so() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let failing_from = sim.now + INTERVAL;
+    for _ in 0..5 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, SEOUL, ProbeReason::ResolverUnavailable);
+        sim.probe(HERE, TOKYO, ProbeReason::ResolverUnavailable);
+    }
+    let reasons = sim.last().reasons.join("\n");
+    assert!(
+        reasons.contains(&format!(
+            "every probe from here since {} failed on this vantage point's own side, last: \
+             resolver_unavailable",
+            Millis(failing_from).rfc3339()
+        )),
+        "{reasons}"
+    );
+    assert!(!reasons.contains("stale (no result for over"), "{reasons}");
+    assert_eq!(sim.switches(), 0);
+}
+
 #[test]
 fn unknown_evidence_never_switches() {
     let mut sim = Sim::with(vec![policy(|t| t)], &Default::default(), Some("tokyo"));

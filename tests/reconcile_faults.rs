@@ -401,7 +401,7 @@ async fn a_new_decision_shows_pending_and_ages_while_the_provider_read_hangs() {
         .with_label_values(&labels);
     let applied = h.sinks.metrics.decision_applied.with_label_values(&labels);
     // The provider stops answering: each read takes 40 s (a stopped emulator, three attempts
-    // of 10 s and more), so each fails at the reconciler's 30 s deadline. The 60 s resync read
+    // of 10 s and more), so each fails at the reconciler's 12 s deadline. The 60 s resync read
     // starts and hangs; at 65 s a failover to tokyo is decided while that read is in flight.
     *h.provider.observe_delay.lock().expect("lock") = Duration::from_secs(40);
     let started = tokio::time::Instant::now();
@@ -463,7 +463,7 @@ async fn a_provider_call_that_never_answers_fails_as_transient_at_its_deadline()
     let s = state(&h.sinks);
     assert_eq!(s.state, ApplyState::Pending, "{s:?}");
     let error = s.last_error.unwrap_or_default();
-    assert!(error.contains("no answer within 30s"), "{error}");
+    assert!(error.contains("no answer within 12s"), "{error}");
     assert_eq!(errors("observe"), 1);
 
     // Reads answer again, the write hangs: the same at the write's deadline.

@@ -87,7 +87,10 @@ pub struct ApplyStatus {
 impl ApplyStatus {
     /// Makes this status report on `decided` when it reports on an older decision: a decision
     /// to be applied that the provider does not already serve (per this status: `applied` or
-    /// `not_pushed` with `observed_active` its pool) is `pending` since the decision's time.
+    /// `not_pushed` with `observed_active` its pool) is `pending` since [`Decided::since`]: the
+    /// decision's time, or that of the earlier decision still unapplied that awaited the same
+    /// pool (a `failback_manual` hold after an unapplied failover does not restart the
+    /// unapplied age).
     /// Returns whether it was marked so. Used when the status is read (the engine loop has
     /// decided, the reconciler has not reported yet) and by the reconciler before it reports,
     /// so both agree.
@@ -96,8 +99,9 @@ impl ApplyStatus {
         self.decision_at = Some(decided.at);
         if marks {
             self.state = ApplyState::Pending;
-            // Unapplied since the decision, not since an older one started waiting.
-            self.pending_since = Some(decided.at);
+            // Unapplied since the decision (or the earlier one awaiting the same pool), not
+            // since an older one started waiting for another pool.
+            self.pending_since = Some(decided.since);
         }
         marks
     }
@@ -122,6 +126,10 @@ pub struct Decided {
     /// decision that pushes nothing (a hold, or no serving pool) and in shadow mode (nothing
     /// is ever applied).
     pub awaits: Option<PoolId>,
+    /// Since when the provider has been awaited to serve [`Decided::awaits`]: the decision's
+    /// time, or, when the decision before it awaited the same pool and is still unapplied,
+    /// that one's `since` ([`StatusBoard::record_decided`] carries it over).
+    pub since: Millis,
 }
 
 impl Decided {
@@ -129,6 +137,7 @@ impl Decided {
     pub fn of(decision: &Decision, shadow: bool) -> Self {
         Self {
             at: decision.at,
+            since: decision.at,
             awaits: decision
                 .active
                 .clone()
@@ -382,12 +391,24 @@ impl StatusBoard {
     }
 
     /// Records that the engine loop handed `decided` to the service's reconciler (the engine
-    /// loop's only apply-related fact). Returns whether the status now reads `pending` for it.
-    pub fn record_decided(&self, service: &ServiceId, decided: Decided) -> bool {
+    /// loop's only apply-related fact). When the status reads `pending` for the decision before
+    /// it and that one awaited the same pool, `decided` keeps its `since`. Returns whether the
+    /// status now reads `pending` for `decided`.
+    pub fn record_decided(&self, service: &ServiceId, mut decided: Decided) -> bool {
         let mut services = write(&self.services);
         let Some(s) = services.get_mut(service) else {
             return false;
         };
+        if let Some(before) = &s.decided {
+            let mut view = s.apply.clone();
+            view.take_up(before);
+            if view.state == ApplyState::Pending && before.awaits == decided.awaits {
+                decided.since = view
+                    .pending_since
+                    .unwrap_or(decided.since)
+                    .min(decided.since);
+            }
+        }
         let pending = s.apply.marks(&decided);
         s.decided = Some(decided);
         pending
@@ -431,6 +452,7 @@ mod tests {
         Decided {
             at: Millis(at),
             awaits: awaits.map(PoolId::from),
+            since: Millis(at),
         }
     }
 
@@ -463,6 +485,23 @@ mod tests {
         applied(&board, &api, &failover, "tokyo");
         assert_eq!(read(&board, &api).state, ApplyState::Applied);
         assert_eq!(board.pending_since(&api), None);
+    }
+
+    #[test]
+    fn a_newer_decision_awaiting_the_same_unapplied_pool_keeps_the_unapplied_age() {
+        let (board, api) = board();
+        applied(&board, &api, &decided(0, Some("seoul")), "seoul");
+        // A failover the provider never applies (a hanging call), then a failback_manual hold
+        // still wanting tokyo: the age counts from the failover.
+        board.record_decided(&api, decided(65_000, Some("tokyo")));
+        board.record_decided(&api, decided(125_000, Some("tokyo")));
+        assert_eq!(board.pending_since(&api), Some(Millis(65_000)));
+        assert_eq!(read(&board, &api).pending_since, Some(Millis(65_000)));
+        // A decision wanting another pool starts its own age.
+        board.record_decided(&api, decided(200_000, Some("seoul")));
+        assert_eq!(board.pending_since(&api), None, "the provider serves seoul");
+        board.record_decided(&api, decided(260_000, Some("tokyo")));
+        assert_eq!(board.pending_since(&api), Some(Millis(260_000)));
     }
 
     #[test]

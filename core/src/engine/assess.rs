@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::model::{EndpointId, Millis, PoolId, VantageId, Verdict};
+use crate::model::{EndpointId, Millis, PoolId, ProbeReason, VantageId, Verdict};
 use crate::policy::Policy;
 
 use super::decide::PoolVerdict;
@@ -182,10 +182,7 @@ impl<'a> Assessor<'a> {
                 let text = match h.verdict_at(now, fresh) {
                     _ if h.unprobeable_since.is_some() => h.explain(th),
                     Verdict::Unknown if h.last_at.is_some() && h.verdict != Verdict::Unknown => {
-                        format!(
-                            "stale (no result for over {})",
-                            humantime::format_duration(fresh)
-                        )
+                        stale(h.prober_side, fresh)
                     }
                     _ => h.explain(th),
                 };
@@ -197,5 +194,20 @@ impl<'a> Assessor<'a> {
             votes.push_str(&format!(", {} suspect discounted", t.discounted));
         }
         format!("pool {pool} {v} by quorum ({votes}): {}", parts.join("; "))
+    }
+}
+
+/// Why an endpoint's evidence is stale: no result that counts for longer than `fresh`, and,
+/// when every probe since failed on this vantage point's side (`prober_side`), that too.
+fn stale(prober_side: Option<(Millis, ProbeReason)>, fresh: Duration) -> String {
+    let fresh = humantime::format_duration(fresh);
+    match prober_side {
+        Some((since, reason)) => format!(
+            "stale (no result that counts for over {fresh}: every probe from here since {} \
+             failed on this vantage point's own side, last: {reason}, which says nothing of \
+             the endpoint)",
+            since.rfc3339()
+        ),
+        None => format!("stale (no result for over {fresh})"),
     }
 }

@@ -28,6 +28,11 @@ pub struct EndpointHealth {
     /// Since when every result is [`ProbeReason::Unprobeable`] (this vantage point has no
     /// route for the endpoint's address family); `None` once a result counts again.
     pub unprobeable_since: Option<Millis>,
+    /// Since when every result is a prober-side failure ([`ProbeReason::is_prober_side`]: this
+    /// vantage point's own resolver or resources failed), and the last one's reason; `None`
+    /// once a result counts again. Only explains why the evidence went stale.
+    #[serde(skip)]
+    pub prober_side: Option<(Millis, ProbeReason)>,
 }
 
 impl EndpointHealth {
@@ -49,10 +54,15 @@ impl EndpointHealth {
         if outcome.reason == ProbeReason::Unprobeable {
             self.unprobeable_since.get_or_insert(at);
         }
+        if outcome.reason.is_prober_side() {
+            let since = self.prober_side.map_or(at, |(since, _)| since);
+            self.prober_side = Some((since, outcome.reason));
+        }
         if !outcome.reason.counts_toward_health() {
             return None;
         }
         self.unprobeable_since = None;
+        self.prober_side = None;
         self.flap.record(outcome.success, flapping);
         self.last_at = Some(at);
         self.last = Some(outcome.clone());

@@ -28,12 +28,14 @@ use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
 mod report;
 
 /// How long the reconciler and the adoption read wait for one provider call (`observe` or
-/// `apply`) before it counts as failed ([`within_deadline`]): 30 s, three times the adapters'
-/// default per-attempt timeout (10 s: `[route53]`'s `attempt_timeout` and the Cloudflare
-/// client's), so a healthy call (a few requests at the adapters' rate limits) and an in-place
-/// retry of a slow attempt fit, while a hung call shows as an error well before the adapters'
-/// own worst case (Route 53: 5 attempts of 10 s and backoff, over a minute).
-pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
+/// `apply`) before it counts as failed ([`within_deadline`]): 12 s, the adapters' default
+/// per-attempt timeout (10 s: `[route53]`'s `attempt_timeout` and the Cloudflare client's)
+/// plus 2 s. A healthy call (a few requests, each well under a second, paced by the
+/// binding's own rate limiter) fits; an attempt that times out is reported at once (issue 12:
+/// `last_error`, `gslb_provider_errors_total{code="transient"}`) instead of after the
+/// adapters' in-place retries (Route 53: 5 attempts of 10 s and backoff, over a minute), and
+/// the reconciler retries with its own backoff, reading afresh.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(12);
 
 /// First retry delay after a provider failure.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -159,7 +161,7 @@ pub async fn run<P: Provider>(
 /// plans what is still missing.
 ///
 /// # Errors
-/// The call's own error, or `Transient` ("no answer within 30s ...") at the deadline.
+/// The call's own error, or `Transient` ("no answer within 12s ...") at the deadline.
 pub async fn within_deadline<T>(
     call: impl Future<Output = Result<T, ProviderError>>,
 ) -> Result<T, ProviderError> {
