@@ -243,7 +243,7 @@ impl Demo {
         if let Some(s) = board.values().next() {
             say(
                 out,
-                &format!("  status: apply state {:?}\n", s.apply.state).to_lowercase(),
+                &format!("  status: apply state {}\n", s.apply.state.as_str()),
             );
         }
         say(

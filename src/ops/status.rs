@@ -41,6 +41,18 @@ pub enum ApplyState {
     Shadow,
 }
 
+impl ApplyState {
+    /// The status JSON value, e.g. `not_pushed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotPushed => "not_pushed",
+            Self::Applied => "applied",
+            Self::Pending => "pending",
+            Self::Shadow => "shadow",
+        }
+    }
+}
+
 /// What the reconciler last saw and did. As read ([`StatusBoard::snapshot`]), it also shows a
 /// decision the reconciler has not reported on yet as `pending` (see [`ApplyStatus::take_up`]).
 #[derive(Debug, Clone, Serialize, Default)]
@@ -485,6 +497,18 @@ mod tests {
         applied(&board, &api, &failover, "tokyo");
         assert_eq!(read(&board, &api).state, ApplyState::Applied);
         assert_eq!(board.pending_since(&api), None);
+    }
+
+    #[test]
+    fn apply_states_read_as_in_the_status_json() {
+        for state in [
+            ApplyState::NotPushed,
+            ApplyState::Applied,
+            ApplyState::Pending,
+            ApplyState::Shadow,
+        ] {
+            assert_eq!(serde_json::to_value(state).expect("json"), state.as_str());
+        }
     }
 
     #[test]
