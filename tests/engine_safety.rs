@@ -744,3 +744,33 @@ fn a_drills_expiry_reverts_at_its_deadline_despite_the_spacing_rail() {
     assert_eq!(d.rule, Rule::Restore);
     assert!(sim.engine.overrides().is_empty(), "{:?}", sim.overrides);
 }
+
+/// A real outage outranks drills of every pool: with both pools drained and the serving pool
+/// down, traffic fails over to the healthy one (the README's promise), not held on the down
+/// pool by the rail that keeps a drained pool serving.
+#[test]
+fn a_real_outage_outranks_drains_of_every_pool() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    sim.drill(OverrideAction::Drain, "tokyo", 60);
+    sim.drill(OverrideAction::Drain, "seoul", 60);
+    assert_eq!(sim.active(), "seoul", "both drained: seoul keeps serving");
+    for _ in 0..6 {
+        sim.round(false, true);
+    }
+    assert_eq!(sim.active(), "tokyo", "{:?}", sim.last().reasons);
+    let d = sim
+        .decisions
+        .iter()
+        .find(|d| d.switched())
+        .expect("a failover");
+    assert_eq!(d.rule, Rule::Failover);
+    assert!(
+        d.reasons
+            .last()
+            .is_some_and(|r| r.contains("outranks the drill")),
+        "{:?}",
+        d.reasons
+    );
+}

@@ -53,7 +53,7 @@ type RuleFn = for<'a> fn(&Ctx<'a>) -> Option<Choice<'a>>;
 /// | 2  | `serve_preferred`   | nothing serves yet; the most preferred healthy pool has no more preferred pool without a verdict | every rule below needs a serving pool to move from or keep |
 /// | 3  | `awaiting_evidence` | nothing serves yet (and rule 2 did not match)         | as rule 2: nothing is pushed until the evidence is complete |
 /// | 4  | `drain`             | a drill drains the serving pool; another pool is healthy | an operator's drill moves traffic before the serving pool's own evidence is read |
-/// | 5  | `rail_hold`         | a drill drains the serving pool; no other pool is healthy | never zero serving pools: the drained pool keeps serving |
+/// | 5  | `rail_hold`         | a drill drains the serving pool; no other pool is healthy, or the serving pool is not down | never zero serving pools: the drained pool keeps serving (when it is down and a drained pool is healthy, a real outage outranks the drills: 6, 7) |
 /// | 6  | `confirm_target`    | the serving pool is down by quorum; the target has passed no probe since it went down | a failover the prober cannot confirm may be the prober's own outage |
 /// | 7  | `failover`          | the serving pool is down by quorum; a pool is healthy (drained if no other is) | a real outage outranks drills and every failback rule |
 /// | 8  | `fail_static`       | the serving pool is down (or unknown with discounted suspect down votes) and no pool is healthy | with nowhere to go, writing nothing is safest |
@@ -168,9 +168,14 @@ impl<'a> Ctx<'a> {
         self.rank(p) < self.rank(cur) && self.eligible(p) && self.verdict(p) == Verdict::Healthy
     }
 
-    /// The serving pool when it is down by quorum, and the pool a failover would move to.
+    /// The serving pool when it is down by quorum, and the pool a failover would move to: the
+    /// most preferred healthy pool, else the most preferred healthy drained one (a real outage
+    /// outranks the drills, the serving pool's own drain included).
     fn failover_target(&self) -> Option<(&'a PoolId, &'a PoolId)> {
-        let cur = self.serving_if(Verdict::Unhealthy)?;
+        let cur = self
+            .input
+            .current
+            .filter(|c| self.verdict(c) == Verdict::Unhealthy)?;
         Some((cur, self.best.or(self.best_drained)?))
     }
 
@@ -229,6 +234,11 @@ fn drain<'a>(c: &Ctx<'a>) -> Option<Choice<'a>> {
 
 fn keep_drained<'a>(c: &Ctx<'a>) -> Option<Choice<'a>> {
     let cur = c.input.current.filter(|cur| !c.eligible(cur))?;
+    if c.failover_target().is_some() {
+        // The drained serving pool is down and a pool is healthy, drained or not: a real
+        // outage outranks the drills (`confirm_target`, then `failover`).
+        return None;
+    }
     let why = format!(
         "a drill drains {cur} but no other pool is healthy: keeping {cur} (never zero serving pools)"
     );
