@@ -362,28 +362,29 @@ impl StatusBoard {
     /// while its apply state is `pending` (both as read, see [`StatusBoard::snapshot`]), else
     /// `None` (also for an unknown service).
     pub fn pending_since(&self, service: &ServiceId) -> Option<Millis> {
-        self.derived(service, |_, apply| {
-            apply
-                .pending_since
-                .filter(|_| apply.state == ApplyState::Pending)
-        })
-        .flatten()
+        self.apply_gauges(service).1
     }
 
-    /// Whether the provider serves a service's latest decision, as read (see
-    /// [`StatusBoard::snapshot`]): its apply state is `applied`, or `not_pushed` (a hold) with
-    /// the provider last read serving the pool the engine wants serving. `false` while
-    /// `pending` (a new decision, failed reads or writes, a refused plan, a write-fight pause),
-    /// in `shadow` mode, and for an unknown service. `gslb_decision_applied` is this.
-    pub fn applied(&self, service: &ServiceId) -> bool {
-        self.derived(service, |s, apply| match apply.state {
-            ApplyState::Applied => true,
-            ApplyState::NotPushed => {
-                apply.observed_active.is_some() && apply.observed_active == s.active
-            }
-            ApplyState::Pending | ApplyState::Shadow => false,
+    /// What the apply gauges show, from one read of the board: whether the provider serves a
+    /// service's latest decision, as read (see [`StatusBoard::snapshot`]): its apply state is
+    /// `applied`, or `not_pushed` (a hold) with the provider last read serving the pool the
+    /// engine wants serving; `false` while `pending` (a new decision, failed reads or writes, a
+    /// refused plan, a write-fight pause), in `shadow` mode, and for an unknown service
+    /// (`gslb_decision_applied`). And [`StatusBoard::pending_since`]. Refreshed for every
+    /// service at every engine tick.
+    pub fn apply_gauges(&self, service: &ServiceId) -> (bool, Option<Millis>) {
+        self.derived(service, |s, apply| {
+            let applied = match apply.state {
+                ApplyState::Applied => true,
+                ApplyState::NotPushed => {
+                    apply.observed_active.is_some() && apply.observed_active == s.active
+                }
+                ApplyState::Pending | ApplyState::Shadow => false,
+            };
+            let pending = apply.state == ApplyState::Pending;
+            (applied, apply.pending_since.filter(|_| pending))
         })
-        .unwrap_or(false)
+        .unwrap_or((false, None))
     }
 
     /// `f` of a service and its apply status as read: the reconciler's, taking up the latest

@@ -43,22 +43,19 @@ impl Telemetry {
 
     /// Sets a service's apply gauges from the status board's derived view, their one source:
     /// `gslb_decision_applied{service}` 1 when the status reads the decision applied
-    /// ([`StatusBoard::applied`]), else 0; `gslb_decision_unapplied_age_seconds{service}` now
+    /// ([`StatusBoard::apply_gauges`]), else 0; `gslb_decision_unapplied_age_seconds{service}` now
     /// minus `pending_since` while the status reads `pending` ([`StatusBoard::pending_since`]),
     /// else 0. Called whenever the engine loop hands over a decision, whenever the reconciler
     /// reports, and at every engine tick (at most 1 s), so the age keeps rising while the
     /// reconciler waits inside a provider call or between retries.
     pub fn record_apply(&self, service: &ServiceId) {
         let labels = [service.0.as_str()];
-        let applied = self.board.applied(service);
+        let (applied, pending_since) = self.board.apply_gauges(service);
         self.metrics
             .decision_applied
             .with_label_values(&labels)
             .set(f64::from(u8::from(applied)));
-        let age = self
-            .board
-            .pending_since(service)
-            .map_or(0.0, |s| self.clock.now().since(s).as_secs_f64());
+        let age = pending_since.map_or(0.0, |s| self.clock.now().since(s).as_secs_f64());
         self.metrics
             .decision_unapplied_age_seconds
             .with_label_values(&labels)
