@@ -2,7 +2,7 @@
 //! endpoint each, three vantage points reporting): per observation (record it and decide its
 //! service) and per decision (a tick decides every service; the figure is divided by 5,000).
 //!
-//! `cargo bench --bench engine`; the figures go in the README.
+//! `cargo bench --bench engine`; the figures go in `docs/benchmarks.md`.
 
 use std::path::Path;
 use std::time::Duration;

@@ -27,7 +27,7 @@
 //!
 //! The `gslb` binary (`src/main.rs` and `src/adapters.rs`) is the only code that names the
 //! concrete providers (`gslb-route53`, `gslb-cloudflare`). Besides it, `src/bin/gslb-bench/`
-//! is the probe benchmark; see the README's "Probe benchmark".
+//! is the probe benchmark; see `docs/benchmarks.md`, "Probe benchmark".
 
 pub mod admin;
 pub mod cli;

@@ -1,6 +1,6 @@
 //! The probe benchmark (`gslb-bench`) end to end at toy size: it starts its origins process,
 //! measures gslb, reports a missing blackbox_exporter instead of failing, measures detection
-//! latency, prints every figure and stops by itself. The real run is documented in the README.
+//! latency, prints every figure and stops by itself. The real run is documented in `docs/benchmarks.md`.
 
 use std::process::Command;
 use std::time::{Duration, Instant};

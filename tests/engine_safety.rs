@@ -746,7 +746,7 @@ fn a_drills_expiry_reverts_at_its_deadline_despite_the_spacing_rail() {
 }
 
 /// A real outage outranks drills of every pool: with both pools drained and the serving pool
-/// down, traffic fails over to the healthy one (the README's promise), not held on the down
+/// down, traffic fails over to the healthy one (the promise of `docs/drills.md`), not held on the down
 /// pool by the rail that keeps a drained pool serving.
 #[test]
 fn a_real_outage_outranks_drains_of_every_pool() {

@@ -1,5 +1,5 @@
 //! Webhook settings: errors name the key and the reason and never the URL; URLs from a file
-//! or the environment; the README's example.
+//! or the environment; the example of docs/notifications.md.
 
 use std::time::Duration;
 
@@ -177,12 +177,11 @@ fn webhook_urls_come_from_a_file_or_the_environment_and_never_show() {
 }
 
 #[test]
-fn the_readme_example_is_valid_and_states_the_defaults() {
-    let readme = include_str!("../README.md");
-    let section = &readme[readme.find("## Notifications").expect("section")..];
-    let start = section.find("```toml\n").expect("example") + "```toml\n".len();
-    let example = &section[start..start + section[start..].find("```").expect("end")];
-    let written = load(example).expect("the README's example loads");
+fn the_documented_example_is_valid_and_states_the_defaults() {
+    let page = include_str!("../docs/notifications.md");
+    let start = page.find("```toml\n").expect("example") + "```toml\n".len();
+    let example = &page[start..start + page[start..].find("```").expect("end")];
+    let written = load(example).expect("the example of docs/notifications.md loads");
     let defaults = load(
         "[[notify.webhooks]]\nname = \"ops-slack\"\nurl_file = \"secrets/slack-webhook-url\"\n",
     )

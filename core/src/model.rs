@@ -104,7 +104,7 @@ pub enum ProbeReason {
     /// `tls_server_name`).
     TlsNameMismatch,
     /// TLS: the certificate does not chain to a trusted root (self-signed, a private CA that is
-    /// not trusted here: see `SSL_CERT_FILE` in the README).
+    /// not trusted here: see `SSL_CERT_FILE` in `docs/probes.md`).
     TlsUnknownIssuer,
     /// The response status was not one of the expected codes (redirects included when they
     /// are not followed).

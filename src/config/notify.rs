@@ -81,7 +81,7 @@ impl std::fmt::Debug for WebhookUrl {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WebhookFormat {
-    /// gslb's JSON schema (README, "Notifications").
+    /// gslb's JSON schema (`docs/notifications.md`).
     #[default]
     Json,
     /// A Slack incoming-webhook message.

@@ -40,7 +40,7 @@ use error::Report;
 ///
 /// # Errors
 /// Every problem found: TOML syntax, each unknown key, a wrong type, and every semantic rule
-/// broken (see the README's policy reference).
+/// broken (see `docs/policy.md`).
 pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
     let mut report = Report::new(file.to_path_buf());
     let value: toml::Table = match toml::from_str(text) {

@@ -196,7 +196,7 @@ pub struct CloudflareSettings {
     /// API base without a trailing `/`. Default [`DEFAULT_API_BASE`]; tests point it at the
     /// fake on 127.0.0.1.
     pub api_base: String,
-    /// The API token (permissions: see the README).
+    /// The API token (permissions: see `docs/providers.md`).
     pub token: ApiToken,
     /// Requests per [`RATE_LIMIT_WINDOW`] (5 minutes) from this binding, every call counted,
     /// spread evenly with a burst of 10. Default [`DEFAULT_REQUESTS_PER_WINDOW`] (300), well

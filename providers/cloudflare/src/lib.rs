@@ -13,7 +13,7 @@
 //! This crate knows nothing of probes, policies or the engine; it implements
 //! [`gslb_provider::Provider`] and is wired up by the `gslb` binary. It calls the REST API with
 //! `reqwest` directly: the `cloudflare` crate 0.14.0 has no pool or load balancer PATCH, fails
-//! to parse real responses and drops `Retry-After` (see the README's dependency table).
+//! to parse real responses and drops `Retry-After` (see `docs/dependencies.md`).
 //!
 //! # Layout
 //! - `config`: [`CloudflareBinding`], [`CloudflareSettings`], [`ApiToken`];

@@ -1,5 +1,5 @@
 //! Which controller events people are told about, and gslb's generic JSON message for them
-//! (schema version [`SCHEMA_VERSION`], documented in the README's "Notifications").
+//! (schema version [`SCHEMA_VERSION`], documented in `docs/notifications.md`).
 //!
 //! Pure: no I/O. A switch is a decision that moved traffic (automatic or by a drill); a hold is
 //! a decision entering a hold that needs attention; a drill is any override change. Holds that
