@@ -61,6 +61,7 @@ fn start_sinks(
         Clock::system(),
         &VantageId("aws-ap-northeast-2".into()),
         board,
+        &gslb::ops::notify::Notified::default(),
     )
     .expect("sinks start");
     (tasks, notifier)
@@ -679,4 +680,76 @@ async fn a_message_still_queued_at_shutdown_is_delivered_by_the_drain() {
         .map(|m| m["kind"].clone())
         .collect();
     assert_eq!(kinds, ["drill", "switch"]);
+}
+
+/// A restart does not re-send a hold the earlier run ended in and notified: the audit log
+/// (written by the earlier run's journal) is read back, and the same hold after the routine
+/// `hold_unknown` of a start is not sent; a different hold still is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_does_not_re_send_a_hold_already_notified() {
+    use gslb::io::audit::{AuditEntry, AuditLog, Past};
+
+    let (_switch, hold, drill) = engine_events();
+    let manual = Decision {
+        rule: Rule::FailbackManual,
+        ..hold.clone()
+    };
+    // The earlier run: its last decision of `api` was the manual-failback hold.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("audit.jsonl");
+    let audit = AuditLog::open(&path).await.expect("audit log");
+    audit.record(&AuditEntry::decision_made(&manual));
+    audit.close().await.expect("close");
+    let past = Past::read(&path).expect("read back");
+    assert_eq!(past.decisions.len(), 1);
+
+    let receiver = Receiver::start().await;
+    let events = events::channel(64);
+    let metrics = Metrics::new();
+    let mut tasks = JoinSet::new();
+    let _notifier = gslb::ops::notify::spawn(
+        &mut tasks,
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\n",
+            receiver.url("json")
+        )),
+        &events,
+        &metrics,
+        Clock::system(),
+        &VantageId("aws-ap-northeast-2".into()),
+        &Arc::default(),
+        &gslb::ops::notify::Notified::new(past.decisions),
+    )
+    .expect("sinks start");
+    let unknown = Decision {
+        rule: Rule::HoldUnknown,
+        blocked: None,
+        ..hold.clone()
+    };
+    for e in [
+        Event::Decision(unknown),
+        Event::Decision(manual.clone()),
+        drill,
+        Event::Decision(hold.clone()),
+    ] {
+        events.send(e).expect("sinks listen");
+    }
+    eventually(DEADLINE, || async {
+        (count(&metrics, "ops", "delivered") == 2).then_some(())
+    })
+    .await
+    .expect("the drill and the new hold delivered");
+    let kinds: Vec<(Value, Value)> = receiver
+        .bodies("json")
+        .iter()
+        .map(|m| (m["kind"].clone(), m["rule"].clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Value::from("drill"), Value::Null),
+            (Value::from("hold"), Value::from("fail_static"))
+        ],
+        "the manual-failback hold is not sent again"
+    );
 }
