@@ -1,6 +1,7 @@
 //! The `gslb` command: run, check, provision, plan, demo, drill, rearm, events, healthcheck.
 //!
-//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy. This binary (with its
+//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy; `plan`'s are
+//! `terraform plan -detailed-exitcode`'s: 0 no change, 2 changes pending, 1 any error. This binary (with its
 //! [`adapters`] module) is the only code that names concrete providers.
 
 mod adapters;
@@ -242,7 +243,8 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             .map_err(Failure::from)
         }
         Command::Plan { config, rounds } => {
-            let (settings, policies, _) = run::load(&config).map_err(run_failure)?;
+            let loaded = run::load(&config).map_err(|e| run_failure(e.with_exit_code(1)));
+            let (settings, policies, _) = loaded?;
             let adapters = Adapters {
                 settings: &settings,
             };

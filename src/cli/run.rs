@@ -77,6 +77,14 @@ impl RunError {
         self
     }
 
+    /// The same error with exit code `code` (e.g. `gslb plan`, where 2 says "changes
+    /// pending", exits 1 on bad settings).
+    #[must_use]
+    pub fn with_exit_code(mut self, code: u8) -> Self {
+        self.exit_code = code;
+        self
+    }
+
     /// 2 for bad settings or policies, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         self.exit_code
