@@ -56,15 +56,22 @@ fn start_sinks(
     let notifier = gslb::ops::notify::spawn(
         &mut tasks,
         webhooks,
-        events,
-        metrics,
-        Clock::system(),
+        &telemetry(events, metrics, board),
         &VantageId("aws-ap-northeast-2".into()),
-        board,
         &gslb::ops::notify::Notified::default(),
     )
     .expect("sinks start");
     (tasks, notifier)
+}
+
+/// The sinks' telemetry: these parts and the system clock.
+fn telemetry(events: &EventSender, metrics: &Metrics, board: &Arc<StatusBoard>) -> Telemetry {
+    Telemetry {
+        board: board.clone(),
+        metrics: metrics.clone(),
+        events: events.clone(),
+        clock: Clock::system(),
+    }
 }
 
 fn count(metrics: &Metrics, sink: &str, result: &str) -> u64 {
@@ -713,11 +720,8 @@ async fn a_restart_does_not_re_send_a_hold_already_notified() {
             "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\n",
             receiver.url("json")
         )),
-        &events,
-        &metrics,
-        Clock::system(),
+        &telemetry(&events, &metrics, &Arc::default()),
         &VantageId("aws-ap-northeast-2".into()),
-        &Arc::default(),
         &gslb::ops::notify::Notified::new(past.decisions),
     )
     .expect("sinks start");

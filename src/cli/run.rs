@@ -262,17 +262,8 @@ fn webhooks(
         .notify
         .resolve(|v| std::env::var(v).ok())
         .map_err(RunError::config)?;
-    notify::spawn(
-        tasks,
-        &webhooks,
-        &telemetry.events,
-        &telemetry.metrics,
-        telemetry.clock,
-        &settings.vantage,
-        &telemetry.board,
-        notified,
-    )
-    .map_err(RunError::runtime)
+    notify::spawn(tasks, &webhooks, telemetry, &settings.vantage, notified)
+        .map_err(RunError::runtime)
 }
 
 /// What the earlier run left in the audit log ([`Past::read`], on the blocking pool): its

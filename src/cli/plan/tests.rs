@@ -214,7 +214,10 @@ async fn plan_over_two_services_with_one_unreadable_prints_both_and_exits_1() {
 fn the_summary_is_terraforms_detailed_exit_code() {
     let no_change = plan(true, vec![]);
     let changes = plan(false, vec![]);
-    assert_eq!(Summary::of(&[no_change.clone()], 0).exit_code(), 0);
+    assert_eq!(
+        Summary::of(std::slice::from_ref(&no_change), 0).exit_code(),
+        0
+    );
     assert_eq!(
         Summary::of(&[no_change.clone(), changes.clone()], 0).exit_code(),
         2

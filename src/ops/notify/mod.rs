@@ -29,10 +29,10 @@ use tokio::task::JoinSet;
 
 use crate::config::{Webhook, WebhookFormat};
 use crate::io::clock::Clock;
-use crate::ops::events::EventSender;
 use crate::ops::logging::List;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::StatusBoard;
+use crate::ops::telemetry::Telemetry;
 use deliver::Deliverer;
 use gslb_core::event::Event;
 use gslb_core::model::{ServiceId, VantageId};
@@ -87,10 +87,11 @@ impl Notifier {
     }
 }
 
-/// Starts every sink on `tasks`: each subscribes to `events` now, so it sees everything sent
-/// after this returns; the returned [`Notifier`] drains their queues at shutdown. Messages name `vantage`; drill changes are dated by `clock`; a
-/// service's `mode` is read from `board` (the engine loop updates it before it publishes a
-/// decision; `enforce` for a service it does not show yet). A hold the earlier run ended in
+/// Starts every sink on `tasks`: each subscribes to `telemetry`'s events now, so it sees
+/// everything sent after this returns; the returned [`Notifier`] drains their queues at
+/// shutdown. Messages name `vantage`; drill changes are dated by the telemetry's clock; a
+/// service's `mode` is read from its status board (the engine loop updates it before it
+/// publishes a decision; `enforce` for a service it does not show yet). A hold the earlier run ended in
 /// and already notified (`notified`, see [`Notified`]) is not sent again.
 ///
 /// # Errors
@@ -98,13 +99,16 @@ impl Notifier {
 pub fn spawn(
     tasks: &mut JoinSet<()>,
     webhooks: &[Webhook],
-    events: &EventSender,
-    metrics: &Metrics,
-    clock: Clock,
+    telemetry: &Telemetry,
     vantage: &VantageId,
-    board: &Arc<StatusBoard>,
     notified: &Notified,
 ) -> Result<Notifier, SinkError> {
+    let Telemetry {
+        board,
+        metrics,
+        events,
+        clock,
+    } = telemetry;
     let deliverers = webhooks
         .iter()
         .map(|w| {
@@ -128,7 +132,7 @@ pub fn spawn(
             events: events.subscribe(),
             queue: queue.clone(),
             metrics: metrics.clone(),
-            clock,
+            clock: *clock,
             vantage: vantage.clone(),
             board: board.clone(),
             notified: notified.clone(),
