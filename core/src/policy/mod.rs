@@ -14,62 +14,84 @@
 mod cloudflare;
 mod diff;
 mod error;
+mod lenient;
 mod names;
 mod observe;
 mod parts;
 mod raw;
 mod route53;
+mod source;
 mod tuning;
 mod types;
 mod validate;
+mod words;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use diff::PolicyDiff;
-pub use error::{PolicyError, PolicyErrors};
+pub use error::{PolicyError, PolicyErrors, Position};
+pub use lenient::{Problem, Read, Segment, read_all};
 pub use observe::{Observe, ServedBy, ServedByMarker};
 pub use parts::*;
 pub use route53::{Route53Pool, Route53Target};
+pub use source::{Source, SyntaxError};
 pub use types::{Policy, Target};
+pub use words::reason as in_policy_words;
 
 use error::Report;
 
 /// Parses and validates one policy text; `file` is only used in messages.
 ///
 /// # Errors
-/// Every problem found: TOML syntax, each unknown key, a wrong type, and every semantic rule
-/// broken (see the README's policy reference).
+/// Every problem found, each with its line and column when the key is written in the text:
+/// every TOML syntax error (then nothing else is checked), each unknown key, each value of the
+/// wrong type or required and missing, and every semantic rule broken (see the README's policy
+/// reference) by the values that could be read.
 pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
     let mut report = Report::new(file.to_path_buf());
-    let value: toml::Table = match toml::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            report.add("", format!("not valid TOML: {}", e.message()));
+    let source = match Source::parse(text) {
+        Ok(s) => s,
+        Err(syntax) => {
+            for e in syntax {
+                report.add_at("", Some(e.at), e.reason());
+            }
             return Err(PolicyErrors(report.errors));
         }
     };
-    let mut unknown = Vec::new();
-    // serde_ignored writes an `Option`'s `Some` as a `?` segment; keys never contain one.
-    let mut on_unknown =
-        |path: serde_ignored::Path<'_>| unknown.push(path.to_string().replace(".?", ""));
-    let de = serde_ignored::Deserializer::new(toml::Value::Table(value), &mut on_unknown);
-    let parsed: Result<raw::RawPolicy, _> = serde_path_to_error::deserialize(de);
-    for key in unknown {
-        report.add(key, "unknown key");
-    }
-    match parsed {
-        Ok(raw) => match validate::validate(raw, &mut report) {
-            Some(policy) if report.errors.is_empty() => Ok(policy),
-            _ => Err(PolicyErrors(report.errors)),
-        },
+    let value: toml::Table = match toml::from_str(text) {
+        Ok(v) => v,
         Err(e) => {
-            let key = e.path().to_string();
-            report.add(
-                if key == "." { String::new() } else { key },
-                e.into_inner().to_string(),
-            );
+            let at = e.span().map(|s| Position::of(text, s.start));
+            report.add_at("", at, format!("not valid TOML: {}", e.message()));
+            return Err(PolicyErrors(report.errors));
+        }
+    };
+    let read = lenient::read_all::<raw::RawPolicy>(toml::Value::Table(value));
+    for key in &read.unknown {
+        report.add_at(key.clone(), source.locate(key), "unknown key");
+    }
+    for p in &read.invalid {
+        report.add_at(p.key.clone(), source.locate(&p.key), p.reason.clone());
+    }
+    let Some(raw) = read.value else {
+        return Err(PolicyErrors(report.errors));
+    };
+    let mut rules = Report::new(file.to_path_buf());
+    let policy = validate::validate(raw, &mut rules);
+    for e in rules.errors {
+        // A rule broken by a default or placeholder standing in for a reported value is not
+        // the author's.
+        if !lenient::is_under(&read.touched, &e.key) {
+            report.add_at(e.key.clone(), source.locate(&e.key), e.reason);
+        }
+    }
+    match policy {
+        Some(policy) if report.errors.is_empty() => Ok(policy),
+        _ => {
+            // In the order of the file; problems with no position (rules across keys) last.
+            report.errors.sort_by_key(|e| (e.at.is_none(), e.at));
             Err(PolicyErrors(report.errors))
         }
     }
@@ -100,11 +122,10 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
     let mut files = Vec::new();
     for path in paths {
         match policy_files(path) {
-            Ok(found) if found.is_empty() => errors.push(PolicyError {
-                file: path.clone(),
-                key: String::new(),
-                reason: "folder holds no *.toml policy".into(),
-            }),
+            Ok(found) if found.is_empty() => errors.push(PolicyError::whole_file(
+                path.clone(),
+                "folder holds no *.toml policy",
+            )),
             Ok(found) => {
                 for f in found {
                     if !files.contains(&f) {
@@ -112,11 +133,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
                     }
                 }
             }
-            Err(e) => errors.push(PolicyError {
-                file: path.clone(),
-                key: String::new(),
-                reason: e.to_string(),
-            }),
+            Err(e) => errors.push(PolicyError::whole_file(path.clone(), e.to_string())),
         }
     }
     let mut policies = Vec::new();
@@ -125,11 +142,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
             Err(e) => {
-                errors.push(PolicyError {
-                    file,
-                    key: String::new(),
-                    reason: format!("cannot read: {e}"),
-                });
+                errors.push(PolicyError::whole_file(file, format!("cannot read: {e}")));
                 continue;
             }
         };
@@ -139,6 +152,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
                     errors.push(PolicyError {
                         file: file.clone(),
                         key: "service".into(),
+                        at: None,
                         reason: format!(
                             "service '{}' is already defined in {}",
                             policy.service,
