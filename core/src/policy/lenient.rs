@@ -113,83 +113,148 @@ fn placeholder(attempt: usize) -> Option<Value> {
 }
 
 /// Reads `value` as a `T`, collecting every problem (see the module documentation).
-pub fn read_all<T: DeserializeOwned>(mut value: Value) -> Read<T> {
-    let mut read = Read {
-        value: None,
-        unknown: Vec::new(),
-        invalid: Vec::new(),
-        touched: Vec::new(),
+pub fn read_all<T: DeserializeOwned>(value: Value) -> Read<T> {
+    read_all_with(value, |_, _| None)
+}
+
+/// [`read_all`], with a second chance for wrong values: `retry` gets each wrong value's path
+/// and the value; a value it returns is put in its place and read again without a problem
+/// reported (the settings read an environment variable's text as a string when its number
+/// does not fit). It must not return a value for the same path forever.
+pub fn read_all_with<T: DeserializeOwned>(
+    value: Value,
+    retry: impl FnMut(&[Segment], &Value) -> Option<Value>,
+) -> Read<T> {
+    let mut reader = Reader {
+        value,
+        read: Read {
+            value: None,
+            unknown: Vec::new(),
+            invalid: Vec::new(),
+            touched: Vec::new(),
+        },
+        placed: Vec::new(),
+        retry,
     };
-    // Placeholders in place: path and the attempt in use.
-    let mut placed: Vec<(Vec<Segment>, usize)> = Vec::new();
     for _ in 0..MAX_ROUNDS {
         let mut unknown = Vec::new();
         let mut on_unknown = |p: serde_ignored::Path<'_>| unknown.push(Segment::join(&ignored(&p)));
-        let de = serde_ignored::Deserializer::new(value.clone(), &mut on_unknown);
+        let de = serde_ignored::Deserializer::new(reader.value.clone(), &mut on_unknown);
         let result: Result<T, _> = serde_path_to_error::deserialize(de);
         for key in unknown {
-            if !read.unknown.contains(&key) {
-                read.unknown.push(key);
+            reader.unknown(key);
+        }
+        match result {
+            Ok(t) => {
+                reader.read.value = Some(t);
+                break;
+            }
+            Err(e) => {
+                let path = erred(e.path());
+                if !reader.wrong(path, e.into_inner().message()) {
+                    break;
+                }
             }
         }
-        let e = match result {
-            Ok(t) => {
-                read.value = Some(t);
-                return read;
-            }
-            Err(e) => e,
+    }
+    reader.read
+}
+
+/// One [`read_all_with`] under way.
+struct Reader<T, R> {
+    value: Value,
+    read: Read<T>,
+    /// Placeholders in place: their path and the attempt in use.
+    placed: Vec<(Vec<Segment>, usize)>,
+    retry: R,
+}
+
+impl<T, R: FnMut(&[Segment], &Value) -> Option<Value>> Reader<T, R> {
+    fn unknown(&mut self, key: String) {
+        if !self.read.unknown.contains(&key) {
+            self.read.unknown.push(key);
+        }
+    }
+
+    fn touch(&mut self, path: &[Segment]) {
+        let key = Segment::join(path);
+        if !self.read.is_touched(&key) {
+            self.read.touched.push(key);
+        }
+    }
+
+    /// Deals with the error `message` at `path`; false when reading cannot go on.
+    fn wrong(&mut self, mut path: Vec<Segment>, message: &str) -> bool {
+        let field = |prefix: &str| {
+            message
+                .strip_prefix(prefix)
+                .and_then(|m| m.split('`').next())
+                .map(ToOwned::to_owned)
         };
-        let mut path = erred(e.path());
-        let message = e.into_inner().message().to_owned();
-        let missing = message
-            .strip_prefix("missing field `")
-            .and_then(|m| m.strip_suffix('`'));
-        if let Some(field) = missing {
-            path.push(Segment::Key(field.to_owned()));
+        if let Some(f) = field("unknown field `") {
+            // `deny_unknown_fields`: the same as a key serde_ignored reports.
+            if path.last() != Some(&Segment::Key(f.clone())) {
+                path.push(Segment::Key(f));
+            }
+            self.unknown(Segment::join(&path));
+            return take(&mut self.value, &path, None);
+        }
+        let missing = field("missing field `");
+        if let Some(f) = &missing {
+            path.push(Segment::Key(f.clone()));
         }
         let key = Segment::join(&path);
-        let attempt = match placed.iter_mut().find(|(p, _)| *p == path) {
+        let attempt = match self.placed.iter_mut().find(|(p, _)| *p == path) {
             Some((_, attempt)) => {
                 *attempt += 1;
                 *attempt
             }
             None if missing.is_some() => {
-                if !read.is_touched(&key) {
-                    read.invalid.push(Problem {
-                        key: key.clone(),
+                if !self.read.is_touched(&key) {
+                    self.read.invalid.push(Problem {
+                        key,
                         reason: "is required and missing".into(),
                     });
                 }
-                placed.push((path.clone(), 0));
+                self.placed.push((path.clone(), 0));
                 0
             }
-            None => {
-                read.invalid.push(Problem {
-                    reason: words::reason(&message, &key),
-                    key: key.clone(),
-                });
-                if let Some(Segment::Index(_)) = path.last() {
-                    // Taking an element out would shift the later ones: take the list.
-                    path.pop();
-                }
-                let key = Segment::join(&path);
-                if !read.is_touched(&key) {
-                    read.touched.push(key);
-                }
-                if !take(&mut value, &path, None) {
-                    return read;
-                }
-                continue;
-            }
+            None => return self.invalid(path, message),
         };
-        if !read.is_touched(&key) {
-            read.touched.push(key);
-        }
-        if !placeholder(attempt).is_some_and(|v| take(&mut value, &path, Some(v))) {
-            return read;
-        }
+        self.touch(&path);
+        placeholder(attempt).is_some_and(|v| take(&mut self.value, &path, Some(v)))
     }
-    read
+
+    /// A value of the wrong type at `path`: retried, or reported and taken out.
+    fn invalid(&mut self, mut path: Vec<Segment>, message: &str) -> bool {
+        if let Some(v) = find(&self.value, &path).and_then(|v| (self.retry)(&path, v)) {
+            return take(&mut self.value, &path, Some(v));
+        }
+        let key = Segment::join(&path);
+        self.read.invalid.push(Problem {
+            reason: words::reason(message, &key),
+            key,
+        });
+        if let Some(Segment::Index(_)) = path.last() {
+            // Taking an element out would shift the later ones: take the list.
+            path.pop();
+        }
+        self.touch(&path);
+        take(&mut self.value, &path, None)
+    }
+}
+
+/// The value at `path` in `root`.
+fn find<'v>(root: &'v Value, path: &[Segment]) -> Option<&'v Value> {
+    let mut at = root;
+    for s in path {
+        at = match (s, at) {
+            (Segment::Key(k), Value::Table(t)) => t.get(k)?,
+            (Segment::Index(i), Value::Array(a)) => a.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(at)
 }
 
 /// Takes the value at `path` out of `root`, or puts `with` there; false when `path` does
@@ -253,5 +318,71 @@ fn ignored(path: &serde_ignored::Path<'_>) -> Vec<Segment> {
         serde_ignored::Path::Some { parent }
         | serde_ignored::Path::NewtypeStruct { parent }
         | serde_ignored::Path::NewtypeVariant { parent } => ignored(parent),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Section {
+        #[serde(default)]
+        count: u32,
+        name: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        flag: bool,
+        section: Section,
+        list: Vec<u16>,
+    }
+
+    fn read(text: &str) -> Read<Doc> {
+        read_all(Value::Table(toml::from_str(text).expect("toml")))
+    }
+
+    #[test]
+    fn every_wrong_value_and_unknown_key_is_found_in_one_read() {
+        let r = read(
+            "flag = 1\nextra = 2\nlist = [1, \"x\"]\n[section]\ncount = \"3\"\nname = 4\nnmae = \"a\"\n",
+        );
+        let keys: Vec<&str> = r.invalid.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["flag", "list[1]", "section.count", "section.name"]);
+        assert_eq!(r.unknown, ["extra", "section.nmae"]);
+        assert!(r.is_touched("list") && r.is_touched("section.name"));
+        assert!(!r.is_touched("section") && !r.is_touched("flagship"));
+        let d = r.value.expect("defaults and placeholders stand in");
+        assert_eq!((d.flag, d.section.count, d.list.len()), (false, 0, 0));
+    }
+
+    #[test]
+    fn a_missing_required_key_is_reported_once() {
+        let r = read("list = []\n[section]\n");
+        assert_eq!(r.invalid.len(), 1, "{:?}", r.invalid);
+        assert_eq!(r.invalid[0].key, "section.name");
+        assert_eq!(r.invalid[0].reason, "is required and missing");
+    }
+
+    #[test]
+    fn a_retry_value_is_read_without_a_problem() {
+        let value = Value::Table(toml::from_str("list = []\n[section]\nname = 7\n").expect("toml"));
+        let r: Read<Doc> = read_all_with(value, |path, v| {
+            (Segment::join(path) == "section.name" && !v.is_str()).then(|| Value::from("7"))
+        });
+        assert!(r.invalid.is_empty(), "{:?}", r.invalid);
+        assert_eq!(r.value.expect("read").section.name, "7");
+    }
+
+    #[test]
+    fn keys_parse_and_join_back() {
+        for key in ["a", "pools[1].endpoints[0]", "target.route53.pools.seoul"] {
+            assert_eq!(Segment::join(&Segment::parse(key)), key);
+        }
     }
 }

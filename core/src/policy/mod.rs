@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use diff::PolicyDiff;
 pub use error::{PolicyError, PolicyErrors, Position};
-pub use lenient::{Problem, Read, Segment, read_all};
+pub use lenient::{Problem, Read, Segment, is_under, read_all, read_all_with};
 pub use observe::{Observe, ServedBy, ServedByMarker};
 pub use parts::*;
 pub use route53::{Route53Pool, Route53Target};
