@@ -185,13 +185,13 @@ fn check_and_run_refuse_a_bad_policy_with_exit_2_and_the_same_message() {
         .output()
         .expect("run gslb check");
     assert_eq!(out.status.code(), Some(2));
-    let check_err = String::from_utf8_lossy(&out.stderr).to_string();
+    let check_out = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
-        check_err.contains(&format!(
-            "{}:21:1: health.fall: must be at least 1",
+        check_out.contains(&format!(
+            "error: {}:21:1: health.fall: must be at least 1",
             bad.display()
         )),
-        "{check_err}"
+        "{check_out}"
     );
 
     let settings = dir.path().join("gslb.toml");
@@ -709,4 +709,87 @@ fn a_required_key_of_the_wrong_type_is_one_problem() {
     assert_eq!(errs.len(), 2, "{errs:#?}");
     let errs = errors(&VALID.replace("hostname = \"api.example.com\"\n", ""));
     assert_error(&errs, "hostname", "is required and missing");
+}
+
+/// `gslb check` prints every file's result, one failing file hiding none of the others, and
+/// exits 2 when any failed.
+#[test]
+fn check_prints_every_files_result_and_fails_if_any_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a-good.toml"), VALID).expect("write");
+    std::fs::write(
+        dir.path().join("b-bad.toml"),
+        with("fall = 3", "fall = \"3\""),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("c-good.toml"),
+        include_str!("../policies/web-ncp-gcp.toml"),
+    )
+    .expect("write");
+    let out = gslb()
+        .arg("check")
+        .arg(dir.path())
+        .output()
+        .expect("gslb check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for line in [
+        "ok: ".to_owned() + &dir.path().join("a-good.toml").display().to_string(),
+        format!(
+            "error: {}:21:1: health.fall: must be an integer, not the string \"3\"",
+            dir.path().join("b-bad.toml").display()
+        ),
+        "ok: ".to_owned() + &dir.path().join("c-good.toml").display().to_string(),
+    ] {
+        assert!(text.contains(&line), "{line:?} missing:\n{text}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 of 3 files invalid"), "{stderr}");
+}
+
+/// `gslb check --config` lints the daemon settings (every unknown key, the environment
+/// variables named as such) and then the policies the settings name.
+#[test]
+fn check_config_lints_the_settings_and_their_policies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("api.toml"), VALID).expect("write");
+    let settings = dir.path().join("gslb.toml");
+    std::fs::write(&settings, "policies = [\"api.toml\"]\n").expect("write");
+    let out = gslb()
+        .args(["check", "--config"])
+        .arg(&settings)
+        .output()
+        .expect("gslb check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("ok: {} (settings)", settings.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ok: {}", dir.path().join("api.toml").display())),
+        "{text}"
+    );
+
+    std::fs::write(
+        &settings,
+        "policies = [\"api.toml\"]\nlisten = \"127.0.0.1:1\"\n[admin]\nlistn = \"127.0.0.1:1\"\n",
+    )
+    .expect("write");
+    let out = gslb()
+        .args(["check", "--config"])
+        .arg(&settings)
+        .env("GSLB_PROBING__MAX_IN_FLYGHT", "4")
+        .output()
+        .expect("gslb check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for line in [
+        format!("error: {}:2:1: listen: unknown key", settings.display()),
+        format!("error: {}:4:1: admin.listn: unknown key", settings.display()),
+        "error: environment variable GSLB_PROBING__MAX_IN_FLYGHT: probing.max_in_flyght: unknown key".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line:?} missing:\n{text}");
+    }
 }

@@ -86,7 +86,10 @@ pub(super) fn read<T: DeserializeOwned>(
     let mut found: Vec<(bool, Option<Position>, String)> = Vec::new();
     let mut blame = |key: &str, reason: &str| {
         found.push(
-            match vars.iter().find(|v| is_under(std::slice::from_ref(&v.key), key)) {
+            match vars
+                .iter()
+                .find(|v| is_under(std::slice::from_ref(&v.key), key))
+            {
                 Some(v) => (
                     true,
                     None,

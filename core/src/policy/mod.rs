@@ -119,49 +119,10 @@ pub fn endpoint(raw: &str, key: &str) -> Result<Endpoint, String> {
 /// Every problem in every file, plus unreadable paths, empty folders and duplicate services.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
     let mut errors = Vec::new();
-    let mut files = Vec::new();
-    for path in paths {
-        match policy_files(path) {
-            Ok(found) if found.is_empty() => errors.push(PolicyError::whole_file(
-                path.clone(),
-                "folder holds no *.toml policy",
-            )),
-            Ok(found) => {
-                for f in found {
-                    if !files.contains(&f) {
-                        files.push(f);
-                    }
-                }
-            }
-            Err(e) => errors.push(PolicyError::whole_file(path.clone(), e.to_string())),
-        }
-    }
     let mut policies = Vec::new();
-    let mut services: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for file in files {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(e) => {
-                errors.push(PolicyError::whole_file(file, format!("cannot read: {e}")));
-                continue;
-            }
-        };
-        match parse(&file, &text) {
-            Ok(policy) => {
-                if let Some(first) = services.insert(policy.service.0.clone(), file.clone()) {
-                    errors.push(PolicyError {
-                        file: file.clone(),
-                        key: "service".into(),
-                        at: None,
-                        reason: format!(
-                            "service '{}' is already defined in {}",
-                            policy.service,
-                            first.display()
-                        ),
-                    });
-                }
-                policies.push((file, policy));
-            }
+    for (file, result) in load_each(paths) {
+        match result {
+            Ok(policy) => policies.push((file, policy)),
             Err(PolicyErrors(mut e)) => errors.append(&mut e),
         }
     }
@@ -170,6 +131,62 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
     } else {
         Err(PolicyErrors(errors))
     }
+}
+
+/// Every policy file in `paths`, as [`load`] finds them, each with its policy or its problems,
+/// in order: one bad file does not hide the others' results. A path that cannot be read and a
+/// folder holding no policy are entries of their own; a service already defined by an earlier
+/// file is a problem of the later one.
+pub fn load_each(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Policy, PolicyErrors>)> {
+    let mut out = Vec::new();
+    let mut files = Vec::new();
+    for path in paths {
+        let whole = |reason: String| {
+            let e = PolicyErrors(vec![PolicyError::whole_file(path.clone(), reason)]);
+            (path.clone(), Err(e))
+        };
+        match policy_files(path) {
+            Ok(found) if found.is_empty() => {
+                out.push(whole("folder holds no *.toml policy".into()))
+            }
+            Ok(found) => {
+                for f in found {
+                    if !files.contains(&f) {
+                        files.push(f);
+                    }
+                }
+            }
+            Err(e) => out.push(whole(e.to_string())),
+        }
+    }
+    let mut services: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for file in files {
+        let result = match std::fs::read_to_string(&file) {
+            Ok(text) => parse(&file, &text),
+            Err(e) => Err(PolicyErrors(vec![PolicyError::whole_file(
+                file.clone(),
+                format!("cannot read: {e}"),
+            )])),
+        };
+        let result = result.and_then(|policy| match services.get(&policy.service.0) {
+            Some(first) => Err(PolicyErrors(vec![PolicyError {
+                file: file.clone(),
+                key: "service".into(),
+                at: None,
+                reason: format!(
+                    "service '{}' is already defined in {}",
+                    policy.service,
+                    first.display()
+                ),
+            }])),
+            None => {
+                services.insert(policy.service.0.clone(), file.clone());
+                Ok(policy)
+            }
+        });
+        out.push((file, result));
+    }
+    out
 }
 
 /// The policy files `path` names, as [`load`] reads them: the file itself, or a folder's
