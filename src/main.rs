@@ -159,7 +159,14 @@ fn client_failure(e: gslb::cli::drill::ClientError) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            let code = gslb::cli::plan::usage_exit_code(e.exit_code(), std::env::args());
+            return ExitCode::from(code);
+        }
+    };
     init_tracing(matches!(cli.command, Command::Demo), cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -426,7 +426,8 @@ async fn plan_prints_the_switch_and_writes_nothing() {
 }
 
 /// `--rounds` is bounded: the plan feeds the engine every round of every endpoint in memory, so
-/// a huge count must be refused as a bad argument (exit 2), not exhaust the machine's memory.
+/// a huge count must be refused as a bad argument, not exhaust the machine's memory. Exit 1,
+/// not clap's 2, which `plan` uses for "changes pending"; other commands keep clap's 2.
 #[test]
 fn plan_refuses_more_rounds_than_it_can_simulate() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -437,6 +438,29 @@ fn plan_refuses_more_rounds_than_it_can_simulate() {
     .output()
     .expect("gslb plan");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--rounds"), "{stderr}");
+    let out = gslb(
+        dir.path(),
+        &[
+            "--log-format",
+            "json",
+            "plan",
+            "--config",
+            "gslb.toml",
+            "--rounds",
+            "x",
+        ],
+    )
+    .output()
+    .expect("gslb plan");
+    assert_eq!(out.status.code(), Some(1), "after a global option too");
+    let out = gslb(dir.path(), &["check", "--rounds", "1"])
+        .output()
+        .expect("gslb check");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "other commands keep clap's code"
+    );
 }

@@ -386,6 +386,27 @@ impl Summary {
     }
 }
 
+/// The exit code of a command-line usage error that clap gives `clap_code` (2 for bad
+/// usage), with `args` the command line (program name first): 1 for `gslb plan`, whose 2 says
+/// "changes pending"; clap's code for every other command. The subcommand is the first
+/// argument that is neither an option nor the value of `--log-format`.
+pub fn usage_exit_code(clap_code: i32, args: impl IntoIterator<Item = String>) -> u8 {
+    let mut args = args.into_iter().skip(1);
+    let mut command = None;
+    while let Some(a) = args.next() {
+        if a == "--log-format" {
+            args.next();
+        } else if !a.starts_with('-') {
+            command = Some(a);
+            break;
+        }
+    }
+    match (clap_code, command.as_deref()) {
+        (2, Some("plan")) => 1,
+        (c, _) => u8::try_from(c).unwrap_or(1),
+    }
+}
+
 /// `gslb plan`: [`plan_all`], then its [`Summary`] as the exit code: `Ok` when nothing would
 /// change, else an error with exit code 2 (changes pending) or 1.
 ///
