@@ -60,7 +60,7 @@ impl Segment {
 pub struct Problem {
     /// The key, e.g. `health.fall`.
     pub key: String,
-    /// Why, in the policy's words (see [`words::reason`]).
+    /// Why, in the policy's words ("must be an integer, not the string \"3\"").
     pub reason: String,
 }
 

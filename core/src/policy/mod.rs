@@ -1,15 +1,19 @@
 //! Policies: TOML as written -> a validated [`Policy`].
 //!
-//! One file per service. [`parse`] checks one text, [`load`] files and folders; both report
-//! every problem at once, each naming file, key and reason ([`PolicyErrors`]). Nothing outside
-//! this module constructs a [`Policy`]. This module does no I/O beyond reading the files.
+//! One file per service. [`parse`] checks one text, [`load`] files and folders ([`load_each`]
+//! file by file); they report every problem at once, each naming file, line and column (when the
+//! key is written), key and reason ([`PolicyErrors`]). Nothing outside this module constructs a
+//! [`Policy`]. This module does no I/O beyond reading the files. Its TOML reader ([`Source`],
+//! [`read_all_with`]) also reads the daemon settings.
 //!
-//! Files, each using only those listed before it: `error` (problems, by file and key), `names`
-//! (DNS names), `parts` (the validated parts: pools, endpoints, probe, thresholds, tuning),
-//! `observe`, `route53` and `cloudflare` (one optional table or target each: as written,
-//! validated, and its validation), `types` (the whole [`Policy`] and its [`Target`]), `raw`
-//! (the rest of the TOML as written), `tuning` (the engine's tuning keys), `validate` (raw ->
-//! [`Policy`], every table), and this module on top: parse and load.
+//! Files, each using only those listed before it: `error` (problems, by file, position and
+//! key), `words` (serde's messages in the policy's words), `lenient` (reading every problem at
+//! once), `source` (syntax errors and key positions), `names` (DNS names), `parts` (the
+//! validated parts: pools, endpoints, probe, thresholds, tuning), `observe`, `route53` and
+//! `cloudflare` (one optional table or target each: as written, validated, and its validation),
+//! `types` (the whole [`Policy`] and its [`Target`]), `raw` (the rest of the TOML as written),
+//! `tuning` (the engine's tuning keys), `validate` (raw -> [`Policy`], every table), and this
+//! module on top: parse and load.
 
 mod cloudflare;
 mod diff;
@@ -38,7 +42,6 @@ pub use parts::*;
 pub use route53::{Route53Pool, Route53Target};
 pub use source::{Source, SyntaxError};
 pub use types::{Policy, Target};
-pub use words::reason as in_policy_words;
 
 use error::Report;
 
