@@ -1,6 +1,7 @@
 //! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
 //! switch, a hold and a drill, and of a shadow instance's (marked shadow, also live); a receiver
-//! that hangs and one that is down while the live controller keeps deciding; the real daemon.
+//! that hangs and one that is down while the live controller keeps deciding; the real daemon;
+//! a restart, which does not re-send the hold the earlier run ended in.
 //! Settings: `notify_settings.rs`.
 
 mod support;
@@ -756,4 +757,93 @@ async fn a_restart_does_not_re_send_a_hold_already_notified() {
         ],
         "the manual-failback hold is not sent again"
     );
+}
+
+/// The real daemon, killed and started again while a service holds in `failback_manual` (ncp
+/// failed over to gcp and came back; failback waits for an operator): the restarted process
+/// reads its last decision back from the audit log and does not send the hold again. A drill
+/// after the restart is the marker: its message arrives after the hold would have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_daemon_does_not_re_send_its_hold_after_a_restart() {
+    let receiver = Receiver::start().await;
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut ncp = Origin::start(loopback, "ncp").await.expect("origin");
+    let gcp = Origin::start(loopback, "gcp").await.expect("origin");
+    let [n, g] = support::cloudflare::health_urls(ncp.addr(), gcp.addr());
+    let mut web = WebDaemon::start_with(
+        &fake,
+        [&n, &g],
+        "failback = \"manual\"\nmin_dwell = \"1s\"\n[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"",
+        "ttl = \"1s\"",
+        &format!(
+            "[[notify.webhooks]]\nname = \"ops\"\nurl = \"{}\"\n",
+            receiver.url("hook")
+        ),
+        &[],
+    );
+    let sent = |kind: &'static str| {
+        receiver
+            .bodies("hook")
+            .into_iter()
+            .filter(move |m| m["kind"] == kind)
+            .collect::<Vec<_>>()
+    };
+    let manual = || {
+        sent("hold")
+            .into_iter()
+            .filter(|m| m["rule"] == "failback_manual")
+            .count()
+    };
+    eventually(DEADLINE, || async {
+        support::daemon::status(web.admin, "web")
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+    })
+    .await
+    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
+    ncp.stop().await;
+    eventually(DEADLINE, || async {
+        (!sent("switch").is_empty()).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no failover:\n{}", web.log()));
+    ncp.start_again().await.expect("ncp again");
+    eventually(DEADLINE, || async { (manual() == 1).then_some(()) })
+        .await
+        .unwrap_or_else(|| panic!("no failback_manual hold:\n{}", web.log()));
+
+    web.restart("run-again.log");
+    let log = || support::daemon::read_log(web.dir.path(), "run-again.log");
+    eventually(DEADLINE, || async {
+        log()
+            .contains("hold already notified before the restart; not sent again")
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the hold was not recognised:\n{}", log()));
+    let drill = reqwest::Client::new()
+        .post(format!("http://{}/v1/drills", web.admin))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "service": "web", "action": "drain", "pool": "gcp",
+                "reason": "marker", "duration": "10m", "actor": "test"
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("admin API");
+    assert!(drill.status().is_success(), "{:?}", drill.text().await);
+    eventually(DEADLINE, || async {
+        receiver
+            .bodies("hook")
+            .iter()
+            .any(|m| m["kind"] == "drill")
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no drill message:\n{}", log()));
+    assert_eq!(manual(), 1, "the hold was sent again: {:?}", sent("hold"));
 }
