@@ -792,4 +792,9 @@ fn check_config_lints_the_settings_and_their_policies() {
     ] {
         assert!(text.contains(&line), "{line:?} missing:\n{text}");
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 of 1 files invalid"),
+        "invalid settings name no policies to check: {stderr}"
+    );
 }

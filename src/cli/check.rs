@@ -30,7 +30,8 @@ pub enum CheckError {
 }
 
 /// Checks the settings file `config` when given, then every policy in `paths` (default: the
-/// settings' `policies`, else `policies`), and prints every file's result to `out`: `ok:` with
+/// settings' `policies`, none when the settings are invalid; without `config`, `policies`),
+/// and prints every file's result to `out`: `ok:` with
 /// each policy's worst-case failover and its warnings, or `error:` and each problem.
 ///
 /// # Errors
@@ -41,6 +42,7 @@ pub fn run(
     out: &mut impl Write,
 ) -> Result<(), CheckError> {
     let (mut checked, mut failed) = (0, 0);
+    // Without paths: the settings' policies, none when the settings cannot be read.
     let mut default = vec![PathBuf::from("policies")];
     if let Some(file) = config {
         checked += 1;
@@ -51,6 +53,7 @@ pub fn run(
             }
             Err(e) => {
                 failed += 1;
+                default.clear();
                 for problem in &e.problems {
                     writeln!(out, "error: {problem}")?;
                 }
