@@ -798,3 +798,37 @@ fn check_config_lints_the_settings_and_their_policies() {
         "invalid settings name no policies to check: {stderr}"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Any value of any key replaced by a value of any kind: the policy is read to the end
+    /// (no panic, no endless rereading) and every problem is in the policy's words.
+    #[test]
+    fn any_value_of_any_kind_is_reported_in_the_policys_words(
+        line in 0usize..64,
+        value in proptest::sample::select(vec![
+            "\"x\"", "\"30s\"", "0", "-1", "99999999999", "1.5", "true", "[]", "[1, \"a\"]",
+            "{}", "{ a = 1 }", "1979-05-27", "\"\"",
+        ]),
+    ) {
+        let lines: Vec<&str> = VALID.lines().collect();
+        let assignments: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !l.starts_with('#') && !l.starts_with('[') && l.contains(" = "))
+            .map(|(i, _)| i)
+            .collect();
+        let target = assignments[line % assignments.len()];
+        let mut edited: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+        let key = lines[target].split(" = ").next().unwrap_or_default();
+        edited[target] = format!("{key} = {value}");
+        if let Err(errs) = policy::parse(Path::new("p.toml"), &edited.join("\n")) {
+            for e in &errs.0 {
+                for rust in ["u16", "u32", "u64", "f64", "struct Raw", "Some(", "None", "a sequence", "a map"] {
+                    proptest::prop_assert!(!e.reason.contains(rust), "{e}");
+                }
+            }
+        }
+    }
+}
