@@ -13,7 +13,7 @@
 //!   recorder. `gslb-provider`: the `Provider` contract.
 //! - [`io`]: the I/O edges: probes, persistence (recording, audit log, drill state file, the
 //!   JSON-lines appender), the loops' clock, signals, loopback origins.
-//! - [`config`]: the daemon settings file (`config` crate, `GSLB_*` environment variables).
+//! - [`config`]: the daemon settings file (TOML, `GSLB_*` environment variables over it).
 //! - [`ops`]: what the loops report to: the [`ops::telemetry::Telemetry`] handle (status
 //!   board, metrics, event channel, clock), webhooks, the failover timeline task and its
 //!   observers.

@@ -1,6 +1,7 @@
 //! The `gslb` command: run, check, provision, plan, demo, drill, rearm, events, healthcheck.
 //!
-//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy. This binary (with its
+//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy; `plan`'s are
+//! `terraform plan -detailed-exitcode`'s: 0 no change, 2 changes pending, 1 any error. This binary (with its
 //! [`adapters`] module) is the only code that names concrete providers.
 
 mod adapters;
@@ -12,8 +13,6 @@ use adapters::Adapters;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use gslb::cli::run::{self, RunError};
-use gslb::config::Settings;
-use gslb_core::policy;
 
 #[derive(Parser)]
 #[command(name = "gslb", version, about = "Multi-cloud GSLB health controller")]
@@ -61,11 +60,15 @@ enum Command {
         #[arg(long)]
         provision: bool,
     },
-    /// Validate policy files or folders; report every problem with file, key and reason.
+    /// Validate policy files or folders, and with --config the daemon settings; print every
+    /// file's result, each problem with file, line, key and reason.
     Check {
-        /// Files or folders of *.toml policies.
-        #[arg(default_value = "policies")]
+        /// Files or folders of *.toml policies (default: the settings' `policies` with
+        /// --config, else `policies`).
         paths: Vec<PathBuf>,
+        /// Daemon settings file (TOML) to lint, with the GSLB_* environment variables over it.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
     },
     /// Create or correct the providers' failover records and verdict checks, then exit.
     Provision {
@@ -156,7 +159,14 @@ fn client_failure(e: gslb::cli::drill::ClientError) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            let code = gslb::cli::plan::usage_exit_code(e.exit_code(), std::env::args());
+            return ExitCode::from(code);
+        }
+    };
     init_tracing(matches!(cli.command, Command::Demo), cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -211,10 +221,11 @@ fn init_tracing(quiet: bool, format: LogFormat) {
 async fn dispatch(command: Command) -> Result<(), Failure> {
     let out = &mut std::io::stdout();
     match command {
-        Command::Check { paths } => gslb::cli::check::run(&paths, out).map_err(|e| match e {
-            gslb::cli::check::CheckError::Invalid(e) => bad_config(e),
-            e => e.into(),
-        }),
+        Command::Check { paths, config } => gslb::cli::check::run(&paths, config.as_deref(), out)
+            .map_err(|e| match e {
+                e @ gslb::cli::check::CheckError::Invalid { .. } => bad_config(e),
+                e => e.into(),
+            }),
         Command::Demo => Ok(gslb::cli::demo::run(out).await?),
         Command::Drill(args) => print(gslb::cli::drill::drill(args).await),
         Command::Rearm(args) => print(gslb::cli::drill::rearm(args).await),
@@ -231,7 +242,8 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             policy,
             observations,
             config,
-        } => replay(&policy, &observations, config.as_deref()),
+        } => gslb::cli::replay::command(&policy, &observations, config.as_deref())
+            .map_err(run_failure),
         Command::Provision { config } => {
             let (settings, policies, _) = run::load(&config).map_err(run_failure)?;
             Adapters {
@@ -242,7 +254,8 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             .map_err(Failure::from)
         }
         Command::Plan { config, rounds } => {
-            let (settings, policies, _) = run::load(&config).map_err(run_failure)?;
+            let loaded = run::load(&config).map_err(|e| run_failure(e.with_exit_code(1)));
+            let (settings, policies, _) = loaded?;
             let adapters = Adapters {
                 settings: &settings,
             };
@@ -271,27 +284,4 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
 /// A drill client's answer, printed; its failure with the client's exit code.
 fn print(answer: Result<String, gslb::cli::drill::ClientError>) -> Result<(), Failure> {
     answer.map(|out| print!("{out}")).map_err(client_failure)
-}
-
-fn replay(
-    policies: &[PathBuf],
-    observations: &std::path::Path,
-    config: Option<&std::path::Path>,
-) -> Result<(), Failure> {
-    let policies = policy::load(policies).map_err(bad_config)?;
-    let engine = match config {
-        Some(c) => Settings::load(c).map_err(bad_config)?.engine,
-        None => gslb::config::EngineConfig::default(),
-    };
-    let file = std::fs::File::open(observations)
-        .with_context(|| format!("opening {}", observations.display()))?;
-    gslb::cli::replay::print(
-        policies.into_iter().map(|(_, p)| p).collect(),
-        &engine.engine_settings(),
-        std::io::BufReader::new(file),
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    )
-    .with_context(|| format!("replaying {}", observations.display()))?;
-    Ok(())
 }

@@ -218,9 +218,10 @@ async fn plan_prints_the_reorder_and_writes_nothing() {
         .output()
         .expect("plan");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "changes pending: {text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("provider serves: ncp"), "{text}");

@@ -110,7 +110,7 @@ fn only_the_binary_names_the_concrete_providers() {
     for f in &binary {
         let code = shipped_code(&std::fs::read_to_string(f).expect("readable"));
         assert!(
-            code.contains("gslb_"),
+            code.contains("gslb_") || code.contains("gslb::"),
             "{} is part of the binary",
             f.display()
         );

@@ -49,16 +49,21 @@ fn json_lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
-fn assert_bad_policy_error(lines: &[Value], dir: &Path) {
+/// The last line is the fatal error, exit code 2, saying `needle`.
+fn assert_fatal(lines: &[Value], needle: &str) {
     let last = lines.last().expect("a line");
     assert_eq!(last["level"], "ERROR", "{last}");
     assert_eq!(last["fields"]["exit_code"], 2, "{last}");
     let error = last["fields"]["error"].as_str().unwrap_or_default();
-    let expected = format!(
-        "{}: health.fall: must be at least 1",
+    assert!(error.contains(needle), "{last}");
+}
+
+/// The bad policy's problem, with its line and column.
+fn bad_policy_problem(dir: &Path) -> String {
+    format!(
+        "{}:21:1: health.fall: must be at least 1",
         dir.join("bad.toml").display()
-    );
-    assert!(error.contains(&expected), "{last}");
+    )
 }
 
 #[test]
@@ -70,7 +75,10 @@ fn json_format_writes_every_line_as_json_including_the_fatal_error() {
         .output()
         .expect("gslb check");
     assert_eq!(out.status.code(), Some(2));
-    assert_bad_policy_error(&json_lines(&out), dir.path());
+    // The problems are the report, on stdout; the fatal error sums them up.
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains(&bad_policy_problem(dir.path())), "{report}");
+    assert_fatal(&json_lines(&out), "1 of 1 files invalid");
 
     // By environment, for `run`: the variable is not taken for a settings key (the error is
     // the policy's, not an unknown `log_format` setting).

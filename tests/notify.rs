@@ -1,6 +1,7 @@
 //! Webhook notifications against real loopback receivers: the JSON and Slack payloads of a
 //! switch, a hold and a drill, and of a shadow instance's (marked shadow, also live); a receiver
-//! that hangs and one that is down while the live controller keeps deciding; the real daemon.
+//! that hangs and one that is down while the live controller keeps deciding; the real daemon;
+//! a restart, which does not re-send the hold the earlier run ended in.
 //! Settings: `notify_settings.rs`.
 
 mod support;
@@ -56,14 +57,22 @@ fn start_sinks(
     let notifier = gslb::ops::notify::spawn(
         &mut tasks,
         webhooks,
-        events,
-        metrics,
-        Clock::system(),
+        &telemetry(events, metrics, board),
         &VantageId("aws-ap-northeast-2".into()),
-        board,
+        &gslb::ops::notify::Notified::default(),
     )
     .expect("sinks start");
     (tasks, notifier)
+}
+
+/// The sinks' telemetry: these parts and the system clock.
+fn telemetry(events: &EventSender, metrics: &Metrics, board: &Arc<StatusBoard>) -> Telemetry {
+    Telemetry {
+        board: board.clone(),
+        metrics: metrics.clone(),
+        events: events.clone(),
+        clock: Clock::system(),
+    }
 }
 
 fn count(metrics: &Metrics, sink: &str, result: &str) -> u64 {
@@ -679,4 +688,162 @@ async fn a_message_still_queued_at_shutdown_is_delivered_by_the_drain() {
         .map(|m| m["kind"].clone())
         .collect();
     assert_eq!(kinds, ["drill", "switch"]);
+}
+
+/// A restart does not re-send a hold the earlier run ended in and notified: the audit log
+/// (written by the earlier run's journal) is read back, and the same hold after the routine
+/// `hold_unknown` of a start is not sent; a different hold still is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_does_not_re_send_a_hold_already_notified() {
+    use gslb::io::audit::{AuditEntry, AuditLog, Past};
+
+    let (_switch, hold, drill) = engine_events();
+    let manual = Decision {
+        rule: Rule::FailbackManual,
+        ..hold.clone()
+    };
+    // The earlier run: its last decision of `api` was the manual-failback hold.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("audit.jsonl");
+    let audit = AuditLog::open(&path).await.expect("audit log");
+    audit.record(&AuditEntry::decision_made(&manual));
+    audit.close().await.expect("close");
+    let past = Past::read(&path).expect("read back");
+    assert_eq!(past.decisions.len(), 1);
+
+    let receiver = Receiver::start().await;
+    let events = events::channel(64);
+    let metrics = Metrics::new();
+    let mut tasks = JoinSet::new();
+    let _notifier = gslb::ops::notify::spawn(
+        &mut tasks,
+        &webhooks(&format!(
+            "[[webhooks]]\nname = \"ops\"\nurl = \"{}\"\n",
+            receiver.url("json")
+        )),
+        &telemetry(&events, &metrics, &Arc::default()),
+        &VantageId("aws-ap-northeast-2".into()),
+        &gslb::ops::notify::Notified::new(past.decisions),
+    )
+    .expect("sinks start");
+    let unknown = Decision {
+        rule: Rule::HoldUnknown,
+        blocked: None,
+        ..hold.clone()
+    };
+    for e in [
+        Event::Decision(unknown),
+        Event::Decision(manual.clone()),
+        drill,
+        Event::Decision(hold.clone()),
+    ] {
+        events.send(e).expect("sinks listen");
+    }
+    eventually(DEADLINE, || async {
+        (count(&metrics, "ops", "delivered") == 2).then_some(())
+    })
+    .await
+    .expect("the drill and the new hold delivered");
+    let kinds: Vec<(Value, Value)> = receiver
+        .bodies("json")
+        .iter()
+        .map(|m| (m["kind"].clone(), m["rule"].clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Value::from("drill"), Value::Null),
+            (Value::from("hold"), Value::from("fail_static"))
+        ],
+        "the manual-failback hold is not sent again"
+    );
+}
+
+/// The real daemon, killed and started again while a service holds in `failback_manual` (ncp
+/// failed over to gcp and came back; failback waits for an operator): the restarted process
+/// reads its last decision back from the audit log and does not send the hold again. A drill
+/// after the restart is the marker: its message arrives after the hold would have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_daemon_does_not_re_send_its_hold_after_a_restart() {
+    let receiver = Receiver::start().await;
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut ncp = Origin::start(loopback, "ncp").await.expect("origin");
+    let gcp = Origin::start(loopback, "gcp").await.expect("origin");
+    let [n, g] = support::cloudflare::health_urls(ncp.addr(), gcp.addr());
+    let mut web = WebDaemon::start_with(
+        &fake,
+        [&n, &g],
+        "failback = \"manual\"\nmin_dwell = \"1s\"\n[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"",
+        "ttl = \"1s\"",
+        &format!(
+            "[[notify.webhooks]]\nname = \"ops\"\nurl = \"{}\"\n",
+            receiver.url("hook")
+        ),
+        &[],
+    );
+    let sent = |kind: &'static str| {
+        receiver
+            .bodies("hook")
+            .into_iter()
+            .filter(move |m| m["kind"] == kind)
+            .collect::<Vec<_>>()
+    };
+    let manual = || {
+        sent("hold")
+            .into_iter()
+            .filter(|m| m["rule"] == "failback_manual")
+            .count()
+    };
+    eventually(DEADLINE, || async {
+        support::daemon::status(web.admin, "web")
+            .await
+            .filter(|s| s["apply"]["state"] == "applied" && s["active"] == "ncp")
+    })
+    .await
+    .unwrap_or_else(|| panic!("never applied on ncp:\n{}", web.log()));
+    ncp.stop().await;
+    eventually(DEADLINE, || async {
+        (!sent("switch").is_empty()).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no failover:\n{}", web.log()));
+    ncp.start_again().await.expect("ncp again");
+    eventually(DEADLINE, || async { (manual() == 1).then_some(()) })
+        .await
+        .unwrap_or_else(|| panic!("no failback_manual hold:\n{}", web.log()));
+
+    web.restart("run-again.log");
+    let log = || support::daemon::read_log(web.dir.path(), "run-again.log");
+    eventually(DEADLINE, || async {
+        log()
+            .contains("hold already notified before the restart; not sent again")
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the hold was not recognised:\n{}", log()));
+    let drill = reqwest::Client::new()
+        .post(format!("http://{}/v1/drills", web.admin))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "service": "web", "action": "drain", "pool": "gcp",
+                "reason": "marker", "duration": "10m", "actor": "test"
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("admin API");
+    assert!(drill.status().is_success(), "{:?}", drill.text().await);
+    eventually(DEADLINE, || async {
+        receiver
+            .bodies("hook")
+            .iter()
+            .any(|m| m["kind"] == "drill")
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no drill message:\n{}", log()));
+    assert_eq!(manual(), 1, "the hold was sent again: {:?}", sent("hold"));
 }

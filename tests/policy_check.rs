@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use gslb_core::policy;
+use gslb_core::policy::{self, PolicyError};
 
 use support::policy::{assert_error, errors};
 
@@ -112,7 +112,11 @@ fn detection_plus_ttl_beyond_the_rto_budget_is_rejected() {
 #[test]
 fn type_errors_name_the_key() {
     let errs = errors(&with("fall = 3", "fall = \"three\""));
-    assert_error(&errs, "health.fall", "invalid type");
+    assert_error(
+        &errs,
+        "health.fall",
+        "must be an integer, not the string \"three\"",
+    );
 }
 
 #[test]
@@ -181,13 +185,13 @@ fn check_and_run_refuse_a_bad_policy_with_exit_2_and_the_same_message() {
         .output()
         .expect("run gslb check");
     assert_eq!(out.status.code(), Some(2));
-    let check_err = String::from_utf8_lossy(&out.stderr).to_string();
+    let check_out = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
-        check_err.contains(&format!(
-            "{}: health.fall: must be at least 1",
+        check_out.contains(&format!(
+            "error: {}:21:1: health.fall: must be at least 1",
             bad.display()
         )),
-        "{check_err}"
+        "{check_out}"
     );
 
     let settings = dir.path().join("gslb.toml");
@@ -422,7 +426,11 @@ fn mode_accepts_enforce_and_shadow_only() {
         "service = \"api\"",
         "service = \"api\"\nmode = \"dry-run\"",
     ));
-    assert_error(&errs, "mode", "unknown variant `dry-run`");
+    assert_error(
+        &errs,
+        "mode",
+        "must be \"enforce\" or \"shadow\", not \"dry-run\"",
+    );
 }
 
 #[test]
@@ -593,4 +601,234 @@ fn check_warns_when_observe_watches_nothing() {
         "",
     ));
     assert!(!stdout.contains("warning"), "{stdout}");
+}
+
+/// The 1-based line of `text` holding `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in the text"))
+        + 1
+}
+
+/// Issue 16's named test: three type errors in one file and a syntax error in a second are
+/// all reported, each with its file, line and column.
+#[test]
+fn three_type_errors_and_a_syntax_error_in_a_second_file_are_all_reported_with_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typed = with("failback = \"manual\"", "failback = \"sometimes\"")
+        .replace("fall = 3", "fall = \"3\"")
+        .replace("interval = \"10s\"", "interval = 10");
+    let broken = include_str!("../policies/web-ncp-gcp.toml").replacen("\n[", "\nrise = = 2\n[", 1);
+    std::fs::write(dir.path().join("a.toml"), &typed).expect("write");
+    std::fs::write(dir.path().join("b.toml"), &broken).expect("write");
+    let errs = policy::load(&[dir.path().to_path_buf()])
+        .expect_err("both files are bad")
+        .0;
+    let found = |file: &str, key: &str, needle: &str| {
+        errs.iter()
+            .find(|e| e.file.ends_with(file) && e.key == key && e.reason.contains(needle))
+            .unwrap_or_else(|| panic!("no {file} {key} {needle:?} in {errs:#?}"))
+            .clone()
+    };
+    let failback = found(
+        "a.toml",
+        "failback",
+        "must be \"manual\" or \"auto\", not \"sometimes\"",
+    );
+    let fall = found(
+        "a.toml",
+        "health.fall",
+        "must be an integer, not the string \"3\"",
+    );
+    let interval = found(
+        "a.toml",
+        "probe.interval",
+        "must be a duration like \"30s\" or \"1m 30s\", not the integer 10",
+    );
+    let syntax = found("b.toml", "", "not valid TOML");
+    assert_eq!(errs.len(), 4, "nothing else: {errs:#?}");
+    let line = |e: &PolicyError| e.at.map(|p| p.line);
+    assert_eq!(
+        line(&failback),
+        Some(line_of(&typed, "failback = \"sometimes\""))
+    );
+    assert_eq!(line(&fall), Some(line_of(&typed, "fall = \"3\"")));
+    assert_eq!(line(&interval), Some(line_of(&typed, "interval = 10")));
+    assert_eq!(line(&syntax), Some(line_of(&broken, "rise = = 2")));
+    assert!(
+        syntax.reason.contains("rise = = 2"),
+        "the offending text: {syntax}"
+    );
+    let shown = syntax.to_string();
+    assert!(
+        shown.contains(&format!("b.toml:{}:", line_of(&broken, "rise = = 2"))),
+        "{shown}"
+    );
+    for e in [&failback, &fall, &interval] {
+        assert!(
+            !e.reason.contains("u32") && !e.reason.contains("expected"),
+            "{e}"
+        );
+    }
+}
+
+/// The issue's example: a bad `failback`, `fall = "3"`, a typo'd key and a duplicate priority
+/// in one file are four problems, not one.
+#[test]
+fn a_type_error_no_longer_hides_the_other_problems() {
+    let text = with("failback = \"manual\"", "failback = \"sometimes\"")
+        .replace("fall = 3", "fall = \"3\"\nrsie = 2")
+        .replace("priority = 2", "priority = 1");
+    let errs = errors(&text);
+    assert_error(&errs, "failback", "must be \"manual\" or \"auto\"");
+    assert_error(&errs, "health.fall", "must be an integer");
+    assert_error(&errs, "health.rsie", "unknown key");
+    assert_error(&errs, "pools[1].priority", "duplicate priority 1");
+    assert_eq!(errs.len(), 4, "{errs:#?}");
+    assert!(
+        errs.iter().all(|e| e.at.is_some()),
+        "every key is located: {errs:#?}"
+    );
+}
+
+/// A required key of the wrong type is reported once, and the rules it would break with a
+/// stand-in value are not reported; the other problems still are.
+#[test]
+fn a_required_key_of_the_wrong_type_is_one_problem() {
+    let text = VALID
+        .replacen("priority = 1", "priority = \"first\"", 1)
+        .replace("service = \"api\"", "service = 7");
+    let errs = errors(&text);
+    assert_error(
+        &errs,
+        "pools[0].priority",
+        "must be an integer, not the string \"first\"",
+    );
+    assert_error(&errs, "service", "must be a string, not the integer 7");
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    let errs = errors(&VALID.replace("hostname = \"api.example.com\"\n", ""));
+    assert_error(&errs, "hostname", "is required and missing");
+}
+
+/// `gslb check` prints every file's result, one failing file hiding none of the others, and
+/// exits 2 when any failed.
+#[test]
+fn check_prints_every_files_result_and_fails_if_any_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a-good.toml"), VALID).expect("write");
+    std::fs::write(
+        dir.path().join("b-bad.toml"),
+        with("fall = 3", "fall = \"3\""),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("c-good.toml"),
+        include_str!("../policies/web-ncp-gcp.toml"),
+    )
+    .expect("write");
+    let out = gslb()
+        .arg("check")
+        .arg(dir.path())
+        .output()
+        .expect("gslb check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for line in [
+        "ok: ".to_owned() + &dir.path().join("a-good.toml").display().to_string(),
+        format!(
+            "error: {}:21:1: health.fall: must be an integer, not the string \"3\"",
+            dir.path().join("b-bad.toml").display()
+        ),
+        "ok: ".to_owned() + &dir.path().join("c-good.toml").display().to_string(),
+    ] {
+        assert!(text.contains(&line), "{line:?} missing:\n{text}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 of 3 files invalid"), "{stderr}");
+}
+
+/// `gslb check --config` lints the daemon settings (every unknown key, the environment
+/// variables named as such) and then the policies the settings name.
+#[test]
+fn check_config_lints_the_settings_and_their_policies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("api.toml"), VALID).expect("write");
+    let settings = dir.path().join("gslb.toml");
+    std::fs::write(&settings, "policies = [\"api.toml\"]\n").expect("write");
+    let out = gslb()
+        .args(["check", "--config"])
+        .arg(&settings)
+        .output()
+        .expect("gslb check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("ok: {} (settings)", settings.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ok: {}", dir.path().join("api.toml").display())),
+        "{text}"
+    );
+
+    std::fs::write(
+        &settings,
+        "policies = [\"api.toml\"]\nlisten = \"127.0.0.1:1\"\n[admin]\nlistn = \"127.0.0.1:1\"\n",
+    )
+    .expect("write");
+    let out = gslb()
+        .args(["check", "--config"])
+        .arg(&settings)
+        .env("GSLB_PROBING__MAX_IN_FLYGHT", "4")
+        .output()
+        .expect("gslb check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for line in [
+        format!("error: {}:2:1: listen: unknown key", settings.display()),
+        format!("error: {}:4:1: admin.listn: unknown key", settings.display()),
+        "error: environment variable GSLB_PROBING__MAX_IN_FLYGHT: probing.max_in_flyght: unknown key".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line:?} missing:\n{text}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 of 1 files invalid"),
+        "invalid settings name no policies to check: {stderr}"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Any value of any key replaced by a value of any kind: the policy is read to the end
+    /// (no panic, no endless rereading) and every problem is in the policy's words.
+    #[test]
+    fn any_value_of_any_kind_is_reported_in_the_policys_words(
+        line in 0usize..64,
+        value in proptest::sample::select(vec![
+            "\"x\"", "\"30s\"", "0", "-1", "99999999999", "1.5", "true", "[]", "[1, \"a\"]",
+            "{}", "{ a = 1 }", "1979-05-27", "\"\"",
+        ]),
+    ) {
+        let lines: Vec<&str> = VALID.lines().collect();
+        let assignments: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !l.starts_with('#') && !l.starts_with('[') && l.contains(" = "))
+            .map(|(i, _)| i)
+            .collect();
+        let target = assignments[line % assignments.len()];
+        let mut edited: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+        let key = lines[target].split(" = ").next().unwrap_or_default();
+        edited[target] = format!("{key} = {value}");
+        if let Err(errs) = policy::parse(Path::new("p.toml"), &edited.join("\n")) {
+            for e in &errs.0 {
+                for rust in ["u16", "u32", "u64", "f64", "struct Raw", "Some(", "None", "a sequence", "a map"] {
+                    proptest::prop_assert!(!e.reason.contains(rust), "{e}");
+                }
+            }
+        }
+    }
 }

@@ -7,7 +7,8 @@
 //! - reload during `run --provision`: a policy edit and a SIGHUP while provisioning waits on
 //!   the provider are reloaded once the controller runs (the SIGHUP does not end the process).
 //! - plan: with the primary origin down, `gslb plan` prints the switch to the secondary with its
-//!   reasons and the exact write, and writes nothing; with all origins healthy, "no change".
+//!   reasons and the exact write, writes nothing and exits 2; with all origins healthy, "no
+//!   change" and 0; an unreadable provider or a bad policy, 1.
 
 mod support;
 
@@ -264,14 +265,16 @@ async fn reload_keeps_the_last_good_set_and_applies_changes() {
     );
 }
 
-/// Runs `gslb plan` in `dir`, expecting exit 0; its output.
-fn plan_ok(dir: &Path) -> String {
+/// Runs `gslb plan` in `dir`, expecting exit code `code` (0 no change, 2 changes pending);
+/// its output.
+fn plan_exits(dir: &Path, code: i32) -> String {
     let out = gslb(dir, &["plan", "--config", "gslb.toml"])
         .output()
         .expect("plan");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
+    assert_eq!(
+        out.status.code(),
+        Some(code),
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -359,13 +362,13 @@ async fn plan_prints_the_switch_and_writes_nothing() {
     let mut s = Setup::start().await;
     let (seoul_check, _) = verdict_check(&s.client, &s.zone, "seoul").await;
 
-    let text = plan_ok(s.dir());
+    let text = plan_exits(s.dir(), 0);
     assert!(text.contains("provider serves: seoul"), "{text}");
     assert!(text.contains("would change: no change"), "{text}");
 
     s.seoul.stop().await;
     let (_, writes0) = s.proxy.counts.get();
-    let text = plan_ok(s.dir());
+    let text = plan_exits(s.dir(), 2);
     assert!(text.contains("provider serves: seoul"), "{text}");
     assert!(text.contains("decision: failover -> tokyo"), "{text}");
     assert!(
@@ -403,26 +406,28 @@ async fn plan_prints_the_switch_and_writes_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("reading the provider of service api"),
+        String::from_utf8_lossy(&out.stdout)
+            .contains("cannot plan: reading the provider of service api"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout)
     );
 
-    // A bad policy: exit 2.
+    // A bad policy: exit 1 (2 would say "changes pending").
     s.write_file("api", "service = \"api\"\n");
     let out = gslb(s.dir(), &["plan", "--config", "gslb.toml"])
         .output()
         .expect("plan");
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
 
 /// `--rounds` is bounded: the plan feeds the engine every round of every endpoint in memory, so
-/// a huge count must be refused as a bad argument (exit 2), not exhaust the machine's memory.
+/// a huge count must be refused as a bad argument, not exhaust the machine's memory. Exit 1,
+/// not clap's 2, which `plan` uses for "changes pending"; other commands keep clap's 2.
 #[test]
 fn plan_refuses_more_rounds_than_it_can_simulate() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -433,6 +438,29 @@ fn plan_refuses_more_rounds_than_it_can_simulate() {
     .output()
     .expect("gslb plan");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--rounds"), "{stderr}");
+    let out = gslb(
+        dir.path(),
+        &[
+            "--log-format",
+            "json",
+            "plan",
+            "--config",
+            "gslb.toml",
+            "--rounds",
+            "x",
+        ],
+    )
+    .output()
+    .expect("gslb plan");
+    assert_eq!(out.status.code(), Some(1), "after a global option too");
+    let out = gslb(dir.path(), &["check", "--rounds", "1"])
+        .output()
+        .expect("gslb check");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "other commands keep clap's code"
+    );
 }

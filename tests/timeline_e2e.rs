@@ -10,7 +10,8 @@
 //! server and requests `http://api.example.test:<port>/` like a client.
 //!
 //! Stopping seoul must produce a timeline, at `GET /v1/events` and in `gslb events`, with all
-//! seven phases in order, also written to the audit log and the phase histograms.
+//! seven phases in order, also written to the audit log and the phase histograms; after a
+//! restart, `gslb events` still shows it (read back from the audit log).
 
 mod support;
 
@@ -47,7 +48,7 @@ async fn newest_timeline(admin: SocketAddr) -> Option<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failover_timeline_has_every_phase_in_order() {
+async fn a_failover_timeline_has_every_phase_in_order_and_survives_a_restart() {
     let moto = Emulator::start(Kind::Moto);
     let client = sdk(&moto.endpoint());
     let zone_id = create_zone(&client, "example.test.").await;
@@ -112,7 +113,7 @@ served_by_header = "X-Served-By"
         "provision failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let _daemon = Daemon(
+    let daemon = Daemon(
         gslb(dir.path(), &["run", "--config", "gslb.toml"])
             .stderr(log_file(dir.path(), "run.log"))
             .spawn()
@@ -272,4 +273,43 @@ served_by_header = "X-Served-By"
     .expect("the closed timeline is in the audit log");
     assert_eq!(audit["result"], "complete");
     assert_eq!(audit["detail"]["id"], t["id"]);
+
+    // A restart (the process killed, as a crash would): the new process reads the timeline
+    // back from the audit log, and `gslb events` still shows it.
+    drop(daemon);
+    let _daemon = Daemon(
+        gslb(dir.path(), &["run", "--config", "gslb.toml"])
+            .stderr(log_file(dir.path(), "run-again.log"))
+            .spawn()
+            .expect("run again"),
+    );
+    let again = eventually(Duration::from_secs(15), || async {
+        newest_timeline(admin).await.filter(|n| n["id"] == t["id"])
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "no timeline after the restart:\n{}",
+            read_log(dir.path(), "run-again.log")
+        )
+    });
+    assert_eq!(again, t, "the same timeline, as it closed");
+    let out = gslb(
+        dir.path(),
+        &[
+            "events",
+            "--admin",
+            &format!("http://{admin}"),
+            "--service",
+            "api",
+        ],
+    )
+    .output()
+    .expect("gslb events after the restart");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("api: seoul -> tokyo (automatic, failover), complete"),
+        "{report}"
+    );
 }

@@ -1,56 +1,106 @@
-//! `gslb check`: validates policy files or folders and prints, per policy, its worst-case
+//! `gslb check`: validates the daemon settings (with `--config`) and policy files or folders,
+//! and prints every file's result: each problem, or per policy its worst-case
 //! failover with each engine wait named, with warnings for an exceeded `rto_budget`, an
 //! `[observe]` table that watches nothing, or an IP-literal endpoint of an address family this
 //! host has no route for.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use gslb_core::policy::{self, EndpointKind, Policy, PolicyErrors};
+use gslb_core::policy::{self, EndpointKind, Policy};
 
+use crate::config::Settings;
 use crate::io::probe::{family_routable, route_to};
 
 /// Why `gslb check` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    /// A policy is invalid: every problem, with file, key and reason (exit code 2).
-    #[error("{0}")]
-    Invalid(#[from] PolicyErrors),
+    /// Files are invalid (their problems are in the report; exit code 2).
+    #[error("{failed} of {checked} files invalid (see above)")]
+    Invalid {
+        /// Files with problems.
+        failed: usize,
+        /// Files checked.
+        checked: usize,
+    },
     /// Writing the report failed (exit code 1).
     #[error("writing the report: {0}")]
     Write(#[from] std::io::Error),
 }
 
-/// Loads every policy in `paths` and prints one `ok:` line per policy to `out`, each followed
-/// by its warnings.
+/// Checks the settings file `config` when given, then every policy in `paths` (default: the
+/// settings' `policies`, none when the settings are invalid; without `config`, `policies`),
+/// and prints every file's result to `out`: `ok:` with
+/// each policy's worst-case failover and its warnings, or `error:` and each problem.
 ///
 /// # Errors
-/// See [`CheckError`]; nothing is printed when a policy is invalid.
-pub fn run(paths: &[PathBuf], out: &mut impl Write) -> Result<(), CheckError> {
-    let policies = policy::load(paths)?;
-    for (file, p) in &policies {
-        writeln!(
-            out,
-            "ok: {} (service {}, {} pools, worst-case failover {}: detection and TTL {} + {} + expected apply time {})",
-            file.display(),
-            p.service,
-            p.pools.len(),
-            humantime::format_duration(p.worst_case_rto()),
-            humantime::format_duration(p.worst_case_failover()),
-            p.failover_waits_text(),
-            humantime::format_duration(p.target.expected_apply_time()),
-        )?;
-        if let Some(w) = p.rto_warning() {
-            writeln!(out, "warning: {}: rto_budget: {w}", file.display())?;
+/// [`CheckError::Invalid`] when any file has a problem (every file is reported first).
+pub fn run(
+    paths: &[PathBuf],
+    config: Option<&Path>,
+    out: &mut impl Write,
+) -> Result<(), CheckError> {
+    let (mut checked, mut failed) = (0, 0);
+    // Without paths: the settings' policies, none when the settings cannot be read.
+    let mut default = vec![PathBuf::from("policies")];
+    if let Some(file) = config {
+        checked += 1;
+        match Settings::load(file) {
+            Ok(settings) => {
+                writeln!(out, "ok: {} (settings)", file.display())?;
+                default = settings.policies;
+            }
+            Err(e) => {
+                failed += 1;
+                default.clear();
+                for problem in &e.problems {
+                    writeln!(out, "error: {problem}")?;
+                }
+            }
         }
-        if let Some(w) = p.observe_warning() {
-            writeln!(out, "warning: {}: observe: {w}", file.display())?;
+    }
+    let paths = if paths.is_empty() { &default } else { paths };
+    for (file, result) in policy::load_each(paths) {
+        checked += 1;
+        match result {
+            Ok(p) => report(&file, &p, out)?,
+            Err(errors) => {
+                failed += 1;
+                for e in &errors.0 {
+                    writeln!(out, "error: {e}")?;
+                }
+            }
         }
-        let route = |ip| route_to(SocketAddr::new(ip, 53));
-        for w in family_warnings(p, route, family_routable) {
-            writeln!(out, "warning: {}: {w}", file.display())?;
-        }
+    }
+    if failed > 0 {
+        return Err(CheckError::Invalid { failed, checked });
+    }
+    Ok(())
+}
+
+/// One valid policy's `ok:` line and its warnings.
+fn report(file: &Path, p: &Policy, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "ok: {} (service {}, {} pools, worst-case failover {}: detection and TTL {} + {} + expected apply time {})",
+        file.display(),
+        p.service,
+        p.pools.len(),
+        humantime::format_duration(p.worst_case_rto()),
+        humantime::format_duration(p.worst_case_failover()),
+        p.failover_waits_text(),
+        humantime::format_duration(p.target.expected_apply_time()),
+    )?;
+    if let Some(w) = p.rto_warning() {
+        writeln!(out, "warning: {}: rto_budget: {w}", file.display())?;
+    }
+    if let Some(w) = p.observe_warning() {
+        writeln!(out, "warning: {}: observe: {w}", file.display())?;
+    }
+    let route = |ip| route_to(SocketAddr::new(ip, 53));
+    for w in family_warnings(p, route, family_routable) {
+        writeln!(out, "warning: {}: {w}", file.display())?;
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::io::BufRead;
+use std::path::{Path, PathBuf};
 
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Step};
 use gslb_core::model::ServiceId;
@@ -29,6 +30,38 @@ pub enum ReplayError {
         /// The JSON error.
         reason: String,
     },
+}
+
+/// `gslb replay`: loads `policies` and the `[engine]` table of `config` (default: the
+/// defaults), replays `observations` and prints the decisions to stdout, warnings to stderr.
+///
+/// # Errors
+/// Bad policies or settings (exit code 2), an unreadable or unparsable recording (exit code 1).
+pub fn command(
+    policies: &[PathBuf],
+    observations: &Path,
+    config: Option<&Path>,
+) -> Result<(), crate::cli::run::RunError> {
+    use crate::cli::run::RunError;
+    let policies = gslb_core::policy::load(policies).map_err(RunError::config)?;
+    let engine = match config {
+        Some(c) => {
+            crate::config::Settings::load(c)
+                .map_err(RunError::config)?
+                .engine
+        }
+        None => crate::config::EngineConfig::default(),
+    };
+    let file = std::fs::File::open(observations)
+        .map_err(|e| RunError::runtime(e).context(format!("opening {}", observations.display())))?;
+    print(
+        policies.into_iter().map(|(_, p)| p).collect(),
+        &engine.engine_settings(),
+        std::io::BufReader::new(file),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )
+    .map_err(|e| RunError::runtime(e).context(format!("replaying {}", observations.display())))
 }
 
 /// What a replay produced.

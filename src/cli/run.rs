@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::daemon::builder::{Builder, Daemon};
 use crate::daemon::controller;
 use crate::daemon::reload::{self, Reloader, Trigger};
-use crate::io::audit::AuditLog;
+use crate::io::audit::{AuditLog, Past};
 use crate::io::clock::Clock;
 use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
@@ -77,6 +77,14 @@ impl RunError {
         self
     }
 
+    /// The same error with exit code `code` (e.g. `gslb plan`, where 2 says "changes
+    /// pending", exits 1 on bad settings).
+    #[must_use]
+    pub fn with_exit_code(mut self, code: u8) -> Self {
+        self.exit_code = code;
+        self
+    }
+
     /// 2 for bad settings or policies, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         self.exit_code
@@ -128,7 +136,9 @@ pub async fn run<B: Bind>(
         .record_vantage_points(&[(settings.vantage.clone(), None)]);
     let prober = prober(&settings, &telemetry)?;
     let mut extra = tokio::task::JoinSet::new();
-    let notifier = webhooks(&settings, &telemetry, &mut extra)?;
+    let past = past(&settings).await;
+    let notified = notify::Notified::new(past.decisions);
+    let notifier = webhooks(&settings, &telemetry, &mut extra, &notified)?;
     let (journal, saved, audit) = journal(&settings).await?;
     let mut daemon = Builder::new(policies.clone())
         .engine(settings.engine.engine_settings())
@@ -147,6 +157,7 @@ pub async fn run<B: Bind>(
         settings.dns.clone(),
         daemon.controller().policies(),
     );
+    timelines.restore(past.timelines);
     attach_canaries(&mut daemon, &settings)?;
     for policy in &policies {
         let provider = binder.bind(policy).await.map_err(RunError::config)?;
@@ -245,21 +256,45 @@ fn webhooks(
     settings: &Settings,
     telemetry: &Telemetry,
     tasks: &mut tokio::task::JoinSet<()>,
+    notified: &notify::Notified,
 ) -> Result<notify::Notifier, RunError> {
     let webhooks = settings
         .notify
         .resolve(|v| std::env::var(v).ok())
         .map_err(RunError::config)?;
-    notify::spawn(
-        tasks,
-        &webhooks,
-        &telemetry.events,
-        &telemetry.metrics,
-        telemetry.clock,
-        &settings.vantage,
-        &telemetry.board,
-    )
-    .map_err(RunError::runtime)
+    notify::spawn(tasks, &webhooks, telemetry, &settings.vantage, notified)
+        .map_err(RunError::runtime)
+}
+
+/// What the earlier run left in the audit log ([`Past::read`], on the blocking pool): its
+/// timelines and last decisions. An unreadable log is logged and read as empty: the history
+/// is lost from `/v1/events`, nothing else.
+async fn past(settings: &Settings) -> Past {
+    let path = settings.state.audit_log();
+    let read = tokio::task::spawn_blocking(move || Past::read(&path)).await;
+    match read {
+        Ok(Ok(past)) => {
+            if past.skipped > 0 {
+                tracing::warn!(
+                    lines = past.skipped,
+                    "audit log lines that are not audit entries skipped"
+                );
+            }
+            tracing::info!(
+                timelines = past.timelines.len(),
+                "failover timelines read back from the audit log"
+            );
+            past
+        }
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "cannot read the audit log back; earlier timelines are not listed");
+            Past::default()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "reading the audit log back failed");
+            Past::default()
+        }
+    }
 }
 
 /// The prober, with the open-file limit raised first and its metrics registered.

@@ -1,6 +1,8 @@
-//! Daemon settings (not policies): read with the `config` crate from a TOML file layered with
-//! `GSLB_*` environment variables (`GSLB_VANTAGE`, `GSLB_ADMIN__LISTEN`,
-//! `GSLB_ROUTE53__ENDPOINT_URL`, `GSLB_POLICIES=a.toml,b/`; `__` separates nesting levels).
+//! Daemon settings (not policies): a TOML file layered with `GSLB_*` environment variables
+//! (`GSLB_VANTAGE`, `GSLB_ADMIN__LISTEN`, `GSLB_ROUTE53__ENDPOINT_URL`,
+//! `GSLB_POLICIES=a.toml,b/`; `__` separates nesting levels), read by `read` with the
+//! policies' reader: every unknown key and wrong value at once, each at its line in the file or
+//! naming its environment variable.
 //!
 //! Credentials are never in this file: Route 53 uses the standard AWS credential chain
 //! (environment, shared profile, web identity, container or instance role), and the admin
@@ -20,6 +22,7 @@ mod admin_auth;
 mod engine;
 mod notify;
 mod providers;
+mod read;
 
 pub use admin_auth::{
     AdminAuthError, AdminToken, TokenError, check_admin_listen, resolve_admin_token,
@@ -193,20 +196,25 @@ pub const NOT_SETTINGS: [&str; 7] = [
     "GSLB_REQUIRE_TOOLS",
 ];
 
-fn settings_env() -> config::Map<String, String> {
-    std::env::vars()
+/// The `GSLB_*` environment variables read as settings keys, in name order.
+fn settings_env() -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with("GSLB_") && !NOT_SETTINGS.contains(&k.as_str()))
-        .collect()
+        .collect();
+    vars.sort();
+    vars
 }
 
-/// A settings problem, naming the file.
+/// The settings are not valid: every problem found, each naming where it is.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {reason}")]
+#[error("{}", problems.join("\n"))]
 pub struct SettingsError {
     /// The settings file.
     pub file: String,
-    /// What is wrong (the `config` crate names the key).
-    pub reason: String,
+    /// Every problem, one line each: `file:line:column: key: reason` (the position when
+    /// known), or `environment variable GSLB_X: key: reason` for a key an environment variable
+    /// set. Never empty.
+    pub problems: Vec<String>,
 }
 
 impl Settings {
@@ -214,54 +222,55 @@ impl Settings {
     /// the types do not enforce, and makes relative paths relative to the file's folder.
     ///
     /// # Errors
-    /// The file is missing or unreadable, a key is unknown, a value has the wrong type, or a
-    /// value is out of range (the first one found).
+    /// Every problem: the file is missing or unreadable (alone), each TOML syntax error
+    /// (alone), or each unknown key, each value of the wrong type and the first value out of
+    /// range of each section; each blamed on its line in the file or on its environment
+    /// variable.
     pub fn load(file: &Path) -> Result<Self, SettingsError> {
-        let invalid = |reason: String| SettingsError {
+        Self::load_with(file, &settings_env())
+    }
+
+    /// [`Settings::load`] with `env` as the `GSLB_*` environment variables.
+    fn load_with(file: &Path, env: &[(String, String)]) -> Result<Self, SettingsError> {
+        let invalid = |problems: Vec<String>| SettingsError {
             file: file.display().to_string(),
-            reason,
+            problems,
         };
-        let mut settings = Self::read(file).map_err(|e| invalid(e.to_string()))?;
-        settings.check().map_err(invalid)?;
+        let mut settings: Self = read::read(file, env, &["policies"]).map_err(invalid)?;
+        let problems: Vec<String> = settings
+            .check()
+            .iter()
+            .map(|p| read::blame_range(p, file, env))
+            .collect();
+        if !problems.is_empty() {
+            return Err(invalid(problems));
+        }
         settings.relative_to(file.parent().unwrap_or(Path::new(".")));
         Ok(settings)
     }
 
-    /// `file` (TOML) with `GSLB_*` environment variables over it, as written.
-    fn read(file: &Path) -> Result<Self, config::ConfigError> {
-        config::Config::builder()
-            .add_source(config::File::from(file).format(config::FileFormat::Toml))
-            .add_source(
-                config::Environment::with_prefix("GSLB")
-                    .source(Some(settings_env()))
-                    .prefix_separator("_")
-                    .separator("__")
-                    .list_separator(",")
-                    .with_list_parse_key("policies")
-                    .try_parsing(true),
-            )
-            .build()?
-            .try_deserialize()
-    }
-
-    /// The ranges the types do not enforce, section by section.
-    ///
-    /// # Errors
-    /// The first value out of range, as `key: reason`.
-    fn check(&self) -> Result<(), String> {
+    /// The ranges the types do not enforce, section by section: the first problem of each.
+    fn check(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if self.policies.is_empty() {
-            return Err("policies: lists no policy file or folder".into());
+            problems.push("policies: lists no policy file or folder".to_owned());
         }
-        self.route53.check()?;
-        self.cloudflare.check()?;
         if self.probing.max_in_flight == 0 {
-            return Err("probing.max_in_flight: must be at least 1 (0 would never probe)".into());
+            problems
+                .push("probing.max_in_flight: must be at least 1 (0 would never probe)".to_owned());
         }
         if self.reconcile.resync < Duration::from_millis(100) {
-            return Err("reconcile.resync: must be at least 100ms".into());
+            problems.push("reconcile.resync: must be at least 100ms".to_owned());
         }
-        self.engine.check()?;
-        self.notify.check()
+        for section in [
+            self.route53.check(),
+            self.cloudflare.check(),
+            self.engine.check(),
+            self.notify.check(),
+        ] {
+            problems.extend(section.err());
+        }
+        problems
     }
 
     /// Makes every relative path (policies, state folder, token files, the observation
@@ -366,6 +375,99 @@ mod tests {
         assert!(e.contains("folder"), "{e}");
         let (_dir, s) = load("[admin]\ntoken = \"inline secrets are not a key\"\n");
         assert!(s.is_err());
+    }
+
+    fn load_env(text: &str, env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gslb.toml");
+        std::fs::write(&file, text).expect("write");
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Settings::load_with(&file, &env).map_err(|mut e| {
+            // The temporary folder differs per run: keep the file name only.
+            for p in &mut e.problems {
+                *p = p.replace(&format!("{}/", dir.path().display()), "");
+            }
+            e
+        })
+    }
+
+    #[test]
+    fn every_unknown_key_and_wrong_value_is_reported_at_its_line() {
+        let e = load_env(
+            "vantage = \"x\"\nlisten = \"127.0.0.1:1\"\n[admin]\nlistn = \"127.0.0.1:1\"\n\
+             [probing]\nmax_in_flight = \"many\"\n[state]\nfolder = \"x\"\n",
+            &[],
+        )
+        .expect_err("four problems");
+        assert_eq!(
+            e.problems,
+            [
+                "gslb.toml:2:1: listen: unknown key",
+                "gslb.toml:4:1: admin.listn: unknown key",
+                "gslb.toml:6:1: probing.max_in_flight: must be an integer, not the string \"many\"",
+                "gslb.toml:8:1: state.folder: unknown key",
+            ]
+        );
+    }
+
+    #[test]
+    fn environment_variable_problems_name_the_variable() {
+        let e = load_env(
+            "[admin]\nlisten = \"127.0.0.1:9464\"\n",
+            &[
+                ("GSLB_ADMIN__LISTN", "127.0.0.1:1"),
+                ("GSLB_PROBING__MAX_IN_FLIGHT", "many"),
+                ("GSLB_RECONCILE__RESYNC", "1ms"),
+            ],
+        )
+        .expect_err("env problems");
+        assert_eq!(
+            e.problems,
+            [
+                "environment variable GSLB_ADMIN__LISTN: admin.listn: unknown key",
+                "environment variable GSLB_PROBING__MAX_IN_FLIGHT: probing.max_in_flight: must be an integer, not the string \"many\"",
+            ]
+        );
+        let e = load_env("", &[("GSLB_RECONCILE__RESYNC", "1ms")]).expect_err("range");
+        assert_eq!(
+            e.problems,
+            [
+                "environment variable GSLB_RECONCILE__RESYNC: reconcile.resync: must be at least 100ms"
+            ]
+        );
+    }
+
+    #[test]
+    fn environment_variables_are_read_as_the_keys_they_set() {
+        let s = load_env(
+            "vantage = \"file\"\n",
+            &[
+                ("GSLB_VANTAGE", "123"),
+                ("GSLB_POLICIES", "a.toml,b/"),
+                ("GSLB_PROBING__MAX_IN_FLIGHT", "64"),
+                ("GSLB_ADMIN__LISTEN", "127.0.0.1:9999"),
+            ],
+        )
+        .expect("valid");
+        assert_eq!(s.vantage.0, "123", "a number is text where text is wanted");
+        assert_eq!(s.policies.len(), 2);
+        assert!(s.policies[1].ends_with("b/"), "{:?}", s.policies);
+        assert_eq!(s.probing.max_in_flight, 64);
+        assert_eq!(s.admin.listen.port(), 9999);
+    }
+
+    #[test]
+    fn a_syntax_error_has_its_line_and_text() {
+        let e = load_env("vantage = \"x\"\n[admin\n", &[]).expect_err("syntax");
+        assert_eq!(e.problems.len(), 1, "{:?}", e.problems);
+        assert!(
+            e.problems[0].starts_with("gslb.toml:2:") && e.problems[0].contains("[admin"),
+            "{:?}",
+            e.problems
+        );
     }
 
     #[test]

@@ -10,22 +10,26 @@
 //! - `time`: Unix milliseconds ([`Millis`]);
 //! - `actor`: who (the API caller or CLI user as it names itself; `gslb` for the controller);
 //! - `action`: `drill.drain`, `drill.restore`, `drill.force`, `drill.end`, `drill.expire`,
-//!   `rearm`, `decision`;
+//!   `rearm`, `decision`, `failover.timeline` (a closed failover timeline, whole, in `detail`);
 //! - `reason`: the operator's reason, or the rule for a decision;
 //! - `result`: `ok`, `refused: <why>`, or for a decision what it does (`failover seoul ->
 //!   tokyo`).
 //!
 //! Appending goes through [`JsonlWriter`]: it never blocks the caller, and lines that cannot
-//! be queued are counted ([`AuditLog::dropped`]). This module decides nothing and sends
+//! be queued are counted ([`AuditLog::dropped`]). At start, [`Past::read`] reads it back: the
+//! timelines `GET /v1/events` lists and each service's last decision. This module decides nothing and sends
 //! nothing to the engine; the engine loop writes the entries.
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::io::jsonl::{JsonlError, JsonlWriter};
-use gslb_core::engine::{Override, OverrideError, OverrideRequest};
-use gslb_core::model::{Millis, ServiceId};
+use gslb_core::engine::{Decision, Override, OverrideError, OverrideRequest};
+use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::timeline::{CAPACITY, Timeline};
 
 /// The actor of entries the controller makes by itself (expiries, decisions).
 pub const CONTROLLER_ACTOR: &str = "gslb";
@@ -160,6 +164,36 @@ impl AuditEntry {
         }
     }
 
+    /// The decision `d` as audited: its rule, what it does (`failover seoul -> tokyo`,
+    /// `hold on tokyo (blocked: failback_manual to seoul)`, `serve seoul`, `hold on seoul
+    /// (nothing pushed)`) and its reasons (see [`AuditEntry::decision`]).
+    pub fn decision_made(d: &Decision) -> Self {
+        let pool = |p: &Option<PoolId>| {
+            p.as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string)
+        };
+        let result = match (&d.previous, &d.blocked) {
+            (Some(from), _) if d.switched() => {
+                format!("{} {from} -> {}", d.rule.as_str(), pool(&d.active))
+            }
+            (_, Some(b)) => format!(
+                "hold on {} (blocked: {} to {})",
+                pool(&d.active),
+                b.rule.as_str(),
+                b.to
+            ),
+            _ if d.rule.pushes() => format!("serve {}", pool(&d.active)),
+            _ => format!("hold on {} (nothing pushed)", pool(&d.active)),
+        };
+        Self::decision(
+            d.at,
+            d.service.clone(),
+            d.rule.as_str(),
+            result,
+            serde_json::json!({ "reasons": d.reasons, "drained": d.drained }),
+        )
+    }
+
     /// A decision: actor [`CONTROLLER_ACTOR`], action `decision`; `rule` goes in `reason`,
     /// what it does (`failover seoul -> tokyo`) in `result`, its reasons in `detail`.
     pub fn decision(
@@ -185,6 +219,67 @@ fn override_detail(o: &Override) -> serde_json::Value {
         "actor": o.actor,
         "reason": o.reason,
     })
+}
+
+/// The action of a closed failover timeline's audit line (its `detail` is the [`Timeline`]).
+pub const TIMELINE_ACTION: &str = "failover.timeline";
+
+/// What an earlier run left in the audit log, read back at start: its last timelines (for
+/// `GET /v1/events`) and each service's last decision (so a hold already notified is not
+/// notified again).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Past {
+    /// The last [`CAPACITY`] closed timelines, oldest first, each id once (its last line).
+    pub timelines: Vec<Timeline>,
+    /// Each service's last `decision` entry.
+    pub decisions: BTreeMap<ServiceId, AuditEntry>,
+    /// Lines that are not audit entries (a line cut short by a crash, an edit): skipped.
+    pub skipped: usize,
+}
+
+impl Past {
+    /// Reads the audit log at `path` from the start; a missing file is an empty past. Blocking
+    /// file I/O: call it once at start (or on tokio's blocking pool). Time and memory grow with
+    /// the file; only the last [`CAPACITY`] timelines and one decision per service are kept.
+    ///
+    /// # Errors
+    /// The file exists but cannot be read.
+    pub fn read(path: &Path) -> std::io::Result<Self> {
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(e),
+        };
+        let mut past = Self::default();
+        let mut timelines: VecDeque<Timeline> = VecDeque::new();
+        for line in BufReader::new(file).lines() {
+            let line = line?;
+            let Ok(entry) = serde_json::from_str::<AuditEntry>(&line) else {
+                past.skipped += usize::from(!line.trim().is_empty());
+                continue;
+            };
+            match entry.action.as_str() {
+                TIMELINE_ACTION => match serde_json::from_value::<Timeline>(entry.detail) {
+                    Ok(t) => {
+                        timelines.retain(|k| k.id != t.id);
+                        timelines.push_back(t);
+                        if timelines.len() > CAPACITY {
+                            timelines.pop_front();
+                        }
+                    }
+                    Err(_) => past.skipped += 1,
+                },
+                "decision" => {
+                    if let Some(s) = entry.service.clone() {
+                        past.decisions.insert(s, entry);
+                    }
+                }
+                _ => {}
+            }
+        }
+        past.timelines = timelines.into();
+        Ok(past)
+    }
 }
 
 /// The audit log file. Cheap to clone.

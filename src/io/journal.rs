@@ -134,32 +134,9 @@ impl Journal {
         );
     }
 
-    /// Audits a changed decision: the rule, what it does, and its reasons.
+    /// Audits a changed decision ([`AuditEntry::decision_made`]).
     pub fn decision(&mut self, d: &Decision) {
-        let pool = |p: &Option<gslb_core::model::PoolId>| {
-            p.as_ref()
-                .map_or_else(|| "-".to_owned(), ToString::to_string)
-        };
-        let result = match (&d.previous, &d.blocked) {
-            (Some(from), _) if d.switched() => {
-                format!("{} {from} -> {}", d.rule.as_str(), pool(&d.active))
-            }
-            (_, Some(b)) => format!(
-                "hold on {} (blocked: {} to {})",
-                pool(&d.active),
-                b.rule.as_str(),
-                b.to
-            ),
-            _ if d.rule.pushes() => format!("serve {}", pool(&d.active)),
-            _ => format!("hold on {} (nothing pushed)", pool(&d.active)),
-        };
-        self.audit(AuditEntry::decision(
-            d.at,
-            d.service.clone(),
-            d.rule.as_str(),
-            result,
-            serde_json::json!({ "reasons": d.reasons, "drained": d.drained }),
-        ));
+        self.audit(AuditEntry::decision_made(d));
     }
 
     /// Flushes the recording and the audit log (at shutdown, and in tests).

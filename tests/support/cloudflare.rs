@@ -124,4 +124,18 @@ impl WebDaemon {
     pub fn log(&self) -> String {
         read_log(self.dir.path(), "run.log")
     }
+
+    /// Kills the daemon (as a crash would) and starts it again in the same folder (its state
+    /// and audit log kept), logging to `log` in the folder.
+    pub fn restart(&mut self, log: &str) {
+        let _ = self._daemon.0.kill();
+        let _ = self._daemon.0.wait();
+        self._daemon = Daemon(
+            gslb(self.dir.path(), &["run", "--config", "gslb.toml"])
+                .env("GSLB_LOG", "debug")
+                .stderr(log_file(self.dir.path(), log))
+                .spawn()
+                .expect("gslb run again"),
+        );
+    }
 }

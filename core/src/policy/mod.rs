@@ -1,37 +1,46 @@
 //! Policies: TOML as written -> a validated [`Policy`].
 //!
-//! One file per service. [`parse`] checks one text, [`load`] files and folders; both report
-//! every problem at once, each naming file, key and reason ([`PolicyErrors`]). Nothing outside
-//! this module constructs a [`Policy`]. This module does no I/O beyond reading the files.
+//! One file per service. [`parse`] checks one text, [`load`] files and folders ([`load_each`]
+//! file by file); they report every problem at once, each naming file, line and column (when the
+//! key is written), key and reason ([`PolicyErrors`]). Nothing outside this module constructs a
+//! [`Policy`]. This module does no I/O beyond reading the files. Its TOML reader ([`Source`],
+//! [`read_all_with`]) also reads the daemon settings.
 //!
-//! Files, each using only those listed before it: `error` (problems, by file and key), `names`
-//! (DNS names), `parts` (the validated parts: pools, endpoints, probe, thresholds, tuning),
-//! `observe`, `route53` and `cloudflare` (one optional table or target each: as written,
-//! validated, and its validation), `types` (the whole [`Policy`] and its [`Target`]), `raw`
-//! (the rest of the TOML as written), `tuning` (the engine's tuning keys), `validate` (raw ->
-//! [`Policy`], every table), and this module on top: parse and load.
+//! Files, each using only those listed before it: `error` (problems, by file, position and
+//! key), `words` (serde's messages in the policy's words), `lenient` (reading every problem at
+//! once), `source` (syntax errors and key positions), `names` (DNS names), `parts` (the
+//! validated parts: pools, endpoints, probe, thresholds, tuning), `observe`, `route53` and
+//! `cloudflare` (one optional table or target each: as written, validated, and its validation),
+//! `types` (the whole [`Policy`] and its [`Target`]), `raw` (the rest of the TOML as written),
+//! `tuning` (the engine's tuning keys), `validate` (raw -> [`Policy`], every table), and this
+//! module on top: parse and load.
 
 mod cloudflare;
 mod diff;
 mod error;
+mod lenient;
 mod names;
 mod observe;
 mod parts;
 mod raw;
 mod route53;
+mod source;
 mod tuning;
 mod types;
 mod validate;
+mod words;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use cloudflare::{CloudflarePoolRef, CloudflareTarget};
 pub use diff::PolicyDiff;
-pub use error::{PolicyError, PolicyErrors};
+pub use error::{PolicyError, PolicyErrors, Position};
+pub use lenient::{Problem, Read, Segment, is_under, read_all, read_all_with};
 pub use observe::{Observe, ServedBy, ServedByMarker};
 pub use parts::*;
 pub use route53::{Route53Pool, Route53Target};
+pub use source::{Source, SyntaxError};
 pub use types::{Policy, Target};
 
 use error::Report;
@@ -39,37 +48,53 @@ use error::Report;
 /// Parses and validates one policy text; `file` is only used in messages.
 ///
 /// # Errors
-/// Every problem found: TOML syntax, each unknown key, a wrong type, and every semantic rule
-/// broken (see `docs/policy.md`).
+/// Every problem found, each with its line and column when the key is written in the text:
+/// every TOML syntax error (then nothing else is checked), each unknown key, each value of the
+/// wrong type or required and missing, and every semantic rule broken (see `docs/policy.md`)
+/// by the values that could be read.
 pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
     let mut report = Report::new(file.to_path_buf());
-    let value: toml::Table = match toml::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            report.add("", format!("not valid TOML: {}", e.message()));
+    let source = match Source::parse(text) {
+        Ok(s) => s,
+        Err(syntax) => {
+            for e in syntax {
+                report.add_at("", Some(e.at), e.reason());
+            }
             return Err(PolicyErrors(report.errors));
         }
     };
-    let mut unknown = Vec::new();
-    // serde_ignored writes an `Option`'s `Some` as a `?` segment; keys never contain one.
-    let mut on_unknown =
-        |path: serde_ignored::Path<'_>| unknown.push(path.to_string().replace(".?", ""));
-    let de = serde_ignored::Deserializer::new(toml::Value::Table(value), &mut on_unknown);
-    let parsed: Result<raw::RawPolicy, _> = serde_path_to_error::deserialize(de);
-    for key in unknown {
-        report.add(key, "unknown key");
-    }
-    match parsed {
-        Ok(raw) => match validate::validate(raw, &mut report) {
-            Some(policy) if report.errors.is_empty() => Ok(policy),
-            _ => Err(PolicyErrors(report.errors)),
-        },
+    let value: toml::Table = match toml::from_str(text) {
+        Ok(v) => v,
         Err(e) => {
-            let key = e.path().to_string();
-            report.add(
-                if key == "." { String::new() } else { key },
-                e.into_inner().to_string(),
-            );
+            let at = e.span().map(|s| Position::of(text, s.start));
+            report.add_at("", at, format!("not valid TOML: {}", e.message()));
+            return Err(PolicyErrors(report.errors));
+        }
+    };
+    let read = lenient::read_all::<raw::RawPolicy>(toml::Value::Table(value));
+    for key in &read.unknown {
+        report.add_at(key.clone(), source.locate(key), "unknown key");
+    }
+    for p in &read.invalid {
+        report.add_at(p.key.clone(), source.locate(&p.key), p.reason.clone());
+    }
+    let Some(raw) = read.value else {
+        return Err(PolicyErrors(report.errors));
+    };
+    let mut rules = Report::new(file.to_path_buf());
+    let policy = validate::validate(raw, &mut rules);
+    for e in rules.errors {
+        // A rule broken by a default or placeholder standing in for a reported value is not
+        // the author's.
+        if !lenient::is_under(&read.touched, &e.key) {
+            report.add_at(e.key.clone(), source.locate(&e.key), e.reason);
+        }
+    }
+    match policy {
+        Some(policy) if report.errors.is_empty() => Ok(policy),
+        _ => {
+            // In the order of the file; problems with no position (rules across keys) last.
+            report.errors.sort_by_key(|e| (e.at.is_none(), e.at));
             Err(PolicyErrors(report.errors))
         }
     }
@@ -97,57 +122,10 @@ pub fn endpoint(raw: &str, key: &str) -> Result<Endpoint, String> {
 /// Every problem in every file, plus unreadable paths, empty folders and duplicate services.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
     let mut errors = Vec::new();
-    let mut files = Vec::new();
-    for path in paths {
-        match policy_files(path) {
-            Ok(found) if found.is_empty() => errors.push(PolicyError {
-                file: path.clone(),
-                key: String::new(),
-                reason: "folder holds no *.toml policy".into(),
-            }),
-            Ok(found) => {
-                for f in found {
-                    if !files.contains(&f) {
-                        files.push(f);
-                    }
-                }
-            }
-            Err(e) => errors.push(PolicyError {
-                file: path.clone(),
-                key: String::new(),
-                reason: e.to_string(),
-            }),
-        }
-    }
     let mut policies = Vec::new();
-    let mut services: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for file in files {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(e) => {
-                errors.push(PolicyError {
-                    file,
-                    key: String::new(),
-                    reason: format!("cannot read: {e}"),
-                });
-                continue;
-            }
-        };
-        match parse(&file, &text) {
-            Ok(policy) => {
-                if let Some(first) = services.insert(policy.service.0.clone(), file.clone()) {
-                    errors.push(PolicyError {
-                        file: file.clone(),
-                        key: "service".into(),
-                        reason: format!(
-                            "service '{}' is already defined in {}",
-                            policy.service,
-                            first.display()
-                        ),
-                    });
-                }
-                policies.push((file, policy));
-            }
+    for (file, result) in load_each(paths) {
+        match result {
+            Ok(policy) => policies.push((file, policy)),
             Err(PolicyErrors(mut e)) => errors.append(&mut e),
         }
     }
@@ -156,6 +134,62 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Policy)>, PolicyErrors> {
     } else {
         Err(PolicyErrors(errors))
     }
+}
+
+/// Every policy file in `paths`, as [`load`] finds them, each with its policy or its problems,
+/// in order: one bad file does not hide the others' results. A path that cannot be read and a
+/// folder holding no policy are entries of their own; a service already defined by an earlier
+/// file is a problem of the later one.
+pub fn load_each(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Policy, PolicyErrors>)> {
+    let mut out = Vec::new();
+    let mut files = Vec::new();
+    for path in paths {
+        let whole = |reason: String| {
+            let e = PolicyErrors(vec![PolicyError::whole_file(path.clone(), reason)]);
+            (path.clone(), Err(e))
+        };
+        match policy_files(path) {
+            Ok(found) if found.is_empty() => {
+                out.push(whole("folder holds no *.toml policy".into()))
+            }
+            Ok(found) => {
+                for f in found {
+                    if !files.contains(&f) {
+                        files.push(f);
+                    }
+                }
+            }
+            Err(e) => out.push(whole(e.to_string())),
+        }
+    }
+    let mut services: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for file in files {
+        let result = match std::fs::read_to_string(&file) {
+            Ok(text) => parse(&file, &text),
+            Err(e) => Err(PolicyErrors(vec![PolicyError::whole_file(
+                file.clone(),
+                format!("cannot read: {e}"),
+            )])),
+        };
+        let result = result.and_then(|policy| match services.get(&policy.service.0) {
+            Some(first) => Err(PolicyErrors(vec![PolicyError {
+                file: file.clone(),
+                key: "service".into(),
+                at: None,
+                reason: format!(
+                    "service '{}' is already defined in {}",
+                    policy.service,
+                    first.display()
+                ),
+            }])),
+            None => {
+                services.insert(policy.service.0.clone(), file.clone());
+                Ok(policy)
+            }
+        });
+        out.push((file, result));
+    }
+    out
 }
 
 /// The policy files `path` names, as [`load`] reads them: the file itself, or a folder's

@@ -4,7 +4,8 @@
 //! one module each.
 //!
 //! Unknown keys are not refused by serde (`deny_unknown_fields` stops at the first one):
-//! `policy::parse` collects every ignored key with `serde_ignored` and reports each as an error.
+//! `policy::parse` collects every ignored key with `serde_ignored` and reports each as an error,
+//! and reads on past a value of the wrong type (see `lenient`).
 
 use std::time::Duration;
 

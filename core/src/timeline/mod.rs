@@ -78,6 +78,21 @@ impl Recorder {
             .collect()
     }
 
+    /// Puts back `past` timelines (closed ones, oldest first, e.g. read back from the audit
+    /// log after a restart) before every timeline recorded since; a timeline whose id is
+    /// already kept is skipped. The store still keeps at most [`CAPACITY`], dropping the oldest.
+    pub fn restore(&mut self, past: impl IntoIterator<Item = Timeline>) {
+        let mut older: VecDeque<Timeline> = past
+            .into_iter()
+            .filter(|t| !self.timelines.iter().any(|k| k.id == t.id))
+            .collect();
+        older.append(&mut self.timelines);
+        self.timelines = older;
+        while self.timelines.len() > CAPACITY {
+            self.timelines.pop_front();
+        }
+    }
+
     /// Feeds one event.
     pub fn apply(&mut self, event: &Event) -> Vec<Update> {
         let mut out = Vec::new();

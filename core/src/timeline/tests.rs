@@ -378,3 +378,35 @@ fn the_decision_phase_names_the_wait_it_applied() {
             .contains("waited")
     );
 }
+
+#[test]
+fn restored_timelines_come_before_new_ones_once_each_within_capacity() {
+    let mut before = Recorder::default();
+    feed(
+        &mut before,
+        &[decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800))],
+    );
+    before.interrupt();
+    let past = before.list(None, CAPACITY);
+    let mut r = Recorder::default();
+    feed(
+        &mut r,
+        &[decision(9_000, Rule::Failback, "tokyo", "seoul", None)],
+    );
+    r.restore(past.clone());
+    r.restore(past);
+    let ids: Vec<String> = r.list(None, CAPACITY).into_iter().map(|t| t.id).collect();
+    assert_eq!(ids, ["api-9000", "api-1000"], "newest first, the past once");
+    let newest = r.list(None, 1)[0].clone();
+    let many = (0..CAPACITY as u64).map(|i| Timeline {
+        id: format!("api-{i}"),
+        ..newest.clone()
+    });
+    r.restore(many);
+    let kept = r.list(None, usize::MAX);
+    assert_eq!(kept.len(), CAPACITY);
+    assert_eq!(
+        kept[0].id, "api-9000",
+        "the newest is never pushed out by the past"
+    );
+}

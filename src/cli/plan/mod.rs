@@ -349,13 +349,70 @@ fn describe(policy: &Policy, change: &Change) -> String {
     }
 }
 
-/// `gslb plan`: reads every policy's provider (bound by `binder`), probes every endpoint once,
-/// evaluates with [`evaluate`] and prints the plans to `out`. Writes nothing to a provider or
-/// the state file.
+/// How `gslb plan` ended, as `terraform plan -detailed-exitcode` says it: every service
+/// planned and none would change (exit code 0), some would (2), or a service could not be
+/// planned (1; the others are printed all the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summary {
+    /// Every service planned; nothing would be written (exit code 0).
+    NoChange,
+    /// Every service planned; `gslb run` would write to at least one provider, or its guard
+    /// would refuse the write the decision calls for (exit code 2).
+    Pending,
+    /// At least one service could not be planned: its provider could not be set up or read,
+    /// its endpoints not be probed, or no plan could be made (exit code 1).
+    Failed,
+}
+
+impl Summary {
+    /// Of the plans and the services that could not be planned (`failed`).
+    pub fn of(plans: &[ServicePlan], failed: usize) -> Self {
+        if failed > 0 || plans.iter().any(|p| matches!(p.outcome, Outcome::Error(_))) {
+            Self::Failed
+        } else if plans.iter().any(|p| p.outcome != Outcome::NoChange) {
+            Self::Pending
+        } else {
+            Self::NoChange
+        }
+    }
+
+    /// 0, 2 or 1 (see the variants).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::NoChange => 0,
+            Self::Pending => 2,
+            Self::Failed => 1,
+        }
+    }
+}
+
+/// The exit code of a command-line usage error that clap gives `clap_code` (2 for bad
+/// usage), with `args` the command line (program name first): 1 for `gslb plan`, whose 2 says
+/// "changes pending"; clap's code for every other command. The subcommand is the first
+/// argument that is neither an option nor the value of `--log-format`.
+pub fn usage_exit_code(clap_code: i32, args: impl IntoIterator<Item = String>) -> u8 {
+    let mut args = args.into_iter().skip(1);
+    let mut command = None;
+    while let Some(a) = args.next() {
+        if a == "--log-format" {
+            args.next();
+        } else if !a.starts_with('-') {
+            command = Some(a);
+            break;
+        }
+    }
+    match (clap_code, command.as_deref()) {
+        (2, Some("plan")) => 1,
+        (c, _) => u8::try_from(c).unwrap_or(1),
+    }
+}
+
+/// `gslb plan`: [`plan_all`], then its [`Summary`] as the exit code: `Ok` when nothing would
+/// change, else an error with exit code 2 (changes pending) or 1.
 ///
 /// # Errors
-/// A state file or probe target that is invalid, or a provider that cannot be set up (exit
-/// code 2); a provider that cannot be read, or writing the plan (exit code 1).
+/// Changes pending (exit code 2), a service that could not be planned or any error of
+/// [`plan_all`] (exit code 1).
 pub async fn run<B: Bind>(
     settings: &Settings,
     policies: &[Policy],
@@ -363,6 +420,33 @@ pub async fn run<B: Bind>(
     rounds: Option<u32>,
     out: &mut impl Write,
 ) -> Result<(), RunError> {
+    let summary = plan_all(settings, policies, binder, rounds, out)
+        .await
+        .map_err(|e| e.with_exit_code(1))?;
+    match summary {
+        Summary::NoChange => Ok(()),
+        Summary::Pending => Err(RunError::runtime("changes pending").with_exit_code(2)),
+        Summary::Failed => Err(RunError::runtime(
+            "a service could not be planned (see above)",
+        )),
+    }
+}
+
+/// Plans every policy: reads its provider (bound by `binder`), probes every endpoint once,
+/// evaluates with [`evaluate`] and prints the plans to `out`, in policy order. A service that
+/// cannot be planned is printed with why, and the others are planned all the same. Writes
+/// nothing to a provider or the state file.
+///
+/// # Errors
+/// A state file that is invalid or a prober that cannot be built (nothing is planned), or
+/// writing the plan. Everything else is per service, in the output and the [`Summary`].
+pub async fn plan_all<B: Bind>(
+    settings: &Settings,
+    policies: &[Policy],
+    binder: &B,
+    rounds: Option<u32>,
+    out: &mut impl Write,
+) -> Result<Summary, RunError> {
     let drills = StateFile::new(settings.state.overrides_file())
         .load()
         .map_err(RunError::config)?;
@@ -370,18 +454,48 @@ pub async fn run<B: Bind>(
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     let prober = Arc::new(prober);
     let mut gathered = Vec::new();
+    let mut failed = BTreeMap::new();
     for p in policies {
-        let targets = controller::probe_targets(p, &prober).map_err(RunError::config)?;
-        let provider = binder.bind(p).await.map_err(RunError::config)?;
-        let read = gather(p, &provider, targets, &prober).await.map_err(|e| {
-            RunError::runtime(e).context(format!("reading the provider of service {}", p.service))
-        })?;
-        gathered.push(read);
+        match read(p, binder, &prober).await {
+            Ok(g) => gathered.push(g),
+            Err(why) => {
+                failed.insert(p.service.clone(), why);
+            }
+        }
     }
     let now = Clock::system().now();
     let engine = settings.engine.engine_settings();
-    let plans = evaluate(gathered, &engine, drills, &settings.vantage, now, rounds);
-    render(&plans, out).map_err(|e| RunError::runtime(e).context("writing the plan"))
+    let mut plans = evaluate(gathered, &engine, drills, &settings.vantage, now, rounds);
+    let summary = Summary::of(&plans, failed.len());
+    let written = (|| {
+        for p in policies {
+            if let Some(why) = failed.get(&p.service) {
+                writeln!(out, "service {} ({}):", p.service, p.hostname)?;
+                writeln!(out, "  cannot plan: {why}")?;
+            } else if let Some(i) = plans
+                .iter()
+                .position(|sp| sp.gathered.policy.service == p.service)
+            {
+                render(&[plans.remove(i)], out)?;
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })();
+    written.map_err(|e| RunError::runtime(e).context("writing the plan"))?;
+    Ok(summary)
+}
+
+/// One service's provider read and probes, or why it cannot be had.
+async fn read<B: Bind>(p: &Policy, binder: &B, prober: &Arc<Prober>) -> Result<Gathered, String> {
+    let targets = controller::probe_targets(p, prober)
+        .map_err(|e| format!("its endpoints cannot be probed: {e}"))?;
+    let provider = binder
+        .bind(p)
+        .await
+        .map_err(|e| format!("its provider cannot be set up: {e}"))?;
+    gather(p, &provider, targets, prober)
+        .await
+        .map_err(|e| format!("reading the provider of service {}: {e}", p.service))
 }
 
 #[cfg(test)]

@@ -116,3 +116,116 @@ fn an_active_drill_of_the_state_file_counts_and_an_expired_one_does_not() {
     assert!(matches!(p.outcome, Outcome::Changes(_)), "{:?}", p.outcome);
     assert_eq!(plan(true, vec![drain(NOW)]).outcome, Outcome::NoChange);
 }
+
+/// Binds `web` to a provider that cannot be read and every other service to an in-memory
+/// provider serving its first pool.
+struct OneUnreadable;
+
+/// A provider whose every read fails (as an unreachable API would).
+struct Unreadable;
+
+impl Provider for Unreadable {
+    fn name(&self) -> &'static str {
+        "unreadable"
+    }
+
+    fn style(&self) -> FailoverStyle {
+        FailoverStyle::Enablement
+    }
+
+    async fn observe(&self) -> Result<ObservedState, ProviderError> {
+        Err(ProviderError::Transient("connection refused".into()))
+    }
+
+    async fn apply(&self, _plan: &Plan) -> Result<(), ProviderError> {
+        Err(ProviderError::Transient("connection refused".into()))
+    }
+}
+
+impl Bind for OneUnreadable {
+    async fn bind(
+        &self,
+        policy: &Policy,
+    ) -> Result<gslb_provider::AnyProvider, crate::cli::run::BoxError> {
+        if policy.service.0 == "web" {
+            return Ok(gslb_provider::AnyProvider::new(Arc::new(Unreadable)));
+        }
+        let refs: Vec<_> = policy.target.pool_refs().into_values().collect();
+        let memory = gslb_provider::MemoryProvider::new(FailoverStyle::Enablement, &refs);
+        Ok(gslb_provider::AnyProvider::new(Arc::new(memory)))
+    }
+}
+
+/// `api` and `web`, their endpoints closed loopback ports (probes are refused at once).
+fn two_services() -> Vec<Policy> {
+    ["api", "web"]
+        .into_iter()
+        .map(|service| {
+            let text = include_str!("../../../policies/api-seoul-tokyo.toml")
+                .replace("service = \"api\"", &format!("service = \"{service}\""))
+                .replace("api.example.com", &format!("{service}.example.com"))
+                .replace(
+                    &format!("https://seoul.{service}.example.com:443"),
+                    "http://127.0.40.1:9",
+                )
+                .replace(
+                    &format!("https://tokyo.{service}.example.com:443"),
+                    "http://127.0.40.2:9",
+                );
+            gslb_core::policy::parse(Path::new("p.toml"), &text).expect("valid")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn plan_over_two_services_with_one_unreadable_prints_both_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gslb.toml");
+    std::fs::write(&file, "").expect("settings");
+    let settings = Settings::load(&file).expect("defaults");
+    let policies = two_services();
+    let mut out = Vec::new();
+    let summary = plan_all(&settings, &policies, &OneUnreadable, Some(1), &mut out)
+        .await
+        .expect("planned what it could");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert_eq!(summary, Summary::Failed, "{text}");
+    assert_eq!(summary.exit_code(), 1);
+    let api = text
+        .find("service api (api.example.com, memory):")
+        .expect(&text);
+    let web = text.find("service web (web.example.com):").expect(&text);
+    assert!(api < web, "policy order: {text}");
+    assert!(text[api..web].contains("would change:"), "{text}");
+    assert!(
+        text[web..].contains(
+            "cannot plan: reading the provider of service web: transient provider failure: connection refused"
+        ),
+        "{text}"
+    );
+    let mut out = Vec::new();
+    let e = run(&settings, &policies, &OneUnreadable, Some(1), &mut out)
+        .await
+        .expect_err("one service unreadable");
+    assert_eq!(e.exit_code(), 1);
+}
+
+#[test]
+fn the_summary_is_terraforms_detailed_exit_code() {
+    let no_change = plan(true, vec![]);
+    let changes = plan(false, vec![]);
+    assert_eq!(
+        Summary::of(std::slice::from_ref(&no_change), 0).exit_code(),
+        0
+    );
+    assert_eq!(
+        Summary::of(&[no_change.clone(), changes.clone()], 0).exit_code(),
+        2
+    );
+    assert_eq!(Summary::of(&[changes], 1).exit_code(), 1);
+    let broken = ServicePlan {
+        outcome: Outcome::Error("no such pool".into()),
+        ..no_change
+    };
+    assert_eq!(Summary::of(&[broken], 0).exit_code(), 1);
+}

@@ -17,6 +17,7 @@
 
 mod deliver;
 pub mod message;
+mod restart;
 pub mod slack;
 
 use std::collections::VecDeque;
@@ -28,14 +29,15 @@ use tokio::task::JoinSet;
 
 use crate::config::{Webhook, WebhookFormat};
 use crate::io::clock::Clock;
-use crate::ops::events::EventSender;
 use crate::ops::logging::List;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::StatusBoard;
+use crate::ops::telemetry::Telemetry;
 use deliver::Deliverer;
 use gslb_core::event::Event;
 use gslb_core::model::{ServiceId, VantageId};
 use message::Notification;
+pub use restart::Notified;
 
 /// The `result` label values, pre-created per sink so they read 0.
 pub const RESULTS: [&str; 5] = ["delivered", "retried", "failed", "dropped", "lagged"];
@@ -85,22 +87,28 @@ impl Notifier {
     }
 }
 
-/// Starts every sink on `tasks`: each subscribes to `events` now, so it sees everything sent
-/// after this returns; the returned [`Notifier`] drains their queues at shutdown. Messages name `vantage`; drill changes are dated by `clock`; a
-/// service's `mode` is read from `board` (the engine loop updates it before it publishes a
-/// decision; `enforce` for a service it does not show yet).
+/// Starts every sink on `tasks`: each subscribes to `telemetry`'s events now, so it sees
+/// everything sent after this returns; the returned [`Notifier`] drains their queues at
+/// shutdown. Messages name `vantage`; drill changes are dated by the telemetry's clock; a
+/// service's `mode` is read from its status board (the engine loop updates it before it
+/// publishes a decision; `enforce` for a service it does not show yet). A hold the earlier run ended in
+/// and already notified (`notified`, see [`Notified`]) is not sent again.
 ///
 /// # Errors
 /// [`SinkError`] when a sink's HTTP client cannot be built; nothing is started then.
 pub fn spawn(
     tasks: &mut JoinSet<()>,
     webhooks: &[Webhook],
-    events: &EventSender,
-    metrics: &Metrics,
-    clock: Clock,
+    telemetry: &Telemetry,
     vantage: &VantageId,
-    board: &Arc<StatusBoard>,
+    notified: &Notified,
 ) -> Result<Notifier, SinkError> {
+    let Telemetry {
+        board,
+        metrics,
+        events,
+        clock,
+    } = telemetry;
     let deliverers = webhooks
         .iter()
         .map(|w| {
@@ -124,9 +132,10 @@ pub fn spawn(
             events: events.subscribe(),
             queue: queue.clone(),
             metrics: metrics.clone(),
-            clock,
+            clock: *clock,
             vantage: vantage.clone(),
             board: board.clone(),
+            notified: notified.clone(),
         };
         tasks.spawn(reader.run());
         notifier.sinks.push((queue.clone(), deliverer.clone()));
@@ -165,6 +174,7 @@ struct Reader {
     clock: Clock,
     vantage: VantageId,
     board: Arc<StatusBoard>,
+    notified: Notified,
 }
 
 impl Reader {
@@ -191,6 +201,12 @@ impl Reader {
                     return;
                 }
             };
+            if let Event::Decision(d) = &event {
+                if self.notified.repeats(d) {
+                    tracing::info!(sink = %name, service = %d.service, rule = d.rule.as_str(), "hold already notified before the restart; not sent again");
+                    continue;
+                }
+            }
             let mode = |s: &ServiceId| self.board.mode(s).unwrap_or_default();
             let Some(n) = Notification::from_event(&event, &self.vantage, self.clock.now(), mode)
             else {

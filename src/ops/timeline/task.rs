@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 
 use super::observer::{self, Job};
-use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR};
+use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR, TIMELINE_ACTION};
 use crate::io::probe::DnsSettings;
 use crate::ops::metrics::Metrics;
 use crate::ops::telemetry::Telemetry;
@@ -38,6 +38,13 @@ impl TimelineStore {
     /// The timelines, newest first, of `service` when given, at most `limit`.
     pub fn list(&self, service: Option<&ServiceId>, limit: usize) -> Vec<Timeline> {
         self.recorder().list(service, limit)
+    }
+
+    /// Puts back the timelines of an earlier run (oldest first, from [`crate::io::audit::Past`])
+    /// behind those recorded since ([`Recorder::restore`]), so `GET /v1/events` lists them
+    /// after a restart.
+    pub fn restore(&self, past: Vec<Timeline>) {
+        self.recorder().restore(past);
     }
 
     /// Feeds one event (the task does; `gslb demo` feeds its own store).
@@ -259,7 +266,7 @@ fn publish(
                     &AuditEntry::new(
                         telemetry.clock.now(),
                         CONTROLLER_ACTOR,
-                        "failover.timeline",
+                        TIMELINE_ACTION,
                         &t.rule,
                         status,
                     )

@@ -114,3 +114,64 @@ async fn stopping_the_task_audits_open_timelines_as_interrupted() {
     assert_eq!(line["result"], "interrupted");
     assert_eq!(line["detail"]["phases"]["provider_accepted"], 1_100);
 }
+
+/// `gslb events` (`GET /v1/events`) after a restart: the earlier run audited its closed
+/// timeline; the new run reads the audit log back and lists it, behind its own.
+#[tokio::test]
+async fn events_show_a_timeline_after_a_restart() {
+    use std::sync::Arc;
+
+    let (dir, audit, telemetry) = task_fixture().await;
+    let (_set, policies) = tokio::sync::watch::channel(Arc::new(vec![api_policy()]));
+    let (store, task) = spawn(
+        &telemetry,
+        Some(audit.clone()),
+        crate::io::probe::DnsSettings::default(),
+        policies.clone(),
+    );
+    for e in [
+        decision(1_000, Rule::Failover, "seoul", "tokyo", Some(800)),
+        in_sync(1_500, "tokyo"),
+    ] {
+        telemetry.events.send(e).expect("the task listens");
+    }
+    task.stop().await;
+    let before = store.list(None, 10);
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].status, Status::Complete);
+    audit.close().await.expect("close");
+
+    // The restart: a new store, fed nothing yet but the audit log.
+    let past = crate::io::audit::Past::read(&dir.path().join("audit.jsonl")).expect("read back");
+    assert_eq!(past.skipped, 0);
+    let (_dir2, audit2, telemetry2) = task_fixture().await;
+    let (store, task) = spawn(
+        &telemetry2,
+        Some(audit2),
+        crate::io::probe::DnsSettings::default(),
+        policies,
+    );
+    assert!(
+        store.list(None, 10).is_empty(),
+        "nothing before the read-back"
+    );
+    store.restore(past.timelines);
+    assert_eq!(store.list(None, 10), before);
+    let state = crate::admin::AdminState {
+        board: telemetry2.board.clone(),
+        metrics: telemetry2.metrics.clone(),
+        commands: None,
+        token: None,
+        timelines: store.clone(),
+    };
+    let axum::Json(answer) = crate::admin::events::list(
+        axum::extract::State(state),
+        Ok(axum::extract::Query(
+            crate::admin::events::EventsQuery::default(),
+        )),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(answer.timelines, before);
+    task.stop().await;
+}
