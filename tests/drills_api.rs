@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 use gslb::admin::AdminState;
 use gslb::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb::cli::drill::{self, AdminClient, ClientError};
-use gslb::config::AdminToken;
+use gslb::config::{AdminAuth, AdminToken, AdminTokens};
 use gslb::daemon::inbox::{Message, MessageSender};
+use gslb::io::clock::Clock;
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
 use gslb_core::engine::{Input, OverrideAction, OverrideError, Overrides, Reply};
@@ -124,8 +125,15 @@ async fn serve_with(engine: Engine, token: Option<&str>, board: Arc<StatusBoard>
         board,
         metrics: Metrics::new(),
         commands,
-        token: token.map(|t| AdminToken::new(t, "test").expect("token")),
+        auth: AdminAuth {
+            tokens: token
+                .map(|t| AdminTokens::single(AdminToken::new(t, "test").expect("token")))
+                .unwrap_or_default(),
+            protect_reads: false,
+        },
         timelines: Default::default(),
+        health: Default::default(),
+        clock: Clock::system(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -502,7 +510,9 @@ async fn the_client_starts_lists_and_ends_drills() {
         row.starts_with(&format!("{}  api      force   tokyo  ", started.id)),
         "{table}"
     );
-    assert!(row.ends_with("erin   failover test"), "{table}");
+    // With a token, the actor is the token's name ("admin" for GSLB_ADMIN_TOKEN), not what
+    // the client says.
+    assert!(row.ends_with("admin  failover test"), "{table}");
     let ended = c
         .end(
             &started.id.0,
@@ -628,7 +638,10 @@ async fn the_gslb_drill_command_drains_lists_and_ends() {
     let out = gslb(common(&["drill", "list"])).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("ID "), "{stdout}");
-    assert!(stdout.contains(&id) && stdout.contains("frank"), "{stdout}");
+    assert!(
+        stdout.contains(&id) && stdout.contains("admin") && !stdout.contains("frank"),
+        "{stdout}"
+    );
 
     let out = gslb(common(&[
         "drill",
@@ -656,7 +669,7 @@ async fn the_gslb_drill_command_drains_lists_and_ends() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.starts_with(&format!("ended {id} drain api/seoul (started by frank: ")),
+        stdout.starts_with(&format!("ended {id} drain api/seoul (started by admin: ")),
         "{stdout}"
     );
     assert!(
