@@ -9,6 +9,7 @@ mod support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use gslb::admin::AdminState;
 use gslb::admin::drills::{DrillRequest, EndRequest, RearmRequest};
@@ -98,6 +99,16 @@ enum Engine {
 struct Server {
     url: String,
     seen: Seen,
+}
+
+/// How long an override lasts: `expires` minus `created`, both RFC 3339.
+fn lasts(o: &Value) -> Duration {
+    let at = |key: &str| {
+        let text = o[key].as_str().expect(key);
+        assert!(text.ends_with('Z'), "{key}: {text}");
+        humantime::parse_rfc3339(text).expect(key)
+    };
+    at("expires").duration_since(at("created")).expect("after")
 }
 
 async fn serve(engine: Engine, token: Option<&str>) -> Server {
@@ -219,8 +230,7 @@ async fn a_drill_is_started_listed_and_ended_over_http() {
             &json!("quarterly DR drill")
         )
     );
-    let lasts = o["expires"].as_u64().expect("expires") - o["created"].as_u64().expect("created");
-    assert_eq!(lasts, 30 * 60 * 1000);
+    assert_eq!(lasts(&o), Duration::from_secs(30 * 60));
 
     let list = call("GET", &drills, None, None).await;
     assert_eq!(list.status, 200);
@@ -268,8 +278,11 @@ async fn delete_takes_reason_and_actor_from_the_query_string() {
     let created = call("POST", &drills, None, Some(body)).await;
     assert_eq!(created.status, 201, "{}", created.text);
     let o = created.body;
-    let lasts = o["expires"].as_u64().expect("expires") - o["created"].as_u64().expect("created");
-    assert_eq!(lasts, 4 * 3600 * 1000, "the default duration is 4h");
+    assert_eq!(
+        lasts(&o),
+        Duration::from_secs(4 * 3600),
+        "the default duration is 4h"
+    );
     let id = o["id"].as_str().expect("id");
 
     let missing = call("DELETE", &format!("{drills}/{id}"), None, None).await;

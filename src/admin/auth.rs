@@ -11,12 +11,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::Caller;
 use super::drills::ApiError;
 use crate::config::AdminTokens;
-
-/// The name of the token an accepted request presented (a request extension).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller(pub String);
 
 /// The name of the token `headers` carry as `Authorization: Bearer <token>` (scheme
 /// case-insensitive), if it is one of `tokens`.

@@ -17,8 +17,7 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use super::AdminState;
-use super::auth::Caller;
+use super::{AdminState, Caller};
 use crate::daemon::inbox::{Message, MessageSender, ReplyTo};
 use crate::ops::status::StatusBoard;
 use gslb_core::engine::{

@@ -30,6 +30,11 @@ use crate::ops::health::Health;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::StatusBoard;
 
+/// The name of the token an accepted request presented (a request extension set by
+/// [`auth`]): the actor the drill routes record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller(pub String);
+
 /// What the handlers read.
 #[derive(Debug, Clone)]
 pub struct AdminState {
@@ -132,13 +137,17 @@ pub enum Routes {
     Metrics,
 }
 
+impl Routes {
+    /// Every route, `/metrics` included (no `admin.metrics_listen`).
+    pub const ALL: Self = Self::All { with_metrics: true };
+}
+
 /// Serves every route on `listener` over plain HTTP until the task is dropped.
 ///
 /// # Errors
 /// See [`serve_on`].
 pub async fn serve(listener: tokio::net::TcpListener, state: AdminState) -> std::io::Result<()> {
-    let routes = Routes::All { with_metrics: true };
-    serve_on(listener, None, state, routes).await
+    serve_on(listener, None, state, Routes::ALL).await
 }
 
 /// Serves `routes` on `listener`, over TLS with `tls` when given, until the task is dropped.

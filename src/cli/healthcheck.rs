@@ -99,3 +99,28 @@ pub async fn check(url: &str) -> Result<String, HealthError> {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_url_is_https_when_the_admin_api_has_tls() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gslb.toml");
+        std::fs::write(&file, "[admin]\nlisten = \"0.0.0.0:9464\"\n").expect("write");
+        assert_eq!(
+            default_url(Some(&file)).expect("url"),
+            "http://127.0.0.1:9464/healthz"
+        );
+        std::fs::write(
+            &file,
+            "[admin]\nlisten = \"[::]:9464\"\ntls_cert_file = \"tls.crt\"\ntls_key_file = \"tls.key\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            default_url(Some(&file)).expect("url"),
+            "https://[::1]:9464/healthz"
+        );
+    }
+}

@@ -403,6 +403,29 @@ mod tests {
     }
 
     #[test]
+    fn admin_tls_needs_both_files_and_paths_are_relative_to_the_settings_file() {
+        let (dir, s) = load(
+            "[admin]\ntls_cert_file = \"tls/crt.pem\"\ntls_key_file = \"tls/key.pem\"\n\
+             token_files = [\"tokens\"]\nmetrics_listen = \"0.0.0.0:9465\"\n",
+        );
+        let s = s.expect("valid");
+        assert_eq!(s.admin.tls_cert_file, Some(dir.path().join("tls/crt.pem")));
+        assert_eq!(s.admin.tls_key_file, Some(dir.path().join("tls/key.pem")));
+        assert_eq!(s.admin.token_files, vec![dir.path().join("tokens")]);
+        assert_eq!(
+            s.admin.metrics_listen,
+            Some("0.0.0.0:9465".parse().expect("addr"))
+        );
+        assert!(!s.admin.require_token_for_reads);
+        let (_dir, s) = load("[admin]\ntls_cert_file = \"crt.pem\"\n");
+        let e = s.expect_err("no key").to_string();
+        assert!(
+            e.contains("admin.tls_cert_file, admin.tls_key_file: set both"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unknown_keys_in_the_new_sections_are_refused() {
         let (_dir, s) = load("[state]\nfolder = \"x\"\n");
         let e = s.expect_err("unknown key").to_string();

@@ -89,7 +89,7 @@ pub struct OverrideRequest {
     /// Who asked (the API's caller as it names itself, the CLI user).
     pub actor: String,
     /// How long it lasts; default [`DEFAULT_OVERRIDE_TTL`], at most [`MAX_OVERRIDE_TTL`].
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "crate::model::wire::seconds::option")]
     pub duration: Option<Duration>,
 }
 
