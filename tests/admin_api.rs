@@ -17,7 +17,6 @@ use gslb::io::audit::AuditLog;
 use gslb::io::journal::Journal;
 use gslb::io::origin::Origin;
 use gslb::ops::telemetry::Telemetry;
-use gslb_core::policy::{self, Policy};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
@@ -111,26 +110,6 @@ async fn read_routes_refuse_without_a_token_when_required() {
     assert_eq!(status, 503, "no policies loaded: {body}");
 }
 
-fn policy(seoul: SocketAddr, tokyo: SocketAddr) -> Policy {
-    let text = format!(
-        r#"service = "api"
-hostname = "api.example.test"
-[probe]
-interval = "100ms"
-timeout = "80ms"
-[health]
-fall = 2
-rise = 2
-{pools}"#,
-        pools = support::policy::seoul_tokyo_route53(
-            &format!("http://{seoul}/health"),
-            &format!("http://{tokyo}/health"),
-            "ZTEST",
-        ),
-    );
-    policy::parse(Path::new("api.toml"), &text).expect("valid policy")
-}
-
 /// A live controller of one service `api` on loopback origins and the in-process provider,
 /// its audit log in `dir`, and its admin API (every route) with `auth`.
 struct Live {
@@ -143,7 +122,7 @@ async fn live(dir: &Path, auth: AdminAuth) -> Live {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
     let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
-    let policy = policy(seoul.addr(), tokyo.addr());
+    let policy = support::policy::fast_seoul_tokyo("api", 2, seoul.addr(), tokyo.addr());
     let audit = AuditLog::open(dir.join("audit.jsonl"))
         .await
         .expect("audit log");
