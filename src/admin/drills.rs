@@ -62,7 +62,8 @@ pub struct EndRequest {
     /// Why; required, non-empty.
     #[serde(default)]
     pub reason: String,
-    /// Who; default [`DEFAULT_API_ACTOR`].
+    /// Who; default [`DEFAULT_API_ACTOR`]. Ignored when tokens are configured (the token's
+    /// name is the actor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
@@ -77,7 +78,8 @@ pub struct RearmRequest {
     /// Why; required, non-empty.
     #[serde(default)]
     pub reason: String,
-    /// Who; default [`DEFAULT_API_ACTOR`].
+    /// Who; default [`DEFAULT_API_ACTOR`]. Ignored when tokens are configured (the token's
+    /// name is the actor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
