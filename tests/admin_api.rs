@@ -1,8 +1,9 @@
 //! The admin API's access and transport over real loopback listeners: read routes behind a
 //! token when `admin.require_token_for_reads` is set, named tokens whose name is the drill's
 //! actor in the audit log, TLS from certificate and key files (a replaced pair is picked up),
-//! `/metrics` on a listener of its own; and `/v1/status` of a live controller writes times as
-//! RFC 3339 and durations as seconds.
+//! `/metrics` on a listener of its own; `/v1/status` of a live controller writes times as
+//! RFC 3339 and durations as seconds; and the real `gslb run` (the Cloudflare fake) wires it
+//! all from its settings, `gslb healthcheck` included.
 
 mod support;
 
@@ -326,4 +327,97 @@ async fn the_tls_listener_serves_with_the_files_and_picks_up_a_replaced_certific
     })
     .await;
     assert!(replaced.is_some(), "the replaced certificate is served");
+}
+
+/// An HTTPS client that does not verify the certificate (the test's is self-signed for
+/// another name); `token` as bearer token.
+async fn get_tls(url: &str, token: Option<&str>) -> Option<(u16, String)> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_danger_accept_invalid_certs(true)
+        .build()
+        .expect("client");
+    let mut req = client.get(url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let r = req.send().await.ok()?;
+    Some((r.status().as_u16(), r.text().await.ok()?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gslb_run_serves_https_with_protected_reads_and_metrics_on_their_own_listener() {
+    use gslb_cloudflare::fake::{Fake, ids};
+    let fake = Fake::start().await;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let ncp = Origin::start(loopback, "ncp").await.expect("ncp");
+    let gcp = Origin::start(loopback, "gcp").await.expect("gcp");
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = (
+        secrets.path().join("tls.crt"),
+        secrets.path().join("tls.key"),
+    );
+    std::fs::write(&cert, tls::CERT_PEM).expect("write");
+    std::fs::write(&key, tls::KEY_PEM).expect("write");
+    let metrics = SocketAddr::from(([127, 0, 0, 1], support::daemon::free_port()));
+    let [n, g] = support::cloudflare::health_urls(ncp.addr(), gcp.addr());
+    let env = [
+        ("GSLB_ADMIN__TLS_CERT_FILE", cert.display().to_string()),
+        ("GSLB_ADMIN__TLS_KEY_FILE", key.display().to_string()),
+        ("GSLB_ADMIN__METRICS_LISTEN", metrics.to_string()),
+        ("GSLB_ADMIN__REQUIRE_TOKEN_FOR_READS", "true".into()),
+        ("GSLB_ADMIN_TOKEN", "admin-secret".into()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let web = support::cloudflare::WebDaemon::start_with(
+        &fake,
+        [&n, &g],
+        "[probe]\ninterval = \"200ms\"\ntimeout = \"150ms\"",
+        &format!("load_balancer = \"{}\"", ids::LB_NAME),
+        "",
+        &env,
+    );
+    let admin = web.admin;
+    let ready = eventually(DEADLINE, || async {
+        get_tls(&format!("https://{admin}/readyz"), None)
+            .await
+            .filter(|(status, _)| *status == 200)
+    })
+    .await;
+    assert!(ready.is_some(), "never ready over https:\n{}", web.log());
+    let status_url = format!("https://{admin}/v1/status");
+    assert_eq!(get_tls(&status_url, None).await.map(|a| a.0), Some(401));
+    let (status, body) = get_tls(&status_url, Some("admin-secret"))
+        .await
+        .expect("answer");
+    assert_eq!(status, 200, "{body}");
+    let metrics_url = format!("https://{metrics}/metrics");
+    let (status, body) = get_tls(&metrics_url, Some("admin-secret"))
+        .await
+        .expect("answer");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("process_cpu_seconds_total"), "{body}");
+    assert_eq!(get_tls(&metrics_url, None).await.map(|a| a.0), Some(401));
+    let on_admin = get_tls(&format!("https://{admin}/metrics"), Some("admin-secret")).await;
+    assert_eq!(on_admin.map(|a| a.0), Some(404));
+
+    // The container HEALTHCHECK finds the admin API, and that it speaks https, in the settings.
+    let mut check = std::process::Command::new(env!("CARGO_BIN_EXE_gslb"));
+    check
+        .arg("healthcheck")
+        .env("GSLB_CONFIG", web.dir.path().join("gslb.toml"))
+        .envs(env.iter().copied());
+    let out = tokio::task::spawn_blocking(move || check.output().expect("gslb healthcheck"))
+        .await
+        .expect("join");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("healthy: https://{admin}/healthz\n")
+    );
 }
