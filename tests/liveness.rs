@@ -1,6 +1,7 @@
 //! `/healthz` and `/readyz` of the admin API over a real controller (daemon builder, engine
 //! loop, in-process provider), in paused tokio time: a stalled engine loop fails liveness with
-//! its name and since when, and recovers; readiness waits for every binding's adoption.
+//! its name and since when, and recovers; readiness waits for every binding's adoption; every
+//! loop reports.
 
 mod support;
 
@@ -181,5 +182,20 @@ async fn readyz_waits_for_every_binding_to_adopt_its_provider() {
     let ready = advance_until(&app, "/readyz", 200, Duration::from_secs(10)).await;
     assert_eq!(ready["status"], "ready");
     assert_eq!(ready["services"], 1);
+    // The canaries' probe loops report too.
+    let engine: gslb::config::EngineConfig =
+        toml::from_str("canaries = [\"tcp://127.0.0.1:9\", \"tcp://127.0.0.1:19\"]")
+            .expect("engine settings");
+    let (spec, canaries) = engine.canary_endpoints().expect("canaries");
+    let targets = canaries
+        .iter()
+        .map(|e| daemon.prober().target(&spec, e))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("targets");
+    daemon.attach_canaries(targets);
+    let (status, live) = get(&app, "/healthz").await;
+    assert_eq!(status, 200, "{live}");
+    // engine_loop, probes:api, reconciler:api, canaries.
+    assert_eq!(live["loops"], 4, "{live}");
     daemon.stop().await;
 }

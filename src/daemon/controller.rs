@@ -291,14 +291,27 @@ impl Controller {
         prober: &Arc<Prober>,
         vantage: &VantageId,
     ) {
+        // One heartbeat (`canaries`) for every canary's probe loop, as for a service's.
+        let Some(bound) = targets
+            .iter()
+            .map(|t| health::probe_bound(t.interval(), t.timeout()))
+            .max()
+        else {
+            return;
+        };
+        let heartbeat = self.telemetry.health.register("canaries", bound);
         for target in targets {
+            let heartbeat = heartbeat.clone();
             tasks.spawn(crate::io::probe::run_endpoint(
                 prober.clone(),
                 target,
                 vantage.clone(),
                 self.telemetry.clock,
                 self.messages.clone(),
-                |observation| Input::Canary { observation }.into(),
+                move |observation| {
+                    heartbeat.beat(bound);
+                    Input::Canary { observation }.into()
+                },
             ));
         }
     }

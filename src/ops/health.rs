@@ -1,7 +1,7 @@
 //! Liveness and readiness: what `/healthz` and `/readyz` answer.
 //!
-//! Liveness: every long-running loop (the engine loop, each service's probe loops, each
-//! reconciler) holds a [`Heartbeat`] and, whenever it makes progress, says by when it will make
+//! Liveness: every long-running loop (the engine loop, each service's probe loops, the
+//! canaries' probe loops, each reconciler) holds a [`Heartbeat`] and, whenever it makes progress, says by when it will make
 //! progress again (its bound). A loop past its bound is *stuck*; [`Health::stuck`] lists them.
 //! The bounds (see [`engine_bound`], [`probe_bound`], [`reconciler_bound`]) come from the
 //! loops' own periods, so a loop that merely waits by design (a reconciler between resyncs) is
@@ -95,7 +95,7 @@ impl Heartbeat {
 /// One stuck loop, as `/healthz` names it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stuck {
-    /// The loop: `engine_loop`, `probes:<service>` or `reconciler:<service>`.
+    /// The loop: `engine_loop`, `probes:<service>`, `canaries` or `reconciler:<service>`.
     #[serde(rename = "loop")]
     pub name: String,
     /// Its last progress, RFC 3339 (UTC).
