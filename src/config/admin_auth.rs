@@ -239,6 +239,29 @@ pub fn resolve_admin_token(
     }
 }
 
+impl AdminSettings {
+    /// What the types do not enforce: both TLS files or neither, and `metrics_listen` apart
+    /// from `listen`.
+    ///
+    /// # Errors
+    /// The first problem, as `key: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
+            return Err(
+                "admin.tls_cert_file, admin.tls_key_file: set both (TLS) or neither (plain HTTP)"
+                    .into(),
+            );
+        }
+        if self.metrics_listen == Some(self.listen) {
+            return Err(format!(
+                "admin.metrics_listen: {} is admin.listen too; leave it out to serve /metrics there",
+                self.listen
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Every admin token: the one of `env` (`GSLB_ADMIN_TOKEN`) or `admin.token_file` (see
 /// [`resolve_admin_token`]), named [`SINGLE_TOKEN_NAME`], then every `admin.token_files`
 /// entry; and `admin.require_token_for_reads`, which needs at least one.

@@ -287,12 +287,7 @@ impl Settings {
         if self.reconcile.resync < Duration::from_millis(100) {
             return Err("reconcile.resync: must be at least 100ms".into());
         }
-        if self.admin.tls_cert_file.is_some() != self.admin.tls_key_file.is_some() {
-            return Err(
-                "admin.tls_cert_file, admin.tls_key_file: set both (TLS) or neither (plain HTTP)"
-                    .into(),
-            );
-        }
+        self.admin.check()?;
         self.engine.check()?;
         self.notify.check()
     }
