@@ -6,36 +6,15 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use gslb::io::journal::Journal;
 use gslb::io::origin::Origin;
 use gslb_core::model::ServiceId;
-use gslb_core::policy::{self, Policy};
+use support::policy::fast_seoul_tokyo as policy;
 use support::{controller, eventually};
 
 const DEADLINE: Duration = Duration::from_secs(15);
-
-fn policy(service: &str, fall: u32, seoul: SocketAddr, tokyo: SocketAddr) -> Policy {
-    let text = format!(
-        r#"service = "{service}"
-hostname = "{service}.example.test"
-[probe]
-interval = "100ms"
-timeout = "80ms"
-[health]
-fall = {fall}
-rise = 2
-{pools}"#,
-        pools = support::policy::seoul_tokyo_route53(
-            &format!("http://{seoul}/{service}"),
-            &format!("http://{tokyo}/{service}"),
-            "ZTEST",
-        ),
-    );
-    policy::parse(Path::new("p.toml"), &text).expect("valid policy")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_restarts_changed_services_stops_removed_ones_and_keeps_the_rest() {

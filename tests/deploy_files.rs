@@ -116,6 +116,8 @@ fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
         "OverrideOutstanding",
         "CertExpiringSoon",
         "PolicyReloadFailed",
+        "GslbDown",
+        "WebhookDeliveryFailing",
     ] {
         assert!(alerts.iter().any(|a| a == required), "{required} missing");
     }
@@ -139,6 +141,26 @@ fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
                 if fires { "fires" } else { "does not fire" }
             );
         }
+    }
+}
+
+#[test]
+fn every_alert_links_its_runbook_section() {
+    let rules = read(RULES);
+    let alerts = alert_names(&rules);
+    let links: Vec<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("runbook_url: "))
+        .map(|v| v.trim_matches('"'))
+        .collect();
+    assert!(!rules.contains("runbook:"), "runbook is runbook_url now");
+    assert_eq!(links.len(), alerts.len(), "one runbook_url per alert");
+    for (alert, link) in alerts.iter().zip(&links) {
+        assert_eq!(
+            *link,
+            format!("docs/metrics-and-alerts.md#{}", alert.to_lowercase()),
+            "{alert}"
+        );
     }
 }
 

@@ -9,12 +9,14 @@ mod support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use gslb::admin::AdminState;
 use gslb::admin::drills::{DrillRequest, EndRequest, RearmRequest};
 use gslb::cli::drill::{self, AdminClient, ClientError};
-use gslb::config::AdminToken;
+use gslb::config::{AdminAuth, AdminToken, AdminTokens};
 use gslb::daemon::inbox::{Message, MessageSender};
+use gslb::io::clock::Clock;
 use gslb::ops::metrics::Metrics;
 use gslb::ops::status::StatusBoard;
 use gslb_core::engine::{Input, OverrideAction, OverrideError, Overrides, Reply};
@@ -99,6 +101,16 @@ struct Server {
     seen: Seen,
 }
 
+/// How long an override lasts: `expires` minus `created`, both RFC 3339.
+fn lasts(o: &Value) -> Duration {
+    let at = |key: &str| {
+        let text = o[key].as_str().expect(key);
+        assert!(text.ends_with('Z'), "{key}: {text}");
+        humantime::parse_rfc3339(text).expect(key)
+    };
+    at("expires").duration_since(at("created")).expect("after")
+}
+
 async fn serve(engine: Engine, token: Option<&str>) -> Server {
     serve_with(engine, token, Arc::default()).await
 }
@@ -124,8 +136,15 @@ async fn serve_with(engine: Engine, token: Option<&str>, board: Arc<StatusBoard>
         board,
         metrics: Metrics::new(),
         commands,
-        token: token.map(|t| AdminToken::new(t, "test").expect("token")),
+        auth: AdminAuth {
+            tokens: token
+                .map(|t| AdminTokens::single(AdminToken::new(t, "test").expect("token")))
+                .unwrap_or_default(),
+            protect_reads: false,
+        },
         timelines: Default::default(),
+        health: Default::default(),
+        clock: Clock::system(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -211,8 +230,7 @@ async fn a_drill_is_started_listed_and_ended_over_http() {
             &json!("quarterly DR drill")
         )
     );
-    let lasts = o["expires"].as_u64().expect("expires") - o["created"].as_u64().expect("created");
-    assert_eq!(lasts, 30 * 60 * 1000);
+    assert_eq!(lasts(&o), Duration::from_secs(30 * 60));
 
     let list = call("GET", &drills, None, None).await;
     assert_eq!(list.status, 200);
@@ -260,8 +278,11 @@ async fn delete_takes_reason_and_actor_from_the_query_string() {
     let created = call("POST", &drills, None, Some(body)).await;
     assert_eq!(created.status, 201, "{}", created.text);
     let o = created.body;
-    let lasts = o["expires"].as_u64().expect("expires") - o["created"].as_u64().expect("created");
-    assert_eq!(lasts, 4 * 3600 * 1000, "the default duration is 4h");
+    assert_eq!(
+        lasts(&o),
+        Duration::from_secs(4 * 3600),
+        "the default duration is 4h"
+    );
     let id = o["id"].as_str().expect("id");
 
     let missing = call("DELETE", &format!("{drills}/{id}"), None, None).await;
@@ -502,7 +523,9 @@ async fn the_client_starts_lists_and_ends_drills() {
         row.starts_with(&format!("{}  api      force   tokyo  ", started.id)),
         "{table}"
     );
-    assert!(row.ends_with("erin   failover test"), "{table}");
+    // With a token, the actor is the token's name ("admin" for GSLB_ADMIN_TOKEN), not what
+    // the client says.
+    assert!(row.ends_with("admin  failover test"), "{table}");
     let ended = c
         .end(
             &started.id.0,
@@ -628,7 +651,10 @@ async fn the_gslb_drill_command_drains_lists_and_ends() {
     let out = gslb(common(&["drill", "list"])).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("ID "), "{stdout}");
-    assert!(stdout.contains(&id) && stdout.contains("frank"), "{stdout}");
+    assert!(
+        stdout.contains(&id) && stdout.contains("admin") && !stdout.contains("frank"),
+        "{stdout}"
+    );
 
     let out = gslb(common(&[
         "drill",
@@ -656,7 +682,7 @@ async fn the_gslb_drill_command_drains_lists_and_ends() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.starts_with(&format!("ended {id} drain api/seoul (started by frank: ")),
+        stdout.starts_with(&format!("ended {id} drain api/seoul (started by admin: ")),
         "{stdout}"
     );
     assert!(

@@ -22,8 +22,10 @@ async fn admin_api() -> SocketAddr {
         board: Arc::new(StatusBoard::default()),
         metrics: Metrics::new(),
         commands: None,
-        token: None,
+        auth: Default::default(),
         timelines: Default::default(),
+        health: Default::default(),
+        clock: gslb::io::clock::Clock::system(),
     };
     tokio::spawn(async move { admin::serve(listener, state).await });
     addr

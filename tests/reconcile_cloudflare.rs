@@ -159,7 +159,7 @@ async fn a_three_minute_429_storm_is_survived_and_the_decision_applied_after_it(
         .sinks
         .metrics
         .provider_errors_total
-        .with_label_values(&["cloudflare", "observe", "rate_limited"])
+        .with_label_values(&["cloudflare", "web", "observe", "rate_limited"])
         .get();
     assert!(rate_limited >= 1);
     h.reconciler.read_back().await;

@@ -204,7 +204,7 @@ async fn a_conflict_is_re_observed_and_re_planned_not_retried_blindly() {
     let conflicts = sinks
         .metrics
         .provider_errors_total
-        .with_label_values(&["faulty", "apply", "conflict"])
+        .with_label_values(&["faulty", "api", "apply", "conflict"])
         .get();
     assert_eq!(conflicts, 1);
 }
@@ -446,7 +446,7 @@ async fn a_provider_call_that_never_answers_fails_as_transient_at_its_deadline()
         h.sinks
             .metrics
             .provider_errors_total
-            .with_label_values(&["faulty", operation, "transient"])
+            .with_label_values(&["faulty", "api", operation, "transient"])
             .get()
     };
     // The provider stops answering; a failover to tokyo is decided. The read hangs: at its

@@ -168,12 +168,13 @@ served_by_header = "X-Served-By"
         ),
         "{t:#}"
     );
-    let times: Vec<u64> = PHASES
+    let times: Vec<std::time::SystemTime> = PHASES
         .iter()
         .map(|p| {
             t["phases"][p]
-                .as_u64()
-                .unwrap_or_else(|| panic!("phase {p} missing: {t:#}"))
+                .as_str()
+                .and_then(|at| humantime::parse_rfc3339(at).ok())
+                .unwrap_or_else(|| panic!("phase {p} missing or not RFC 3339: {t:#}"))
         })
         .collect();
     assert!(

@@ -1,38 +1,50 @@
-//! Bearer-token authentication of the admin API's write routes (`/v1/drills`, `/v1/rearm`).
+//! Bearer-token authentication of the admin API: the drill routes (`/v1/drills`, `/v1/rearm`)
+//! whenever a token is configured, the read routes (`/v1/status`, `/v1/events`, `/metrics`)
+//! when `admin.require_token_for_reads` is set; `/healthz` and `/readyz` never.
 //!
-//! The token ([`AdminToken`], read by the settings) is compared in constant time and never
-//! printed; refusals do not echo what the caller sent. Read-only routes (`/metrics`,
-//! `/healthz`, `/v1/status`) are not guarded here.
+//! Tokens ([`AdminTokens`], read by the settings) are compared in constant time and never
+//! printed; refusals do not echo what the caller sent. An accepted request carries the token's
+//! name as its [`Caller`]: the actor the drill routes record.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::Caller;
 use super::drills::ApiError;
-use crate::config::AdminToken;
+use crate::config::AdminTokens;
 
-/// Whether `headers` carry `Authorization: Bearer <token>` (scheme case-insensitive).
-pub fn authorized(token: &AdminToken, headers: &HeaderMap) -> bool {
+/// The name of the token `headers` carry as `Authorization: Bearer <token>` (scheme
+/// case-insensitive), if it is one of `tokens`.
+pub fn authorized<'a>(tokens: &'a AdminTokens, headers: &HeaderMap) -> Option<&'a str> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split_once(' '))
-        .is_some_and(|(scheme, value)| {
-            scheme.eq_ignore_ascii_case("bearer") && token.matches(value.trim())
-        })
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .and_then(|(_, value)| tokens.identify(value.trim()))
 }
 
-/// Middleware: with a token configured, refuses requests without the right bearer token with
-/// `401` and `WWW-Authenticate: Bearer`; without one, lets everything through (the daemon only
-/// listens on loopback then, see [`crate::config::check_admin_listen`]).
+/// Middleware: with tokens configured, refuses requests without one of them with `401` and
+/// `WWW-Authenticate: Bearer`, and marks the others with their [`Caller`]; without any, lets
+/// everything through (the daemon only listens on loopback then, see
+/// [`crate::config::check_admin_listen`]).
 pub(crate) async fn require_token(
-    State(token): State<Option<AdminToken>>,
-    request: Request,
+    State(tokens): State<AdminTokens>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    match &token {
-        Some(t) if !authorized(t, request.headers()) => {
+    if tokens.is_empty() {
+        return next.run(request).await;
+    }
+    match authorized(&tokens, request.headers()) {
+        Some(name) => {
+            let caller = Caller(name.to_owned());
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        None => {
             tracing::warn!(
                 method = %request.method(),
                 path = %request.uri().path(),
@@ -50,13 +62,13 @@ pub(crate) async fn require_token(
             );
             response
         }
-        _ => next.run(request).await,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::AdminToken;
 
     fn headers(auth: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -66,13 +78,13 @@ mod tests {
 
     #[test]
     fn only_the_right_bearer_token_is_authorized() {
-        let t = AdminToken::new("s3cret\n", "test").expect("token");
-        assert!(authorized(&t, &headers("Bearer s3cret")));
-        assert!(authorized(&t, &headers("bearer s3cret")));
-        assert!(!authorized(&t, &headers("Bearer s3cre")));
-        assert!(!authorized(&t, &headers("Bearer s3cret2")));
-        assert!(!authorized(&t, &headers("Basic s3cret")));
-        assert!(!authorized(&t, &headers("s3cret")));
-        assert!(!authorized(&t, &HeaderMap::new()));
+        let t = AdminTokens::single(AdminToken::new("s3cret\n", "test").expect("token"));
+        assert_eq!(authorized(&t, &headers("Bearer s3cret")), Some("admin"));
+        assert_eq!(authorized(&t, &headers("bearer s3cret")), Some("admin"));
+        assert_eq!(authorized(&t, &headers("Bearer s3cre")), None);
+        assert_eq!(authorized(&t, &headers("Bearer s3cret2")), None);
+        assert_eq!(authorized(&t, &headers("Basic s3cret")), None);
+        assert_eq!(authorized(&t, &headers("s3cret")), None);
+        assert_eq!(authorized(&t, &HeaderMap::new()), None);
     }
 }

@@ -9,15 +9,15 @@
 
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use super::AdminState;
+use super::{AdminState, Caller};
 use crate::daemon::inbox::{Message, MessageSender, ReplyTo};
 use crate::ops::status::StatusBoard;
 use gslb_core::engine::{
@@ -48,7 +48,8 @@ pub struct DrillRequest {
     /// How long, as a humantime string (`"30m"`, `"2h"`); default 4 h, at most 24 h.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<String>,
-    /// Who asks; default [`DEFAULT_API_ACTOR`].
+    /// Who asks; default [`DEFAULT_API_ACTOR`]. Ignored when tokens are configured: the
+    /// actor is then the caller's token's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
@@ -61,7 +62,8 @@ pub struct EndRequest {
     /// Why; required, non-empty.
     #[serde(default)]
     pub reason: String,
-    /// Who; default [`DEFAULT_API_ACTOR`].
+    /// Who; default [`DEFAULT_API_ACTOR`]. Ignored when tokens are configured (the token's
+    /// name is the actor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
@@ -76,7 +78,8 @@ pub struct RearmRequest {
     /// Why; required, non-empty.
     #[serde(default)]
     pub reason: String,
-    /// Who; default [`DEFAULT_API_ACTOR`].
+    /// Who; default [`DEFAULT_API_ACTOR`]. Ignored when tokens are configured (the token's
+    /// name is the actor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
@@ -227,7 +230,12 @@ pub fn new_override_id() -> OverrideId {
     OverrideId(format!("d-{:08x}", rand::random::<u32>()))
 }
 
-fn actor(a: Option<String>) -> String {
+/// Who asks: the name of the caller's token when tokens are configured (what the client says
+/// is then ignored), else what the client says, else [`DEFAULT_API_ACTOR`].
+fn actor(caller: Option<Extension<Caller>>, a: Option<String>) -> String {
+    if let Some(Extension(Caller(name))) = caller {
+        return name;
+    }
     a.map(|a| a.trim().to_owned())
         .filter(|a| !a.is_empty())
         .unwrap_or_else(|| DEFAULT_API_ACTOR.into())
@@ -268,6 +276,7 @@ async fn ask<T>(
 /// and `Location`), or a refusal.
 pub(crate) async fn create(
     State(s): State<AdminState>,
+    caller: Option<Extension<Caller>>,
     body: Result<Json<DrillRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(body) = body?;
@@ -287,7 +296,7 @@ pub(crate) async fn create(
         action: body.action,
         pool: body.pool,
         reason: reason(&body.reason)?,
-        actor: actor(body.actor),
+        actor: actor(caller, body.actor),
         duration,
     };
     // A random id can collide with an active one; draw again rather than refuse.
@@ -324,6 +333,7 @@ pub(crate) async fn list(State(s): State<AdminState>) -> Result<Json<DrillList>,
 pub(crate) async fn end(
     State(s): State<AdminState>,
     Path(id): Path<String>,
+    caller: Option<Extension<Caller>>,
     query: Result<Query<EndRequest>, QueryRejection>,
     body: Result<Option<Json<EndRequest>>, JsonRejection>,
 ) -> Result<Json<Override>, ApiError> {
@@ -332,7 +342,7 @@ pub(crate) async fn end(
         None => query?.0,
     };
     let reason = reason(&req.reason)?;
-    let actor = actor(req.actor);
+    let actor = actor(caller, req.actor);
     let ended = ask(s.commands.as_ref(), |reply| {
         let end = Input::EndOverride {
             id: OverrideId(id),
@@ -348,11 +358,12 @@ pub(crate) async fn end(
 /// `POST /v1/rearm`: 200 with the services re-armed; 404 for an unknown service.
 pub(crate) async fn rearm(
     State(s): State<AdminState>,
+    caller: Option<Extension<Caller>>,
     body: Result<Json<RearmRequest>, JsonRejection>,
 ) -> Result<Json<RearmResponse>, ApiError> {
     let Json(body) = body?;
     let reason = reason(&body.reason)?;
-    let actor = actor(body.actor);
+    let actor = actor(caller, body.actor);
     let rearmed = ask(s.commands.as_ref(), |reply| {
         let rearm = Input::Rearm {
             service: body.service,

@@ -41,8 +41,9 @@ pub enum HealthError {
 }
 
 /// The URL checked when none is given: `/healthz` on `admin.listen` of `config` (an
-/// unspecified address such as `0.0.0.0` is reached on the loopback address of its family),
-/// or on [`DEFAULT_ADMIN_URL`] without a settings file.
+/// unspecified address such as `0.0.0.0` is reached on the loopback address of its family;
+/// `https` when `admin.tls_cert_file` is set), or on [`DEFAULT_ADMIN_URL`] without a settings
+/// file.
 ///
 /// # Errors
 /// [`HealthError::Settings`] when `config` cannot be loaded.
@@ -50,19 +51,27 @@ pub fn default_url(config: Option<&Path>) -> Result<String, HealthError> {
     let Some(file) = config else {
         return Ok(format!("{DEFAULT_ADMIN_URL}/healthz"));
     };
-    let listen = Settings::load(file)?.admin.listen;
+    let admin = Settings::load(file)?.admin;
+    let listen = admin.listen;
+    let scheme = if admin.tls_cert_file.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let ip = match listen.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         ip => ip,
     };
     Ok(format!(
-        "http://{}/healthz",
+        "{scheme}://{}/healthz",
         SocketAddr::new(ip, listen.port())
     ))
 }
 
-/// `GET url` once (no proxy, [`TIMEOUT`]); `Ok` with the URL on HTTP 200.
+/// `GET url` once (no proxy, [`TIMEOUT`]); `Ok` with the URL on HTTP 200. Over `https` the
+/// certificate is not verified: the check sends no secret and reads only the status, and the
+/// admin API's certificate is rarely issued for the loopback address it is checked on.
 ///
 /// # Errors
 /// [`HealthError::Unreachable`] or [`HealthError::Status`].
@@ -74,6 +83,7 @@ pub async fn check(url: &str) -> Result<String, HealthError> {
     let client = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .no_proxy()
+        .tls_danger_accept_invalid_certs(true)
         .build()
         .map_err(|e| unreachable(innermost_cause(&e)))?;
     let response = client
@@ -87,5 +97,30 @@ pub async fn check(url: &str) -> Result<String, HealthError> {
             url: url.to_owned(),
             status,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_url_is_https_when_the_admin_api_has_tls() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gslb.toml");
+        std::fs::write(&file, "[admin]\nlisten = \"0.0.0.0:9464\"\n").expect("write");
+        assert_eq!(
+            default_url(Some(&file)).expect("url"),
+            "http://127.0.0.1:9464/healthz"
+        );
+        std::fs::write(
+            &file,
+            "[admin]\nlisten = \"[::]:9464\"\ntls_cert_file = \"tls.crt\"\ntls_key_file = \"tls.key\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            default_url(Some(&file)).expect("url"),
+            "https://[::1]:9464/healthz"
+        );
     }
 }

@@ -124,7 +124,7 @@ pub async fn run<B: Bind>(
     mut reloader: Reloader,
     mut hangup: mpsc::Receiver<()>,
 ) -> Result<(), RunError> {
-    let token = settings.admin_auth().map_err(RunError::config)?;
+    let auth = settings.admin_auth().map_err(RunError::config)?;
     let telemetry = Telemetry::new(Clock::system(), events::CAPACITY);
     // The policies loaded (a failed load exits before here); reloads record theirs too.
     telemetry
@@ -165,13 +165,7 @@ pub async fn run<B: Bind>(
             .attach(policy, Arc::new(provider))
             .map_err(RunError::config)?;
     }
-    let admin = admin::AdminState {
-        board: telemetry.board.clone(),
-        metrics: telemetry.metrics.clone(),
-        commands: Some(daemon.commands()),
-        token,
-        timelines,
-    };
+    let admin = admin::AdminState::new(&telemetry, Some(daemon.commands()), auth, timelines);
     serve_admin(&settings, admin, &mut extra).await?;
     tracing::info!(vantage = %settings.vantage, "gslb running (policies reload on SIGHUP and file changes; daemon settings need a restart)");
     let outcome = serve(&mut daemon, &mut extra, binder, &mut reloader, &mut hangup).await;
@@ -184,28 +178,45 @@ pub async fn run<B: Bind>(
     outcome
 }
 
-/// Listens on `admin.listen` and serves the admin API on `tasks`.
+/// Listens on `admin.listen` (and `admin.metrics_listen` when set) and serves the admin API
+/// on `tasks`, over TLS when `admin.tls_cert_file` is set (reloaded on change).
 ///
 /// # Errors
-/// The address cannot be bound (exit code 1).
+/// The TLS certificate or key cannot be loaded (exit code 2), an address cannot be bound
+/// (exit code 1).
 async fn serve_admin(
     settings: &Settings,
     state: admin::AdminState,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<(), RunError> {
-    let listener = tokio::net::TcpListener::bind(settings.admin.listen)
-        .await
-        .map_err(|e| {
-            RunError::runtime(e).context(format!(
-                "binding the admin API on {}",
-                settings.admin.listen
-            ))
-        })?;
-    tasks.spawn(async move {
-        if let Err(e) = admin::serve(listener, state).await {
-            tracing::error!(error = %e, "admin API stopped");
+    let tls = match (&settings.admin.tls_cert_file, &settings.admin.tls_key_file) {
+        (Some(cert), Some(key)) => {
+            let store = Arc::new(admin::tls::CertStore::load(cert, key).map_err(RunError::config)?);
+            let acceptor = store.acceptor().map_err(RunError::config)?;
+            tasks.spawn(store.watch());
+            Some(acceptor)
         }
-    });
+        _ => None,
+    };
+    let metrics = settings.admin.metrics_listen;
+    let mut listeners = vec![(
+        settings.admin.listen,
+        admin::Routes::All {
+            with_metrics: metrics.is_none(),
+        },
+    )];
+    listeners.extend(metrics.map(|m| (m, admin::Routes::Metrics)));
+    for (addr, routes) in listeners {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            RunError::runtime(e).context(format!("binding the admin API on {addr}"))
+        })?;
+        let (state, tls) = (state.clone(), tls.clone());
+        tasks.spawn(async move {
+            if let Err(e) = admin::serve_on(listener, tls, state, routes).await {
+                tracing::error!(error = %e, "admin API stopped");
+            }
+        });
+    }
     Ok(())
 }
 

@@ -1,7 +1,9 @@
-//! The admin API's bearer token: the secret itself ([`AdminToken`]: constant-time comparison,
-//! never printed, no `Display`, a redacted `Debug`), where it comes from, and the refusal to
-//! expose the admin API without one. Checking requests against it is the admin API's job
-//! (`admin::auth`).
+//! The admin API's bearer tokens: the secret itself ([`AdminToken`]: constant-time comparison,
+//! never printed, no `Display`, a redacted `Debug`), the named set callers are identified by
+//! ([`AdminTokens`]: the name is the audit's actor), where they come from (`GSLB_ADMIN_TOKEN`
+//! or `admin.token_file`: one token named [`SINGLE_TOKEN_NAME`]; `admin.token_files`: files of
+//! `name = "token"` lines), and the refusal to expose the admin API without one. Checking
+//! requests against them is the admin API's job (`admin::auth`).
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -77,9 +79,125 @@ impl AdminToken {
     }
 }
 
+/// The name of the one token of `GSLB_ADMIN_TOKEN` or `admin.token_file`: `admin`.
+pub const SINGLE_TOKEN_NAME: &str = "admin";
+
+/// Named bearer tokens: a caller presenting one is that name (the actor of its drills in the
+/// audit log). Empty: no authentication. Names and tokens are unique.
+#[derive(Debug, Clone, Default)]
+pub struct AdminTokens(Vec<(String, AdminToken)>);
+
+impl AdminTokens {
+    /// One token, named [`SINGLE_TOKEN_NAME`].
+    pub fn single(token: AdminToken) -> Self {
+        Self(vec![(SINGLE_TOKEN_NAME.to_owned(), token)])
+    }
+
+    /// Whether no token is configured.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The name of the token `candidate` is. Every token is compared, each in constant time,
+    /// so the time taken does not tell which one (or where) it differs.
+    pub fn identify(&self, candidate: &str) -> Option<&str> {
+        self.0.iter().fold(None, |found, (name, token)| {
+            let hit = token.matches(candidate);
+            found.or(hit.then_some(name.as_str()))
+        })
+    }
+
+    /// Adds `token` as `name`.
+    ///
+    /// # Errors
+    /// `name` or the token is already in the set (`from` names where it came from).
+    fn add(&mut self, name: &str, token: AdminToken, from: &str) -> Result<(), AdminAuthError> {
+        if self.0.iter().any(|(n, _)| n == name) {
+            return Err(AdminAuthError::Duplicate {
+                from: from.to_owned(),
+                reason: format!("the name '{name}' is given twice"),
+            });
+        }
+        if self.0.iter().any(|(_, t)| t == &token) {
+            return Err(AdminAuthError::Duplicate {
+                from: from.to_owned(),
+                reason: format!("the token of '{name}' is another name's too"),
+            });
+        }
+        self.0.push((name.to_owned(), token));
+        Ok(())
+    }
+
+    /// Reads a named-token file: TOML, one `name = "token"` per line (`#` comments), names
+    /// of letters, digits, `-`, `_` and `.`.
+    ///
+    /// # Errors
+    /// [`AdminAuthError::TokenFiles`] naming the file and, for bad content, the line or name.
+    fn read_file(&mut self, path: &Path) -> Result<(), AdminAuthError> {
+        let bad = |reason: String| AdminAuthError::TokenFiles {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if table.is_empty() {
+            return Err(bad(
+                "names no token (write one `name = \"token\"` per line)".into(),
+            ));
+        }
+        for (name, value) in table {
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(bad(format!(
+                    "'{name}': a name is letters, digits, '-', '_' and '.'"
+                )));
+            }
+            let Some(value) = value.as_str() else {
+                return Err(bad(format!("'{name}': the token must be a string")));
+            };
+            let token = AdminToken::new(value, &name).map_err(|e| bad(e.to_string()))?;
+            self.add(&name, token, &path.display().to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// The admin API's authentication: the tokens, and whether the read routes need one too.
+#[derive(Debug, Clone, Default)]
+pub struct AdminAuth {
+    /// The tokens (empty: the drill routes are open, on loopback only).
+    pub tokens: AdminTokens,
+    /// `admin.require_token_for_reads`: `/v1/status`, `/v1/events` and `/metrics` need a token.
+    pub protect_reads: bool,
+}
+
 /// The admin token could not be resolved, or the admin API would be exposed without one.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminAuthError {
+    /// A file of `admin.token_files` is unreadable or malformed.
+    #[error("admin.token_files: {}: {reason}", path.display())]
+    TokenFiles {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A name or token is given twice.
+    #[error("admin tokens: {from}: {reason}")]
+    Duplicate {
+        /// Where the second one came from.
+        from: String,
+        /// What is duplicated.
+        reason: String,
+    },
+    /// `admin.require_token_for_reads` without any token.
+    #[error(
+        "admin.require_token_for_reads: no admin token is configured; set admin.token_files, \
+         admin.token_file or {ADMIN_TOKEN_ENV}"
+    )]
+    ReadsWithoutToken,
     /// `admin.token_file` is unreadable or empty.
     #[error("admin.token_file: {0}")]
     TokenFile(TokenError),
@@ -89,8 +207,8 @@ pub enum AdminAuthError {
     /// `admin.listen` is not a loopback address and no token is configured.
     #[error(
         "admin.listen: {listen} is not a loopback address and no admin token is configured; \
-         set admin.token_file or {ADMIN_TOKEN_ENV}, or listen on 127.0.0.1 (the drill API \
-         must not be reachable without authentication)"
+         set admin.token_files, admin.token_file or {ADMIN_TOKEN_ENV}, or listen on 127.0.0.1 \
+         (the drill API must not be reachable without authentication)"
     )]
     ExposedWithoutToken {
         /// The configured address.
@@ -121,21 +239,67 @@ pub fn resolve_admin_token(
     }
 }
 
+impl AdminSettings {
+    /// What the types do not enforce: both TLS files or neither, and `metrics_listen` apart
+    /// from `listen`.
+    ///
+    /// # Errors
+    /// The first problem, as `key: reason`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
+            return Err(
+                "admin.tls_cert_file, admin.tls_key_file: set both (TLS) or neither (plain HTTP)"
+                    .into(),
+            );
+        }
+        if self.metrics_listen == Some(self.listen) {
+            return Err(format!(
+                "admin.metrics_listen: {} is admin.listen too; leave it out to serve /metrics there",
+                self.listen
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Every admin token: the one of `env` (`GSLB_ADMIN_TOKEN`) or `admin.token_file` (see
+/// [`resolve_admin_token`]), named [`SINGLE_TOKEN_NAME`], then every `admin.token_files`
+/// entry; and `admin.require_token_for_reads`, which needs at least one.
+///
+/// # Errors
+/// Those of [`resolve_admin_token`], [`AdminAuthError::TokenFiles`],
+/// [`AdminAuthError::Duplicate`], [`AdminAuthError::ReadsWithoutToken`].
+pub fn resolve_admin_auth(
+    admin: &AdminSettings,
+    env: Option<String>,
+) -> Result<AdminAuth, AdminAuthError> {
+    let mut tokens = resolve_admin_token(admin, env)?
+        .map(AdminTokens::single)
+        .unwrap_or_default();
+    for path in &admin.token_files {
+        tokens.read_file(path)?;
+    }
+    if admin.require_token_for_reads && tokens.is_empty() {
+        return Err(AdminAuthError::ReadsWithoutToken);
+    }
+    Ok(AdminAuth {
+        tokens,
+        protect_reads: admin.require_token_for_reads,
+    })
+}
+
 /// Refuses a non-loopback `listen` address (including `0.0.0.0` and `::`) without a token.
 ///
 /// # Errors
 /// [`AdminAuthError::ExposedWithoutToken`].
-pub fn check_admin_listen(
-    listen: SocketAddr,
-    token: Option<&AdminToken>,
-) -> Result<(), AdminAuthError> {
+pub fn check_admin_listen(listen: SocketAddr, tokens: &AdminTokens) -> Result<(), AdminAuthError> {
     let loopback = match listen.ip() {
         IpAddr::V4(ip) => ip.is_loopback(),
         IpAddr::V6(ip) => {
             ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
         }
     };
-    if loopback || token.is_some() {
+    if loopback || !tokens.is_empty() {
         Ok(())
     } else {
         Err(AdminAuthError::ExposedWithoutToken { listen })
@@ -151,6 +315,70 @@ mod tests {
         let t = AdminToken::new("s3cret", "test").expect("token");
         assert_eq!(format!("{t:?}"), "AdminToken(<redacted>)");
         assert_eq!(format!("{:?}", Some(t)), "Some(AdminToken(<redacted>))");
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    #[test]
+    fn named_token_files_identify_callers_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ops = write(
+            dir.path(),
+            "ops",
+            "# on call\nalice = \"a-secret\"\nbob = \" b-secret\\n\"\n",
+        );
+        let ci = write(dir.path(), "ci", "deploy-bot = \"c-secret\"\n");
+        let admin = AdminSettings {
+            token_files: vec![ops.clone(), ci],
+            require_token_for_reads: true,
+            ..AdminSettings::default()
+        };
+        let auth = resolve_admin_auth(&admin, Some("legacy".into())).expect("valid");
+        assert!(auth.protect_reads);
+        assert_eq!(auth.tokens.identify("a-secret"), Some("alice"));
+        assert_eq!(auth.tokens.identify("b-secret"), Some("bob"));
+        assert_eq!(auth.tokens.identify("c-secret"), Some("deploy-bot"));
+        assert_eq!(auth.tokens.identify("legacy"), Some(SINGLE_TOKEN_NAME));
+        assert_eq!(auth.tokens.identify("a-secre"), None);
+        // A duplicate name or token, a bad line, a non-string: the file and the reason.
+        let again = write(dir.path(), "again", "alice = \"other\"\n");
+        let shared = write(dir.path(), "shared", "carol = \"a-secret\"\n");
+        let broken = write(dir.path(), "broken", "alice: a-secret\n");
+        let number = write(dir.path(), "number", "alice = 3\n");
+        for (file, says) in [
+            (&again, "the name 'alice' is given twice"),
+            (&shared, "the token of 'carol' is another name's too"),
+            (&broken, "line 1"),
+            (&number, "'alice': the token must be a string"),
+        ] {
+            let admin = AdminSettings {
+                token_files: vec![ops.clone(), file.clone()],
+                ..AdminSettings::default()
+            };
+            let e = resolve_admin_auth(&admin, None)
+                .expect_err("bad")
+                .to_string();
+            assert!(e.contains(&file.display().to_string()), "{e}");
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn protected_reads_need_a_token() {
+        let admin = AdminSettings {
+            require_token_for_reads: true,
+            ..AdminSettings::default()
+        };
+        let e = resolve_admin_auth(&admin, None).expect_err("no token");
+        assert!(
+            e.to_string()
+                .starts_with("admin.require_token_for_reads: no admin token is configured"),
+            "{e}"
+        );
     }
 
     #[test]

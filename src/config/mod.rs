@@ -25,7 +25,8 @@ mod providers;
 mod read;
 
 pub use admin_auth::{
-    AdminAuthError, AdminToken, TokenError, check_admin_listen, resolve_admin_token,
+    AdminAuth, AdminAuthError, AdminToken, AdminTokens, SINGLE_TOKEN_NAME, TokenError,
+    check_admin_listen, resolve_admin_auth, resolve_admin_token,
 };
 pub use engine::{EngineConfig, GlobalVelocity};
 pub use notify::{
@@ -87,9 +88,30 @@ pub struct AdminSettings {
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
     /// File holding the bearer token of the drill routes (contents trimmed); relative to the
-    /// settings file. Default: none. `GSLB_ADMIN_TOKEN` takes precedence over it.
+    /// settings file. Default: none. `GSLB_ADMIN_TOKEN` takes precedence over it. Its caller
+    /// is named `admin` (the actor of its drills).
     #[serde(default)]
     pub token_file: Option<PathBuf>,
+    /// Files of named tokens, `name = "token"` per line (TOML); a caller presenting one is
+    /// that name, the actor of its drills in the audit log. Relative to the settings file.
+    /// Default: none.
+    #[serde(default)]
+    pub token_files: Vec<PathBuf>,
+    /// Whether `/v1/status`, `/v1/events` and `/metrics` need a token too (`/healthz` and
+    /// `/readyz` never do). Default `false`.
+    #[serde(default)]
+    pub require_token_for_reads: bool,
+    /// PEM certificate chain of the admin API's TLS (with `tls_key_file`); reloaded when the
+    /// file changes. Relative to the settings file. Default: none (plain HTTP).
+    #[serde(default)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of the admin API's TLS (with `tls_cert_file`).
+    #[serde(default)]
+    pub tls_key_file: Option<PathBuf>,
+    /// A listener of its own for `/metrics` (then not served on `listen`), with the same
+    /// TLS and read-token rules. Default: none (`/metrics` on `listen`).
+    #[serde(default)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for AdminSettings {
@@ -97,6 +119,11 @@ impl Default for AdminSettings {
         Self {
             listen: default_listen(),
             token_file: None,
+            token_files: Vec::new(),
+            require_token_for_reads: false,
+            tls_cert_file: None,
+            tls_key_file: None,
+            metrics_listen: None,
         }
     }
 }
@@ -265,6 +292,7 @@ impl Settings {
         for section in [
             self.route53.check(),
             self.cloudflare.check(),
+            self.admin.check(),
             self.engine.check(),
             self.notify.check(),
         ] {
@@ -289,21 +317,31 @@ impl Settings {
             .iter_mut()
             .for_each(relative_to_file);
         self.admin.token_file.iter_mut().for_each(relative_to_file);
+        self.admin.token_files.iter_mut().for_each(relative_to_file);
+        self.admin
+            .tls_cert_file
+            .iter_mut()
+            .for_each(relative_to_file);
+        self.admin
+            .tls_key_file
+            .iter_mut()
+            .for_each(relative_to_file);
         self.record
             .observations
             .iter_mut()
             .for_each(relative_to_file);
     }
 
-    /// The admin token ([`resolve_admin_token`] with `GSLB_ADMIN_TOKEN` from the environment),
-    /// checked against the listen address ([`check_admin_listen`]). Call once at start.
+    /// The admin tokens ([`resolve_admin_auth`] with `GSLB_ADMIN_TOKEN` from the
+    /// environment), checked against the listen address ([`check_admin_listen`]). Call once
+    /// at start.
     ///
     /// # Errors
     /// See [`AdminAuthError`]; every one is a configuration error (exit code 2).
-    pub fn admin_auth(&self) -> Result<Option<AdminToken>, AdminAuthError> {
-        let token = resolve_admin_token(&self.admin, std::env::var(ADMIN_TOKEN_ENV).ok())?;
-        check_admin_listen(self.admin.listen, token.as_ref())?;
-        Ok(token)
+    pub fn admin_auth(&self) -> Result<AdminAuth, AdminAuthError> {
+        let auth = resolve_admin_auth(&self.admin, std::env::var(ADMIN_TOKEN_ENV).ok())?;
+        check_admin_listen(self.admin.listen, &auth.tokens)?;
+        Ok(auth)
     }
 }
 
@@ -366,6 +404,29 @@ mod tests {
         );
         let (_dir, s) = load("[probing]\nconcurrency = 4\n");
         assert!(s.expect_err("unknown").to_string().contains("concurrency"));
+    }
+
+    #[test]
+    fn admin_tls_needs_both_files_and_paths_are_relative_to_the_settings_file() {
+        let (dir, s) = load(
+            "[admin]\ntls_cert_file = \"tls/crt.pem\"\ntls_key_file = \"tls/key.pem\"\n\
+             token_files = [\"tokens\"]\nmetrics_listen = \"0.0.0.0:9465\"\n",
+        );
+        let s = s.expect("valid");
+        assert_eq!(s.admin.tls_cert_file, Some(dir.path().join("tls/crt.pem")));
+        assert_eq!(s.admin.tls_key_file, Some(dir.path().join("tls/key.pem")));
+        assert_eq!(s.admin.token_files, vec![dir.path().join("tokens")]);
+        assert_eq!(
+            s.admin.metrics_listen,
+            Some("0.0.0.0:9465".parse().expect("addr"))
+        );
+        assert!(!s.admin.require_token_for_reads);
+        let (_dir, s) = load("[admin]\ntls_cert_file = \"crt.pem\"\n");
+        let e = s.expect_err("no key").to_string();
+        assert!(
+            e.contains("admin.tls_cert_file, admin.tls_key_file: set both"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -526,7 +587,10 @@ mod tests {
             "[::ffff:127.0.0.1]:9464",
         ] {
             let addr: SocketAddr = ok.parse().expect("addr");
-            assert!(check_admin_listen(addr, None).is_ok(), "{ok}");
+            assert!(
+                check_admin_listen(addr, &AdminTokens::default()).is_ok(),
+                "{ok}"
+            );
         }
         for exposed in [
             "0.0.0.0:9464",
@@ -535,7 +599,7 @@ mod tests {
             "[2001:db8::1]:9464",
         ] {
             let addr: SocketAddr = exposed.parse().expect("addr");
-            let e = check_admin_listen(addr, None)
+            let e = check_admin_listen(addr, &AdminTokens::default())
                 .expect_err(exposed)
                 .to_string();
             assert!(
@@ -546,7 +610,10 @@ mod tests {
                 e.contains("GSLB_ADMIN_TOKEN") && e.contains("admin.token_file"),
                 "{e}"
             );
-            assert!(check_admin_listen(addr, Some(&token)).is_ok(), "{exposed}");
+            assert!(
+                check_admin_listen(addr, &AdminTokens::single(token.clone())).is_ok(),
+                "{exposed}"
+            );
         }
     }
 }

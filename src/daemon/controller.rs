@@ -19,6 +19,7 @@ use crate::daemon::inbox::{MESSAGE_BUFFER, Message, MessageSender, Reload};
 use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Steering};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeTarget, Prober};
+use crate::ops::health;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
 use gslb_core::model::{ServiceId, VantageId};
@@ -151,6 +152,7 @@ impl Controller {
                 for task in services.remove(id).into_iter().flatten() {
                     task.abort();
                 }
+                self.telemetry.health.forget_service(id);
                 decisions.remove(id);
             }
             for id in &diff.changed {
@@ -211,8 +213,15 @@ impl Controller {
     ) -> Result<(), ProbeError> {
         let targets = probe_targets(policy, prober)?;
         let mut handles = Vec::new();
+        // One heartbeat for the service's probe loops: each result is progress.
+        let bound = health::probe_bound(policy.probe.interval, policy.probe.timeout);
+        let heartbeat = self
+            .telemetry
+            .health
+            .register(&format!("probes:{}", policy.service), bound);
         for target in targets {
             let service = policy.service.clone();
+            let heartbeat = heartbeat.clone();
             handles.push(tasks.spawn(crate::io::probe::run_endpoint(
                 prober.clone(),
                 target,
@@ -220,6 +229,7 @@ impl Controller {
                 self.telemetry.clock,
                 self.messages.clone(),
                 move |observation| {
+                    heartbeat.beat(bound);
                     Input::Observe {
                         service: service.clone(),
                         observation,
@@ -281,14 +291,27 @@ impl Controller {
         prober: &Arc<Prober>,
         vantage: &VantageId,
     ) {
+        // One heartbeat (`canaries`) for every canary's probe loop, as for a service's.
+        let Some(bound) = targets
+            .iter()
+            .map(|t| health::probe_bound(t.interval(), t.timeout()))
+            .max()
+        else {
+            return;
+        };
+        let heartbeat = self.telemetry.health.register("canaries", bound);
         for target in targets {
+            let heartbeat = heartbeat.clone();
             tasks.spawn(crate::io::probe::run_endpoint(
                 prober.clone(),
                 target,
                 vantage.clone(),
                 self.telemetry.clock,
                 self.messages.clone(),
-                |observation| Input::Canary { observation }.into(),
+                move |observation| {
+                    heartbeat.beat(bound);
+                    Input::Canary { observation }.into()
+                },
             ));
         }
     }
@@ -309,7 +332,7 @@ async fn adopt<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
-        match reconcile::observe(provider.as_ref(), &telemetry).await {
+        match reconcile::observe(provider.as_ref(), &steering.pools.service, &telemetry).await {
             Ok(observed) => {
                 let _ = tx
                     .send(

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::daemon::inbox::{Message, Reload};
 use crate::daemon::reconcile;
 use crate::io::journal::Journal;
+use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{
@@ -30,7 +31,9 @@ use gslb_core::policy::{Mode, Policy};
 type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
 
 /// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
-/// service is re-evaluated without new input.
+/// service is re-evaluated without new input. Its heartbeat (`engine_loop`) beats at every
+/// input and tick, bound by [`health::engine_bound`]; it tells `/readyz` which services await
+/// their provider at start, after each adoption and after each reload.
 pub(super) async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
@@ -50,9 +53,13 @@ pub(super) async fn run(
         input: Input::Start,
     };
     journal.record(&start);
+    let bound = health::engine_bound(tick);
+    let heartbeat = telemetry.health.register("engine_loop", bound);
+    record_readiness(&engine, &telemetry);
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        heartbeat.beat(bound);
         let (input, reply) = tokio::select! {
             m = messages.recv() => match m {
                 None | Some(Message::Stop) => break,
@@ -63,6 +70,7 @@ pub(super) async fn run(
                 }
                 Some(Message::Reload(r)) => {
                     reload(&mut engine, r, &mut decisions, &telemetry, &mut journal).await;
+                    record_readiness(&engine, &telemetry);
                     continue;
                 }
             },
@@ -74,11 +82,26 @@ pub(super) async fn run(
         };
         received(&step, &engine, &telemetry);
         let answer = apply(&mut engine, &step, &decisions, &telemetry, &mut journal).await;
+        if matches!(step.input, Input::Adopt { .. }) {
+            record_readiness(&engine, &telemetry);
+        }
         if let Some(tx) = reply {
             tx.send(answer);
         }
     }
     journal.flush().await;
+}
+
+/// Tells `/readyz` how many services run and which await their provider's state.
+fn record_readiness(engine: &Engine, telemetry: &Telemetry) {
+    let awaiting = engine
+        .services()
+        .filter(|s| !s.ready())
+        .map(|s| s.policy().service.clone())
+        .collect();
+    telemetry
+        .health
+        .set_awaiting(engine.services().count(), awaiting);
 }
 
 /// What shows as soon as an input arrives: a probe result in the metrics, the status and the

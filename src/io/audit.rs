@@ -7,7 +7,7 @@
 //! {"time":1767225600000,"actor":"alice","action":"drill.drain","service":"api","reason":"quarterly DR drill","result":"ok","detail":{"id":"d-5f3a9c1e","pool":"seoul","expires":1767227400000}}
 //! ```
 //!
-//! - `time`: Unix milliseconds ([`Millis`]);
+//! - `time`: RFC 3339, UTC, milliseconds ([`Millis`]; Unix milliseconds before, still read);
 //! - `actor`: who (the API caller or CLI user as it names itself; `gslb` for the controller);
 //! - `action`: `drill.drain`, `drill.restore`, `drill.force`, `drill.end`, `drill.expire`,
 //!   `rearm`, `decision`, `failover.timeline` (a closed failover timeline, whole, in `detail`);
@@ -353,12 +353,12 @@ mod tests {
         assert!(!line.contains('\n'));
         assert!(
             line.starts_with(
-                r#"{"time":1000,"actor":"alice","action":"drill.drain","service":"api","reason":"quarterly DR drill","result":"ok","detail":{"#
+                r#"{"time":"1970-01-01T00:00:01.000Z","actor":"alice","action":"drill.drain","service":"api","reason":"quarterly DR drill","result":"ok","detail":{"#
             ),
             "{line}"
         );
         let back: AuditEntry = serde_json::from_str(&line).expect("parse back");
-        assert_eq!(back.detail["expires"], 1_801_000);
+        assert_eq!(back.detail["expires"], "1970-01-01T00:30:01.000Z");
         assert_eq!(back.detail["pool"], "seoul");
     }
 
@@ -367,7 +367,7 @@ mod tests {
         let e = AuditEntry::new(Millis(5), "bob", "rearm", "budget spent", "ok: api");
         assert_eq!(
             serde_json::to_string(&e).expect("json"),
-            r#"{"time":5,"actor":"bob","action":"rearm","reason":"budget spent","result":"ok: api"}"#
+            r#"{"time":"1970-01-01T00:00:00.005Z","actor":"bob","action":"rearm","reason":"budget spent","result":"ok: api"}"#
         );
     }
 

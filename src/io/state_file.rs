@@ -296,7 +296,13 @@ mod tests {
         assert_eq!(doc["version"], 1);
         assert_eq!(doc["overrides"][0]["id"], "d-1");
         assert_eq!(doc["overrides"][0]["action"], "drain");
-        assert_eq!(doc["overrides"][0]["expires"], 1_801_000);
+        assert_eq!(doc["overrides"][0]["expires"], "1970-01-01T00:30:01.000Z");
+        // A file written before times were RFC 3339 (Unix milliseconds) still loads.
+        let old = fs::read_to_string(sf.path())
+            .expect("read")
+            .replace("\"1970-01-01T00:30:01.000Z\"", "1801000");
+        fs::write(sf.path(), old).expect("write");
+        assert_eq!(sf.load().expect("old file")[0].expires, Millis(1_801_000));
     }
 
     #[test]

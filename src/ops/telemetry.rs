@@ -12,6 +12,7 @@ use gslb_provider::ProviderError;
 
 use crate::io::clock::Clock;
 use crate::ops::events::{self, EventSender};
+use crate::ops::health::Health;
 use crate::ops::metrics::Metrics;
 use crate::ops::status::{ApplyState, StatusBoard};
 
@@ -27,17 +28,21 @@ pub struct Telemetry {
     pub events: EventSender,
     /// Wall clock for timestamps.
     pub clock: Clock,
+    /// The loops' heartbeats and readiness (`/healthz`, `/readyz`).
+    pub health: Health,
 }
 
 impl Telemetry {
     /// Fresh telemetry: an empty status board, a new metrics registry, an event channel with
-    /// room for `events` events per listener (see [`events::CAPACITY`]), and `clock`.
+    /// room for `events` events per listener (see [`events::CAPACITY`]), `clock`, and no
+    /// heartbeats yet.
     pub fn new(clock: Clock, events: usize) -> Self {
         Self {
             board: Arc::new(StatusBoard::default()),
             metrics: Metrics::new(),
             events: events::channel(events),
             clock,
+            health: Health::default(),
         }
     }
 
@@ -74,7 +79,7 @@ impl Telemetry {
     ) {
         self.metrics
             .provider_errors_total
-            .with_label_values(&[provider, operation, e.code()])
+            .with_label_values(&[provider, &service.0, operation, e.code()])
             .inc();
         tracing::warn!(service = %service, provider, operation, error = %e, "provider call failed");
         let now = self.clock.now();

@@ -1,9 +1,10 @@
 //! Policy fixtures: parse expecting errors, assert one error by key and reason, edit a
-//! shipped policy's text.
+//! shipped policy's text, a fast-probing two-pool policy on loopback origins.
 
+use std::net::SocketAddr;
 use std::path::Path;
 
-use gslb_core::policy::{self, PolicyError};
+use gslb_core::policy::{self, Policy, PolicyError};
 
 /// The errors of `text` parsed as `p.toml`; panics if it is valid.
 pub fn errors(text: &str) -> Vec<PolicyError> {
@@ -58,4 +59,27 @@ values = ["192.0.2.1"]
 values = ["192.0.2.2"]
 "#
     )
+}
+
+/// Service `service` (`<service>.example.test`) over origins `seoul` and `tokyo` (path
+/// `/<service>`), probed every 100 ms (timeout 80 ms), rise 2, fall `fall`, Route 53 zone
+/// `ZTEST`.
+pub fn fast_seoul_tokyo(service: &str, fall: u32, seoul: SocketAddr, tokyo: SocketAddr) -> Policy {
+    let text = format!(
+        r#"service = "{service}"
+hostname = "{service}.example.test"
+[probe]
+interval = "100ms"
+timeout = "80ms"
+[health]
+fall = {fall}
+rise = 2
+{pools}"#,
+        pools = seoul_tokyo_route53(
+            &format!("http://{seoul}/{service}"),
+            &format!("http://{tokyo}/{service}"),
+            "ZTEST",
+        ),
+    );
+    policy::parse(Path::new("p.toml"), &text).expect("valid policy")
 }

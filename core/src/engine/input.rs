@@ -40,7 +40,7 @@ pub enum Input {
         /// What the provider says.
         healthy: bool,
         /// How long the vote counts (the reconciler reads every resync period).
-        #[serde(with = "humantime_serde")]
+        #[serde(with = "crate::model::wire::seconds")]
         fresh_for: std::time::Duration,
     },
     /// The provider's serving pool, read at start; decisions for the service start here.

@@ -86,10 +86,11 @@ pub struct OverrideRequest {
     pub pool: PoolId,
     /// Why: required, shown in status and the audit log.
     pub reason: String,
-    /// Who asked (the API's caller as it names itself, the CLI user).
+    /// Who asked: the name of the API caller's token, or (with no token configured) the
+    /// caller as it names itself, the CLI user.
     pub actor: String,
     /// How long it lasts; default [`DEFAULT_OVERRIDE_TTL`], at most [`MAX_OVERRIDE_TTL`].
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "crate::model::wire::seconds::option")]
     pub duration: Option<Duration>,
 }
 

@@ -42,7 +42,7 @@ pub enum Suspicion {
         /// How many pools.
         pools: usize,
         /// How far apart the first and the last went down.
-        #[serde(with = "humantime_serde")]
+        #[serde(with = "crate::model::wire::seconds")]
         within: Duration,
     },
     /// Every canary target fails.

@@ -69,7 +69,8 @@ pub enum DrillCommand {
         /// Why it ends (recorded in the audit log).
         #[arg(long, value_parser = non_blank)]
         reason: String,
-        /// Who ends it (default: $USER, else "cli").
+        /// Who ends it (default: $USER, else "cli"); a daemon with tokens records the
+        /// token's name instead.
         #[arg(long)]
         actor: Option<String>,
     },
@@ -90,7 +91,8 @@ pub struct StartArgs {
     /// Why (recorded in status and the audit log).
     #[arg(long, value_parser = non_blank)]
     pub reason: String,
-    /// Who (default: $USER, else "cli").
+    /// Who (default: $USER, else "cli"); a daemon with tokens records the token's name
+    /// instead.
     #[arg(long)]
     pub actor: Option<String>,
 }
@@ -107,7 +109,8 @@ pub struct RearmArgs {
     /// Why (recorded in the audit log).
     #[arg(long, value_parser = non_blank)]
     pub reason: String,
-    /// Who (default: $USER, else "cli").
+    /// Who (default: $USER, else "cli"); a daemon with tokens records the token's name
+    /// instead.
     #[arg(long)]
     pub actor: Option<String>,
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError};
 use tokio::sync::watch;
 
+use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::status::{ApplyState, ApplyStatus, Decided};
 use crate::ops::telemetry::Telemetry;
@@ -89,6 +90,9 @@ enum Pass {
 
 /// Runs until the decision sender is dropped.
 ///
+/// Liveness: its heartbeat (`reconciler:<service>`) beats at the start of each pass, which
+/// must end within [`health::reconciler_bound`], and then announces its wait.
+///
 /// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`. Every
 /// label set of the binding exists from the start
 /// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The apply
@@ -116,8 +120,13 @@ pub async fn run<P: Provider>(
         fight: FightGuard::default(),
         announced: None,
     };
+    let bound = health::reconciler_bound(CALL_DEADLINE);
+    let heartbeat = telemetry
+        .health
+        .register(&format!("reconciler:{service}"), bound);
     // Nothing to reconcile before the first decision: the adoption read at start is the only
-    // read until then.
+    // read until then (waiting for it is readiness, not liveness).
+    heartbeat.idle(Duration::MAX, bound);
     while decisions.borrow_and_update().is_none() {
         if decisions.changed().await.is_err() {
             return;
@@ -125,6 +134,7 @@ pub async fn run<P: Provider>(
     }
     loop {
         let decision = decisions.borrow_and_update().clone();
+        heartbeat.beat(bound);
         let started = tokio::time::Instant::now();
         let passed = reconciler.pass(decision.as_ref(), &decisions).await;
         took.observe(started.elapsed().as_secs_f64());
@@ -147,6 +157,7 @@ pub async fn run<P: Provider>(
             Pass::Fatal => steering.resync,
             Pass::Stopped(d) => d,
         };
+        heartbeat.idle(wait, bound);
         tokio::select! {
             changed = decisions.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(wait) => {}
@@ -197,19 +208,20 @@ pub fn send(
 }
 
 /// Reads `provider` afresh within [`CALL_DEADLINE`], counted in
-/// `gslb_provider_calls_total{provider,operation="observe"}`: the reconciler's read and the
+/// `gslb_provider_calls_total{provider,service,operation="observe"}`: the reconciler's read and the
 /// adoption read at start, the same way.
 ///
 /// # Errors
 /// The provider's own, untouched, or `Transient` at the deadline; the caller reports it.
 pub(crate) async fn observe<P: Provider>(
     provider: &P,
+    service: &ServiceId,
     telemetry: &Telemetry,
 ) -> Result<ObservedState, ProviderError> {
     telemetry
         .metrics
         .provider_calls_total
-        .with_label_values(&[provider.name(), "observe"])
+        .with_label_values(&[provider.name(), &service.0, "observe"])
         .inc();
     within_deadline(provider.observe()).await
 }
@@ -294,7 +306,7 @@ impl<P: Provider> Reconciler<'_, P> {
     /// Reads the provider afresh (within [`CALL_DEADLINE`]) and hands its pool health to the
     /// health votes. A failed read while a decision waits marks it decided but not applied.
     async fn observe(&self, decision: Option<&Decision>) -> Result<ObservedState, ProviderError> {
-        let observed = match observe(self.provider, self.telemetry).await {
+        let observed = match observe(self.provider, self.service(), self.telemetry).await {
             Ok(o) => o,
             Err(e) => {
                 if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
@@ -328,7 +340,7 @@ impl<P: Provider> Reconciler<'_, P> {
         self.telemetry
             .metrics
             .provider_calls_total
-            .with_label_values(&[name, "apply"])
+            .with_label_values(&[name, &service.0, "apply"])
             .inc();
         match within_deadline(self.provider.apply(&plan)).await {
             Ok(()) => {

@@ -5,7 +5,9 @@
 //! Each family is declared (name, help, labels) in the module of its role, next to what records
 //! it: `probes` (probe results), `engine` (decisions, holds, drills), `provider` (reconcilers),
 //! `operations` (version, policy loads, webhooks, failover timelines). The probe loops' own
-//! metrics (lateness, late and skipped probes) are in `probing`.
+//! metrics (lateness, late and skipped probes) are in `probing`. The process's own
+//! (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`, ...) come
+//! from the `prometheus` crate's process collector (Linux only).
 
 mod engine;
 mod operations;
@@ -59,9 +61,10 @@ pub struct Metrics {
     /// 0 while it reads `pending` or `shadow`; set only by
     /// [`Telemetry::record_apply`](crate::ops::telemetry::Telemetry::record_apply).
     pub decision_applied: GaugeVec,
-    /// `gslb_provider_calls_total{provider,operation}`: observe and apply calls.
+    /// `gslb_provider_calls_total{provider,service,operation}`: observe and apply calls.
     pub provider_calls_total: IntCounterVec,
-    /// `gslb_provider_errors_total{provider,operation,code}`: failed calls by error class.
+    /// `gslb_provider_errors_total{provider,service,operation,code}`: failed calls by error
+    /// class.
     pub provider_errors_total: IntCounterVec,
     /// `gslb_provider_writes_total{provider,service}`: changes written to a provider.
     pub provider_writes_total: IntCounterVec,
@@ -184,6 +187,11 @@ impl Metrics {
             registry: r.registry,
             declared: r.declared,
         };
+        // `process_*` (CPU seconds, resident and virtual memory, open and maximum file
+        // descriptors, start time) from /proc; on other systems it collects nothing.
+        let process = prometheus::process_collector::ProcessCollector::for_self();
+        register_named(&metrics.registry, &metrics.declared, Box::new(process))
+            .expect("unique metric name");
         metrics.declare_process();
         metrics
     }

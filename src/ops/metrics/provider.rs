@@ -17,13 +17,13 @@ pub(super) const DECISION_APPLIED: Family = Family {
 };
 pub(super) const PROVIDER_CALLS_TOTAL: Family = Family {
     name: "gslb_provider_calls_total",
-    help: "Provider calls by operation (observe, apply).",
-    labels: &["provider", "operation"],
+    help: "Provider calls by service and operation (observe, apply).",
+    labels: &["provider", "service", "operation"],
 };
 pub(super) const PROVIDER_ERRORS_TOTAL: Family = Family {
     name: "gslb_provider_errors_total",
-    help: "Failed provider calls by operation and error class.",
-    labels: &["provider", "operation", "code"],
+    help: "Failed provider calls by service, operation and error class.",
+    labels: &["provider", "service", "operation", "code"],
 };
 pub(super) const PROVIDER_WRITES_TOTAL: Family = Family {
     name: "gslb_provider_writes_total",
@@ -70,10 +70,10 @@ impl Metrics {
     pub fn declare_binding(&self, provider: &str, service: &str) {
         for operation in ["observe", "apply"] {
             self.provider_calls_total
-                .with_label_values(&[provider, operation]);
+                .with_label_values(&[provider, service, operation]);
             for code in gslb_provider::ProviderError::CODES {
                 self.provider_errors_total
-                    .with_label_values(&[provider, operation, code]);
+                    .with_label_values(&[provider, service, operation, code]);
             }
         }
         let labels = [provider, service];

@@ -205,9 +205,9 @@ fn a_binding_reads_zero_everywhere_before_its_first_call() {
     m.declare_binding("route53", "api");
     let text = m.render();
     for line in [
-        r#"gslb_provider_calls_total{operation="apply",provider="route53"} 0"#,
-        r#"gslb_provider_errors_total{code="rate_limited",operation="observe",provider="route53"} 0"#,
-        r#"gslb_provider_errors_total{code="unowned",operation="apply",provider="route53"} 0"#,
+        r#"gslb_provider_calls_total{operation="apply",provider="route53",service="api"} 0"#,
+        r#"gslb_provider_errors_total{code="rate_limited",operation="observe",provider="route53",service="api"} 0"#,
+        r#"gslb_provider_errors_total{code="unowned",operation="apply",provider="route53",service="api"} 0"#,
         r#"gslb_provider_writes_total{provider="route53",service="api"} 0"#,
         r#"gslb_provider_write_fights_total{provider="route53",service="api"} 0"#,
         r#"gslb_plans_refused_total{reason="fallback_unhealthy",service="api"} 0"#,

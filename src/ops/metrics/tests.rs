@@ -20,6 +20,27 @@ fn every_metric_registers_once() {
 }
 
 #[test]
+fn process_metrics_are_exported_and_declared() {
+    let m = super::Metrics::new();
+    let text = m.render();
+    for family in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {family} ")),
+            "{family}:\n{text}"
+        );
+        assert!(
+            m.families().iter().any(|(n, _)| n == family),
+            "{family} not declared"
+        );
+    }
+}
+
+#[test]
 fn override_gauges_count_active_drills_and_fall_back_to_zero() {
     use gslb_core::engine::{OverrideAction, OverrideId, OverrideRequest, Overrides};
     use gslb_core::model::{Millis, PoolId};

@@ -80,7 +80,10 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line");
     assert_eq!(line["action"], "failover.timeline");
     assert_eq!(line["result"], "complete");
-    assert_eq!(line["detail"]["phases"]["first_failed_probe"], 500);
+    assert_eq!(
+        line["detail"]["phases"]["first_failed_probe"],
+        "1970-01-01T00:00:00.500Z"
+    );
     task.stop().await;
 }
 
@@ -112,7 +115,10 @@ async fn stopping_the_task_audits_open_timelines_as_interrupted() {
     let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line, flushed");
     assert_eq!(line["action"], "failover.timeline");
     assert_eq!(line["result"], "interrupted");
-    assert_eq!(line["detail"]["phases"]["provider_accepted"], 1_100);
+    assert_eq!(
+        line["detail"]["phases"]["provider_accepted"],
+        "1970-01-01T00:00:01.100Z"
+    );
 }
 
 /// `gslb events` (`GET /v1/events`) after a restart: the earlier run audited its closed

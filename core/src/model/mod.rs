@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod wire;
+
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -51,10 +53,9 @@ id!(
 ///
 /// The engine takes time only as an argument of this type, so tests pass explicit instants and
 /// recorded observations replay exactly.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
-#[serde(transparent)]
+///
+/// In JSON it is an RFC 3339 string ([`wire`]); Unix milliseconds still read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Millis(pub u64);
 
 impl Millis {
@@ -181,8 +182,9 @@ impl fmt::Display for ProbeReason {
 pub struct ProbeOutcome {
     /// Whether the endpoint passed the check.
     pub success: bool,
-    /// Time from start to verdict, including DNS, connect, TLS and the response.
-    #[serde(with = "humantime_serde")]
+    /// Time from start to verdict, including DNS, connect, TLS and the response; seconds in
+    /// JSON ([`wire::seconds`]).
+    #[serde(with = "wire::seconds")]
     pub duration: Duration,
     /// The HTTP status, when a response arrived.
     pub http_status: Option<u16>,
@@ -193,7 +195,7 @@ pub struct ProbeOutcome {
     /// recordings made before it existed.
     #[serde(
         default,
-        with = "humantime_serde",
+        with = "wire::seconds::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub dns_lookup: Option<Duration>,
@@ -257,7 +259,11 @@ mod tests {
         let old = r#"{"success":true,"duration":"12ms","http_status":200,"reason":"ok"}"#;
         let o: ProbeOutcome = serde_json::from_str(old).expect("an old recording line reads");
         assert_eq!((o.dns_lookup, o.cert_expiry), (None, None));
-        assert_eq!(serde_json::to_string(&o).expect("writes"), old);
+        // Written today: the duration in seconds.
+        assert_eq!(
+            serde_json::to_string(&o).expect("writes"),
+            r#"{"success":true,"duration":0.012,"http_status":200,"reason":"ok"}"#
+        );
         let new = ProbeOutcome {
             dns_lookup: Some(Duration::from_millis(3)),
             cert_expiry: Some(Millis(4_949_565_165_000)),
@@ -265,7 +271,7 @@ mod tests {
         };
         let line = serde_json::to_string(&new).expect("writes");
         assert!(
-            line.contains(r#""dns_lookup":"3ms","cert_expiry":4949565165000"#),
+            line.contains(r#""dns_lookup":0.003,"cert_expiry":"2126-11-05T15:12:45.000Z""#),
             "{line}"
         );
         let back: ProbeOutcome = serde_json::from_str(&line).expect("reads back");
