@@ -72,6 +72,7 @@ fn telemetry(events: &EventSender, metrics: &Metrics, board: &Arc<StatusBoard>) 
         metrics: metrics.clone(),
         events: events.clone(),
         clock: Clock::system(),
+        health: Default::default(),
     }
 }
 

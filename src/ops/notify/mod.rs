@@ -108,6 +108,7 @@ pub fn spawn(
         metrics,
         events,
         clock,
+        ..
     } = telemetry;
     let deliverers = webhooks
         .iter()

@@ -163,13 +163,12 @@ async fn events_show_a_timeline_after_a_restart() {
     );
     store.restore(past.timelines);
     assert_eq!(store.list(None, 10), before);
-    let state = crate::admin::AdminState {
-        board: telemetry2.board.clone(),
-        metrics: telemetry2.metrics.clone(),
-        commands: None,
-        token: None,
-        timelines: store.clone(),
-    };
+    let state = crate::admin::AdminState::new(
+        &telemetry2,
+        None,
+        crate::config::AdminAuth::default(),
+        store.clone(),
+    );
     let axum::Json(answer) = crate::admin::events::list(
         axum::extract::State(state),
         Ok(axum::extract::Query(
