@@ -7,6 +7,7 @@
 //! `operations` (version, policy loads, webhooks, failover timelines). The probe loops' own
 //! metrics (lateness, late and skipped probes) are in `probing`.
 
+mod cluster;
 mod engine;
 mod operations;
 mod probes;
@@ -125,6 +126,15 @@ pub struct Metrics {
     pub webhook_deliveries_total: IntCounterVec,
     /// `gslb_build_info{version}`: always 1; the running version.
     pub build_info: GaugeVec,
+    /// `gslb_cluster_coordinated`: 1 while coordinated (or alone), 0 while failing static.
+    pub cluster_coordinated: Gauge,
+    /// `gslb_cluster_vantage_fresh{vantage}`: 1 while the vantage point's heartbeat is fresh.
+    pub cluster_vantage_fresh: GaugeVec,
+    /// `gslb_cluster_fresh_voters{service,pool}`: vantage points whose votes on the pool count.
+    pub cluster_fresh_voters: GaugeVec,
+    /// `gslb_cluster_etcd_errors_total{op}`: failed etcd calls (handed to
+    /// [`crate::io::coordination::ErrorCounter`]).
+    pub cluster_etcd_errors_total: IntCounterVec,
 }
 
 /// One metric family as declared: name, help text and label names (none for a plain gauge).
@@ -181,10 +191,15 @@ impl Metrics {
             policy_reload_timestamp_seconds: r
                 .plain_gauge(&operations::POLICY_RELOAD_TIMESTAMP_SECONDS),
             webhook_deliveries_total: r.counter(&operations::WEBHOOK_DELIVERIES_TOTAL),
+            cluster_coordinated: r.plain_gauge(&cluster::CLUSTER_COORDINATED),
+            cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
+            cluster_fresh_voters: r.gauge(&cluster::CLUSTER_FRESH_VOTERS),
+            cluster_etcd_errors_total: r.counter(&cluster::CLUSTER_ETCD_ERRORS_TOTAL),
             registry: r.registry,
             declared: r.declared,
         };
         metrics.declare_process();
+        metrics.cluster_coordinated.set(1.0);
         metrics
     }
 
@@ -206,6 +221,7 @@ impl Metrics {
                 &self.pool_flapping,
                 &self.pool_damping_penalty,
                 &self.pool_suppressed,
+                &self.cluster_fresh_voters,
             ] {
                 let _ = g.remove_label_values(&[service, p]);
             }

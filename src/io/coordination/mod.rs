@@ -1,0 +1,17 @@
+//! Coordination of several gslb instances through etcd (`[cluster]`): the client connection,
+//! this instance's lease, the key layout, votes and heartbeats (see `docs/cluster.md`).
+//!
+//! Must not: decide anything. What peers say becomes engine inputs; whether a vote counts
+//! (freshness on the reader's clock, `min_voters`) is the engine's rule. No consensus of our
+//! own: every agreement is an etcd transaction, lease or election.
+
+pub mod client;
+pub mod error;
+pub mod keys;
+pub mod lease;
+
+pub use client::{Clients, Connect, TlsFiles};
+pub use error::ErrorCounter;
+pub use error::{CoordinationError, EtcdOp};
+pub use keys::Keys;
+pub use lease::{LeaseState, LeaseTask};
