@@ -23,6 +23,7 @@ const FRESH_FOR: Duration = Duration::from_millis(3 * INTERVAL);
 fn cluster(min_voters: u32) -> Sim {
     let mut sim = Sim::new(policy(|t| t));
     sim.step(Input::Cluster {
+        local: VantageId(HERE.into()),
         vantages: [HERE, "b", "c"].map(|v| VantageId(v.into())).to_vec(),
         min_voters,
         fresh_for: FRESH_FOR,

@@ -147,6 +147,15 @@ pub async fn run<B: Bind>(
         settings.dns.clone(),
         daemon.controller().policies(),
     );
+    let _cluster = match &settings.cluster {
+        Some(cluster) => Some(
+            daemon
+                .join_cluster(cluster)
+                .await
+                .map_err(RunError::config)?,
+        ),
+        None => None,
+    };
     attach_canaries(&mut daemon, &settings)?;
     for policy in &policies {
         let provider = binder.bind(policy).await.map_err(RunError::config)?;

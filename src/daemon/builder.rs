@@ -162,6 +162,26 @@ impl Daemon {
         )
     }
 
+    /// Joins the cluster of `settings` (see [`super::cluster::join`]). Call before attaching
+    /// any service, so the engine records the cluster before it decides anything.
+    ///
+    /// # Errors
+    /// See [`super::cluster::join`].
+    pub async fn join_cluster(
+        &mut self,
+        settings: &crate::config::ClusterSettings,
+    ) -> Result<super::cluster::ClusterHandle, crate::io::coordination::CoordinationError> {
+        let inbox = self.controller.commands();
+        super::cluster::join(
+            settings,
+            &self.vantage,
+            &self.telemetry,
+            &inbox,
+            &mut self.tasks,
+        )
+        .await
+    }
+
     /// Starts probing the vantage point's canary targets.
     pub fn attach_canaries(&mut self, targets: Vec<ProbeTarget>) {
         self.controller

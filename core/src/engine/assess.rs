@@ -185,7 +185,7 @@ impl<'a> Assessor<'a> {
         cluster
             .vantages
             .iter()
-            .filter(|v| !local.contains(v))
+            .filter(|v| **v != cluster.local && !local.contains(v))
             .filter_map(|v| {
                 let mut published = false;
                 let verdicts: Vec<Verdict> = self

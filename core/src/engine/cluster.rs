@@ -37,6 +37,8 @@ pub struct VantageVote {
 /// heartbeats by vantage point (on this engine's clock), and whether coordination holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterView {
+    /// This instance's own vantage point (its votes are its own probes' evidence).
+    pub local: VantageId,
     /// The configured vantage points (`[cluster] vantages`); others' votes are ignored.
     pub vantages: BTreeSet<VantageId>,
     /// Counted vantage-point votes a pool's verdict needs (`[cluster] min_voters`).
@@ -48,10 +50,17 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    /// A cluster of `vantages` needing `min_voters`, heartbeats fresh for `fresh_for`. Starts
-    /// not coordinated (failing static) until an [`Input::Coordination`](super::Input) says so.
-    pub fn new(vantages: BTreeSet<VantageId>, min_voters: u32, fresh_for: Duration) -> Self {
+    /// `local`'s view of a cluster of `vantages` needing `min_voters`, heartbeats fresh for
+    /// `fresh_for`. Starts not coordinated (failing static) until an
+    /// [`Input::Coordination`](super::Input) says so.
+    pub fn new(
+        local: VantageId,
+        vantages: BTreeSet<VantageId>,
+        min_voters: u32,
+        fresh_for: Duration,
+    ) -> Self {
         Self {
+            local,
             vantages,
             min_voters,
             fresh_for,
@@ -63,7 +72,7 @@ impl ClusterView {
     /// Records a heartbeat of `vantage` seen at `at`. Returns whether it was stale before
     /// (its votes start counting now). Unconfigured vantage points are ignored.
     pub fn heartbeat(&mut self, vantage: &VantageId, at: Millis) -> bool {
-        if !self.vantages.contains(vantage) {
+        if !self.vantages.contains(vantage) || *vantage == self.local {
             return false;
         }
         let was = self.fresh(vantage, at);
@@ -81,14 +90,15 @@ impl ClusterView {
         self.coordinated
     }
 
-    /// Whether `vantage`'s remote votes count at `now`: coordinated, and its last heartbeat
-    /// seen within `fresh_for`.
+    /// Whether `vantage`'s votes count at `now`: coordinated, and (for another vantage point)
+    /// its last heartbeat seen within `fresh_for`.
     pub fn fresh(&self, vantage: &VantageId, now: Millis) -> bool {
         self.coordinated
-            && self
-                .heartbeats
-                .get(vantage)
-                .is_some_and(|t| now.since(*t) <= self.fresh_for)
+            && (*vantage == self.local
+                || self
+                    .heartbeats
+                    .get(vantage)
+                    .is_some_and(|t| now.since(*t) <= self.fresh_for))
     }
 
     /// How long ago `vantage`'s last heartbeat was seen, at `now`; `None` before the first.
@@ -112,7 +122,7 @@ mod tests {
 
     fn view() -> ClusterView {
         let vantages = ["a", "b", "c"].map(v).into_iter().collect();
-        ClusterView::new(vantages, 2, Duration::from_secs(6))
+        ClusterView::new(v("a"), vantages, 2, Duration::from_secs(6))
     }
 
     #[test]
@@ -130,6 +140,7 @@ mod tests {
         );
         assert!(!c.heartbeat(&v("z"), Millis(2_000)), "not configured");
         assert!(!c.fresh(&v("z"), Millis(2_000)));
+        assert!(c.fresh(&v("a"), Millis(99_000)), "this instance itself");
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub enum Input {
     /// [`Input::Start`]: the configured vantage points, the votes a pool needs, and how long
     /// a heartbeat keeps a vantage point's votes counting. Coordination starts lost.
     Cluster {
+        /// This instance's vantage point.
+        local: VantageId,
         /// Every configured vantage point, this instance's included.
         vantages: Vec<VantageId>,
         /// Counted vantage-point votes a pool's verdict needs.
@@ -266,6 +268,7 @@ mod tests {
                 removed: vec![ServiceId("web".into())],
             },
             Input::Cluster {
+                local: VantageId("a".into()),
                 vantages: vec![VantageId("a".into()), VantageId("b".into())],
                 min_voters: 2,
                 fresh_for: Duration::from_secs(6),

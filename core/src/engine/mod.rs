@@ -177,12 +177,14 @@ impl Engine {
             Input::Reload { reset, removed } => self.apply_reload(reset, removed, &mut out),
             Input::LoadOverrides { overrides } => self.load_overrides(overrides, &mut out),
             Input::Cluster {
+                local,
                 vantages,
                 min_voters,
                 fresh_for,
             } => {
                 let vantages = vantages.iter().cloned().collect();
-                self.cluster = Some(ClusterView::new(vantages, *min_voters, *fresh_for));
+                let view = ClusterView::new(local.clone(), vantages, *min_voters, *fresh_for);
+                self.cluster = Some(view);
                 self.services.keys().cloned().collect()
             }
             Input::Coordination { coordinated } => self.coordination(*coordinated),
