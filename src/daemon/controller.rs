@@ -38,6 +38,7 @@ pub fn steering(policy: &Policy, resync: Duration) -> Steering {
         resync,
         shadow: policy.mode == gslb_core::policy::Mode::Shadow,
         health_votes: None,
+        seat: None,
     }
 }
 

@@ -53,6 +53,17 @@ impl ApplyState {
     }
 }
 
+/// A binding's cluster writer as this instance sees it (status `cluster`, `gslb plan`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct SeatView {
+    /// This instance's role: `writer`, `follower`, or `unknown` (etcd not readable yet).
+    pub role: &'static str,
+    /// The writer's vantage point, when one leads.
+    pub writer: Option<String>,
+    /// The writer's epoch (fencing token), when one leads.
+    pub epoch: Option<u64>,
+}
+
 /// What the reconciler last saw and did. As read ([`StatusBoard::snapshot`]), it also shows a
 /// decision the reconciler has not reported on yet as `pending` (see [`ApplyStatus::take_up`]).
 #[derive(Debug, Clone, Serialize, Default)]
@@ -87,6 +98,15 @@ pub struct ApplyStatus {
     /// Set while the decision drains the provider's fallback pool, which gslb never disables:
     /// the drain is ignored (the rest of the decision is applied) and this says so.
     pub ignored_drain: Option<String>,
+    /// `[cluster]` only: this instance's role for the binding and the binding's writer. Not
+    /// shown without `[cluster]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<SeatView>,
+    /// `[cluster]` only: why this instance did not write the latest plan (it is a follower,
+    /// or the fence refused it: the reason); the decision stays `pending` ("decided but not
+    /// applied"). Cleared when it writes or the provider matches. Not shown when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<String>,
     /// The provider's fallback pool as of the last successful observe (Cloudflare
     /// `fallback_pool`): a drain of it is ignored. Not shown.
     #[serde(skip)]
