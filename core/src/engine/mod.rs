@@ -20,6 +20,7 @@ mod overrides;
 mod quorum;
 mod rails;
 mod rules;
+mod safety;
 mod service;
 mod vantage;
 mod velocity;
@@ -38,6 +39,7 @@ pub use overrides::{
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
 pub use rules::choose;
+pub use safety::SafetyState;
 pub use service::{EndpointTransition, ServiceEngine};
 pub use vantage::{Suspicion, Vantages};
 pub use velocity::{SwitchWindow, TokenBucket};
@@ -166,6 +168,13 @@ impl Engine {
             Input::Rearm { service, .. } => self.rearm(service.as_ref(), at, &mut out),
             Input::Reload { reset, removed } => self.apply_reload(reset, removed, &mut out),
             Input::LoadOverrides { overrides } => self.load_overrides(overrides, &mut out),
+            Input::RestoreSafety { service, safety } => match self.services.get_mut(service) {
+                Some(s) => {
+                    s.restore_safety(safety, at);
+                    vec![service.clone()]
+                }
+                None => Vec::new(),
+            },
         });
         for id in touched {
             self.evaluate(&id, at, &mut out);
