@@ -32,30 +32,6 @@ fn read(relative: &str) -> String {
         .unwrap_or_else(|e| panic!("reading {relative}: {e}"))
 }
 
-/// The executable `name`: on PATH, or in the virtualenv's `bin/`. `None` (the test skips)
-/// when it is in neither, unless `GSLB_REQUIRE_TOOLS=1`, then the test fails.
-fn tool(name: &str) -> Option<PathBuf> {
-    let venv = emulators::venv_dir().join("bin");
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .chain([venv])
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let why = format!(
-            "{name} not found on PATH or in the virtualenv: run `bash .ci/install-tools.sh`"
-        );
-        assert!(
-            std::env::var("GSLB_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "{why} (GSLB_REQUIRE_TOOLS=1: tools must not be skipped)"
-        );
-        eprintln!("skipped: {why}");
-    }
-    found
-}
-
 /// Runs `exe args` in the workspace root; panics with its output unless it exits 0.
 fn run_ok(exe: &Path, args: &[&str]) -> String {
     let out = Command::new(exe)
@@ -79,7 +55,7 @@ fn run_ok(exe: &Path, args: &[&str]) -> String {
 
 #[test]
 fn promtool_checks_the_rules_and_their_unit_tests_pass() {
-    let Some(promtool) = tool("promtool") else {
+    let Some(promtool) = emulators::tool("promtool") else {
         return;
     };
     let out = run_ok(&promtool, &["check", "rules", RULES]);
@@ -228,7 +204,7 @@ fn the_declared_families_are_what_metrics_renders() {
 
 #[test]
 fn every_dashboard_query_parses() {
-    let Some(promtool) = tool("promtool") else {
+    let Some(promtool) = emulators::tool("promtool") else {
         return;
     };
     // Grafana's variables replaced by what they expand to, each query as a recording rule.
@@ -256,7 +232,7 @@ fn every_dashboard_query_parses() {
 
 #[test]
 fn kubernetes_manifests_pass_the_schema_check() {
-    let Some(validate) = tool("kubernetes-validate") else {
+    let Some(validate) = emulators::tool("kubernetes-validate") else {
         return;
     };
     let mut files = vec!["deploy/kubernetes/namespace.yaml".to_owned()];
@@ -395,7 +371,7 @@ fn the_kubernetes_containers_run_a_command_line_gslb_accepts() {
 
 #[test]
 fn the_dockerfile_passes_hadolint() {
-    let Some(hadolint) = tool("hadolint") else {
+    let Some(hadolint) = emulators::tool("hadolint") else {
         return;
     };
     run_ok(&hadolint, &["Dockerfile"]);

@@ -10,6 +10,7 @@ pub mod controller;
 pub mod daemon;
 pub mod dns;
 pub mod emulators;
+pub mod etcd;
 pub mod policy;
 pub mod proxy;
 pub mod reconcile;

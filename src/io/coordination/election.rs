@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 use tokio::sync::watch;
 
+use super::lease::LeaseState;
+
 /// A binding's writer as etcd names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leader {
@@ -85,11 +87,11 @@ pub async fn run(
     campaign: Campaign,
     campaigner: Client,
     client: Client,
-    mut lease: watch::Receiver<Option<i64>>,
+    mut lease: watch::Receiver<LeaseState>,
     role: watch::Sender<Role>,
 ) {
     while !role.is_closed() {
-        let Some(lease_id) = *lease.borrow_and_update() else {
+        let Some(lease_id) = lease.borrow_and_update().id else {
             role.send_replace(Role::Unknown);
             if lease.changed().await.is_err() {
                 return;
@@ -100,7 +102,7 @@ pub async fn run(
         let won = tokio::select! {
             won = elections.campaign(campaign.name.as_bytes(), campaign.vantage.as_bytes(), lease_id) => won,
             () = follow(&campaign, &client, &role) => return,
-            changed = lease.changed() => {
+            changed = lease.wait_for(|l| l.id != Some(lease_id)) => {
                 if changed.is_err() { return; }
                 continue;
             }
@@ -139,12 +141,12 @@ async fn hold(
     key: &[u8],
     epoch: i64,
     lease_id: i64,
-    lease: &mut watch::Receiver<Option<i64>>,
+    lease: &mut watch::Receiver<LeaseState>,
 ) {
     loop {
         tokio::select! {
             changed = lease.changed() => {
-                if changed.is_err() || *lease.borrow_and_update() != Some(lease_id) {
+                if changed.is_err() || lease.borrow_and_update().id != Some(lease_id) {
                     return;
                 }
             }

@@ -11,6 +11,7 @@ use gslb_provider::{DesiredState, Stamp};
 use tokio::sync::watch;
 
 use super::election::Role;
+use super::lease::LeaseState;
 use super::fence::{self, Intent, IntentSeen, Refusal, Timing};
 
 /// One binding's seat: its role watch, the fencing client and keys, the lease's last
@@ -22,21 +23,21 @@ pub struct Seat {
     /// The time relations ([`Timing`]).
     pub timing: Timing,
     role: watch::Receiver<Role>,
-    keepalive: watch::Receiver<Option<Instant>>,
+    lease: watch::Receiver<LeaseState>,
     client: Client,
     intent_key: String,
     seen: Arc<Mutex<Option<IntentSeen>>>,
 }
 
 impl Seat {
-    /// A seat for `binding`: `role` from its election, `keepalive` the instant of the lease's
-    /// last successful keepalive (`None` before the first), `client` with a request timeout,
-    /// `intent_key` the binding's intent key.
+    /// A seat for `binding`: `role` from its election, `lease` this instance's lease (its last
+    /// confirmed keepalive), `client` with a request timeout, `intent_key` the binding's
+    /// intent key.
     pub fn new(
         binding: String,
         timing: Timing,
         role: watch::Receiver<Role>,
-        keepalive: watch::Receiver<Option<Instant>>,
+        lease: watch::Receiver<LeaseState>,
         client: Client,
         intent_key: String,
     ) -> Self {
@@ -44,7 +45,7 @@ impl Seat {
             binding,
             timing,
             role,
-            keepalive,
+            lease,
             client,
             intent_key,
             seen: Arc::new(Mutex::new(None)),
@@ -78,7 +79,8 @@ impl Seat {
         if now < ready {
             return Err(Refusal::TakeoverDelay(ready - now));
         }
-        let fresh = (*self.keepalive.borrow()).is_some_and(|k| self.timing.lease_fresh(k, now));
+        let last = self.lease.borrow().last_keepalive.map(tokio::time::Instant::into_std);
+        let fresh = last.is_some_and(|k| self.timing.lease_fresh(k, now));
         if !fresh {
             return Err(Refusal::LeaseStale);
         }

@@ -7,6 +7,7 @@
 //! `operations` (version, policy loads, webhooks, failover timelines). The probe loops' own
 //! metrics (lateness, late and skipped probes) are in `probing`.
 
+mod cluster;
 mod engine;
 mod operations;
 mod probes;
@@ -126,6 +127,15 @@ pub struct Metrics {
     pub webhook_deliveries_total: IntCounterVec,
     /// `gslb_build_info{version}`: always 1; the running version.
     pub build_info: GaugeVec,
+    /// `gslb_cluster_coordinated`: 1 while coordinated (or alone), 0 while failing static.
+    pub cluster_coordinated: Gauge,
+    /// `gslb_cluster_vantage_fresh{vantage}`: 1 while the vantage point's heartbeat is fresh.
+    pub cluster_vantage_fresh: GaugeVec,
+    /// `gslb_cluster_fresh_voters{service,pool}`: vantage points whose votes on the pool count.
+    pub cluster_fresh_voters: GaugeVec,
+    /// `gslb_cluster_etcd_errors_total{op}`: failed etcd calls (handed to
+    /// [`crate::io::coordination::ErrorCounter`]).
+    pub cluster_etcd_errors_total: IntCounterVec,
     /// `gslb_cluster_writer{binding}`: 1 while this instance is the binding's elected writer,
     /// 0 otherwise (`[cluster]` only).
     pub cluster_writer: GaugeVec,
@@ -193,6 +203,10 @@ impl Metrics {
             policy_reload_timestamp_seconds: r
                 .plain_gauge(&operations::POLICY_RELOAD_TIMESTAMP_SECONDS),
             webhook_deliveries_total: r.counter(&operations::WEBHOOK_DELIVERIES_TOTAL),
+            cluster_coordinated: r.plain_gauge(&cluster::CLUSTER_COORDINATED),
+            cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
+            cluster_fresh_voters: r.gauge(&cluster::CLUSTER_FRESH_VOTERS),
+            cluster_etcd_errors_total: r.counter(&cluster::CLUSTER_ETCD_ERRORS_TOTAL),
             cluster_writer: r.gauge(&writer::CLUSTER_WRITER),
             cluster_fenced_write_refusals_total: r
                 .counter(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
@@ -201,6 +215,7 @@ impl Metrics {
             declared: r.declared,
         };
         metrics.declare_process();
+        metrics.cluster_coordinated.set(1.0);
         metrics
     }
 
@@ -222,6 +237,7 @@ impl Metrics {
                 &self.pool_flapping,
                 &self.pool_damping_penalty,
                 &self.pool_suppressed,
+                &self.cluster_fresh_voters,
             ] {
                 let _ = g.remove_label_values(&[service, p]);
             }

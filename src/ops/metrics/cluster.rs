@@ -1,0 +1,26 @@
+//! Metrics of coordination through etcd (`[cluster]`): whether this instance is coordinated,
+//! which vantage points' votes count, how many fresh voters each pool has, and failed etcd
+//! calls. Alone (no `[cluster]`) only `gslb_cluster_coordinated` is exported, at 1.
+
+use super::Family;
+
+pub(super) const CLUSTER_COORDINATED: Family = Family {
+    name: "gslb_cluster_coordinated",
+    help: "1 while this instance is coordinated (alone, or holding a live etcd lease with its watches running); 0 while it fails static.",
+    labels: &[],
+};
+pub(super) const CLUSTER_VANTAGE_FRESH: Family = Family {
+    name: "gslb_cluster_vantage_fresh",
+    help: "1 while the vantage point's heartbeat is fresh on this instance's clock (its votes count), 0 while stale.",
+    labels: &["vantage"],
+};
+pub(super) const CLUSTER_FRESH_VOTERS: Family = Family {
+    name: "gslb_cluster_fresh_voters",
+    help: "Vantage points whose votes on the pool count now (fresh, not suspect); the pool's verdict needs cluster.min_voters of them.",
+    labels: &["service", "pool"],
+};
+pub(super) const CLUSTER_ETCD_ERRORS_TOTAL: Family = Family {
+    name: "gslb_cluster_etcd_errors_total",
+    help: "Failed etcd calls by operation (connect, lease_grant, lease_keepalive, put, get, watch, txn, election).",
+    labels: &["op"],
+};
