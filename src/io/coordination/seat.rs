@@ -10,7 +10,8 @@ use etcd_client::Client;
 use gslb_provider::{DesiredState, Stamp};
 use tokio::sync::watch;
 
-use super::election::Role;
+use super::Clients;
+use super::election::{self, Campaign, Role};
 use super::lease::LeaseState;
 use super::fence::{self, Intent, IntentSeen, Refusal, Timing};
 
@@ -30,6 +31,40 @@ pub struct Seat {
 }
 
 impl Seat {
+    /// Joins the election of `binding` as `vantage` on `clients` with this instance's `lease`:
+    /// spawns the election task ([`election::run`], checking every `lease_ttl / 4`) and
+    /// returns the binding's seat and that task's handle (abort it to leave the election).
+    pub fn join(
+        clients: &Clients,
+        lease: watch::Receiver<LeaseState>,
+        vantage: &str,
+        binding: &str,
+        timing: Timing,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = watch::channel(Role::Unknown);
+        let campaign = Campaign {
+            name: clients.keys.election(binding),
+            vantage: vantage.to_owned(),
+            poll: timing.lease_ttl / 4,
+        };
+        let task = tokio::spawn(election::run(
+            campaign,
+            clients.untimed.clone(),
+            clients.kv.clone(),
+            lease.clone(),
+            tx,
+        ));
+        let seat = Self::new(
+            binding.to_owned(),
+            timing,
+            rx,
+            lease,
+            clients.kv.clone(),
+            clients.keys.intent(binding),
+        );
+        (seat, task)
+    }
+
     /// A seat for `binding`: `role` from its election, `lease` this instance's lease (its last
     /// confirmed keepalive), `client` with a request timeout, `intent_key` the binding's
     /// intent key.
