@@ -95,11 +95,12 @@ async fn one_writer_is_fenced_and_a_lost_lease_hands_over_to_a_larger_epoch() {
         .expect("exactly one writer");
     let old_epoch = epoch(&instances[first]);
     for (i, x) in instances.iter().enumerate().filter(|(i, _)| *i != first) {
-        let seen = support::eventually(TTL, || async {
-            x.seat.role().writer().cloned()
-        })
-        .await;
-        assert_eq!(seen.map(|w| w.epoch), Some(old_epoch), "follower {i} names the writer");
+        let seen = support::eventually(TTL, || async { x.seat.role().writer().cloned() }).await;
+        assert_eq!(
+            seen.map(|w| w.epoch),
+            Some(old_epoch),
+            "follower {i} names the writer"
+        );
         assert_eq!(x.seat.admit(&desired()).await, Err(Refusal::Follower));
     }
     // The new writer waits out the takeover delay, then the fence admits it.

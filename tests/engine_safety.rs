@@ -792,11 +792,7 @@ fn a_restored_safety_state_keeps_the_velocity_budget_spent_after_a_restart() {
         sim.round(true, false);
     }
     assert_eq!(sim.switches(), 2);
-    let saved = sim
-        .engine
-        .service(&sim.service)
-        .expect("service")
-        .safety();
+    let saved = sim.engine.service(&sim.service).expect("service").safety();
     let saved: gslb_core::engine::SafetyState =
         serde_json::from_value(serde_json::to_value(&saved).expect("json")).expect("back");
     for restore in [false, true] {
@@ -818,7 +814,11 @@ fn a_restored_safety_state_keeps_the_velocity_budget_spent_after_a_restart() {
             assert_eq!(rule, Rule::VelocityLimited, "the budget is still spent");
             assert_eq!(restarted.active(), "seoul");
         } else {
-            assert_eq!(rule, Rule::Failover, "a fresh engine alone forgets the budget");
+            assert_eq!(
+                rule,
+                Rule::Failover,
+                "a fresh engine alone forgets the budget"
+            );
         }
     }
 }

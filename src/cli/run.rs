@@ -16,10 +16,12 @@ use tokio::sync::mpsc;
 use crate::admin;
 use crate::config::Settings;
 use crate::daemon::builder::{Builder, Daemon};
+use crate::daemon::cluster::{self, Cluster, ClusterError};
 use crate::daemon::controller;
 use crate::daemon::reload::{self, Reloader, Trigger};
 use crate::io::audit::AuditLog;
 use crate::io::clock::Clock;
+use crate::io::coordination::ErrorCounter;
 use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
 use crate::io::probe::{self, Prober};
@@ -130,7 +132,20 @@ pub async fn run<B: Bind>(
     let mut extra = tokio::task::JoinSet::new();
     let notifier = webhooks(&settings, &telemetry, &mut extra)?;
     let (journal, saved, audit) = journal(&settings).await?;
-    let mut daemon = Builder::new(policies.clone())
+    let mut builder = Builder::new(policies.clone());
+    if let Some(cluster) = &settings.cluster {
+        let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone());
+        let member = Cluster::start(cluster, settings.vantage.clone(), errors)
+            .await
+            .map_err(|e| match e {
+                ClusterError::Settings(_) => RunError::config(e),
+                ClusterError::Connect(_) => {
+                    RunError::config(e).context("connecting to etcd ([cluster])")
+                }
+            })?;
+        builder = builder.cluster(Arc::new(member));
+    }
+    let mut daemon = builder
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
@@ -148,6 +163,15 @@ pub async fn run<B: Bind>(
         daemon.controller().policies(),
     );
     attach_canaries(&mut daemon, &settings)?;
+    if let Some(member) = daemon.cluster() {
+        let services = policies.iter().map(|p| p.service.clone()).collect();
+        extra.spawn(cluster::keep_safety(
+            member.clone(),
+            services,
+            daemon.commands(),
+            telemetry.board.clone(),
+        ));
+    }
     for policy in &policies {
         let provider = binder.bind(policy).await.map_err(RunError::config)?;
         daemon

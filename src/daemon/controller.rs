@@ -273,6 +273,15 @@ impl Controller {
         Ok(())
     }
 
+    /// Stops `task` with `service`'s other tasks on a reload that changes or removes it (e.g.
+    /// its binding's election).
+    pub(super) fn track(&self, service: &ServiceId, task: AbortHandle) {
+        lock(&self.services)
+            .entry(service.clone())
+            .or_default()
+            .push(task);
+    }
+
     /// Starts probing the vantage point's canary targets (see
     /// [`EngineSettings::canaries`]).
     pub(super) fn attach_canaries(

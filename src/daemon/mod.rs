@@ -7,6 +7,7 @@
 //! these loops only carry inputs in and writes out, in order.
 
 pub mod builder;
+pub mod cluster;
 pub mod controller;
 pub mod engine_loop;
 pub mod inbox;

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use gslb_provider::Plan;
 
-use gslb_core::engine::{Decision, Override, PoolVerdict, ServiceEngine};
+use gslb_core::engine::{Decision, Override, PoolVerdict, SafetyState, ServiceEngine};
 use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict,
 };
@@ -253,6 +253,9 @@ pub struct ServiceStatus {
     /// The latest decision handed to the reconciler; the engine loop's fact. Not shown.
     #[serde(skip)]
     pub decided: Option<Decided>,
+    /// The engine's safety state of the service (kept in etcd in a cluster). Not shown.
+    #[serde(skip)]
+    pub safety: Option<SafetyState>,
 }
 
 /// Every service's status.
@@ -281,6 +284,14 @@ impl StatusBoard {
             }
         }
         services
+    }
+
+    /// Each service's engine safety state as last published, without copying the rest.
+    pub fn safety(&self) -> Vec<(ServiceId, SafetyState)> {
+        read(&self.services)
+            .iter()
+            .filter_map(|(id, s)| Some((id.clone(), s.safety.clone()?)))
+            .collect()
     }
 
     /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point.
@@ -357,6 +368,7 @@ impl StatusBoard {
             last_decision: decision.cloned(),
             apply: ApplyStatus::default(),
             decided: None,
+            safety: Some(engine.safety()),
         };
         let mut guard = write(&self.services);
         let (apply, decided) = guard

@@ -50,7 +50,8 @@ impl SafetyState {
             self.last_failover = saved.last_failover;
             self.consecutive_failovers = saved.consecutive_failovers;
         } else if saved.last_failover == self.last_failover {
-            self.consecutive_failovers = self.consecutive_failovers.max(saved.consecutive_failovers);
+            self.consecutive_failovers =
+                self.consecutive_failovers.max(saved.consecutive_failovers);
         }
     }
 }
@@ -119,7 +120,10 @@ mod tests {
         let mut b = a.clone();
         b.merge(&a, Millis(6_000), &d);
         b.merge(&older, Millis(6_000), &d);
-        assert_eq!(b.bucket.available(Millis(6_000)), a.bucket.available(Millis(6_000)));
+        assert_eq!(
+            b.bucket.available(Millis(6_000)),
+            a.bucket.available(Millis(6_000))
+        );
         assert_eq!(b.last_failover, a.last_failover);
         assert_eq!(b.consecutive_failovers, 1);
     }

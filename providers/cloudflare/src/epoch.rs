@@ -24,7 +24,9 @@ pub fn stamp(description: Option<&str>, epoch: u64) -> String {
     let text = description.unwrap_or_default();
     let kept = match text.find(MARK) {
         Some(start) => {
-            let end = text[start..].find(']').map_or(text.len(), |e| start + e + 1);
+            let end = text[start..]
+                .find(']')
+                .map_or(text.len(), |e| start + e + 1);
             format!("{}{}", &text[..start], &text[end..])
         }
         None => text.to_owned(),

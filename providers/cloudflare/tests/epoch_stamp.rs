@@ -28,17 +28,28 @@ async fn a_stamped_write_carries_the_epoch_keeps_the_text_and_is_read_back() {
     let fake = Fake::start().await;
     let provider = gslb_cloudflare::fake::provider(&fake);
     assert_eq!(provider.observe().await.expect("reads").writer_epoch, None);
-    provider.apply_as(&to_gcp(), stamp(15)).await.expect("writes");
-    let description = fake.load_balancer()["description"].as_str().map(str::to_owned);
+    provider
+        .apply_as(&to_gcp(), stamp(15))
+        .await
+        .expect("writes");
+    let description = fake.load_balancer()["description"]
+        .as_str()
+        .map(str::to_owned);
     assert_eq!(
         description.as_deref(),
         Some(format!("web LB [{MANAGED_TAG}] [gslb-epoch=15]").as_str())
     );
-    assert_eq!(provider.observe().await.expect("reads").writer_epoch, Some(15));
+    assert_eq!(
+        provider.observe().await.expect("reads").writer_epoch,
+        Some(15)
+    );
     let log = fake.write_log();
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].epoch, Some(15));
-    assert_eq!(log[0].default_pools, Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()]));
+    assert_eq!(
+        log[0].default_pools,
+        Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()])
+    );
 }
 
 #[tokio::test]
@@ -46,9 +57,14 @@ async fn a_late_write_of_an_older_epoch_shows_on_the_next_read() {
     let fake = Fake::start().await;
     let new_writer = gslb_cloudflare::fake::provider(&fake);
     new_writer.observe().await.expect("reads");
-    new_writer.apply_as(&to_gcp(), stamp(20)).await.expect("writes");
+    new_writer
+        .apply_as(&to_gcp(), stamp(20))
+        .await
+        .expect("writes");
     // The old writer's request lands afterwards (Cloudflare has no compare-and-set).
-    let description = fake.load_balancer()["description"].as_str().map(str::to_owned);
+    let description = fake.load_balancer()["description"]
+        .as_str()
+        .map(str::to_owned);
     fake.edit_load_balancer(serde_json::json!({
         "default_pools": [ids::NCP, ids::GCP],
         "description": epoch::stamp(description.as_deref(), 12),
@@ -57,7 +73,10 @@ async fn a_late_write_of_an_older_epoch_shows_on_the_next_read() {
     assert_eq!(seen.writer_epoch, Some(12), "the late write is visible");
     let back = new_writer.apply_as(&to_gcp(), stamp(20)).await;
     assert!(back.is_ok(), "the current writer corrects it: {back:?}");
-    assert_eq!(epoch::read(fake.load_balancer()["description"].as_str()), Some(20));
+    assert_eq!(
+        epoch::read(fake.load_balancer()["description"].as_str()),
+        Some(20)
+    );
 }
 
 #[tokio::test]
@@ -70,7 +89,10 @@ async fn no_request_is_sent_past_the_deadline() {
         deadline: Instant::now(),
     };
     let refused = provider.apply_as(&to_gcp(), late).await;
-    assert!(matches!(refused, Err(ProviderError::Transient(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(ProviderError::Transient(_))),
+        "{refused:?}"
+    );
     assert!(fake.write_log().is_empty(), "nothing was sent");
 }
 
@@ -84,7 +106,10 @@ async fn a_dropped_held_write_never_lands() {
     let write = tokio::spawn(async move { p.apply_as(&to_gcp(), stamp(7)).await });
     let deadline = Instant::now() + Duration::from_secs(5);
     while fake.held_writes() == 0 {
-        assert!(Instant::now() < deadline, "the write never reached the fake");
+        assert!(
+            Instant::now() < deadline,
+            "the write never reached the fake"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(fake.write_log().is_empty(), "a held write has not landed");

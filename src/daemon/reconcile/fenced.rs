@@ -72,10 +72,9 @@ impl<P: Provider> Reconciler<'_, P> {
             Ok(stamp) => Ok(stamp),
             Err(refusal) => {
                 let reason = match (&refusal, seat.role().writer()) {
-                    (Refusal::Follower, Some(w)) => format!(
-                        "{refusal} (writer {}, epoch {})",
-                        w.vantage, w.epoch
-                    ),
+                    (Refusal::Follower, Some(w)) => {
+                        format!("{refusal} (writer {}, epoch {})", w.vantage, w.epoch)
+                    }
                     _ => refusal.to_string(),
                 };
                 if refusal != Refusal::Follower {

@@ -14,9 +14,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_provider::{
-    Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError, Stamp,
-};
+use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError, Stamp};
 use tokio::sync::watch;
 
 use crate::io::coordination::seat::Seat;

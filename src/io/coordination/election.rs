@@ -102,6 +102,7 @@ pub async fn run(
         let won = tokio::select! {
             won = elections.campaign(campaign.name.as_bytes(), campaign.vantage.as_bytes(), lease_id) => won,
             () = follow(&campaign, &client, &role) => return,
+            () = role.closed() => return,
             changed = lease.wait_for(|l| l.id != Some(lease_id)) => {
                 if changed.is_err() { return; }
                 continue;
@@ -126,7 +127,10 @@ pub async fn run(
             key: key.key().to_vec(),
             won_at: Instant::now(),
         });
-        hold(&campaign, &client, key.key(), key.rev(), lease_id, &mut lease).await;
+        tokio::select! {
+            () = hold(&campaign, &client, key.key(), key.rev(), lease_id, &mut lease) => {}
+            () = role.closed() => return,
+        }
         tracing::warn!(election = %campaign.name, epoch = me.epoch, "leadership lost; now a follower");
         role.send_replace(Role::Follower { writer: None });
     }

@@ -214,7 +214,10 @@ pub async fn record(
         });
     }
     let ours = resp.op_responses().into_iter().any(|op| match op {
-        TxnOpResponse::Get(g) => g.kvs().first().is_some_and(|kv| kv.create_revision() == epoch),
+        TxnOpResponse::Get(g) => g
+            .kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == epoch),
         _ => false,
     });
     Err(if ours {
@@ -252,7 +255,10 @@ mod tests {
     #[test]
     fn a_short_ttl_is_refused_naming_the_key() {
         let e = Timing::derive(Duration::from_secs(3), CALL).expect_err("no room");
-        assert!(e.starts_with("cluster.lease_ttl: 3s leaves a write deadline of 500ms"), "{e}");
+        assert!(
+            e.starts_with("cluster.lease_ttl: 3s leaves a write deadline of 500ms"),
+            "{e}"
+        );
         assert!(Timing::derive(Duration::from_secs(4), CALL).is_ok());
     }
 

@@ -12,6 +12,7 @@ pub mod error;
 pub mod fence;
 pub mod keys;
 pub mod lease;
+pub mod safety;
 pub mod seat;
 
 pub use client::{Clients, Connect, TlsFiles};

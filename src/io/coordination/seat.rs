@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use super::Clients;
 use super::election::{self, Campaign, Role};
-use super::lease::LeaseState;
 use super::fence::{self, Intent, IntentSeen, Refusal, Timing};
+use super::lease::LeaseState;
 
 /// One binding's seat: its role watch, the fencing client and keys, the lease's last
 /// successful keepalive and the time relations. Cloning shares the intent revision seen.
@@ -114,7 +114,11 @@ impl Seat {
         if now < ready {
             return Err(Refusal::TakeoverDelay(ready - now));
         }
-        let last = self.lease.borrow().last_keepalive.map(tokio::time::Instant::into_std);
+        let last = self
+            .lease
+            .borrow()
+            .last_keepalive
+            .map(tokio::time::Instant::into_std);
         let fresh = last.is_some_and(|k| self.timing.lease_fresh(k, now));
         if !fresh {
             return Err(Refusal::LeaseStale);

@@ -238,7 +238,11 @@ fn patch_pool(shared: &Shared, inner: &mut Inner, id: &str, request: &Value) -> 
     };
     let after = write(p, request, ts, reverter);
     inner.reverts += u32::from(reverter);
-    log(inner, format!("/accounts/{}/load_balancers/pools/{id}", inner.account), request);
+    log(
+        inner,
+        format!("/accounts/{}/load_balancers/pools/{id}", inner.account),
+        request,
+    );
     (StatusCode::OK, envelope_ok(after), Schema::PoolSingle, None)
 }
 
@@ -270,7 +274,11 @@ fn patch_load_balancer(shared: &Shared, inner: &mut Inner, id: &str, request: &V
     };
     let after = write(l, request, ts, reverter);
     inner.reverts += u32::from(reverter);
-    log(inner, format!("/zones/{}/load_balancers/{id}", inner.zone), request);
+    log(
+        inner,
+        format!("/zones/{}/load_balancers/{id}", inner.zone),
+        request,
+    );
     (StatusCode::OK, envelope_ok(after), Schema::LbSingle, None)
 }
 

@@ -1,0 +1,207 @@
+//! One fenced writer per binding, end to end: three real `gslb run` processes (vantage points
+//! a, b, c on 127.0.21.1-3), a real three-member etcd (127.0.20.1-3), two loopback origins
+//! and the Cloudflare fake, whose write log records every applied write in order with the
+//! epoch stamped in the load balancer's description.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use gslb_cloudflare::fake::{Fake, ids};
+use support::cluster::{GslbCluster, INTERVAL_MS, TAKEOVER, TTL};
+use support::eventually;
+
+fn head() -> String {
+    format!(
+        "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = 3\nrise = 2"
+    )
+}
+
+fn to_gcp() -> Option<Vec<String>> {
+    Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()])
+}
+
+/// Waits until every running instance (all but `skip`) reports `web` applied on `pool`.
+async fn applied_on(c: &GslbCluster, pool: &str, skip: Option<usize>, within: Duration) -> bool {
+    eventually(within, || async {
+        for (i, x) in c.instances.iter().enumerate() {
+            if Some(i) == skip {
+                continue;
+            }
+            let s = x.status().await?;
+            (s["apply"]["state"] == "applied" && s["active"] == pool).then_some(())?;
+        }
+        Some(())
+    })
+    .await
+    .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (old, old_epoch) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    // The writer's write is held at the fake: decided, sent, not landed.
+    fake.hold_writes();
+    c.ncp.stop().await;
+    eventually(Duration::from_secs(10), || async {
+        (fake.held_writes() >= 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the writer never wrote:\n{}", c.logs()));
+    c.instances[old].kill();
+    let killed = Instant::now();
+    // The killed writer's request never lands.
+    fake.drop_held_writes();
+    let landed = eventually(TTL + TAKEOVER + Duration::from_secs(10), || async {
+        let log = fake.write_log();
+        (!log.is_empty()).then_some(log)
+    })
+    .await
+    .unwrap_or_else(|| panic!("nobody took over:\n{}", c.logs()));
+    let took = killed.elapsed();
+    println!("takeover write {took:?} after kill -9 (TTL {TTL:?} + takeover delay {TAKEOVER:?})");
+    let (new, new_epoch) = c
+        .writer(Duration::from_secs(10), Some(old))
+        .await
+        .expect("a new agreed writer");
+    assert_ne!(new, old);
+    assert!(new_epoch > old_epoch, "epoch {new_epoch} after {old_epoch}");
+    assert_eq!(landed.len(), 1, "{landed:?}");
+    assert_eq!(landed[0].default_pools, to_gcp());
+    assert_eq!(
+        landed[0].epoch,
+        Some(new_epoch),
+        "written by the new writer"
+    );
+    // Both survivors read it back applied; still exactly one write (no double write).
+    assert!(
+        applied_on(&c, "gcp", Some(old), Duration::from_secs(10)).await,
+        "{}",
+        c.logs()
+    );
+    assert_eq!(fake.write_log().len(), 1, "{:?}", fake.write_log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_after_the_new_writers() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (old, old_epoch) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    // The writer decides and sends; its write is held, then the writer is paused and the
+    // request is lost on the way.
+    fake.hold_writes();
+    c.ncp.stop().await;
+    eventually(Duration::from_secs(10), || async {
+        (fake.held_writes() >= 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the writer never wrote:\n{}", c.logs()));
+    c.instances[old].signal("STOP");
+    fake.drop_held_writes();
+    let first = eventually(TTL + TAKEOVER + Duration::from_secs(10), || async {
+        fake.write_log().first().cloned()
+    })
+    .await
+    .unwrap_or_else(|| panic!("nobody took over:\n{}", c.logs()));
+    let new_epoch = first.epoch.expect("stamped");
+    assert!(new_epoch > old_epoch, "epoch {new_epoch} after {old_epoch}");
+    // Someone else puts NCP first while the old writer sleeps: when it wakes, it wants to
+    // write (its retry after the lost request), with a lease it has not kept.
+    fake.edit_load_balancer(serde_json::json!({"default_pools": [ids::NCP, ids::GCP]}));
+    c.instances[old].signal("CONT");
+    let paused = &c.instances[old];
+    eventually(Duration::from_secs(15), || async {
+        let (role, epoch) = paused.role().await?;
+        (role == "follower" && epoch == Some(new_epoch)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the old writer did not step down:\n{}", c.logs()));
+    // The current writer corrects the edit; the old one never lands a write.
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(15)).await,
+        "{}",
+        c.logs()
+    );
+    let log = fake.write_log();
+    assert!(log.len() >= 2, "the edit was corrected: {log:?}");
+    assert!(
+        log.iter().all(|w| w.epoch == Some(new_epoch)),
+        "only the new writer's epoch after its first write: {log:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_three_etcd_members_down_no_write_fail_static() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (writer, _) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    c.etcd.kill(1);
+    c.etcd.kill(2);
+    c.ncp.stop().await;
+    // Every instance decides the failover; the writer's fence refuses it (no quorum: its
+    // lease is not renewed, etcd does not answer).
+    let w = &c.instances[writer];
+    let fenced = eventually(Duration::from_secs(20), || async {
+        let s = w.status().await?;
+        let reason = s["apply"]["fenced"].as_str()?.to_owned();
+        let lost = reason.contains("lease") || reason.contains("etcd");
+        (lost && s["active"] == "gcp" && s["apply"]["state"] == "pending").then_some(reason)
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "the writer was not fenced for lost coordination:\n{}",
+            c.logs()
+        )
+    });
+    println!("writer fenced: {fenced}");
+    for x in &c.instances {
+        let s = x.status().await.expect("status");
+        assert_eq!(s["active"], "gcp", "{} decided", x.vantage);
+        assert_eq!(
+            s["apply"]["state"], "pending",
+            "{} decided but not applied",
+            x.vantage
+        );
+    }
+    assert!(fake.write_log().is_empty(), "{:?}", fake.write_log());
+    let m = w.metrics().await;
+    assert!(
+        m.lines().any(|l| l
+            .starts_with("gslb_cluster_fenced_write_refusals_total{binding=\"web\"")
+            && !l.ends_with(" 0")),
+        "{m}"
+    );
+}
