@@ -205,3 +205,69 @@ async fn two_of_three_etcd_members_down_no_write_fail_static() {
         "{m}"
     );
 }
+
+/// Restart every instance after two automatic switches: the velocity budget (burst 2) is
+/// still spent, so a third outage is held (`velocity_limited`) and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_spent() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    c.writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    c.ncp.stop().await;
+    assert!(applied_on(&c, "gcp", None, Duration::from_secs(20)).await, "{}", c.logs());
+    c.ncp.start_again().await.expect("ncp again");
+    c.gcp.stop().await;
+    assert!(applied_on(&c, "ncp", None, Duration::from_secs(20)).await, "{}", c.logs());
+    assert_eq!(fake.write_log().len(), 2, "two switches, two writes");
+    let spent = eventually(Duration::from_secs(10), || async {
+        let s = c.instances[0].status().await?;
+        (s["velocity_available"] == 0).then_some(())
+    })
+    .await;
+    assert!(spent.is_some(), "the budget is spent before the restart");
+    c.gcp.start_again().await.expect("gcp again");
+    // Give the instances time to put the spent state: wait until etcd holds it.
+    let client = etcd_client::Client::connect(c.etcd.endpoints(), None)
+        .await
+        .expect("etcd client");
+    eventually(Duration::from_secs(10), || async {
+        let got = client.kv_client().get("/gslb/safety/web", None).await.ok()?;
+        let state: gslb_core::engine::SafetyState =
+            serde_json::from_slice(got.kvs().first()?.value()).ok()?;
+        (state.consecutive_failovers >= 1 && state.last_failover.is_some()).then_some(())
+    })
+    .await
+    .expect("the safety state is in etcd");
+    for x in &mut c.instances {
+        x.kill();
+    }
+    for x in &mut c.instances {
+        x.restart();
+    }
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied after the restart:\n{}",
+        c.logs()
+    );
+    for x in &c.instances {
+        let s = x.status().await.expect("status");
+        assert_eq!(s["velocity_available"], 0, "{} continues the spent budget", x.vantage);
+    }
+    c.ncp.stop().await;
+    let held = eventually(Duration::from_secs(15), || async {
+        let s = c.instances[0].status().await?;
+        (s["last_decision"]["rule"] == "velocity_limited").then_some(())
+    })
+    .await;
+    assert!(held.is_some(), "the third outage is held:\n{}", c.logs());
+    assert_eq!(fake.write_log().len(), 2, "no third write: {:?}", fake.write_log());
+}
