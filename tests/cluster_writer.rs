@@ -223,10 +223,18 @@ async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_
         .await
         .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
     c.ncp.stop().await;
-    assert!(applied_on(&c, "gcp", None, Duration::from_secs(20)).await, "{}", c.logs());
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(20)).await,
+        "{}",
+        c.logs()
+    );
     c.ncp.start_again().await.expect("ncp again");
     c.gcp.stop().await;
-    assert!(applied_on(&c, "ncp", None, Duration::from_secs(20)).await, "{}", c.logs());
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(20)).await,
+        "{}",
+        c.logs()
+    );
     assert_eq!(fake.write_log().len(), 2, "two switches, two writes");
     let spent = eventually(Duration::from_secs(10), || async {
         let s = c.instances[0].status().await?;
@@ -240,7 +248,11 @@ async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_
         .await
         .expect("etcd client");
     eventually(Duration::from_secs(10), || async {
-        let got = client.kv_client().get("/gslb/safety/web", None).await.ok()?;
+        let got = client
+            .kv_client()
+            .get("/gslb/safety/web", None)
+            .await
+            .ok()?;
         let state: gslb_core::engine::SafetyState =
             serde_json::from_slice(got.kvs().first()?.value()).ok()?;
         (state.consecutive_failovers >= 1 && state.last_failover.is_some()).then_some(())
@@ -260,7 +272,11 @@ async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_
     );
     for x in &c.instances {
         let s = x.status().await.expect("status");
-        assert_eq!(s["velocity_available"], 0, "{} continues the spent budget", x.vantage);
+        assert_eq!(
+            s["velocity_available"], 0,
+            "{} continues the spent budget",
+            x.vantage
+        );
     }
     c.ncp.stop().await;
     let held = eventually(Duration::from_secs(15), || async {
@@ -269,5 +285,105 @@ async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_
     })
     .await;
     assert!(held.is_some(), "the third outage is held:\n{}", c.logs());
-    assert_eq!(fake.write_log().len(), 2, "no third write: {:?}", fake.write_log());
+    assert_eq!(
+        fake.write_log().len(),
+        2,
+        "no third write: {:?}",
+        fake.write_log()
+    );
+}
+
+/// A drill started on instance a (admin API) is listed on b and c, and expires once: one
+/// `drill.expire` audit record across the three instances' audit logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_once() {
+    let fake = Fake::start().await;
+    let Some(c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let started = reqwest::Client::new()
+        .post(format!("http://{}/v1/drills", c.instances[0].admin))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "service": "web", "action": "drain", "pool": "ncp",
+                "reason": "cluster drill test", "duration": "5s"
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST /v1/drills");
+    assert!(started.status().is_success(), "{:?}", started.text().await);
+    let body: serde_json::Value =
+        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
+    let id = body["drill"]["id"]
+        .as_str()
+        .or_else(|| body["id"].as_str())
+        .expect("drill id")
+        .to_owned();
+    for x in &c.instances {
+        let listed = eventually(Duration::from_secs(10), || async {
+            x.drill_ids().await.filter(|ids| ids.contains(&id))
+        })
+        .await;
+        assert!(listed.is_some(), "{} lists {id}:\n{}", x.vantage, c.logs());
+    }
+    // Every engine drains ncp: the writer moves traffic once.
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(15)).await,
+        "{}",
+        c.logs()
+    );
+    for x in &c.instances {
+        let gone = eventually(Duration::from_secs(15), || async {
+            x.drill_ids().await.filter(|ids| !ids.contains(&id))
+        })
+        .await;
+        assert!(gone.is_some(), "{} still lists {id}", x.vantage);
+    }
+    // Audit lines are written in the background: wait for the first, then for a while
+    // longer for any second one.
+    let expiries = || {
+        c.instances
+            .iter()
+            .flat_map(|x| x.audit())
+            .filter(|e| e["action"] == "drill.expire" && e["detail"]["id"] == id.as_str())
+            .count()
+    };
+    eventually(Duration::from_secs(10), || async {
+        (expiries() >= 1).then_some(())
+    })
+    .await
+    .expect("the expiry is audited");
+    let starts = c
+        .instances
+        .iter()
+        .flat_map(|x| x.audit())
+        .filter(|e| e["action"] == "drill.drain")
+        .count();
+    assert_eq!(starts, 1, "started once, on a");
+    // Each journal audits a step's changes in order: once every instance has audited the
+    // revert that follows the expiry, no journal can still add an expiry record of its own.
+    for x in &c.instances {
+        let reverted = eventually(Duration::from_secs(15), || async {
+            x.audit()
+                .iter()
+                .any(|e| e["action"] == "drill.complete" && e["detail"]["id"] != id.as_str())
+                .then_some(())
+        })
+        .await;
+        assert!(
+            reverted.is_some(),
+            "{} audited the revert:\n{:?}",
+            x.vantage,
+            x.audit()
+        );
+    }
+    assert_eq!(expiries(), 1, "expired once in the cluster");
 }

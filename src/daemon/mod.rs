@@ -13,3 +13,4 @@ pub mod engine_loop;
 pub mod inbox;
 pub mod reconcile;
 pub mod reload;
+pub mod shared_drills;

@@ -92,6 +92,29 @@ impl Instance {
         self.spawn();
     }
 
+    /// Its audit log entries so far (`state/audit.jsonl`, relative to its folder).
+    pub fn audit(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("state/audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Its drill list (`GET /v1/drills`): the drills' ids.
+    pub async fn drill_ids(&self) -> Option<Vec<String>> {
+        let r = reqwest::get(format!("http://{}/v1/drills", self.admin))
+            .await
+            .ok()?;
+        let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
+        let list = v["overrides"].as_array()?;
+        Some(
+            list.iter()
+                .filter_map(|d| d["id"].as_str().map(str::to_owned))
+                .collect(),
+        )
+    }
+
     /// Its log so far.
     pub fn log(&self) -> String {
         read_log(self.dir.path(), &format!("run-{}.log", self.vantage))

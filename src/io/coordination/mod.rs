@@ -7,6 +7,7 @@
 //! own: every agreement is an etcd transaction, lease or election.
 
 pub mod client;
+pub mod drills;
 pub mod election;
 pub mod error;
 pub mod fence;
