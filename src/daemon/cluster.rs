@@ -1,153 +1,170 @@
-//! Joining a cluster (`[cluster]`): connects to etcd, records the cluster in the engine
-//! ([`Input::Cluster`]), and runs this instance's lease, its vote publisher, the watcher of the
-//! other vantage points (whose events become recorded engine inputs) and the coordination
-//! monitor. What the writer needs is in [`ClusterHandle`].
+//! This instance's part in a cluster (`[cluster]`): the etcd clients, its lease (kept by a
+//! task) and the writers' time relations, started once and handed to the
+//! [`Builder`](super::builder::Builder); each attached service then joins its binding's
+//! election ([`Seat::join`]).
 //!
-//! Coordinated means: our lease is alive (a keepalive confirmed within its TTL, on the
-//! monotonic clock) and the watch of the other vantage points is synced. When either fails,
-//! the engine is told ([`Input::Coordination`]) and fails static; the writer reads
-//! [`ClusterHandle::coordinated`] and refuses writes.
-//!
-//! Must not decide whether a vote counts: the engine does, on its recorded inputs.
+//! Must not: decide, or write to a provider. Without `[cluster]` none of this exists and gslb
+//! runs alone, exactly as before.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
-use tokio::time::Instant;
+use gslb_core::engine::{Input, SafetyState};
+use tokio::sync::watch;
 
-use gslb_core::engine::Input;
-use gslb_core::model::VantageId;
+use crate::daemon::inbox::MessageSender;
+use crate::io::coordination::safety;
+use crate::ops::status::StatusBoard;
 
-use super::inbox::MessageSender;
 use crate::config::ClusterSettings;
-use crate::io::coordination::{
-    Clients, CoordinationError, ErrorCounter, LeaseState, LeaseTask, PeerEvent, Publisher, Watcher,
-};
-use crate::ops::cluster::ClusterStatus;
-use crate::ops::telemetry::Telemetry;
+use crate::daemon::reconcile::CALL_DEADLINE;
+use crate::io::coordination::fence::Timing;
+use crate::io::coordination::seat::Seat;
+use crate::io::coordination::{Clients, CoordinationError, ErrorCounter, LeaseState, LeaseTask};
+use gslb_core::model::{ServiceId, VantageId};
 
-/// Room for the watcher's events before it waits for the engine loop.
-const PEER_EVENTS: usize = 1024;
-
-/// What the rest of the daemon (the fenced writer) reads of the cluster.
-#[derive(Debug, Clone)]
-pub struct ClusterHandle {
-    /// The etcd clients (timed, and untimed for campaigns) and the key layout.
+/// A running cluster membership. Dropping it stops keeping the lease (its keys then go when
+/// the TTL runs out).
+#[derive(Debug)]
+pub struct Cluster {
+    /// The etcd clients and key layout.
     pub clients: Clients,
-    /// This instance's lease: id, generation, and the last confirmed keepalive (monotonic).
+    /// This instance's lease as last seen.
     pub lease: watch::Receiver<LeaseState>,
-    /// Whether coordination holds (lease alive and peers watched). `false`: fail static, no
+    /// This instance's vantage point (the campaign value).
+    pub vantage: VantageId,
+    /// The writers' time relations, derived from `lease_ttl` ([`Timing::derive`]).
+    pub timing: Timing,
+    keeper: tokio::task::JoinHandle<()>,
+    /// Whether coordination holds (lease alive and the other vantage points watched), set by
+    /// the votes' monitor ([`super::votes`]).
+    coordinated: Arc<watch::Sender<bool>>,
+}
+
+impl Cluster {
+    /// Connects to `settings.endpoints` and starts keeping a lease, as `vantage`, counting
+    /// failed etcd calls in `errors`. Returns at once: etcd need not be up (gslb fails
+    /// static until it is).
+    ///
+    /// # Errors
+    /// [`ClusterError::Settings`] when `lease_ttl` leaves no room for a write
+    /// ([`Timing::derive`]); [`ClusterError::Connect`] when the clients cannot be built (a TLS
+    /// file).
+    pub async fn start(
+        settings: &ClusterSettings,
+        vantage: VantageId,
+        errors: ErrorCounter,
+    ) -> Result<Self, ClusterError> {
+        let timing =
+            Timing::derive(settings.lease_ttl, CALL_DEADLINE).map_err(ClusterError::Settings)?;
+        let clients = Clients::connect(settings.connect(), errors).await?;
+        let (task, lease) = LeaseTask::new(clients.clone(), settings.lease_ttl);
+        let keeper = tokio::spawn(task.run());
+        Ok(Self {
+            clients,
+            lease,
+            vantage,
+            timing,
+            keeper,
+            coordinated: Arc::new(watch::Sender::new(false)),
+        })
+    }
+
+    /// Whether coordination holds: this instance's lease is alive and the other vantage
+    /// points' votes are watched. `false` (also before the first sync): fail static, no
     /// provider write.
-    pub coordinated: watch::Receiver<bool>,
+    pub fn coordinated(&self) -> watch::Receiver<bool> {
+        self.coordinated.subscribe()
+    }
+
+    /// The sending side of [`Cluster::coordinated`], for the votes' monitor.
+    pub(super) fn coordination(&self) -> Arc<watch::Sender<bool>> {
+        self.coordinated.clone()
+    }
+
+    /// Joins the election of `service`'s provider binding: its [`Seat`] and the election
+    /// task (abort it when the service is removed).
+    pub fn seat(&self, service: &ServiceId) -> (Seat, tokio::task::JoinHandle<()>) {
+        Seat::join(
+            &self.clients,
+            self.lease.clone(),
+            &self.vantage.0,
+            &service.0,
+            self.timing,
+        )
+    }
+
+    /// How long a writer waits after winning before it writes.
+    pub fn takeover_delay(&self) -> Duration {
+        self.timing.takeover_delay
+    }
 }
 
-/// Joins the cluster of `settings` as `vantage`: records [`Input::Cluster`] in the engine
-/// (through `inbox`, before any service is attached), and spawns the lease, publisher, watcher
-/// and monitor on `tasks`.
-///
-/// # Errors
-/// A TLS file cannot be read, or the client refuses an endpoint. etcd being down is not an
-/// error: the instance starts not coordinated and fails static until it is reachable.
-pub async fn join(
-    settings: &ClusterSettings,
-    vantage: &VantageId,
-    telemetry: &Telemetry,
-    inbox: &MessageSender,
-    tasks: &mut JoinSet<()>,
-) -> Result<ClusterHandle, CoordinationError> {
-    let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone());
-    let clients = Clients::connect(settings.connect(), errors).await?;
-    let min_voters = settings.min_voters();
-    telemetry
-        .board
-        .set_cluster(ClusterStatus::joining(vantage.clone(), min_voters));
-    telemetry.metrics.cluster_coordinated.set(0.0);
-    let input = Input::Cluster {
-        local: vantage.clone(),
-        vantages: settings.vantages.clone(),
-        min_voters,
-        fresh_for: settings.fresh_for(),
-    };
-    // The engine loop outlives this call; if it is gone, nothing is decided anyway.
-    let _ = inbox.send(input.into()).await;
-    let (lease_task, lease) = LeaseTask::new(clients.clone(), settings.lease_ttl);
-    tasks.spawn(lease_task.run());
-    let publisher = Publisher::new(
-        clients.clone(),
-        vantage.clone(),
-        settings.heartbeat,
-        lease.clone(),
-        telemetry.verdicts.subscribe(),
-    );
-    tasks.spawn(publisher.run());
-    let (peer_tx, peer_rx) = mpsc::channel(PEER_EVENTS);
-    tasks.spawn(Watcher::new(clients.clone(), vantage.clone(), settings.heartbeat).run(peer_tx));
-    let (coordinated_tx, coordinated) = watch::channel(false);
-    let monitor = Monitor {
-        peers: peer_rx,
-        lease: lease.clone(),
-        inbox: inbox.clone(),
-        coordinated: coordinated_tx,
-        every: settings.heartbeat / 4,
-    };
-    tasks.spawn(monitor.run());
-    Ok(ClusterHandle {
-        clients,
-        lease,
-        coordinated,
-    })
-}
-
-/// Turns the watcher's events into engine inputs and follows whether coordination holds.
-struct Monitor {
-    peers: mpsc::Receiver<PeerEvent>,
-    lease: watch::Receiver<LeaseState>,
-    inbox: MessageSender,
-    coordinated: watch::Sender<bool>,
-    /// How often the lease's age is checked without any event.
-    every: Duration,
-}
-
-impl Monitor {
-    async fn run(mut self) {
-        let mut synced = false;
-        let mut ticker = tokio::time::interval(self.every.max(Duration::from_millis(10)));
-        loop {
-            let input = tokio::select! {
-                ev = self.peers.recv() => match ev {
-                    None => return,
-                    Some(PeerEvent::Synced(s)) => { synced = s; None }
-                    Some(PeerEvent::Heartbeat(vantage)) => Some(Input::Heartbeat { vantage }),
-                    Some(PeerEvent::Verdict(key, verdict)) => Some(Input::RemoteVerdict {
-                        vantage: key.vantage,
-                        service: key.service,
-                        endpoint: key.endpoint,
-                        verdict,
-                    }),
-                },
-                _ = ticker.tick() => None,
-            };
-            if let Some(input) = input {
-                if self.inbox.send(input.into()).await.is_err() {
-                    return;
-                }
+/// Keeps `services`' safety state shared through etcd, forever: first reads the saved states
+/// (retrying every `lease_ttl / 4` until etcd answers) and feeds them to the engine as
+/// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, puts each
+/// service's state from `board` that changed since it was last put. Restoring before the
+/// first put means a restarted instance never overwrites a spent budget with a full one.
+pub async fn keep_safety(
+    cluster: Arc<Cluster>,
+    services: Vec<ServiceId>,
+    commands: MessageSender,
+    board: Arc<StatusBoard>,
+) {
+    let period = cluster.timing.lease_ttl / 4;
+    let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
+    let saved = loop {
+        match safety::load(client, keys, &services).await {
+            Ok(saved) => break saved,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the shared safety state yet; retrying");
+                tokio::time::sleep(period).await;
             }
-            let now = synced && self.lease.borrow().alive(Instant::now());
-            if self
-                .coordinated
-                .send_if_modified(|c| std::mem::replace(c, now) != now)
-            {
-                if now {
-                    tracing::info!("coordinated through etcd: votes count");
-                } else {
-                    tracing::error!("coordination lost: failing static, no provider write");
+        }
+    };
+    for (service, state) in saved {
+        tracing::info!(service = %service, "continuing the shared safety state from etcd");
+        let restore = Input::RestoreSafety {
+            service,
+            safety: state,
+        };
+        if commands.send(restore.into()).await.is_err() {
+            return;
+        }
+    }
+    let mut put: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
+    loop {
+        tokio::time::sleep(period).await;
+        for (service, state) in board.safety() {
+            if put.get(&service) == Some(&state) {
+                continue;
+            }
+            match safety::save(client, keys, &service, &state).await {
+                Ok(()) => {
+                    put.insert(service, state);
                 }
-                let input = Input::Coordination { coordinated: now };
-                if self.inbox.send(input.into()).await.is_err() {
-                    return;
+                Err(e) => {
+                    tracing::warn!(service = %service, error = %e, "cannot save the shared safety state; retrying")
                 }
             }
         }
     }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+/// Why the cluster membership could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// `[cluster]` settings that leave no room (e.g. `lease_ttl` too short for a write).
+    #[error("{0}")]
+    Settings(String),
+    /// The etcd clients could not be built.
+    #[error(transparent)]
+    Connect(#[from] CoordinationError),
 }

@@ -13,3 +13,5 @@ pub mod engine_loop;
 pub mod inbox;
 pub mod reconcile;
 pub mod reload;
+pub mod shared_drills;
+pub mod votes;

@@ -6,6 +6,7 @@
 
 pub mod authoritative;
 pub mod cloudflare;
+pub mod cluster;
 pub mod controller;
 pub mod daemon;
 pub mod dns;

@@ -9,6 +9,7 @@ use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId
 
 use super::decide::Decision;
 use super::overrides::{Override, OverrideError, OverrideId, OverrideRequest};
+use super::safety::SafetyState;
 use super::service::EndpointTransition;
 
 /// One input.
@@ -114,6 +115,15 @@ pub enum Input {
     LoadOverrides {
         /// The saved overrides.
         overrides: Vec<Override>,
+    },
+    /// A service's safety state as kept in etcd (`[cluster]`): merged into the engine's
+    /// conservatively ([`SafetyState::merge`]), so a new writer or a restarted cluster
+    /// continues the velocity budget, damping, last switch and failback hold.
+    RestoreSafety {
+        /// The service.
+        service: ServiceId,
+        /// Its saved state.
+        safety: SafetyState,
     },
     /// The policy set was reloaded. Services not named kept every bit of their state. The
     /// live engine swaps in the new policies (`Engine::reload`); a replay, which uses

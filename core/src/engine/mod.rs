@@ -22,6 +22,7 @@ mod overrides;
 mod quorum;
 mod rails;
 mod rules;
+mod safety;
 mod service;
 mod vantage;
 mod velocity;
@@ -41,6 +42,7 @@ pub use overrides::{
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
 pub use rules::choose;
+pub use safety::SafetyState;
 pub use service::{EndpointTransition, ServiceEngine};
 pub use vantage::{Suspicion, Vantages};
 pub use velocity::{SwitchWindow, TokenBucket};
@@ -195,6 +197,13 @@ impl Engine {
                 verdict,
             } => self.remote_verdict(vantage, service, endpoint, *verdict),
             Input::Heartbeat { vantage } => self.heartbeat(vantage, at),
+            Input::RestoreSafety { service, safety } => match self.services.get_mut(service) {
+                Some(s) => {
+                    s.restore_safety(safety, at);
+                    vec![service.clone()]
+                }
+                None => Vec::new(),
+            },
         });
         for id in touched {
             self.evaluate(&id, at, &mut out);

@@ -20,6 +20,7 @@ use super::health::{EndpointHealth, pool_verdict};
 use super::overrides::{OverrideAction, Overrides};
 use super::rails::{self, Violation};
 use super::rules::choose;
+use super::safety::SafetyState;
 use super::vantage::Vantages;
 use super::velocity::{SwitchWindow, TokenBucket};
 
@@ -186,6 +187,32 @@ impl ServiceEngine {
             self.active = active;
         }
         self.ready = true;
+    }
+
+    /// The state that must outlive a restart or a change of writer ([`SafetyState`]).
+    pub fn safety(&self) -> SafetyState {
+        SafetyState {
+            bucket: self.bucket,
+            penalties: self.penalties.clone(),
+            last_change: self.last_change,
+            last_failover: self.last_failover,
+            consecutive_failovers: self.consecutive_failovers,
+        }
+    }
+
+    /// Merges a saved safety state at `now` ([`SafetyState::merge`]).
+    pub fn restore_safety(&mut self, saved: &SafetyState, now: Millis) {
+        let mut state = self.safety();
+        state.merge(saved, now, &self.policy.damping);
+        self.bucket = state.bucket;
+        self.penalties = state.penalties;
+        self.last_change = state.last_change;
+        self.last_failover = state.last_failover;
+        self.consecutive_failovers = state.consecutive_failovers;
+        let damping = self.policy.damping;
+        for p in self.penalties.values_mut() {
+            p.update(now, &damping);
+        }
     }
 
     /// Refills the velocity budget (operator re-arm).

@@ -98,6 +98,9 @@ pub struct ServicePlan {
     pub decision: Option<Decision>,
     /// What would be written.
     pub outcome: Outcome,
+    /// `[cluster]` only: this instance's role for the binding, the writer and its epoch
+    /// ([`writer::describe`]).
+    pub cluster: Option<String>,
 }
 
 /// Evaluates every gathered service with one engine at `now` from `vantage` (see the module
@@ -155,6 +158,7 @@ pub fn evaluate(
                 gathered: g,
                 decision,
                 outcome,
+                cluster: None,
             }
         })
         .collect()
@@ -292,6 +296,9 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
             }
             None => writeln!(out, "  decision: none")?,
         }
+        if let Some(role) = &p.cluster {
+            writeln!(out, "  cluster: {role}")?;
+        }
         match &p.outcome {
             Outcome::NoChange => writeln!(out, "  would change: no change")?,
             Outcome::Refused(why) => writeln!(
@@ -380,9 +387,17 @@ pub async fn run<B: Bind>(
     }
     let now = Clock::system().now();
     let engine = settings.engine.engine_settings();
-    let plans = evaluate(gathered, &engine, drills, &settings.vantage, now, rounds);
+    let mut plans = evaluate(gathered, &engine, drills, &settings.vantage, now, rounds);
+    if let Some(cluster) = &settings.cluster {
+        let services: Vec<_> = policies.iter().map(|p| p.service.clone()).collect();
+        let lines = writer::lines(cluster, &settings.vantage, &services).await;
+        for (plan, line) in plans.iter_mut().zip(lines) {
+            plan.cluster = Some(line);
+        }
+    }
     render(&plans, out).map_err(|e| RunError::runtime(e).context("writing the plan"))
 }
 
 #[cfg(test)]
 mod tests;
+mod writer;

@@ -46,6 +46,7 @@ fn gathered(seoul_ok: bool) -> Gathered {
             order: None,
             pools: [("seoul".into(), pool.clone()), ("tokyo".into(), pool)].into(),
             fallback: None,
+            writer_epoch: None,
         },
         probes,
     }

@@ -13,6 +13,7 @@ mod operations;
 mod probes;
 mod probing;
 mod provider;
+mod writer;
 
 use std::sync::{Arc, Mutex};
 
@@ -135,6 +136,17 @@ pub struct Metrics {
     /// `gslb_cluster_etcd_errors_total{op}`: failed etcd calls (handed to
     /// [`crate::io::coordination::ErrorCounter`]).
     pub cluster_etcd_errors_total: IntCounterVec,
+    /// `gslb_cluster_writer{binding}`: 1 while this instance is the binding's elected writer,
+    /// 0 otherwise (`[cluster]` only).
+    pub cluster_writer: GaugeVec,
+    /// `gslb_cluster_fenced_write_refusals_total{binding,reason}`: writes the fence refused
+    /// this instance as writer; `reason` is a [`Refusal::reason`] label.
+    ///
+    /// [`Refusal::reason`]: crate::io::coordination::fence::Refusal::reason
+    pub cluster_fenced_write_refusals_total: IntCounterVec,
+    /// `gslb_cluster_late_writes_total{binding}`: writes of an older writer seen after this
+    /// writer's own (Cloudflare's epoch stamp), each corrected.
+    pub cluster_late_writes_total: IntCounterVec,
 }
 
 /// One metric family as declared: name, help text and label names (none for a plain gauge).
@@ -195,6 +207,10 @@ impl Metrics {
             cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
             cluster_fresh_voters: r.gauge(&cluster::CLUSTER_FRESH_VOTERS),
             cluster_etcd_errors_total: r.counter(&cluster::CLUSTER_ETCD_ERRORS_TOTAL),
+            cluster_writer: r.gauge(&writer::CLUSTER_WRITER),
+            cluster_fenced_write_refusals_total: r
+                .counter(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
+            cluster_late_writes_total: r.counter(&writer::CLUSTER_LATE_WRITES_TOTAL),
             registry: r.registry,
             declared: r.declared,
         };
