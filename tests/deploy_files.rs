@@ -90,6 +90,10 @@ fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
         "OverrideOutstanding",
         "CertExpiringSoon",
         "PolicyReloadFailed",
+        "ClusterNoWriter",
+        "ClusterSeveralWriters",
+        "ClusterVantageStale",
+        "ClusterCoordinationLost",
     ] {
         assert!(alerts.iter().any(|a| a == required), "{required} missing");
     }

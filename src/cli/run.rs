@@ -20,6 +20,7 @@ use crate::daemon::cluster::{self, Cluster, ClusterError};
 use crate::daemon::controller;
 use crate::daemon::reload::{self, Reloader, Trigger};
 use crate::daemon::shared_drills;
+use crate::daemon::votes;
 use crate::io::audit::AuditLog;
 use crate::io::clock::Clock;
 use crate::io::coordination::ErrorCounter;
@@ -145,6 +146,9 @@ pub async fn run<B: Bind>(
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     // Subscribed before any service is attached, so no switch is missed; a reload replaces
     // the policy set it reads.
+    if let (Some(member), Some(cluster)) = (daemon.cluster().cloned(), &settings.cluster) {
+        votes::join(&member, cluster, &telemetry, &daemon.commands(), &mut extra).await;
+    }
     share_through_etcd(&daemon, &policies, &audit, &mut extra);
     let (timelines, timeline_task) = timeline::spawn(
         &telemetry,

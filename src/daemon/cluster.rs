@@ -37,6 +37,9 @@ pub struct Cluster {
     /// The writers' time relations, derived from `lease_ttl` ([`Timing::derive`]).
     pub timing: Timing,
     keeper: tokio::task::JoinHandle<()>,
+    /// Whether coordination holds (lease alive and the other vantage points watched), set by
+    /// the votes' monitor ([`super::votes`]).
+    coordinated: Arc<watch::Sender<bool>>,
 }
 
 impl Cluster {
@@ -64,7 +67,20 @@ impl Cluster {
             vantage,
             timing,
             keeper,
+            coordinated: Arc::new(watch::Sender::new(false)),
         })
+    }
+
+    /// Whether coordination holds: this instance's lease is alive and the other vantage
+    /// points' votes are watched. `false` (also before the first sync): fail static, no
+    /// provider write.
+    pub fn coordinated(&self) -> watch::Receiver<bool> {
+        self.coordinated.subscribe()
+    }
+
+    /// The sending side of [`Cluster::coordinated`], for the votes' monitor.
+    pub(super) fn coordination(&self) -> Arc<watch::Sender<bool>> {
+        self.coordinated.clone()
     }
 
     /// Joins the election of `service`'s provider binding: its [`Seat`] and the election

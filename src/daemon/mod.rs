@@ -14,3 +14,4 @@ pub mod inbox;
 pub mod reconcile;
 pub mod reload;
 pub mod shared_drills;
+pub mod votes;

@@ -262,6 +262,7 @@ pub struct ServiceStatus {
 #[derive(Debug, Default)]
 pub struct StatusBoard {
     services: RwLock<BTreeMap<ServiceId, ServiceStatus>>,
+    cluster: RwLock<Option<crate::ops::cluster::ClusterStatus>>,
     recent: RwLock<BTreeMap<(ServiceId, EndpointId, VantageId), VecDeque<RecentProbe>>>,
 }
 
@@ -284,6 +285,23 @@ impl StatusBoard {
             }
         }
         services
+    }
+
+    /// The cluster's status; `None` alone.
+    pub fn cluster(&self) -> Option<crate::ops::cluster::ClusterStatus> {
+        read(&self.cluster).clone()
+    }
+
+    /// Sets the cluster's status (when joining a cluster).
+    pub fn set_cluster(&self, status: crate::ops::cluster::ClusterStatus) {
+        *write(&self.cluster) = Some(status);
+    }
+
+    /// Refreshes the cluster's status from the engine's view, when this instance is in one.
+    pub fn refresh_cluster(&self, view: &gslb_core::engine::ClusterView, now: Millis) {
+        if let Some(c) = write(&self.cluster).as_mut() {
+            c.refresh(view, now);
+        }
     }
 
     /// Each service's engine safety state as last published, without copying the rest.

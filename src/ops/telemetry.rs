@@ -11,6 +11,7 @@ use gslb_core::model::ServiceId;
 use gslb_provider::ProviderError;
 
 use crate::io::clock::Clock;
+use crate::io::coordination::LocalVerdicts;
 use crate::ops::events::{self, EventSender};
 use crate::ops::metrics::Metrics;
 use crate::ops::status::{ApplyState, StatusBoard};
@@ -27,6 +28,9 @@ pub struct Telemetry {
     pub events: EventSender,
     /// Wall clock for timestamps.
     pub clock: Clock,
+    /// This instance's current rise/fall verdicts (the engine loop sets them; in a cluster
+    /// the vote publisher puts them in etcd).
+    pub verdicts: Arc<tokio::sync::watch::Sender<LocalVerdicts>>,
 }
 
 impl Telemetry {
@@ -38,6 +42,7 @@ impl Telemetry {
             metrics: Metrics::new(),
             events: events::channel(events),
             clock,
+            verdicts: Arc::new(tokio::sync::watch::Sender::new(LocalVerdicts::new())),
         }
     }
 

@@ -144,23 +144,62 @@ pub struct GslbCluster {
     pub gcp: Origin,
 }
 
+/// Where a [`GslbCluster`] runs: the third octet of 127.0.x.1-3 for the etcd members, for
+/// the instances' admin APIs, and (when set) for the instances' probe source addresses; the
+/// primary pool's endpoint URL when not the NCP origin's.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// etcd members on 127.0.`etcd`.1-3.
+    pub etcd: u8,
+    /// Admin APIs on 127.0.`admin`.1-3.
+    pub admin: u8,
+    /// Probes of instance i from 127.0.`probe_from`.i (`[probing] source_address`).
+    pub probe_from: Option<u8>,
+    /// The primary pool's endpoint URL instead of the NCP origin's.
+    pub primary_url: Option<String>,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Self {
+            etcd: 20,
+            admin: 21,
+            probe_from: None,
+            primary_url: None,
+        }
+    }
+}
+
 impl GslbCluster {
     /// Starts etcd, the origins and three instances steering `fake` (`head`: policy lines
     /// after `hostname`). `None` when etcd is not installed (skip).
     pub async fn start(fake: &Fake, head: &str) -> Option<Self> {
-        let etcd = EtcdCluster::start([1, 2, 3].map(|i| Ipv4Addr::new(127, 0, 20, i)))?;
+        Self::start_with(fake, head, Layout::default()).await
+    }
+
+    /// [`GslbCluster::start`] on `layout`'s addresses.
+    pub async fn start_with(fake: &Fake, head: &str, layout: Layout) -> Option<Self> {
+        let etcd = EtcdCluster::start([1, 2, 3].map(|i| Ipv4Addr::new(127, 0, layout.etcd, i)))?;
         let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
         let ncp = Origin::start(loopback, "ncp").await.expect("ncp origin");
         let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
-        let [n, g] = health_urls(ncp.addr(), gcp.addr());
+        let [mut n, g] = health_urls(ncp.addr(), gcp.addr());
+        if let Some(url) = &layout.primary_url {
+            n.clone_from(url);
+        }
         let mut instances = Vec::new();
         for (i, vantage) in ["a", "b", "c"].into_iter().enumerate() {
-            let cluster = format!(
+            let host = u8::try_from(i + 1).unwrap_or(1);
+            let mut cluster = format!(
                 "[cluster]\nendpoints = {:?}\nvantages = [\"a\", \"b\", \"c\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\n",
                 etcd.endpoints()
             );
+            if let Some(net) = layout.probe_from {
+                let from = Ipv4Addr::new(127, 0, net, host);
+                cluster.push_str(&format!("[probing]\nsource_address = \"{from}\"\n"));
+            }
             let (dir, _) = web_files(fake, [&n, &g], head, "", &cluster);
-            let ip = Ipv4Addr::new(127, 0, 21, u8::try_from(i + 1).unwrap_or(1));
+            let ip = Ipv4Addr::new(127, 0, layout.admin, host);
             let admin = SocketAddr::from((ip, free_port(ip)));
             rewrite_settings(dir.path(), vantage, admin);
             let mut instance = Instance {

@@ -13,6 +13,7 @@ use crate::model::{
 use crate::policy::Policy;
 
 use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
+use super::cluster::{ClusterView, RemoteVerdicts};
 use super::damping::FlapPenalty;
 use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 use super::health::{EndpointHealth, pool_verdict};
@@ -39,6 +40,7 @@ pub struct EndpointTransition {
 /// Controller-wide context of one evaluation.
 pub(super) struct Context<'a> {
     pub vantages: &'a Vantages,
+    pub cluster: Option<&'a ClusterView>,
     pub global: Option<&'a mut SwitchWindow>,
     pub overrides: &'a Overrides,
 }
@@ -88,6 +90,7 @@ pub struct ServiceEngine {
     endpoint_pool: BTreeMap<EndpointId, PoolId>,
     evidence: ByEndpoint,
     provider_votes: ProviderVotes,
+    remote: RemoteVerdicts,
     pools: BTreeMap<PoolId, PoolVerdict>,
     penalties: BTreeMap<PoolId, FlapPenalty>,
     ready: bool,
@@ -118,6 +121,7 @@ impl ServiceEngine {
             endpoint_pool,
             evidence: BTreeMap::new(),
             provider_votes: BTreeMap::new(),
+            remote: BTreeMap::new(),
             pools,
             penalties: BTreeMap::new(),
             ready: false,
@@ -236,6 +240,25 @@ impl ServiceEngine {
         }
     }
 
+    /// Records another vantage point's published rise/fall verdict of `endpoint` (unknown
+    /// when it withdrew it). Returns whether the endpoint is one of this service's.
+    pub(super) fn remote_verdict(
+        &mut self,
+        vantage: &VantageId,
+        endpoint: &EndpointId,
+        verdict: Verdict,
+    ) -> bool {
+        if !self.endpoint_pool.contains_key(endpoint) {
+            return false;
+        }
+        let by_vantage = self.remote.entry(endpoint.clone()).or_default();
+        match verdict {
+            Verdict::Unknown => by_vantage.remove(vantage),
+            v => by_vantage.insert(vantage.clone(), v),
+        };
+        true
+    }
+
     /// Records one probe result; prober-side failures only feed `vantages`. A recovering
     /// vantage point's view of the pool is reported once it has re-formed.
     pub(super) fn observe(
@@ -283,7 +306,7 @@ impl ServiceEngine {
         vantage: &VantageId,
         verdict: impl Fn(&EndpointHealth) -> Verdict,
     ) -> Verdict {
-        pool_verdict(self.assessor().members(pool).map(|e| {
+        pool_verdict(self.assessor(None).members(pool).map(|e| {
             self.evidence
                 .get(e)
                 .and_then(|m| m.get(vantage))
@@ -314,7 +337,7 @@ impl ServiceEngine {
         if !self.ready {
             return None;
         }
-        let assessment = self.assessor().assess(now, ctx.vantages);
+        let assessment = self.assessor(ctx.cluster).assess(now, ctx.vantages);
         Some(self.commit(assessment, now, ctx))
     }
 
@@ -339,7 +362,8 @@ impl ServiceEngine {
             failback_hold: self.policy.failback_hold.after(self.consecutive_failovers),
             now,
         };
-        let explain = |p: &PoolId| self.explain(p, now);
+        let cluster = ctx.cluster;
+        let explain = |p: &PoolId| self.assessor(cluster).explain(p, now);
         let Candidate {
             rule,
             active,
@@ -397,6 +421,7 @@ impl ServiceEngine {
         slot.flap_percent = assessed.flap_percent.round() as u32;
         slot.flapping = assessed.flapping;
         slot.last_ok = assessed.last_ok;
+        slot.by_vantage = assessed.by_vantage;
     }
 
     /// Moves the serving pool to `active` when it is a change: the time of the change (for
@@ -527,19 +552,15 @@ impl ServiceEngine {
         None
     }
 
-    /// A one-line description of a pool's evidence, e.g.
-    /// `pool seoul unhealthy by quorum (0 up, 1 down of 1 fresh): endpoint ... failed 3 ...`.
-    pub fn explain(&self, pool: &PoolId, now: Millis) -> String {
-        self.assessor().explain(pool, now)
-    }
-
-    /// The engine's evidence, as an assessment reads it.
-    fn assessor(&self) -> Assessor<'_> {
+    /// The engine's evidence, as an assessment reads it, with the cluster's votes.
+    fn assessor<'a>(&'a self, cluster: Option<&'a ClusterView>) -> Assessor<'a> {
         Assessor {
             policy: &self.policy,
             evidence: &self.evidence,
             provider_votes: &self.provider_votes,
             pools: &self.pools,
+            remote: &self.remote,
+            cluster,
         }
     }
 }

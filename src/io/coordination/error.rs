@@ -68,6 +68,9 @@ pub enum CoordinationError {
         /// Why.
         source: std::io::Error,
     },
+    /// An etcd call took longer than its limit.
+    #[error("etcd {}: timed out", .0.as_str())]
+    TimedOut(EtcdOp),
     /// An etcd call failed (unreachable, timed out, no leader, refused).
     #[error("etcd {}: {source}", op.as_str())]
     Etcd {
@@ -110,6 +113,12 @@ impl ErrorCounter {
     /// Counts a failure of `op` that is not a client error (a call that took too long).
     pub fn timed_out(&self, op: EtcdOp) {
         self.0.with_label_values(&[op.as_str()]).inc();
+    }
+
+    /// Counts a call of `op` that took too long, and returns it as an error.
+    pub fn timed_out_error(&self, op: EtcdOp) -> CoordinationError {
+        self.timed_out(op);
+        CoordinationError::TimedOut(op)
     }
 
     /// The failures of `op` counted so far.

@@ -13,11 +13,15 @@ pub mod error;
 pub mod fence;
 pub mod keys;
 pub mod lease;
+pub mod peers;
 pub mod safety;
 pub mod seat;
+pub mod votes;
 
 pub use client::{Clients, Connect, TlsFiles};
 pub use error::ErrorCounter;
 pub use error::{CoordinationError, EtcdOp};
 pub use keys::Keys;
 pub use lease::{LeaseState, LeaseTask};
+pub use peers::{PeerEvent, Watcher};
+pub use votes::{LocalVerdicts, Publisher};

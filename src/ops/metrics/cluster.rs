@@ -2,7 +2,10 @@
 //! which vantage points' votes count, how many fresh voters each pool has, and failed etcd
 //! calls. Alone (no `[cluster]`) only `gslb_cluster_coordinated` is exported, at 1.
 
-use super::Family;
+use gslb_core::engine::{ClusterView, Decision};
+use gslb_core::model::Millis;
+
+use super::{Family, Metrics};
 
 pub(super) const CLUSTER_COORDINATED: Family = Family {
     name: "gslb_cluster_coordinated",
@@ -24,3 +27,29 @@ pub(super) const CLUSTER_ETCD_ERRORS_TOTAL: Family = Family {
     help: "Failed etcd calls by operation (connect, lease_grant, lease_keepalive, put, get, watch, txn, election).",
     labels: &["op"],
 };
+
+impl Metrics {
+    /// Sets `gslb_cluster_coordinated` and `gslb_cluster_vantage_fresh{vantage}` from the
+    /// engine's view of the cluster at `now`.
+    pub fn record_cluster(&self, cluster: &ClusterView, now: Millis) {
+        self.cluster_coordinated
+            .set(f64::from(u8::from(cluster.coordinated())));
+        for v in &cluster.vantages {
+            let fresh = cluster.fresh(v, now);
+            self.cluster_vantage_fresh
+                .with_label_values(&[v.0.as_str()])
+                .set(f64::from(u8::from(fresh)));
+        }
+    }
+
+    /// Sets `gslb_cluster_fresh_voters{service,pool}` from a decision's pools: the vantage
+    /// points whose votes counted.
+    pub fn record_fresh_voters(&self, decision: &Decision) {
+        for (pool, state) in &decision.pools {
+            let counted = state.by_vantage.values().filter(|v| v.counted).count();
+            self.cluster_fresh_voters
+                .with_label_values(&[decision.service.0.as_str(), pool.0.as_str()])
+                .set(counted as f64);
+        }
+    }
+}
