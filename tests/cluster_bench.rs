@@ -49,7 +49,12 @@ async fn settled(admins: &[SocketAddr], pool: &str) -> Option<()> {
 }
 
 /// Alternates outages of `ncp` and `gcp`, timing each from the stop to the applied write.
-async fn measure(fake: &Fake, admins: &[SocketAddr], ncp: &mut Origin, gcp: &mut Origin) -> Vec<Duration> {
+async fn measure(
+    fake: &Fake,
+    admins: &[SocketAddr],
+    ncp: &mut Origin,
+    gcp: &mut Origin,
+) -> Vec<Duration> {
     let mut took = Vec::new();
     for round in 0..rounds() {
         let (down, up, to) = if round % 2 == 0 {
@@ -98,8 +103,18 @@ async fn failover_time_three_clustered_instances_against_one() {
     };
     let admins: Vec<SocketAddr> = c.instances.iter().map(|x| x.admin).collect();
     let (mut ncp, mut gcp) = (
-        std::mem::replace(&mut c.ncp, Origin::start(([127, 0, 0, 1], 0).into(), "spare").await.expect("spare")),
-        std::mem::replace(&mut c.gcp, Origin::start(([127, 0, 0, 1], 0).into(), "spare").await.expect("spare")),
+        std::mem::replace(
+            &mut c.ncp,
+            Origin::start(([127, 0, 0, 1], 0).into(), "spare")
+                .await
+                .expect("spare"),
+        ),
+        std::mem::replace(
+            &mut c.gcp,
+            Origin::start(([127, 0, 0, 1], 0).into(), "spare")
+                .await
+                .expect("spare"),
+        ),
     );
     let three = measure(&fake, &admins, &mut ncp, &mut gcp).await;
     drop(c);
