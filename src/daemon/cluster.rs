@@ -86,13 +86,14 @@ impl Cluster {
     /// Joins the election of `service`'s provider binding: its [`Seat`] and the election
     /// task (abort it when the service is removed).
     pub fn seat(&self, service: &ServiceId) -> (Seat, tokio::task::JoinHandle<()>) {
-        Seat::join(
+        let (seat, task) = Seat::join(
             &self.clients,
             self.lease.clone(),
             &self.vantage.0,
             &service.0,
             self.timing,
-        )
+        );
+        (seat.while_coordinated(self.coordinated()), task)
     }
 
     /// How long a writer waits after winning before it writes.

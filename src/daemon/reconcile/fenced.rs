@@ -93,9 +93,10 @@ impl<P: Provider> Reconciler<'_, P> {
                 Err(match refusal {
                     Refusal::TakeoverDelay(left) => Pass::Wait(left),
                     Refusal::Follower | Refusal::TokenLost => Pass::Wait(self.steering.resync),
-                    Refusal::LeaseStale | Refusal::IntentMoved | Refusal::Unreachable(_) => {
-                        Pass::Wait(seat.timing.lease_ttl / 10)
-                    }
+                    Refusal::Uncoordinated
+                    | Refusal::LeaseStale
+                    | Refusal::IntentMoved
+                    | Refusal::Unreachable(_) => Pass::Wait(seat.timing.lease_ttl / 10),
                 })
             }
         }

@@ -105,6 +105,8 @@ pub struct Intent {
 pub enum Refusal {
     /// This instance is not the writer of the binding.
     Follower,
+    /// Coordination is lost (the votes' watch: lease or peers' votes): fail static.
+    Uncoordinated,
     /// Won the election less than the takeover delay ago; this much is left.
     TakeoverDelay(Duration),
     /// The last successful keepalive is older than [`Timing::freshness`].
@@ -122,6 +124,7 @@ impl Refusal {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::Follower => "follower",
+            Self::Uncoordinated => "coordination_lost",
             Self::TakeoverDelay(_) => "takeover_delay",
             Self::LeaseStale => "lease_stale",
             Self::TokenLost => "token_lost",
@@ -135,6 +138,9 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Follower => f.write_str("this instance is a follower: the writer writes"),
+            Self::Uncoordinated => {
+                f.write_str("coordination lost (etcd or the other vantage points): failing static")
+            }
             Self::TakeoverDelay(left) => write!(
                 f,
                 "new writer: waiting out the takeover delay ({} left)",

@@ -25,6 +25,7 @@ pub struct Seat {
     pub timing: Timing,
     role: watch::Receiver<Role>,
     lease: watch::Receiver<LeaseState>,
+    coordinated: Option<watch::Receiver<bool>>,
     client: Client,
     intent_key: String,
     seen: Arc<Mutex<Option<IntentSeen>>>,
@@ -81,10 +82,20 @@ impl Seat {
             timing,
             role,
             lease,
+            coordinated: None,
             client,
             intent_key,
             seen: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The same seat, refusing every write while `coordinated` reads `false` (the votes'
+    /// coordination watch: lease alive and the other vantage points watched), so an instance
+    /// that lost coordination fails static even as writer.
+    #[must_use]
+    pub fn while_coordinated(mut self, coordinated: watch::Receiver<bool>) -> Self {
+        self.coordinated = Some(coordinated);
+        self
     }
 
     /// This instance's role now.
@@ -98,7 +109,7 @@ impl Seat {
     }
 
     /// Admits one write towards `desired`, or refuses it. In order: this instance must be
-    /// the writer, past its takeover delay, with a keepalive no older than
+    /// the writer, coordinated (see [`Seat::while_coordinated`]), past its takeover delay, with a keepalive no older than
     /// [`Timing::freshness`]; then the fencing transaction ([`fence::record`]) must pass. On
     /// success the write carries the returned [`Stamp`]: the epoch and the end of the apply's
     /// one deadline ([`Timing::write_deadline`] from now).
@@ -109,6 +120,9 @@ impl Seat {
         let Role::Writer { me, key, won_at } = self.role() else {
             return Err(Refusal::Follower);
         };
+        if self.coordinated.as_ref().is_some_and(|c| !*c.borrow()) {
+            return Err(Refusal::Uncoordinated);
+        }
         let now = Instant::now();
         let ready = won_at + self.timing.takeover_delay;
         if now < ready {

@@ -11,7 +11,7 @@ pub(super) const CLUSTER_WRITER: Family = Family {
 };
 pub(super) const CLUSTER_FENCED_WRITE_REFUSALS_TOTAL: Family = Family {
     name: "gslb_cluster_fenced_write_refusals_total",
-    help: "Provider writes this instance, as writer, did not start because the fence refused them, by reason (takeover_delay, lease_stale, token_lost, intent_moved, etcd_unreachable).",
+    help: "Provider writes this instance, as writer, did not start because the fence refused them, by reason (coordination_lost, takeover_delay, lease_stale, token_lost, intent_moved, etcd_unreachable).",
     labels: &["binding", "reason"],
 };
 pub(super) const CLUSTER_LATE_WRITES_TOTAL: Family = Family {
