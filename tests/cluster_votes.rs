@@ -119,6 +119,23 @@ async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_onc
         assert_eq!(s["cluster"]["coordinated"], true, "{}", x.vantage);
     }
     assert!(fake.write_log().is_empty(), "{:?}", fake.write_log());
+    for x in &c.instances {
+        let m = x.metrics().await;
+        for line in [
+            "gslb_cluster_coordinated 1",
+            "gslb_cluster_vantage_fresh{vantage=\"a\"} 1",
+            "gslb_cluster_vantage_fresh{vantage=\"b\"} 1",
+            "gslb_cluster_vantage_fresh{vantage=\"c\"} 1",
+            "gslb_cluster_fresh_voters{pool=\"ncp\",service=\"web\"} 3",
+            "gslb_cluster_etcd_errors_total{op=\"watch\"} 0",
+        ] {
+            assert!(
+                m.lines().any(|l| l == line),
+                "{}: no {line}:\n{m}",
+                x.vantage
+            );
+        }
+    }
 
     // a and b see it: exactly one failover write.
     origin.fail_for(&[source(0), source(1)]);

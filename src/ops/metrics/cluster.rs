@@ -7,6 +7,17 @@ use gslb_core::model::Millis;
 
 use super::{Family, Metrics};
 
+/// The families exported only by an instance in a cluster (`[cluster]`): alone they are
+/// declared but have no sample (`gslb_cluster_coordinated` is exported either way).
+pub const CLUSTER_ONLY: [&str; 6] = [
+    "gslb_cluster_vantage_fresh",
+    "gslb_cluster_fresh_voters",
+    "gslb_cluster_etcd_errors_total",
+    "gslb_cluster_writer",
+    "gslb_cluster_fenced_write_refusals_total",
+    "gslb_cluster_late_writes_total",
+];
+
 pub(super) const CLUSTER_COORDINATED: Family = Family {
     name: "gslb_cluster_coordinated",
     help: "1 while this instance is coordinated (alone, or holding a live etcd lease with its watches running); 0 while it fails static.",

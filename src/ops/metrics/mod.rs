@@ -27,6 +27,7 @@ use prometheus::{
 use gslb_core::model::{EndpointId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
+pub use cluster::CLUSTER_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
 
