@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod demo;
+mod demo_cluster;
 pub mod drill;
 pub mod healthcheck;
 pub mod plan;
