@@ -8,7 +8,6 @@
 
 pub mod check;
 pub mod demo;
-mod demo_cluster;
 pub mod drill;
 pub mod healthcheck;
 pub mod plan;

@@ -7,8 +7,6 @@
 //!
 //! Without `etcd` on `PATH` it says how to install it and fails.
 
-mod etcd;
-
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +15,8 @@ use std::time::{Duration, Instant};
 use gslb_provider::{FailoverStyle, MemoryProvider};
 use tokio::task::JoinSet;
 
-use super::demo::{DemoError, POLICY, say};
+use super::etcd;
+use super::{DemoError, POLICY, say};
 use crate::config::ClusterSettings;
 use crate::daemon::builder::{Builder, Daemon};
 use crate::daemon::cluster::Cluster;

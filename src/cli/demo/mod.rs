@@ -6,6 +6,9 @@
 //! first failed probe, marked down, decision, provider accepted, in sync, with detection,
 //! decision and apply times), then restores Seoul and shows the failback rule at work.
 
+mod cluster;
+mod etcd;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +29,7 @@ use gslb_core::policy::{self, Policy};
 use gslb_core::timeline::{Status, report};
 
 /// The embedded policy template.
-pub(super) const POLICY: &str = include_str!("demo_policy.toml");
+const POLICY: &str = include_str!("../demo_policy.toml");
 /// How long any one demo phase may take before the demo gives up.
 const PHASE_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -79,14 +82,14 @@ struct Demo {
     timelines: TimelineStore,
 }
 
-/// Runs the demo (`args.cluster`: the cluster demo, [`super::demo_cluster`]) and returns the
+/// Runs the demo (`args.cluster`: the cluster demo, [`cluster`]) and returns the
 /// report it printed, line by line, as it goes.
 ///
 /// # Errors
 /// See [`DemoError`].
 pub async fn run(args: DemoArgs, out: &mut impl std::io::Write) -> Result<(), DemoError> {
     if args.cluster {
-        return super::demo_cluster::run(out).await;
+        return cluster::run(out).await;
     }
     let mut demo = Demo::start().await?;
     say(
@@ -324,7 +327,7 @@ fn say_reasons(out: &mut impl std::io::Write, reasons: &[String]) {
     }
 }
 
-pub(super) fn say(out: &mut impl std::io::Write, text: &str) {
+fn say(out: &mut impl std::io::Write, text: &str) {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
