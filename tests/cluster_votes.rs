@@ -143,4 +143,57 @@ async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_onc
         log[0].default_pools,
         Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()])
     );
+
+    // Any instance's recording reproduces its decisions with `gslb replay`: one switch, the
+    // failover to GCP on a's and b's votes, at the time the instance decided it.
+    for x in &c.instances {
+        let out = support::cloudflare::gslb(
+            x.dir(),
+            &[
+                "replay",
+                "--policy",
+                "web.toml",
+                "--observations",
+                "obs.jsonl",
+            ],
+        )
+        .output()
+        .expect("gslb replay");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains(" 1 switch(es) "), "{}: {text}", x.vantage);
+        let failover = text
+            .lines()
+            .position(|l| l.ends_with(" web failover -> gcp"))
+            .unwrap_or_else(|| panic!("{}: no failover in the replay: {text}", x.vantage));
+        let reasons: Vec<&str> = text
+            .lines()
+            .skip(failover + 1)
+            .take_while(|l| l.starts_with("    - "))
+            .collect();
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("votes: a unhealthy, b unhealthy, c healthy")),
+            "{}: {reasons:?}",
+            x.vantage
+        );
+        let live: Vec<Value> = x
+            .audit()
+            .into_iter()
+            .filter(|e| e["action"] == "decision" && e["result"] == "failover ncp -> gcp")
+            .collect();
+        assert_eq!(live.len(), 1, "{}: {live:?}", x.vantage);
+        let at = gslb_core::model::Millis(live[0]["time"].as_u64().expect("time")).rfc3339();
+        let line = text.lines().nth(failover).unwrap_or_default();
+        assert!(
+            line.starts_with(&at),
+            "{}: replayed {line}, live at {at}",
+            x.vantage
+        );
+    }
 }

@@ -115,6 +115,11 @@ impl Instance {
         )
     }
 
+    /// Its folder (policy `web.toml`, settings, recording `obs.jsonl`, `state/`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// Its log so far.
     pub fn log(&self) -> String {
         read_log(self.dir.path(), &format!("run-{}.log", self.vantage))
@@ -194,6 +199,8 @@ impl GslbCluster {
                 "[cluster]\nendpoints = {:?}\nvantages = [\"a\", \"b\", \"c\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\n",
                 etcd.endpoints()
             );
+            // Every input is recorded, for `gslb replay` (obs.jsonl in the instance's folder).
+            cluster.push_str("[record]\nobservations = \"obs.jsonl\"\n");
             if let Some(net) = layout.probe_from {
                 let from = Ipv4Addr::new(127, 0, net, host);
                 cluster.push_str(&format!("[probing]\nsource_address = \"{from}\"\n"));
