@@ -12,9 +12,9 @@ mod support;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
+use gslb::io::origin::Origin;
 use gslb_cloudflare::fake::{Fake, ids};
 use serde_json::Value;
-use support::by_source::SourceOrigin;
 use support::cluster::{GslbCluster, INTERVAL_MS, Layout};
 use support::daemon::status_all;
 use support::eventually;
@@ -66,12 +66,13 @@ async fn every_instance_shows(c: &GslbCluster, want: &[(&str, &str)]) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_once() {
     let fake = Fake::start().await;
-    let origin = SourceOrigin::start(IpAddr::V4(Ipv4Addr::new(127, 0, 16, 1))).await;
+    let at = std::net::SocketAddr::from((Ipv4Addr::new(127, 0, 16, 1), 0));
+    let origin = Origin::start(at, "ncp").await.expect("origin");
     let layout = Layout {
         etcd: 13,
         admin: 14,
         probe_from: Some(15),
-        primary_url: Some(origin.url()),
+        primary_url: Some(format!("{}/api/v1/health", origin.base_url())),
     };
     let Some(c) = GslbCluster::start_with(&fake, &head(), layout).await else {
         return;
@@ -87,7 +88,7 @@ async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_onc
         .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
 
     // Only a's probes fail: a votes the primary down, b and c outvote it.
-    origin.fail_for(&[source(0)]);
+    origin.fail_for([source(0)]);
     let disagree = [("a", "unhealthy"), ("b", "healthy"), ("c", "healthy")];
     assert!(
         every_instance_shows(&c, &disagree).await,
@@ -138,7 +139,7 @@ async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_onc
     }
 
     // a and b see it: exactly one failover write.
-    origin.fail_for(&[source(0), source(1)]);
+    origin.fail_for([source(0), source(1)]);
     let two = [("a", "unhealthy"), ("b", "unhealthy"), ("c", "healthy")];
     assert!(
         every_instance_shows(&c, &two).await,

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 pub mod authoritative;
-pub mod by_source;
 pub mod cloudflare;
 pub mod cluster;
 pub mod controller;
