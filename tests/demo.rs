@@ -1,4 +1,7 @@
-//! `gslb demo` runs the embedded default end to end, prints the drill report, exits 0.
+//! `gslb demo` runs the embedded default end to end, prints the drill report, exits 0;
+//! `gslb demo --cluster` runs three instances and etcd, or says how to install etcd.
+
+mod support;
 
 use std::process::Command;
 
@@ -38,4 +41,57 @@ fn demo_prints_the_drill_report_and_exits_0() {
             .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
         from += at + line.len();
     }
+}
+
+/// `gslb demo --cluster` with etcd on PATH: the lone vantage point is outvoted, two fail over
+/// with one write, the killed writer's successor takes over with a larger epoch.
+#[test]
+fn demo_cluster_outvotes_one_fails_over_once_and_hands_over() {
+    let Some(etcd) = support::emulators::tool("etcd") else {
+        return;
+    };
+    let dir = etcd.parent().expect("etcd's folder");
+    let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+        .args(["demo", "--cluster"])
+        .env("PATH", dir)
+        .output()
+        .expect("run gslb demo --cluster");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let order = [
+        "etcd: three members at http://127.0.29.1:",
+        "writer of demo-api:",
+        "1. seoul fails only for aws-seoul's probes",
+        "outvoted, no failover (engines want seoul, seoul, seoul); provider writes: 0",
+        "2. seoul fails for aws-seoul and aws-tokyo too",
+        "failover to tokyo",
+        "provider writes: 1 (only the writer wrote)",
+        "3. the writer,",
+        "took over",
+    ];
+    let mut from = 0;
+    for line in order {
+        let at = stdout[from..]
+            .find(line)
+            .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
+        from += at + line.len();
+    }
+}
+
+/// Without etcd on PATH, `gslb demo --cluster` says how to install it and fails.
+#[test]
+fn demo_cluster_without_etcd_says_how_to_install_it() {
+    let empty = std::env::temp_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+        .args(["demo", "--cluster"])
+        .env("PATH", &empty)
+        .output()
+        .expect("run gslb demo --cluster");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("apt-get install etcd-server"), "{stderr}");
 }

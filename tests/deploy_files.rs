@@ -32,32 +32,6 @@ fn read(relative: &str) -> String {
         .unwrap_or_else(|e| panic!("reading {relative}: {e}"))
 }
 
-/// The executable `name`: in the virtualenv's `bin/` (the versions `.ci/install-tools.sh`
-/// pins), else on PATH. `None` (the test skips) when it is in neither, unless
-/// `GSLB_REQUIRE_TOOLS=1`, then the test fails.
-fn tool(name: &str) -> Option<PathBuf> {
-    let venv = emulators::venv_dir().join("bin");
-    let found = std::iter::once(venv)
-        .chain(
-            std::env::var_os("PATH")
-                .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-                .unwrap_or_default(),
-        )
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let why = format!(
-            "{name} not found on PATH or in the virtualenv: run `bash .ci/install-tools.sh`"
-        );
-        assert!(
-            std::env::var("GSLB_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "{why} (GSLB_REQUIRE_TOOLS=1: tools must not be skipped)"
-        );
-        eprintln!("skipped: {why}");
-    }
-    found
-}
-
 /// Runs `exe args` in the workspace root; panics with its output unless it exits 0.
 fn run_ok(exe: &Path, args: &[&str]) -> String {
     let out = Command::new(exe)
@@ -81,7 +55,7 @@ fn run_ok(exe: &Path, args: &[&str]) -> String {
 
 #[test]
 fn promtool_checks_the_rules_and_their_unit_tests_pass() {
-    let Some(promtool) = tool("promtool") else {
+    let Some(promtool) = emulators::tool("promtool") else {
         return;
     };
     let out = run_ok(&promtool, &["check", "rules", RULES]);
@@ -118,6 +92,10 @@ fn every_alert_has_a_firing_and_a_non_firing_unit_test() {
         "PolicyReloadFailed",
         "GslbDown",
         "WebhookDeliveryFailing",
+        "ClusterNoWriter",
+        "ClusterSeveralWriters",
+        "ClusterVantageStale",
+        "ClusterCoordinationLost",
     ] {
         assert!(alerts.iter().any(|a| a == required), "{required} missing");
     }
@@ -252,7 +230,7 @@ fn the_declared_families_are_what_metrics_renders() {
 
 #[test]
 fn every_dashboard_query_parses() {
-    let Some(promtool) = tool("promtool") else {
+    let Some(promtool) = emulators::tool("promtool") else {
         return;
     };
     // Grafana's variables replaced by what they expand to, each query as a recording rule.
@@ -343,8 +321,8 @@ fn flag<'a>(container: &'a serde_json::Value, name: &str) -> &'a str {
 /// Every overlay rendered by kustomize and checked by kubernetes-validate (`--strict`, the
 /// Kubernetes 1.31 schemas), the base too. `None` (the test skips) without the tools.
 fn rendered_overlays() -> Option<Vec<Rendered>> {
-    let kubectl = tool("kubectl")?;
-    let validate = tool("kubernetes-validate")?;
+    let kubectl = emulators::tool("kubectl")?;
+    let validate = emulators::tool("kubernetes-validate")?;
     let python = emulators::venv_dir().join("bin/python");
     let dir = tempfile::tempdir().expect("tempdir");
     render(&kubectl, BASE, dir.path());
@@ -388,13 +366,17 @@ fn rendered_overlays() -> Option<Vec<Rendered>> {
     Some(all)
 }
 
-/// The settings file of the ConfigMap, split into the settings this build loads and the
-/// `[cluster]` table (see `the_cluster_settings_name_the_members_and_the_vantage_points`).
-fn settings_and_cluster(config_map: &serde_json::Value) -> (String, toml::Table) {
-    let text = config_map["data"]["gslb.toml"].as_str().expect("gslb.toml");
+/// The settings file of the ConfigMap with the vantage point the overlay's container sets
+/// (`GSLB_VANTAGE`), and its `[cluster]` table.
+fn settings_and_cluster(r: &Rendered) -> (String, toml::Table) {
+    let text = r.get("ConfigMap/gslb-config")["data"]["gslb.toml"]
+        .as_str()
+        .expect("gslb.toml");
     let mut table: toml::Table = toml::from_str(text).expect("TOML");
-    let cluster = match table.remove("cluster") {
-        Some(toml::Value::Table(t)) => t,
+    let vantage = env(r.container("Deployment/gslb"), "GSLB_VANTAGE").expect("GSLB_VANTAGE");
+    table.insert("vantage".into(), vantage.into());
+    let cluster = match table.get("cluster") {
+        Some(toml::Value::Table(t)) => t.clone(),
         other => panic!("[cluster] is a table: {other:?}"),
     };
     (toml::to_string(&table).expect("TOML"), cluster)
@@ -476,7 +458,7 @@ fn secrets_are_mounted_files_and_the_config_map_loads() {
             .flat_map(|s| s["secret"]["items"].as_array().cloned().unwrap_or_default())
             .map(|i| format!("{}/{}", mount("secrets"), i["path"].as_str().expect("path")))
             .collect();
-        let (settings, cluster) = settings_and_cluster(r.get("ConfigMap/gslb-config"));
+        let (settings, cluster) = settings_and_cluster(r);
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("policies")).expect("mkdir");
         let settings_file = dir.path().join("gslb.toml");
@@ -502,6 +484,7 @@ fn secrets_are_mounted_files_and_the_config_map_loads() {
             r.cloud
         );
         assert_eq!(settings.admin.listen.port(), 9464, "{}", r.cloud);
+        assert!(settings.cluster.is_some(), "{}: [cluster] loads", r.cloud);
         let loaded = gslb_core::policy::load(&settings.policies)
             .unwrap_or_else(|e| panic!("{}: {e}", r.cloud));
         assert!(
@@ -536,9 +519,6 @@ fn secrets_are_mounted_files_and_the_config_map_loads() {
 /// gslb's `[cluster]` (one table in every cloud) names every etcd member's client URL and
 /// every overlay's vantage point; each overlay's etcd member is in `--initial-cluster` under
 /// its own name and URL, with peer and client mTLS and WAN timeouts.
-///
-/// This build's settings do not load `[cluster]` yet (it lands with the coordination work):
-/// its keys are checked here against the documented ones.
 #[test]
 fn the_cluster_settings_name_the_members_and_the_vantage_points() {
     let Some(overlays) = rendered_overlays() else {
@@ -546,7 +526,7 @@ fn the_cluster_settings_name_the_members_and_the_vantage_points() {
     };
     let mut vantages_seen = BTreeSet::new();
     for r in &overlays {
-        let (_, cluster) = settings_and_cluster(r.get("ConfigMap/gslb-config"));
+        let (_, cluster) = settings_and_cluster(r);
         let keys: BTreeSet<&str> = cluster.keys().map(String::as_str).collect();
         let known = BTreeSet::from([
             "endpoints",
@@ -786,7 +766,7 @@ fn json_list_after(text: &str, key: &str) -> Option<Vec<String>> {
 
 #[test]
 fn the_dockerfile_passes_hadolint() {
-    let Some(hadolint) = tool("hadolint") else {
+    let Some(hadolint) = emulators::tool("hadolint") else {
         return;
     };
     run_ok(&hadolint, &["Dockerfile"]);

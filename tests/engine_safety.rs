@@ -774,3 +774,51 @@ fn a_real_outage_outranks_drains_of_every_pool() {
         d.reasons
     );
 }
+
+/// Shared safety state (`[cluster]`): the engine's snapshot after two automatic switches,
+/// restored into a fresh engine (a restarted cluster, or a new writer), keeps the velocity
+/// budget spent; without the restore the fresh engine would switch a third time.
+#[test]
+fn a_restored_safety_state_keeps_the_velocity_budget_spent_after_a_restart() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..3 {
+        sim.round(false, true);
+    }
+    sim.round(true, true);
+    sim.round(true, true);
+    for _ in 0..3 {
+        sim.round(true, false);
+    }
+    assert_eq!(sim.switches(), 2);
+    let saved = sim.engine.service(&sim.service).expect("service").safety();
+    let saved: gslb_core::engine::SafetyState =
+        serde_json::from_value(serde_json::to_value(&saved).expect("json")).expect("back");
+    for restore in [false, true] {
+        let mut restarted = Sim::new(policy(|t| t));
+        restarted.now = sim.now;
+        if restore {
+            restarted.step(Input::RestoreSafety {
+                service: restarted.service.clone(),
+                safety: saved.clone(),
+            });
+        }
+        restarted.round(true, true);
+        restarted.round(true, true);
+        for _ in 0..3 {
+            restarted.round(false, true);
+        }
+        let rule = restarted.last().rule;
+        if restore {
+            assert_eq!(rule, Rule::VelocityLimited, "the budget is still spent");
+            assert_eq!(restarted.active(), "seoul");
+        } else {
+            assert_eq!(
+                rule,
+                Rule::Failover,
+                "a fresh engine alone forgets the budget"
+            );
+        }
+    }
+}

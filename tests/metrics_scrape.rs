@@ -36,7 +36,14 @@ fn declared() -> Vec<String> {
     })
     .expect("prober");
     metrics.register_prober(&prober).expect("registers");
-    metrics.families().into_iter().map(|(n, _)| n).collect()
+    // Alone, the cluster's families have no sample (cluster_votes checks them in a cluster).
+    let cluster_only = gslb::ops::metrics::CLUSTER_ONLY;
+    metrics
+        .families()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !cluster_only.contains(&n.as_str()))
+        .collect()
 }
 
 async fn scrape(admin: SocketAddr) -> Option<String> {

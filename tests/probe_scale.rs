@@ -58,6 +58,7 @@ fn prober(max_in_flight: usize) -> Prober {
         &ProbingSettings {
             max_in_flight,
             late_after: Duration::from_millis(50),
+            source_address: None,
         },
     )
     .unwrap()

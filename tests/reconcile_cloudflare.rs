@@ -43,6 +43,7 @@ fn binding() -> Steering {
         resync: Duration::from_secs(60),
         shadow: false,
         health_votes: None,
+        seat: None,
     }
 }
 

@@ -106,6 +106,7 @@ fn binding() -> Steering {
         pools: pools(),
         shadow: false,
         health_votes: None,
+        seat: None,
         resync: Duration::from_secs(60),
     }
 }

@@ -195,5 +195,10 @@ async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
 }
 
 async fn status(State(s): State<AdminState>) -> impl IntoResponse {
-    Json(serde_json::json!({ "services": s.board.snapshot() }))
+    match s.board.cluster() {
+        Some(cluster) => {
+            Json(serde_json::json!({ "services": s.board.snapshot(), "cluster": cluster }))
+        }
+        None => Json(serde_json::json!({ "services": s.board.snapshot() })),
+    }
 }

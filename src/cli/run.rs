@@ -16,10 +16,14 @@ use tokio::sync::mpsc;
 use crate::admin;
 use crate::config::Settings;
 use crate::daemon::builder::{Builder, Daemon};
+use crate::daemon::cluster::{self, Cluster, ClusterError};
 use crate::daemon::controller;
 use crate::daemon::reload::{self, Reloader, Trigger};
+use crate::daemon::shared_drills;
+use crate::daemon::votes;
 use crate::io::audit::{AuditLog, Past};
 use crate::io::clock::Clock;
+use crate::io::coordination::ErrorCounter;
 use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
 use crate::io::probe::{self, Prober};
@@ -140,7 +144,8 @@ pub async fn run<B: Bind>(
     let notified = notify::Notified::new(past.decisions);
     let notifier = webhooks(&settings, &telemetry, &mut extra, &notified)?;
     let (journal, saved, audit) = journal(&settings).await?;
-    let mut daemon = Builder::new(policies.clone())
+    let (builder, journal) = join_cluster(&settings, &telemetry, &policies, journal).await?;
+    let mut daemon = builder
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
@@ -151,6 +156,10 @@ pub async fn run<B: Bind>(
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     // Subscribed before any service is attached, so no switch is missed; a reload replaces
     // the policy set it reads.
+    if let (Some(member), Some(cluster)) = (daemon.cluster().cloned(), &settings.cluster) {
+        votes::join(&member, cluster, &telemetry, &daemon.commands(), &mut extra).await;
+    }
+    share_through_etcd(&daemon, &policies, &audit, &mut extra);
     let (timelines, timeline_task) = timeline::spawn(
         &telemetry,
         Some(audit),
@@ -176,6 +185,65 @@ pub async fn run<B: Bind>(
     // Webhook messages still queued get a short, bounded chance to go out.
     notifier.drain(notify::DRAIN_TIMEOUT).await;
     outcome
+}
+
+/// A [`Builder`] of `policies`. With `[cluster]`: connects to etcd and starts keeping this
+/// instance's lease, for a builder that joins each service's election; the journal then leaves drill expiries to
+/// the shared drills ([`shared_drills`]). Without it: a plain builder and the journal as is.
+///
+/// # Errors
+/// `[cluster]` that leaves no room for a write, or a TLS file that cannot be read (exit code 2).
+async fn join_cluster(
+    settings: &Settings,
+    telemetry: &Telemetry,
+    policies: &[Policy],
+    journal: Journal,
+) -> Result<(Builder, Journal), RunError> {
+    let builder = Builder::new(policies.to_vec());
+    let Some(cluster) = &settings.cluster else {
+        return Ok((builder, journal));
+    };
+    let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone());
+    let member = Cluster::start(cluster, settings.vantage.clone(), errors)
+        .await
+        .map_err(|e| match e {
+            ClusterError::Settings(_) => RunError::config(e),
+            ClusterError::Connect(_) => {
+                RunError::config(e).context("connecting to etcd ([cluster])")
+            }
+        })?;
+    Ok((
+        builder.cluster(Arc::new(member)),
+        journal.expiries_audited_elsewhere(),
+    ))
+}
+
+/// With `[cluster]`: keeps `policies`' safety state and the drills shared through etcd, on
+/// `tasks` (see [`cluster::keep_safety`], [`shared_drills::keep_drills`]).
+fn share_through_etcd(
+    daemon: &Daemon,
+    policies: &[Policy],
+    audit: &AuditLog,
+    tasks: &mut tokio::task::JoinSet<()>,
+) {
+    let Some(member) = daemon.cluster() else {
+        return;
+    };
+    let telemetry = &daemon.telemetry;
+    let services = policies.iter().map(|p| p.service.clone()).collect();
+    tasks.spawn(cluster::keep_safety(
+        member.clone(),
+        services,
+        daemon.commands(),
+        telemetry.board.clone(),
+    ));
+    tasks.spawn(shared_drills::keep_drills(
+        member.clone(),
+        daemon.commands(),
+        telemetry.events.subscribe(),
+        Some(audit.clone()),
+        telemetry.clock,
+    ));
 }
 
 /// Listens on `admin.listen` (and `admin.metrics_listen` when set) and serves the admin API

@@ -19,6 +19,7 @@ use crate::io::probe::{DnsSettings, ProbingSettings};
 use gslb_core::model::VantageId;
 
 mod admin_auth;
+mod cluster;
 mod engine;
 mod notify;
 mod providers;
@@ -28,6 +29,7 @@ pub use admin_auth::{
     AdminAuth, AdminAuthError, AdminToken, AdminTokens, SINGLE_TOKEN_NAME, TokenError,
     check_admin_listen, resolve_admin_auth, resolve_admin_token,
 };
+pub use cluster::{ClusterSettings, HEARTBEATS_MISSED};
 pub use engine::{EngineConfig, GlobalVelocity};
 pub use notify::{
     NotifyKind, NotifySettings, Webhook, WebhookFormat, WebhookSettings, WebhookUrl,
@@ -76,6 +78,9 @@ pub struct Settings {
     /// Webhook notifications.
     #[serde(default)]
     pub notify: NotifySettings,
+    /// Several instances coordinated through etcd. Default: none, this instance runs alone.
+    #[serde(default)]
+    pub cluster: Option<ClusterSettings>,
 }
 
 /// `[admin]`.
@@ -298,6 +303,9 @@ impl Settings {
         ] {
             problems.extend(section.err());
         }
+        if let Some(cluster) = &self.cluster {
+            problems.extend(cluster.check(&self.vantage).err());
+        }
         problems
     }
 
@@ -305,6 +313,9 @@ impl Settings {
     /// record, webhook URL files) relative to `base`, the settings file's folder.
     fn relative_to(&mut self, base: &Path) {
         self.notify.relative_to(base);
+        if let Some(cluster) = &mut self.cluster {
+            cluster.relative_to(base);
+        }
         let relative_to_file = |p: &mut PathBuf| {
             if p.is_relative() {
                 *p = base.join(&*p);
@@ -384,6 +395,40 @@ mod tests {
             s.record.observations,
             Some(dir.path().join("rec/obs.jsonl"))
         );
+    }
+
+    #[test]
+    fn cluster_is_optional_and_its_errors_name_file_and_key() {
+        let (_dir, s) = load("");
+        assert_eq!(s.expect("alone").cluster, None, "alone by default");
+        let (dir, s) = load(
+            "vantage = \"b\"\n[cluster]\nendpoints = [\"https://127.0.0.1:2379\"]\n\
+             vantages = [\"a\", \"b\"]\n[cluster.tls]\nca = \"ca.pem\"\ncert = \"c.pem\"\n\
+             key = \"/k.pem\"\n",
+        );
+        let c = s.expect("valid").cluster.expect("cluster");
+        assert_eq!(c.min_voters(), 2);
+        let tls = c.tls.expect("tls");
+        assert_eq!(tls.ca, dir.path().join("ca.pem"));
+        assert_eq!(tls.key, PathBuf::from("/k.pem"));
+        let (dir, s) = load(
+            "vantage = \"a\"\n[cluster]\nendpoints = [\"http://127.0.0.1:2379\"]\n\
+             vantages = [\"a\"]\nmin_voters = 2\n",
+        );
+        let e = s.expect_err("min_voters").to_string();
+        let file = dir.path().join("gslb.toml");
+        assert_eq!(
+            e,
+            format!(
+                "{}: cluster.min_voters: must be between 1 and 1",
+                file.display()
+            )
+        );
+        let (_dir, s) = load("[cluster]\nendpoints = []\nvantages = [\"local\"]\nttl = 3\n");
+        assert!(s.expect_err("unknown").to_string().contains("ttl"));
+        let (_dir, s) = load("[probing]\nsource_address = \"127.0.10.2\"\n");
+        let ip = s.expect("valid").probing.source_address;
+        assert_eq!(ip, Some([127, 0, 10, 2].into()));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use gslb_core::policy::Policy;
 use gslb_provider::Provider;
 use tokio::task::JoinSet;
 
+use super::cluster::Cluster;
 use super::controller::{self, Controller};
 use super::inbox::MessageSender;
 use crate::io::clock::Clock;
@@ -41,6 +42,7 @@ pub struct Builder {
     saved: Vec<Override>,
     telemetry: Option<Telemetry>,
     prober: Option<Arc<Prober>>,
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Builder {
@@ -55,7 +57,16 @@ impl Builder {
             saved: Vec::new(),
             telemetry: None,
             prober: None,
+            cluster: None,
         }
+    }
+
+    /// This instance's cluster membership (`[cluster]`): every attached service then joins its
+    /// binding's election and writes only as the elected, fenced writer. Default: none, one
+    /// instance alone writes every plan.
+    pub fn cluster(mut self, cluster: Arc<Cluster>) -> Self {
+        self.cluster = Some(cluster);
+        self
     }
 
     /// The engine's settings (`[engine]`).
@@ -123,6 +134,7 @@ impl Builder {
             prober,
             vantage: self.vantage,
             resync: self.resync,
+            cluster: self.cluster,
         })
     }
 }
@@ -138,11 +150,13 @@ pub struct Daemon {
     prober: Arc<Prober>,
     vantage: VantageId,
     resync: Duration,
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Daemon {
     /// Starts probing `policy`'s endpoints, its adoption read and the reconciler that pushes
-    /// its decisions to `provider`.
+    /// its decisions to `provider`. In a cluster, the service also joins its binding's
+    /// election, and its reconciler writes only as the fenced writer.
     ///
     /// # Errors
     /// A probe target that cannot be built (e.g. an invalid TLS server name).
@@ -151,15 +165,29 @@ impl Daemon {
         policy: &Policy,
         provider: Arc<P>,
     ) -> Result<(), ProbeError> {
-        let steering = controller::steering(policy, self.resync);
-        self.controller.attach(
+        let mut steering = controller::steering(policy, self.resync);
+        let election = self.cluster.as_ref().map(|c| {
+            let (seat, task) = c.seat(&policy.service);
+            steering.seat = Some(seat);
+            task
+        });
+        let attached = self.controller.attach(
             &mut self.tasks,
             policy,
             provider,
             steering,
             &self.prober,
             &self.vantage,
-        )
+        );
+        if let Some(task) = election {
+            self.controller.track(&policy.service, task.abort_handle());
+        }
+        attached
+    }
+
+    /// This instance's cluster membership, when it has one.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
     }
 
     /// Starts probing the vantage point's canary targets.

@@ -39,6 +39,7 @@ pub fn steering(policy: &Policy, resync: Duration) -> Steering {
         resync,
         shadow: policy.mode == gslb_core::policy::Mode::Shadow,
         health_votes: None,
+        seat: None,
     }
 }
 
@@ -280,6 +281,15 @@ impl Controller {
         )));
         lock(&self.services).insert(policy.service.clone(), handles);
         Ok(())
+    }
+
+    /// Stops `task` with `service`'s other tasks on a reload that changes or removes it (e.g.
+    /// its binding's election).
+    pub(super) fn track(&self, service: &ServiceId, task: AbortHandle) {
+        lock(&self.services)
+            .entry(service.clone())
+            .or_default()
+            .push(task);
     }
 
     /// Starts probing the vantage point's canary targets (see

@@ -268,6 +268,9 @@ fn audit(step: &Step, out: &Output, journal: &mut Journal) {
 fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
+            telemetry.verdicts.send_modify(|m| {
+                m.insert((service.clone(), t.endpoint.clone()), t.verdict);
+            });
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
             let _ = telemetry.events.send(Event::EndpointVerdict {
                 service: service.clone(),
@@ -310,6 +313,9 @@ fn publish(
         let service = engine.service(&decision.service);
         let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
         telemetry.metrics.record_decision(decision, *changed, mode);
+        if engine.cluster().is_some() {
+            telemetry.metrics.record_fresh_voters(decision);
+        }
         if let Some(s) = service {
             telemetry
                 .board
@@ -334,6 +340,10 @@ fn publish(
                 reconcile::send(tx, decision, mode == Mode::Shadow, telemetry);
             }
         }
+    }
+    if let Some(cluster) = engine.cluster() {
+        telemetry.board.refresh_cluster(cluster, step.at);
+        telemetry.metrics.record_cluster(cluster, step.at);
     }
     if matches!(step.input, Input::Tick) {
         telemetry

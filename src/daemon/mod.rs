@@ -7,8 +7,11 @@
 //! these loops only carry inputs in and writes out, in order.
 
 pub mod builder;
+pub mod cluster;
 pub mod controller;
 pub mod engine_loop;
 pub mod inbox;
 pub mod reconcile;
 pub mod reload;
+pub mod shared_drills;
+pub mod votes;

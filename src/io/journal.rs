@@ -21,6 +21,9 @@ pub struct Journal {
     recording: Option<JsonlWriter>,
     audit: Option<AuditLog>,
     state: Option<StateFile>,
+    /// In a cluster: drill expiries are audited by the instance that removes the shared drill
+    /// ([`crate::daemon::shared_drills`]), not by every instance's journal.
+    expiries_elsewhere: bool,
 }
 
 impl Journal {
@@ -34,7 +37,16 @@ impl Journal {
             recording,
             audit,
             state,
+            expiries_elsewhere: false,
         }
+    }
+
+    /// The same journal, leaving the audit of drill expiries to the shared drills of a
+    /// cluster, so a drill expires once in the cluster's audit logs, not once per instance.
+    #[must_use]
+    pub fn expiries_audited_elsewhere(mut self) -> Self {
+        self.expiries_elsewhere = true;
+        self
     }
 
     /// Records one step (when recording).
@@ -74,6 +86,7 @@ impl Journal {
                     actor,
                     reason,
                 } => AuditEntry::drill_ended(at, ended, actor, reason),
+                OverrideChange::Expired(_) if self.expiries_elsewhere => continue,
                 OverrideChange::Expired(o) => AuditEntry::drill_expired(at, o),
                 OverrideChange::Completed(o) => AuditEntry::new(
                     at,

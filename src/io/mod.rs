@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod clock;
+pub mod coordination;
 pub mod journal;
 pub mod jsonl;
 pub mod origin;

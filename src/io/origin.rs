@@ -7,8 +7,9 @@
 //! Must not: be used as a production server (no limits, no TLS, HTTP/1.1 only, one request
 //! per connection).
 
+use std::collections::BTreeSet;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,6 +57,8 @@ pub struct Origin {
 struct Shared {
     region: String,
     mode: Mutex<Mode>,
+    /// Clients (by source address) answered `503` whatever the mode.
+    failing_for: Mutex<BTreeSet<IpAddr>>,
     connections: AtomicU64,
     requests: AtomicU64,
     last_host: Mutex<Option<String>>,
@@ -64,6 +67,20 @@ struct Shared {
 impl Shared {
     fn mode(&self) -> Mode {
         *self.mode.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The mode for a client at `peer`: `503` when it is in `failing_for`.
+    fn mode_for(&self, peer: IpAddr) -> Mode {
+        let failing = self
+            .failing_for
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&peer);
+        if failing {
+            Mode::Status(503)
+        } else {
+            self.mode()
+        }
     }
 }
 
@@ -78,6 +95,7 @@ impl Origin {
         let shared = Arc::new(Shared {
             region: region.to_owned(),
             mode: Mutex::new(Mode::Healthy),
+            failing_for: Mutex::new(BTreeSet::new()),
             connections: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             last_host: Mutex::new(None),
@@ -114,6 +132,18 @@ impl Origin {
     /// The current mode.
     pub fn mode(&self) -> Mode {
         self.shared.mode()
+    }
+
+    /// Answers `503` to requests from `sources` (client addresses), whatever the mode; others
+    /// are served as the mode says. With each gslb instance's probes bound to its own address
+    /// (`[probing] source_address`), one vantage point sees the origin down while the others
+    /// see it up. An empty set serves everyone by the mode again.
+    pub fn fail_for(&self, sources: impl IntoIterator<Item = IpAddr>) {
+        *self
+            .shared
+            .failing_for
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = sources.into_iter().collect();
     }
 
     /// TCP connections accepted since [`Origin::start`].
@@ -185,9 +215,9 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     shared.connections.fetch_add(1, Ordering::SeqCst);
-                    connections.spawn(connection(stream, shared.clone()));
+                    connections.spawn(connection(stream, peer.ip(), shared.clone()));
                 }
                 Err(e) => {
                     // E.g. out of file descriptors: back off instead of spinning.
@@ -200,8 +230,8 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
-    match shared.mode() {
+async fn connection(mut stream: TcpStream, peer: IpAddr, shared: Arc<Shared>) {
+    match shared.mode_for(peer) {
         Mode::Hang => {
             // Read and discard until the client gives up.
             let _ = tokio::io::copy(&mut stream, &mut tokio::io::sink()).await;
@@ -213,7 +243,7 @@ async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
             drop(stream);
         }
         _ => {
-            let service = hyper::service::service_fn(move |req| respond(shared.clone(), req));
+            let service = hyper::service::service_fn(move |req| respond(shared.clone(), peer, req));
             let _ = hyper::server::conn::http1::Builder::new()
                 .keep_alive(false)
                 .serve_connection(TokioIo::new(stream), service)
@@ -241,6 +271,7 @@ struct Unanswered;
 
 async fn respond(
     shared: Arc<Shared>,
+    peer: IpAddr,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Unanswered> {
     shared.requests.fetch_add(1, Ordering::SeqCst);
@@ -251,7 +282,7 @@ async fn respond(
         .map(str::to_owned);
     *shared.last_host.lock().unwrap_or_else(|p| p.into_inner()) = host;
     let region = &shared.region;
-    let (status, body) = match shared.mode() {
+    let (status, body) = match shared.mode_for(peer) {
         // The mode changed after this connection was accepted.
         Mode::Hang => std::future::pending().await,
         Mode::Reset => return Err(Unanswered),

@@ -2,6 +2,7 @@
 //! board, metrics, event channel, clock, [`health`]), webhooks, and the failover timeline task with its
 //! observers. Nothing here drives the engine.
 
+pub mod cluster;
 pub mod events;
 pub mod health;
 pub mod logging;

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use gslb_provider::Plan;
 
-use gslb_core::engine::{Decision, Override, PoolVerdict, ServiceEngine};
+use gslb_core::engine::{Decision, Override, PoolVerdict, SafetyState, ServiceEngine};
 use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict,
 };
@@ -53,6 +53,17 @@ impl ApplyState {
     }
 }
 
+/// A binding's cluster writer as this instance sees it (status `cluster`, `gslb plan`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct SeatView {
+    /// This instance's role: `writer`, `follower`, or `unknown` (etcd not readable yet).
+    pub role: &'static str,
+    /// The writer's vantage point, when one leads.
+    pub writer: Option<String>,
+    /// The writer's epoch (fencing token), when one leads.
+    pub epoch: Option<u64>,
+}
+
 /// What the reconciler last saw and did. As read ([`StatusBoard::snapshot`]), it also shows a
 /// decision the reconciler has not reported on yet as `pending` (see [`ApplyStatus::take_up`]).
 #[derive(Debug, Clone, Serialize, Default)]
@@ -87,6 +98,15 @@ pub struct ApplyStatus {
     /// Set while the decision drains the provider's fallback pool, which gslb never disables:
     /// the drain is ignored (the rest of the decision is applied) and this says so.
     pub ignored_drain: Option<String>,
+    /// `[cluster]` only: this instance's role for the binding and the binding's writer. Not
+    /// shown without `[cluster]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<SeatView>,
+    /// `[cluster]` only: why this instance did not write the latest plan (it is a follower,
+    /// or the fence refused it: the reason); the decision stays `pending` ("decided but not
+    /// applied"). Cleared when it writes or the provider matches. Not shown when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<String>,
     /// The provider's fallback pool as of the last successful observe (Cloudflare
     /// `fallback_pool`): a drain of it is ignored. Not shown.
     #[serde(skip)]
@@ -233,12 +253,16 @@ pub struct ServiceStatus {
     /// The latest decision handed to the reconciler; the engine loop's fact. Not shown.
     #[serde(skip)]
     pub decided: Option<Decided>,
+    /// The engine's safety state of the service (kept in etcd in a cluster). Not shown.
+    #[serde(skip)]
+    pub safety: Option<SafetyState>,
 }
 
 /// Every service's status.
 #[derive(Debug, Default)]
 pub struct StatusBoard {
     services: RwLock<BTreeMap<ServiceId, ServiceStatus>>,
+    cluster: RwLock<Option<crate::ops::cluster::ClusterStatus>>,
     recent: RwLock<BTreeMap<(ServiceId, EndpointId, VantageId), VecDeque<RecentProbe>>>,
 }
 
@@ -261,6 +285,31 @@ impl StatusBoard {
             }
         }
         services
+    }
+
+    /// The cluster's status; `None` alone.
+    pub fn cluster(&self) -> Option<crate::ops::cluster::ClusterStatus> {
+        read(&self.cluster).clone()
+    }
+
+    /// Sets the cluster's status (when joining a cluster).
+    pub fn set_cluster(&self, status: crate::ops::cluster::ClusterStatus) {
+        *write(&self.cluster) = Some(status);
+    }
+
+    /// Refreshes the cluster's status from the engine's view, when this instance is in one.
+    pub fn refresh_cluster(&self, view: &gslb_core::engine::ClusterView, now: Millis) {
+        if let Some(c) = write(&self.cluster).as_mut() {
+            c.refresh(view, now);
+        }
+    }
+
+    /// Each service's engine safety state as last published, without copying the rest.
+    pub fn safety(&self) -> Vec<(ServiceId, SafetyState)> {
+        read(&self.services)
+            .iter()
+            .filter_map(|(id, s)| Some((id.clone(), s.safety.clone()?)))
+            .collect()
     }
 
     /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point.
@@ -337,6 +386,7 @@ impl StatusBoard {
             last_decision: decision.cloned(),
             apply: ApplyStatus::default(),
             decided: None,
+            safety: Some(engine.safety()),
         };
         let mut guard = write(&self.services);
         let (apply, decided) = guard

@@ -11,6 +11,7 @@ use gslb_core::model::ServiceId;
 use gslb_provider::ProviderError;
 
 use crate::io::clock::Clock;
+use crate::io::coordination::LocalVerdicts;
 use crate::ops::events::{self, EventSender};
 use crate::ops::health::Health;
 use crate::ops::metrics::Metrics;
@@ -30,6 +31,9 @@ pub struct Telemetry {
     pub clock: Clock,
     /// The loops' heartbeats and readiness (`/healthz`, `/readyz`).
     pub health: Health,
+    /// This instance's current rise/fall verdicts (the engine loop sets them; in a cluster
+    /// the vote publisher puts them in etcd).
+    pub verdicts: Arc<tokio::sync::watch::Sender<LocalVerdicts>>,
 }
 
 impl Telemetry {
@@ -43,6 +47,7 @@ impl Telemetry {
             events: events::channel(events),
             clock,
             health: Health::default(),
+            verdicts: Arc::new(tokio::sync::watch::Sender::new(LocalVerdicts::new())),
         }
     }
 

@@ -35,6 +35,15 @@ pub fn read_log(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_default()
 }
 
+/// The whole `/v1/status` (services, and `cluster` in a cluster) of the daemon at `admin`,
+/// once it answers.
+pub async fn status_all(admin: SocketAddr) -> Option<Value> {
+    let r = reqwest::get(format!("http://{admin}/v1/status"))
+        .await
+        .ok()?;
+    serde_json::from_slice(&r.bytes().await.ok()?).ok()
+}
+
 /// `service`'s entry in `GET /v1/status`, once the daemon answers and knows the service.
 pub async fn status(admin: SocketAddr, service: &str) -> Option<Value> {
     let r = reqwest::get(format!("http://{admin}/v1/status"))

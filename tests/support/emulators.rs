@@ -262,6 +262,33 @@ pub fn executable(name: &str) -> PathBuf {
     path
 }
 
+/// The executable `name` of an external tool (promtool, etcd, hadolint, kubectl...): in the
+/// virtualenv's `bin/` (the versions `.ci/install-tools.sh` pins), else on PATH. `None` (the
+/// test skips, saying why) when it is in neither, unless `GSLB_REQUIRE_TOOLS=1` (set by
+/// `.ci/run`), then the test fails: CI cannot skip silently.
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let venv = venv_dir().join("bin");
+    let found = std::iter::once(venv)
+        .chain(
+            std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        )
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let why = format!(
+            "{name} not found on PATH or in the virtualenv: run `bash .ci/install-tools.sh`"
+        );
+        assert!(
+            std::env::var("GSLB_REQUIRE_TOOLS").as_deref() != Ok("1"),
+            "{why} (GSLB_REQUIRE_TOOLS=1: tools must not be skipped)"
+        );
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
 /// The nearest ancestor of the including crate's manifest directory whose `Cargo.toml` has a
 /// `[workspace]` table.
 pub fn workspace_root() -> PathBuf {

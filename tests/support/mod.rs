@@ -6,10 +6,12 @@
 
 pub mod authoritative;
 pub mod cloudflare;
+pub mod cluster;
 pub mod controller;
 pub mod daemon;
 pub mod dns;
 pub mod emulators;
+pub mod etcd;
 pub mod policy;
 pub mod proxy;
 pub mod reconcile;

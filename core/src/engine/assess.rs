@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::model::{EndpointId, Millis, PoolId, ProbeReason, VantageId, Verdict};
 use crate::policy::Policy;
 
+use super::cluster::{ClusterView, RemoteVerdicts, VantageVote};
 use super::decide::PoolVerdict;
 use super::health::{EndpointHealth, pool_verdict};
 use super::quorum::{Tally, Vote};
@@ -35,6 +36,8 @@ pub(super) struct PoolAssessment {
     pub(super) flapping: bool,
     /// When a probe of it last passed, from a vantage point not found suspect.
     pub(super) last_ok: Option<Millis>,
+    /// Each vantage point's vote (cluster only; empty alone).
+    pub(super) by_vantage: BTreeMap<VantageId, VantageVote>,
 }
 
 /// Every pool's assessment, in priority order, and a note per suspect vantage point that voted
@@ -52,6 +55,10 @@ pub(super) struct Assessor<'a> {
     pub(super) evidence: &'a ByEndpoint,
     pub(super) provider_votes: &'a ProviderVotes,
     pub(super) pools: &'a BTreeMap<PoolId, PoolVerdict>,
+    /// The other vantage points' published verdicts.
+    pub(super) remote: &'a RemoteVerdicts,
+    /// The cluster; `None` alone.
+    pub(super) cluster: Option<&'a ClusterView>,
 }
 
 impl<'a> Assessor<'a> {
@@ -95,6 +102,7 @@ impl<'a> Assessor<'a> {
         let mut pools = Vec::new();
         for pool in self.policy.pools.iter().map(|p| p.id.clone()) {
             let mut votes: Vec<Vote> = Vec::new();
+            let mut by_vantage = BTreeMap::new();
             for (v, verdict) in self.views(&pool, now) {
                 let s = suspects
                     .entry(v.clone())
@@ -102,21 +110,46 @@ impl<'a> Assessor<'a> {
                 if let (Some(s), Verdict::Unhealthy) = (&*s, verdict) {
                     suspect_notes.insert(format!("vantage point {v} is suspect: {s}"));
                 }
+                let counted = s.is_none() || verdict != Verdict::Unhealthy;
+                by_vantage.insert(v.clone(), VantageVote { verdict, counted });
                 votes.push(Vote {
                     verdict,
                     suspect: s.is_some(),
                 });
             }
+            for (v, vote) in self.remote_views(&pool, now) {
+                if vote.counted {
+                    votes.push(Vote {
+                        verdict: vote.verdict,
+                        suspect: false,
+                    });
+                }
+                by_vantage.entry(v).or_insert(vote);
+            }
+            let voters = votes
+                .iter()
+                .filter(|v| !(v.suspect && v.verdict == Verdict::Unhealthy))
+                .count();
             votes.extend(self.provider_vote(&pool, now));
             let votes = Tally::of(votes);
             let previous = self
                 .pools
                 .get(&pool)
                 .map_or(Verdict::Unknown, |p| p.verdict);
+            let enough = self
+                .cluster
+                .is_none_or(|c| c.enough(u32::try_from(voters).unwrap_or(u32::MAX)));
+            if self.cluster.is_none() {
+                by_vantage.clear();
+            }
             let histories = || self.histories(&pool).map(|(_, h)| &h.flap);
             let assessed = PoolAssessment {
                 previous,
-                verdict: votes.verdict(previous),
+                verdict: if enough {
+                    votes.verdict(previous)
+                } else {
+                    Verdict::Unknown
+                },
                 votes,
                 flap_percent: histories().map(|h| h.percent()).fold(0.0, f64::max),
                 flapping: histories().any(|h| h.flapping()),
@@ -126,6 +159,7 @@ impl<'a> Assessor<'a> {
                     .filter(|(_, h)| h.last.as_ref().is_some_and(|o| o.success))
                     .filter_map(|(_, h)| h.last_at)
                     .max(),
+                by_vantage,
             };
             pools.push((pool, assessed));
         }
@@ -133,6 +167,44 @@ impl<'a> Assessor<'a> {
             pools,
             suspect_notes,
         }
+    }
+
+    /// Each configured vantage point's published view of `pool` (the pool verdict of its
+    /// endpoint verdicts, a missing one unknown), counted while its heartbeat is fresh. Only
+    /// vantage points that published a verdict on the pool, or are configured, appear;
+    /// alone, none.
+    fn remote_views(self, pool: &'a PoolId, now: Millis) -> Vec<(VantageId, VantageVote)> {
+        let Some(cluster) = self.cluster else {
+            return Vec::new();
+        };
+        let local: BTreeSet<&VantageId> = self
+            .members(pool)
+            .filter_map(|e| self.evidence.get(e))
+            .flat_map(|m| m.keys())
+            .collect();
+        cluster
+            .vantages
+            .iter()
+            .filter(|v| **v != cluster.local && !local.contains(v))
+            .filter_map(|v| {
+                let mut published = false;
+                let verdicts: Vec<Verdict> = self
+                    .members(pool)
+                    .map(|e| {
+                        let got = self.remote.get(e).and_then(|m| m.get(v)).copied();
+                        published |= got.is_some();
+                        got.unwrap_or(Verdict::Unknown)
+                    })
+                    .collect();
+                published.then(|| {
+                    let vote = VantageVote {
+                        verdict: pool_verdict(verdicts),
+                        counted: cluster.fresh(v, now),
+                    };
+                    (v.clone(), vote)
+                })
+            })
+            .collect()
     }
 
     /// The provider's vote for `pool`, when `quorum.provider_vote` and it is still fresh.
@@ -193,6 +265,9 @@ impl<'a> Assessor<'a> {
         if t.discounted > 0 {
             votes.push_str(&format!(", {} suspect discounted", t.discounted));
         }
+        if let Some(c) = self.cluster {
+            votes.push_str(&cluster_note(c, state.map(|s| &s.by_vantage)));
+        }
         format!("pool {pool} {v} by quorum ({votes}): {}", parts.join("; "))
     }
 }
@@ -210,4 +285,36 @@ fn stale(prober_side: Option<(Millis, ProbeReason)>, fresh: Duration) -> String 
         ),
         None => format!("stale (no result for over {fresh})"),
     }
+}
+
+/// The cluster's part of a pool's description: each vantage point's vote, and why the verdict
+/// is unknown when coordination is lost or too few votes count, e.g.
+/// `; votes: a unhealthy, b healthy, c stale; needs 2 fresh voters`.
+fn cluster_note(c: &ClusterView, by_vantage: Option<&BTreeMap<VantageId, VantageVote>>) -> String {
+    let votes: Vec<String> = by_vantage
+        .into_iter()
+        .flatten()
+        .map(|(v, vote)| match vote.counted {
+            true => format!("{v} {}", vote.verdict),
+            false => format!("{v} stale"),
+        })
+        .collect();
+    let counted = by_vantage.map_or(0, |m| m.values().filter(|v| v.counted).count());
+    let mut note = format!(
+        "; votes: {}",
+        if votes.is_empty() {
+            "none".into()
+        } else {
+            votes.join(", ")
+        }
+    );
+    if !c.coordinated() {
+        note.push_str("; coordination lost: fail static");
+    } else if !c.enough(u32::try_from(counted).unwrap_or(u32::MAX)) {
+        note.push_str(&format!(
+            "; needs {} fresh voters (min_voters)",
+            c.min_voters
+        ));
+    }
+    note
 }

@@ -9,13 +9,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::Millis;
 use crate::policy::{Damping, Flapping};
 
 /// One pool's flap penalty.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlapPenalty {
     /// The penalty as of `at`.
     value: f64,

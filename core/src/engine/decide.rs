@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::model::{Millis, PoolId, ServiceId, Verdict};
+use crate::model::{Millis, PoolId, ServiceId, VantageId, Verdict};
 
+use super::cluster::VantageVote;
 use super::quorum::Tally;
 
 /// The rule a decision followed. Holds keep the current pool.
@@ -139,6 +140,9 @@ pub struct PoolVerdict {
     pub flapping: bool,
     /// When a probe of it last passed (from a vantage point that is not suspect).
     pub last_ok: Option<Millis>,
+    /// Each vantage point's vote on it, and whether it counted (cluster only; empty alone).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_vantage: BTreeMap<VantageId, VantageVote>,
 }
 
 impl PoolVerdict {
@@ -153,6 +157,7 @@ impl PoolVerdict {
             flap_percent: 0,
             flapping: false,
             last_ok: None,
+            by_vantage: BTreeMap::new(),
         }
     }
 }

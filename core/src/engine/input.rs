@@ -5,10 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Millis, Observation, PoolId, ServiceId};
+use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 
 use super::decide::Decision;
 use super::overrides::{Override, OverrideError, OverrideId, OverrideRequest};
+use super::safety::SafetyState;
 use super::service::EndpointTransition;
 
 /// One input.
@@ -52,6 +53,44 @@ pub enum Input {
     },
     /// Re-evaluate every service (staleness, expiries, holds running out).
     Tick,
+    /// This controller is one of several (`[cluster]`), recorded at start after
+    /// [`Input::Start`]: the configured vantage points, the votes a pool needs, and how long
+    /// a heartbeat keeps a vantage point's votes counting. Coordination starts lost.
+    Cluster {
+        /// This instance's vantage point.
+        local: VantageId,
+        /// Every configured vantage point, this instance's included.
+        vantages: Vec<VantageId>,
+        /// Counted vantage-point votes a pool's verdict needs.
+        min_voters: u32,
+        /// How long after its last heartbeat a vantage point's votes count.
+        #[serde(with = "humantime_serde")]
+        fresh_for: std::time::Duration,
+    },
+    /// Coordination through etcd holds (lease alive, peers' votes watched) or is lost (then
+    /// every pool is unknown: fail static).
+    Coordination {
+        /// Whether it holds.
+        coordinated: bool,
+    },
+    /// Another vantage point published (or withdrew: `unknown`) its rise/fall verdict of an
+    /// endpoint.
+    RemoteVerdict {
+        /// The vantage point.
+        vantage: VantageId,
+        /// The service.
+        service: ServiceId,
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// Its verdict.
+        verdict: Verdict,
+    },
+    /// A heartbeat of another vantage point was seen now (its votes count for
+    /// [`Input::Cluster`]'s `fresh_for` from this step's time).
+    Heartbeat {
+        /// The vantage point.
+        vantage: VantageId,
+    },
     /// Start a drill override.
     AddOverride(OverrideRequest),
     /// End an override before its expiry.
@@ -76,6 +115,15 @@ pub enum Input {
     LoadOverrides {
         /// The saved overrides.
         overrides: Vec<Override>,
+    },
+    /// A service's safety state as kept in etcd (`[cluster]`): merged into the engine's
+    /// conservatively ([`SafetyState::merge`]), so a new writer or a restarted cluster
+    /// continues the velocity budget, damping, last switch and failback hold.
+    RestoreSafety {
+        /// The service.
+        service: ServiceId,
+        /// Its saved state.
+        safety: SafetyState,
     },
     /// The policy set was reloaded. Services not named kept every bit of their state. The
     /// live engine swaps in the new policies (`Engine::reload`); a replay, which uses
@@ -159,7 +207,7 @@ mod tests {
 
     use super::*;
     use crate::engine::overrides::OverrideAction;
-    use crate::model::{EndpointId, ProbeOutcome, ProbeReason, VantageId};
+    use crate::model::{ProbeOutcome, ProbeReason};
 
     /// Every input kind survives the recording format, so a replay sees every step.
     #[test]
@@ -228,6 +276,22 @@ mod tests {
             Input::Reload {
                 reset: vec![ServiceId("api".into())],
                 removed: vec![ServiceId("web".into())],
+            },
+            Input::Cluster {
+                local: VantageId("a".into()),
+                vantages: vec![VantageId("a".into()), VantageId("b".into())],
+                min_voters: 2,
+                fresh_for: Duration::from_secs(6),
+            },
+            Input::Coordination { coordinated: true },
+            Input::RemoteVerdict {
+                vantage: VantageId("b".into()),
+                service: ServiceId("api".into()),
+                endpoint: EndpointId("tcp://192.0.2.1:443".into()),
+                verdict: Verdict::Unhealthy,
+            },
+            Input::Heartbeat {
+                vantage: VantageId("b".into()),
             },
         ];
         for input in inputs {

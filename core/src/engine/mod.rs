@@ -7,11 +7,13 @@
 //!
 //! Files: `health` (rise/fall), `quorum` (vantage votes), `vantage` (suspect vantage points),
 //! `damping` (flap penalty, flapping percentage), `velocity` (budgets), `overrides` (drills),
+//! `cluster` (other vantage points' votes, heartbeats, `min_voters`, coordination),
 //! `decide` (the vocabulary of decisions), `rules` (the failover rules and their precedence),
 //! `rails` (safety rails), `assess` (a service's pools, as a plain value), `service` (one
 //! service: assess, then commit a decision), `input`.
 
 mod assess;
+mod cluster;
 mod damping;
 mod decide;
 mod health;
@@ -20,6 +22,7 @@ mod overrides;
 mod quorum;
 mod rails;
 mod rules;
+mod safety;
 mod service;
 mod vantage;
 mod velocity;
@@ -27,6 +30,7 @@ mod velocity;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+pub use cluster::{ClusterView, VantageVote};
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
 pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 pub use health::{EndpointHealth, pool_verdict};
@@ -38,11 +42,12 @@ pub use overrides::{
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
 pub use rules::choose;
+pub use safety::SafetyState;
 pub use service::{EndpointTransition, ServiceEngine};
 pub use vantage::{Suspicion, Vantages};
 pub use velocity::{SwitchWindow, TokenBucket};
 
-use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId};
+use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use crate::policy::{Flapping, Policy, PolicyDiff};
 
 use service::Context;
@@ -84,6 +89,7 @@ pub struct Engine {
     vantages: Vantages,
     global: Option<SwitchWindow>,
     overrides: Overrides,
+    cluster: Option<ClusterView>,
 }
 
 impl Engine {
@@ -99,7 +105,13 @@ impl Engine {
                 .global_velocity
                 .map(|(max, window)| SwitchWindow::new(max, window)),
             overrides: Overrides::default(),
+            cluster: None,
         }
+    }
+
+    /// The cluster as this engine sees it; `None` alone.
+    pub fn cluster(&self) -> Option<&ClusterView> {
+        self.cluster.as_ref()
     }
 
     /// One service's engine.
@@ -166,6 +178,32 @@ impl Engine {
             Input::Rearm { service, .. } => self.rearm(service.as_ref(), at, &mut out),
             Input::Reload { reset, removed } => self.apply_reload(reset, removed, &mut out),
             Input::LoadOverrides { overrides } => self.load_overrides(overrides, &mut out),
+            Input::Cluster {
+                local,
+                vantages,
+                min_voters,
+                fresh_for,
+            } => {
+                let vantages = vantages.iter().cloned().collect();
+                let view = ClusterView::new(local.clone(), vantages, *min_voters, *fresh_for);
+                self.cluster = Some(view);
+                self.services.keys().cloned().collect()
+            }
+            Input::Coordination { coordinated } => self.coordination(*coordinated),
+            Input::RemoteVerdict {
+                vantage,
+                service,
+                endpoint,
+                verdict,
+            } => self.remote_verdict(vantage, service, endpoint, *verdict),
+            Input::Heartbeat { vantage } => self.heartbeat(vantage, at),
+            Input::RestoreSafety { service, safety } => match self.services.get_mut(service) {
+                Some(s) => {
+                    s.restore_safety(safety, at);
+                    vec![service.clone()]
+                }
+                None => Vec::new(),
+            },
         });
         for id in touched {
             self.evaluate(&id, at, &mut out);
@@ -202,6 +240,61 @@ impl Engine {
         };
         s.provider_health(pool, healthy, at, fresh_for);
         vec![service.clone()]
+    }
+
+    /// Coordination held or lost: every service is evaluated again.
+    fn coordination(&mut self, coordinated: bool) -> Vec<ServiceId> {
+        let changed = self
+            .cluster
+            .as_mut()
+            .is_some_and(|c| c.set_coordinated(coordinated));
+        self.all_if(changed)
+    }
+
+    /// Another vantage point's verdict of an endpoint (ignored alone, or from a vantage point
+    /// not configured).
+    fn remote_verdict(
+        &mut self,
+        vantage: &VantageId,
+        service: &ServiceId,
+        endpoint: &EndpointId,
+        verdict: Verdict,
+    ) -> Vec<ServiceId> {
+        if !self
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.vantages.contains(vantage))
+        {
+            return Vec::new();
+        }
+        let known = self
+            .services
+            .get_mut(service)
+            .is_some_and(|s| s.remote_verdict(vantage, endpoint, verdict));
+        if known {
+            vec![service.clone()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A heartbeat of another vantage point: when its votes start counting again, every
+    /// service is evaluated (a heartbeat that only keeps it fresh changes nothing).
+    fn heartbeat(&mut self, vantage: &VantageId, at: Millis) -> Vec<ServiceId> {
+        let started = self
+            .cluster
+            .as_mut()
+            .is_some_and(|c| c.heartbeat(vantage, at));
+        self.all_if(started)
+    }
+
+    /// Every service when `yes`, else none.
+    fn all_if(&self, yes: bool) -> Vec<ServiceId> {
+        if yes {
+            self.services.keys().cloned().collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// The provider's serving pool, read at start.
@@ -383,6 +476,7 @@ impl Engine {
         };
         let mut ctx = Context {
             vantages: &self.vantages,
+            cluster: self.cluster.as_ref(),
             global: self.global.as_mut(),
             overrides: &self.overrides,
         };

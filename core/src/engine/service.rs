@@ -13,12 +13,14 @@ use crate::model::{
 use crate::policy::Policy;
 
 use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
+use super::cluster::{ClusterView, RemoteVerdicts};
 use super::damping::FlapPenalty;
 use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 use super::health::{EndpointHealth, pool_verdict};
 use super::overrides::{OverrideAction, Overrides};
 use super::rails::{self, Violation};
 use super::rules::choose;
+use super::safety::SafetyState;
 use super::vantage::Vantages;
 use super::velocity::{SwitchWindow, TokenBucket};
 
@@ -38,6 +40,7 @@ pub struct EndpointTransition {
 /// Controller-wide context of one evaluation.
 pub(super) struct Context<'a> {
     pub vantages: &'a Vantages,
+    pub cluster: Option<&'a ClusterView>,
     pub global: Option<&'a mut SwitchWindow>,
     pub overrides: &'a Overrides,
 }
@@ -87,6 +90,7 @@ pub struct ServiceEngine {
     endpoint_pool: BTreeMap<EndpointId, PoolId>,
     evidence: ByEndpoint,
     provider_votes: ProviderVotes,
+    remote: RemoteVerdicts,
     pools: BTreeMap<PoolId, PoolVerdict>,
     penalties: BTreeMap<PoolId, FlapPenalty>,
     ready: bool,
@@ -117,6 +121,7 @@ impl ServiceEngine {
             endpoint_pool,
             evidence: BTreeMap::new(),
             provider_votes: BTreeMap::new(),
+            remote: BTreeMap::new(),
             pools,
             penalties: BTreeMap::new(),
             ready: false,
@@ -184,6 +189,32 @@ impl ServiceEngine {
         self.ready = true;
     }
 
+    /// The state that must outlive a restart or a change of writer ([`SafetyState`]).
+    pub fn safety(&self) -> SafetyState {
+        SafetyState {
+            bucket: self.bucket,
+            penalties: self.penalties.clone(),
+            last_change: self.last_change,
+            last_failover: self.last_failover,
+            consecutive_failovers: self.consecutive_failovers,
+        }
+    }
+
+    /// Merges a saved safety state at `now` ([`SafetyState::merge`]).
+    pub fn restore_safety(&mut self, saved: &SafetyState, now: Millis) {
+        let mut state = self.safety();
+        state.merge(saved, now, &self.policy.damping);
+        self.bucket = state.bucket;
+        self.penalties = state.penalties;
+        self.last_change = state.last_change;
+        self.last_failover = state.last_failover;
+        self.consecutive_failovers = state.consecutive_failovers;
+        let damping = self.policy.damping;
+        for p in self.penalties.values_mut() {
+            p.update(now, &damping);
+        }
+    }
+
     /// Refills the velocity budget (operator re-arm).
     pub fn rearm(&mut self, now: Millis) {
         self.bucket.rearm(now);
@@ -207,6 +238,25 @@ impl ServiceEngine {
             self.provider_votes
                 .insert(pool.clone(), (v, now, fresh_for));
         }
+    }
+
+    /// Records another vantage point's published rise/fall verdict of `endpoint` (unknown
+    /// when it withdrew it). Returns whether the endpoint is one of this service's.
+    pub(super) fn remote_verdict(
+        &mut self,
+        vantage: &VantageId,
+        endpoint: &EndpointId,
+        verdict: Verdict,
+    ) -> bool {
+        if !self.endpoint_pool.contains_key(endpoint) {
+            return false;
+        }
+        let by_vantage = self.remote.entry(endpoint.clone()).or_default();
+        match verdict {
+            Verdict::Unknown => by_vantage.remove(vantage),
+            v => by_vantage.insert(vantage.clone(), v),
+        };
+        true
     }
 
     /// Records one probe result; prober-side failures only feed `vantages`. A recovering
@@ -256,7 +306,7 @@ impl ServiceEngine {
         vantage: &VantageId,
         verdict: impl Fn(&EndpointHealth) -> Verdict,
     ) -> Verdict {
-        pool_verdict(self.assessor().members(pool).map(|e| {
+        pool_verdict(self.assessor(None).members(pool).map(|e| {
             self.evidence
                 .get(e)
                 .and_then(|m| m.get(vantage))
@@ -287,7 +337,7 @@ impl ServiceEngine {
         if !self.ready {
             return None;
         }
-        let assessment = self.assessor().assess(now, ctx.vantages);
+        let assessment = self.assessor(ctx.cluster).assess(now, ctx.vantages);
         Some(self.commit(assessment, now, ctx))
     }
 
@@ -312,7 +362,8 @@ impl ServiceEngine {
             failback_hold: self.policy.failback_hold.after(self.consecutive_failovers),
             now,
         };
-        let explain = |p: &PoolId| self.explain(p, now);
+        let cluster = ctx.cluster;
+        let explain = |p: &PoolId| self.assessor(cluster).explain(p, now);
         let Candidate {
             rule,
             active,
@@ -370,6 +421,7 @@ impl ServiceEngine {
         slot.flap_percent = assessed.flap_percent.round() as u32;
         slot.flapping = assessed.flapping;
         slot.last_ok = assessed.last_ok;
+        slot.by_vantage = assessed.by_vantage;
     }
 
     /// Moves the serving pool to `active` when it is a change: the time of the change (for
@@ -500,19 +552,15 @@ impl ServiceEngine {
         None
     }
 
-    /// A one-line description of a pool's evidence, e.g.
-    /// `pool seoul unhealthy by quorum (0 up, 1 down of 1 fresh): endpoint ... failed 3 ...`.
-    pub fn explain(&self, pool: &PoolId, now: Millis) -> String {
-        self.assessor().explain(pool, now)
-    }
-
-    /// The engine's evidence, as an assessment reads it.
-    fn assessor(&self) -> Assessor<'_> {
+    /// The engine's evidence, as an assessment reads it, with the cluster's votes.
+    fn assessor<'a>(&'a self, cluster: Option<&'a ClusterView>) -> Assessor<'a> {
         Assessor {
             policy: &self.policy,
             evidence: &self.evidence,
             provider_votes: &self.provider_votes,
             pools: &self.pools,
+            remote: &self.remote,
+            cluster,
         }
     }
 }

@@ -10,13 +10,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::Millis;
 use crate::policy::Velocity;
 
 /// A token bucket counted in milliseconds of refill, so it is exact and replays identically.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenBucket {
     /// Tokens available as of `at`, in units of 1/`refill_ms`.
     credit_ms: u64,
@@ -66,6 +66,14 @@ impl TokenBucket {
     pub fn next_at(&self, now: Millis) -> Millis {
         let credit = self.credit(now);
         Millis(now.0 + self.refill_ms.saturating_sub(credit.min(self.refill_ms)))
+    }
+
+    /// Lowers the credit to `other`'s at `now` when `other` has less (a budget spent elsewhere
+    /// or before a restart stays spent); keeps this bucket's `burst` and `refill`.
+    pub fn spend_like(&mut self, other: &Self, now: Millis) {
+        let credit = self.credit(now).min(other.credit(now));
+        self.credit_ms = credit;
+        self.at = now;
     }
 
     /// Refills to `burst` (operator re-arm).

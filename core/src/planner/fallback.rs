@@ -120,6 +120,7 @@ mod tests {
                 })
                 .collect(),
             fallback: Some(fallback.into()),
+            writer_epoch: None,
         }
     }
 

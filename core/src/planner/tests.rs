@@ -36,6 +36,7 @@ fn observed() -> ObservedState {
             .map(|p| (p, pool.clone()))
             .collect(),
         fallback: Some("p-aws".into()),
+        writer_epoch: None,
     }
 }
 

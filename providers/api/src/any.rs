@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::{FailoverStyle, ObservedState, Plan, Provider, ProviderError};
+use crate::{FailoverStyle, ObservedState, Plan, Provider, ProviderError, Stamp};
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -17,6 +17,11 @@ trait DynProvider: Send + Sync {
     fn style(&self) -> FailoverStyle;
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>>;
+    fn apply_as<'a>(
+        &'a self,
+        plan: &'a Plan,
+        stamp: Stamp,
+    ) -> BoxFuture<'a, Result<(), ProviderError>>;
 }
 
 impl<P: Provider> DynProvider for P {
@@ -34,6 +39,14 @@ impl<P: Provider> DynProvider for P {
 
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(Provider::apply(self, plan))
+    }
+
+    fn apply_as<'a>(
+        &'a self,
+        plan: &'a Plan,
+        stamp: Stamp,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(Provider::apply_as(self, plan, stamp))
     }
 }
 
@@ -70,6 +83,10 @@ impl Provider for AnyProvider {
 
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
         self.0.apply(plan).await
+    }
+
+    async fn apply_as(&self, plan: &Plan, stamp: Stamp) -> Result<(), ProviderError> {
+        self.0.apply_as(plan, stamp).await
     }
 }
 

@@ -55,4 +55,34 @@ pub trait Provider: Send + Sync + 'static {
     /// [`ProviderError::Conflict`] when a fence shows another writer got there first: the
     /// caller re-observes and re-plans. Other classes as for `observe`.
     fn apply(&self, plan: &Plan) -> impl Future<Output = Result<(), ProviderError>> + Send;
+
+    /// Applies `plan` as the elected cluster writer of this binding (`[cluster]`), carrying
+    /// its [`Stamp`]. A provider without compare-and-set stamps the epoch on what it writes
+    /// and checks it on read-back (Cloudflare: the load balancer's `description`, read back
+    /// into [`ObservedState::writer_epoch`]), and sends no request once the stamp's
+    /// `deadline` has passed. The default is [`Provider::apply`]: a provider with its own
+    /// version fence (Route 53's `HealthCheckVersion`) needs nothing more.
+    ///
+    /// # Errors
+    /// As [`Provider::apply`]; [`ProviderError::Transient`] when the deadline passed before a
+    /// request was sent; [`ProviderError::Conflict`] when the read-back shows another epoch.
+    fn apply_as(
+        &self,
+        plan: &Plan,
+        stamp: Stamp,
+    ) -> impl Future<Output = Result<(), ProviderError>> + Send {
+        let _ = stamp;
+        self.apply(plan)
+    }
+}
+
+/// What a cluster writer's write carries: its epoch (the fencing token: the creation revision
+/// of its etcd leader key, larger for every newer writer) and the monotonic instant after which
+/// it must not send any request (the end of its apply's one hard deadline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// The writer's epoch.
+    pub epoch: u64,
+    /// No request is sent at or after this instant.
+    pub deadline: std::time::Instant,
 }

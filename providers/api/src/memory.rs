@@ -43,6 +43,7 @@ impl MemoryProvider {
                 })
                 .collect(),
             fallback: None,
+            writer_epoch: None,
         };
         Self {
             style,

@@ -91,6 +91,11 @@ pub struct ObservedState {
     /// has no such pool (Route 53). gslb never disables it and refuses a plan that would send
     /// traffic to it while its own probes say it is unhealthy.
     pub fallback: Option<PoolRef>,
+    /// The epoch (fencing token) of the gslb writer that last wrote this binding, when the
+    /// provider keeps one for gslb (Cloudflare: the `gslb-epoch=N` marker in the load
+    /// balancer's `description`, see [`Provider::apply_as`](crate::Provider::apply_as));
+    /// `None` when it keeps none or no cluster writer has written yet.
+    pub writer_epoch: Option<u64>,
 }
 
 impl ObservedState {
@@ -246,6 +251,7 @@ mod tests {
                 })
                 .collect(),
             fallback: None,
+            writer_epoch: None,
         }
     }
 

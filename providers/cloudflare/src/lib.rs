@@ -22,11 +22,13 @@
 //! - `client`: rate limiter, `Retry-After` block, retries and the envelope around every call;
 //!   `classify`: HTTP status and Cloudflare error codes → [`gslb_provider::ProviderError`];
 //! - `provider`: [`CloudflareProvider`], `observe` and `apply` with read-back;
+//! - [`epoch`]: a cluster writer's epoch stamped in the load balancer's `description`;
 //! - `fake` (feature `test-util`): a stateful fake of the API on 127.0.0.1.
 
 mod classify;
 mod client;
 mod config;
+pub mod epoch;
 #[cfg(feature = "test-util")]
 pub mod fake;
 mod models;

@@ -12,13 +12,14 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use gslb_provider::{
     Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
+    Stamp,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::client::Api;
 use crate::models::{LoadBalancer, Pool, SteeringPolicy, parse_pools};
-use crate::{CloudflareBinding, CloudflareSettings, LoadBalancerRef, MANAGED_TAG};
+use crate::{CloudflareBinding, CloudflareSettings, LoadBalancerRef, MANAGED_TAG, epoch};
 
 /// Steers one Cloudflare load balancer through its `default_pools` order.
 ///
@@ -32,6 +33,9 @@ pub struct CloudflareProvider {
     lb_id: Mutex<Option<String>>,
     /// The fallback pool seen by the last successful observe.
     fallback: Mutex<Option<String>>,
+    /// The load balancer's `description` seen by the last successful observe or read-back,
+    /// which a stamped write keeps (see [`epoch`]).
+    description: Mutex<Option<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,6 +72,7 @@ impl CloudflareProvider {
             binding,
             lb_id: Mutex::new(lb_id),
             fallback: Mutex::new(None),
+            description: Mutex::new(None),
         })
     }
 
@@ -135,6 +140,7 @@ impl CloudflareProvider {
                 }
             })?;
         let lb: LoadBalancer = parse("get load balancer", v)?;
+        lock(&self.description).clone_from(&lb.description);
         if !managed(lb.description.as_deref()) {
             return Err(ProviderError::Unowned(format!(
                 "load balancer {} ({path}): its description has no {MANAGED_TAG:?} tag",
@@ -204,9 +210,16 @@ impl CloudflareProvider {
         }
     }
 
-    async fn set_order(&self, to: &[PoolRef]) -> Result<(), ProviderError> {
+    /// PATCHes `default_pools` (and, for a cluster writer, the `description` stamped with
+    /// its epoch), then reads it back.
+    async fn set_order(&self, to: &[PoolRef], stamp: Option<Stamp>) -> Result<(), ProviderError> {
         let path = self.lb_path().await?;
-        let body = json!({ "default_pools": to, "steering_policy": "off" });
+        let mut body = json!({ "default_pools": to, "steering_policy": "off" });
+        if let Some(s) = stamp {
+            let description = lock(&self.description).clone();
+            body["description"] = json!(epoch::stamp(description.as_deref(), s.epoch));
+            before_deadline(s)?;
+        }
         self.api
             .call("patch load balancer", Method::PATCH, &path, Some(&body))
             .await?;
@@ -222,10 +235,26 @@ impl CloudflareProvider {
                 )
             )));
         }
+        let seen = epoch::read(back.description.as_deref());
+        if let Some(s) = stamp
+            && seen != Some(s.epoch)
+        {
+            return Err(ProviderError::Conflict(format!(
+                "read-back of load balancer {path}: writer epoch {} instead of {} written just \
+                 before: another gslb writer changed it",
+                seen.map_or_else(|| "none".to_owned(), |e| e.to_string()),
+                s.epoch
+            )));
+        }
         Ok(())
     }
 
-    async fn set_enabled(&self, pool: &str, enabled: bool) -> Result<(), ProviderError> {
+    async fn set_enabled(
+        &self,
+        pool: &str,
+        enabled: bool,
+        stamp: Option<Stamp>,
+    ) -> Result<(), ProviderError> {
         // Last-line defence: gslb's write planner never plans this (the one rule, in
         // `gslb_core::planner::fallback`); an adapter must refuse it for any other caller.
         if !enabled && lock(&self.fallback).as_deref() == Some(pool) {
@@ -240,6 +269,9 @@ impl CloudflareProvider {
         }
         let path = format!("{}/{pool}", self.pools_path());
         let body = json!({ "enabled": enabled });
+        if let Some(s) = stamp {
+            before_deadline(s)?;
+        }
         self.api
             .call("patch pool", Method::PATCH, &path, Some(&body))
             .await?;
@@ -303,6 +335,7 @@ impl Provider for CloudflareProvider {
                 })
                 .collect(),
             fallback: lb.fallback_pool,
+            writer_epoch: epoch::read(lb.description.as_deref()),
         })
     }
 
@@ -315,16 +348,46 @@ impl Provider for CloudflareProvider {
     /// [`ProviderError::Invalid`] for a plan that disables the fallback pool;
     /// [`ProviderError::Unowned`] for a pool the binding does not name; transport classes.
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
+        self.write(plan, None).await
+    }
+
+    /// As [`CloudflareProvider::apply`], and the load balancer PATCH also writes the
+    /// `description` stamped with `stamp.epoch` ([`epoch::stamp`], the human text kept), which
+    /// the read-back checks. No PATCH is sent at or after `stamp.deadline`. Pool PATCHes
+    /// (drains) carry no stamp: pools may be shared by several load balancers.
+    ///
+    /// # Errors
+    /// As `apply`; [`ProviderError::Conflict`] when the read-back shows another epoch;
+    /// [`ProviderError::Transient`] when the deadline passed before a PATCH was sent.
+    async fn apply_as(&self, plan: &Plan, stamp: Stamp) -> Result<(), ProviderError> {
+        self.write(plan, Some(stamp)).await
+    }
+}
+
+impl CloudflareProvider {
+    async fn write(&self, plan: &Plan, stamp: Option<Stamp>) -> Result<(), ProviderError> {
         for change in plan {
             match change {
-                Change::SetOrder { to, .. } => self.set_order(to).await?,
+                Change::SetOrder { to, .. } => self.set_order(to, stamp).await?,
                 Change::SetEnabled { pool, enabled, .. } => {
-                    self.set_enabled(pool, *enabled).await?
+                    self.set_enabled(pool, *enabled, stamp).await?
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Refuses to send a write once the writer's deadline has passed (checked on the monotonic
+/// clock right before each PATCH): a paused writer that wakes past its deadline sends nothing.
+fn before_deadline(stamp: Stamp) -> Result<(), ProviderError> {
+    if std::time::Instant::now() >= stamp.deadline {
+        return Err(ProviderError::Transient(format!(
+            "the write deadline of epoch {} passed before the request was sent",
+            stamp.epoch
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError};
 
 use crate::cli::run::{Bind, RunError};
-use crate::config::Settings;
+use crate::config::{ClusterSettings, Settings};
 use crate::daemon::controller;
 use crate::io::clock::Clock;
 use crate::io::probe::{ProbeTarget, Prober};
@@ -98,6 +98,11 @@ pub struct ServicePlan {
     pub decision: Option<Decision>,
     /// What would be written.
     pub outcome: Outcome,
+    /// `[cluster]` only: this instance's role for the binding, the writer and its epoch
+    /// ([`writer::describe`]).
+    pub cluster: Option<String>,
+    /// `[cluster]` only: each pool's votes per vantage point ([`votes::lines`]).
+    pub votes: Vec<String>,
 }
 
 /// Evaluates every gathered service with one engine at `now` from `vantage` (see the module
@@ -108,6 +113,19 @@ pub fn evaluate(
     settings: &EngineSettings,
     drills: Vec<Override>,
     vantage: &VantageId,
+    now: Millis,
+    rounds: Option<u32>,
+) -> Vec<ServicePlan> {
+    evaluate_in(gathered, settings, drills, (vantage, None), now, rounds)
+}
+
+/// [`evaluate`] as one vantage point of a cluster: with the other vantage points' votes of
+/// `peers` (read from etcd) counted as `gslb run` here would count them.
+pub fn evaluate_in(
+    gathered: Vec<Gathered>,
+    settings: &EngineSettings,
+    drills: Vec<Override>,
+    (vantage, peers): (&VantageId, Option<(&ClusterSettings, &votes::Peers)>),
     now: Millis,
     rounds: Option<u32>,
 ) -> Vec<ServicePlan> {
@@ -135,12 +153,27 @@ pub fn evaluate(
     };
     let active: Vec<Override> = drills.into_iter().filter(|o| o.expires > now).collect();
     run.feed(start, Input::LoadOverrides { overrides: active });
+    let mut steps = rounds_of_probes(&gathered, vantage, now, rounds_of);
+    if let Some((cluster, peers)) = peers {
+        let mut times: Vec<Millis> = steps.iter().map(|(at, _)| *at).collect();
+        times.dedup();
+        let (at_start, beats): (Vec<_>, Vec<_>) = peers
+            .inputs(cluster, vantage, start, &times)
+            .into_iter()
+            .partition(|(_, i)| !matches!(i, Input::Heartbeat { .. }));
+        for (at, input) in at_start {
+            run.feed(at, input);
+        }
+        // Each round's heartbeats before its probes (a stable sort keeps them first).
+        steps = beats.into_iter().chain(steps).collect();
+        steps.sort_by_key(|(at, _)| *at);
+    }
     for g in &gathered {
         let pool = pools[&g.policy.service].serving(&g.observed);
         let service = g.policy.service.clone();
         run.feed(start, Input::Adopt { service, pool });
     }
-    for (at, input) in rounds_of_probes(&gathered, vantage, now, rounds_of) {
+    for (at, input) in steps {
         run.feed(at, input);
     }
     run.feed(now, Input::Tick);
@@ -155,6 +188,8 @@ pub fn evaluate(
                 gathered: g,
                 decision,
                 outcome,
+                cluster: None,
+                votes: Vec::new(),
             }
         })
         .collect()
@@ -291,6 +326,15 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
                 }
             }
             None => writeln!(out, "  decision: none")?,
+        }
+        if !p.votes.is_empty() {
+            writeln!(out, "  votes:")?;
+            for line in &p.votes {
+                writeln!(out, "    {line}")?;
+            }
+        }
+        if let Some(role) = &p.cluster {
+            writeln!(out, "  cluster: {role}")?;
         }
         match &p.outcome {
             Outcome::NoChange => writeln!(out, "  would change: no change")?,
@@ -465,7 +509,30 @@ pub async fn plan_all<B: Bind>(
     }
     let now = Clock::system().now();
     let engine = settings.engine.engine_settings();
-    let mut plans = evaluate(gathered, &engine, drills, &settings.vantage, now, rounds);
+    let me = &settings.vantage;
+    let peers = match &settings.cluster {
+        Some(cluster) => Some((cluster, votes::read(cluster, me).await)),
+        None => None,
+    };
+    let cluster_peers = peers.as_ref().map(|(c, p)| (*c, p));
+    let mut plans = evaluate_in(gathered, &engine, drills, (me, cluster_peers), now, rounds);
+    if let Some((_, peers)) = &peers {
+        for plan in &mut plans {
+            if let Some(d) = &plan.decision {
+                plan.votes = votes::lines(d, peers, me);
+            }
+        }
+    }
+    if let Some(cluster) = &settings.cluster {
+        let services: Vec<_> = plans
+            .iter()
+            .map(|p| p.gathered.policy.service.clone())
+            .collect();
+        let lines = writer::lines(cluster, &settings.vantage, &services).await;
+        for (plan, line) in plans.iter_mut().zip(lines) {
+            plan.cluster = Some(line);
+        }
+    }
     let summary = Summary::of(&plans, failed.len());
     let written = (|| {
         for p in policies {
@@ -500,3 +567,5 @@ async fn read<B: Bind>(p: &Policy, binder: &B, prober: &Arc<Prober>) -> Result<G
 
 #[cfg(test)]
 mod tests;
+mod votes;
+mod writer;

@@ -8,7 +8,7 @@ use gslb_provider::ObservedPool;
 
 use super::*;
 use gslb_core::engine::{OverrideAction, OverrideId};
-use gslb_core::model::{ProbeReason, ServiceId};
+use gslb_core::model::{ProbeReason, ServiceId, Verdict};
 
 const NOW: Millis = Millis(1_800_000_000_000);
 
@@ -46,6 +46,7 @@ fn gathered(seoul_ok: bool) -> Gathered {
             order: None,
             pools: [("seoul".into(), pool.clone()), ("tokyo".into(), pool)].into(),
             fallback: None,
+            writer_epoch: None,
         },
         probes,
     }
@@ -228,4 +229,86 @@ fn the_summary_is_terraforms_detailed_exit_code() {
         ..no_change
     };
     assert_eq!(Summary::of(&[broken], 0).exit_code(), 1);
+/// A plan as vantage point `here` of a cluster with `b` and `c`, whose published verdicts of
+/// seoul are `b` and `c` (tokyo healthy), fresh when listed in `fresh`.
+fn cluster_plan(seoul_ok: bool, b: Verdict, c: Verdict, fresh: &[&str]) -> ServicePlan {
+    use crate::io::coordination::keys::VoteKey;
+    let me = VantageId("here".into());
+    let cluster: ClusterSettings = toml::from_str(
+        "endpoints = [\"http://127.0.0.1:2379\"]\nvantages = [\"here\", \"b\", \"c\"]\n",
+    )
+    .expect("settings");
+    let g = gathered(seoul_ok);
+    let mut verdicts = Vec::new();
+    for (peer, seoul) in [("b", b), ("c", c)] {
+        for pool in &g.policy.pools {
+            let verdict = if pool.id.0 == "seoul" {
+                seoul
+            } else {
+                Verdict::Healthy
+            };
+            let key = VoteKey {
+                vantage: VantageId(peer.into()),
+                service: ServiceId("api".into()),
+                endpoint: pool.endpoints[0].id.clone(),
+            };
+            verdicts.push((key, verdict));
+        }
+    }
+    let peers = votes::Peers {
+        reachable: true,
+        verdicts,
+        fresh: fresh
+            .iter()
+            .map(|v| (VantageId((*v).into()), Duration::from_millis(400)))
+            .collect(),
+    };
+    let settings = EngineSettings::default();
+    let mut plans = evaluate_in(
+        vec![g],
+        &settings,
+        vec![],
+        (&me, Some((&cluster, &peers))),
+        NOW,
+        None,
+    );
+    let mut p = plans.pop().expect("one plan");
+    if let Some(d) = &p.decision {
+        p.votes = votes::lines(d, &peers, &me);
+    }
+    p
+}
+
+#[test]
+fn in_a_cluster_one_vantage_point_alone_is_outvoted_and_the_votes_are_printed() {
+    use gslb_core::model::Verdict::{Healthy, Unhealthy};
+    let p = cluster_plan(false, Healthy, Healthy, &["b", "c"]);
+    assert_eq!(p.outcome, Outcome::NoChange, "{:?}", p.decision);
+    assert!(
+        p.votes.contains(
+            &"seoul: b healthy (fresh, heartbeat 0.4s ago), c healthy (fresh, heartbeat 0.4s ago), here unhealthy (this instance)".to_owned()
+        ),
+        "{:?}",
+        p.votes
+    );
+    let mut text = Vec::new();
+    render(&[p], &mut text).expect("render");
+    let text = String::from_utf8(text).expect("utf-8");
+    assert!(text.contains("  votes:\n    seoul: b healthy"), "{text}");
+
+    let p = cluster_plan(false, Unhealthy, Healthy, &["b", "c"]);
+    assert!(
+        matches!(p.outcome, Outcome::Changes(_)),
+        "two of three: {:?}",
+        p.decision
+    );
+
+    // b's down vote is stale: too few fresh down votes, no failover; b shows stale.
+    let p = cluster_plan(false, Unhealthy, Healthy, &["c"]);
+    assert_eq!(p.outcome, Outcome::NoChange, "{:?}", p.decision);
+    assert!(
+        p.votes.iter().any(|l| l.contains("b unhealthy (stale)")),
+        "{:?}",
+        p.votes
+    );
 }

@@ -14,10 +14,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError};
+use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError, Stamp};
 use tokio::sync::watch;
 
 use crate::ops::health;
+use crate::io::coordination::seat::Seat;
 use crate::ops::logging::List;
 use crate::ops::status::{ApplyState, ApplyStatus, Decided};
 use crate::ops::telemetry::Telemetry;
@@ -26,6 +27,7 @@ use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
 
+mod fenced;
 mod report;
 
 /// How long the reconciler and the adoption read wait for one provider call (`observe` or
@@ -58,6 +60,9 @@ pub struct Steering {
     /// Where the provider's own pool health goes after each read, when the policy counts it
     /// as a vote (`quorum.provider_vote`); `None` otherwise.
     pub health_votes: Option<HealthVotes>,
+    /// `[cluster]` only: the binding's seat (role, fence). With it, only the elected writer
+    /// writes, each write fenced; without it (one instance alone) every plan is written.
+    pub seat: Option<Seat>,
 }
 
 /// Called with a gslb pool and the provider's verdict of it (`true` = healthy).
@@ -86,6 +91,9 @@ enum Pass {
     /// Another writer keeps reverting: write nothing for this long (unless the decision
     /// changes).
     Stopped(Duration),
+    /// The cluster fence refused the write: try again after this long, or when the role or
+    /// the decision changes.
+    Wait(Duration),
 }
 
 /// Runs until the decision sender is dropped.
@@ -119,11 +127,13 @@ pub async fn run<P: Provider>(
         telemetry: &telemetry,
         fight: FightGuard::default(),
         announced: None,
+        stamped: None,
     };
     let bound = health::reconciler_bound(CALL_DEADLINE);
     let heartbeat = telemetry
         .health
         .register(&format!("reconciler:{service}"), bound);
+    let mut roles = steering.seat.as_ref().map(Seat::roles);
     // Nothing to reconcile before the first decision: the adoption read at start is the only
     // read until then (waiting for it is readiness, not liveness).
     heartbeat.idle(Duration::MAX, bound);
@@ -155,13 +165,27 @@ pub async fn run<P: Provider>(
                 backoff.next_delay(rand::random::<f64>(), hint)
             }
             Pass::Fatal => steering.resync,
-            Pass::Stopped(d) => d,
+            Pass::Stopped(d) | Pass::Wait(d) => d,
         };
         heartbeat.idle(wait, bound);
         tokio::select! {
             changed = decisions.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(wait) => {}
+            () = role_changed(roles.as_mut()) => {}
         }
+    }
+}
+
+/// Resolves when the seat's role changes (never without a seat, or once its election ended).
+async fn role_changed(
+    roles: Option<&mut watch::Receiver<crate::io::coordination::election::Role>>,
+) {
+    let ended = match roles {
+        Some(r) => r.changed().await.is_err(),
+        None => true,
+    };
+    if ended {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -235,6 +259,8 @@ struct Reconciler<'a, P> {
     fight: FightGuard,
     /// The decision (by its time) last announced in sync ([`Event::InSync`]).
     announced: Option<Millis>,
+    /// `[cluster]`: the epoch this instance last wrote under, for late-write detection.
+    stamped: Option<u64>,
 }
 
 impl<P: Provider> Reconciler<'_, P> {
@@ -256,6 +282,10 @@ impl<P: Provider> Reconciler<'_, P> {
             Ok(o) => o,
             Err(e) => return self.fail("observe", &e),
         };
+        if let Some(seat) = &self.steering.seat {
+            self.show_seat(seat);
+            self.check_late_write(seat, &observed);
+        }
         let observed_active = self.steering.pools.serving(&observed);
         let fallback = self.steering.pools.fallback(&observed);
         self.telemetry
@@ -298,7 +328,14 @@ impl<P: Provider> Reconciler<'_, P> {
                     self.drifted(decision);
                 }
                 self.mark_pending(decision, |a| a.observed_active = observed_active);
-                self.apply(decision, plan, &desired).await
+                let stamp = match self.steering.seat.clone() {
+                    Some(seat) => match self.admit(&seat, decision, &plan, &desired).await {
+                        Ok(stamp) => Some(stamp),
+                        Err(pass) => return pass,
+                    },
+                    None => None,
+                };
+                self.apply(decision, plan, &desired, stamp).await
             }
         }
     }
@@ -327,13 +364,15 @@ impl<P: Provider> Reconciler<'_, P> {
         Ok(observed)
     }
 
-    /// Writes `plan` (towards `desired`, within [`CALL_DEADLINE`]) and reports it: the write
-    /// metric, the status and [`Event::Applied`].
+    /// Writes `plan` (towards `desired`, within [`CALL_DEADLINE`], or as a cluster writer
+    /// with `stamp` within its one deadline) and reports it: the write metric, the status and
+    /// [`Event::Applied`].
     async fn apply(
         &mut self,
         decision: Option<&Decision>,
         plan: Plan,
         desired: &DesiredState,
+        stamp: Option<Stamp>,
     ) -> Pass {
         let (service, name) = (&self.steering.pools.service, self.provider.name());
         tracing::info!(service = %service, provider = name, plan = %List(&plan), "applying plan");
@@ -342,7 +381,21 @@ impl<P: Provider> Reconciler<'_, P> {
             .provider_calls_total
             .with_label_values(&[name, &service.0, "apply"])
             .inc();
-        match within_deadline(self.provider.apply(&plan)).await {
+        let written = match stamp {
+            None => within_deadline(self.provider.apply(&plan)).await,
+            Some(s) => {
+                self.stamped = Some(s.epoch);
+                tokio::time::timeout(fenced::left(&s), self.provider.apply_as(&plan, s))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ProviderError::Transient(format!(
+                            "no answer within the write deadline of epoch {}",
+                            s.epoch
+                        )))
+                    })
+            }
+        };
+        match written {
             Ok(()) => {
                 self.fight.wrote(desired);
                 let at = self.telemetry.clock.now();
@@ -358,6 +411,7 @@ impl<P: Provider> Reconciler<'_, P> {
                     a.last_error = None;
                     a.write_fight = None;
                     a.refused = None;
+                    a.fenced = None;
                 });
                 let _ = self.telemetry.events.send(Event::Applied {
                     service: service.clone(),

@@ -48,6 +48,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.would_write = None;
             a.write_fight = None;
             a.refused = None;
+            a.fenced = None;
         });
         // The planner is in sync only for a pushed decision with an active pool.
         let fresh = decision.map(|d| d.at) != self.announced;

@@ -46,8 +46,12 @@ impl ClientKey {
 }
 
 /// Builds a client: no idle pool, our resolver, no proxy from the environment, TLS details
-/// (the peer certificate) on responses.
-pub(crate) fn build_client(dns: &Dns, key: &ClientKey) -> Result<reqwest::Client, reqwest::Error> {
+/// (the peer certificate) on responses, connections from `source` when set.
+pub(crate) fn build_client(
+    dns: &Dns,
+    key: &ClientKey,
+    source: Option<std::net::IpAddr>,
+) -> Result<reqwest::Client, reqwest::Error> {
     let resolver = match &key.alias {
         Some((name, real)) => dns.aliased(name, real),
         None => dns.clone(),
@@ -65,6 +69,7 @@ pub(crate) fn build_client(dns: &Dns, key: &ClientKey) -> Result<reqwest::Client
         .no_proxy()
         .user_agent(USER_AGENT)
         .tls_info(true)
+        .local_address(source)
         .build()
 }
 

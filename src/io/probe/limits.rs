@@ -4,6 +4,7 @@
 //! Must not: drop a probe silently. A probe that waits for room starts late and is counted as
 //! such (see [`ProbeStats`](super::ProbeStats)).
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -28,6 +29,12 @@ pub struct ProbingSettings {
     /// of scheduling lateness.
     #[serde(default = "default_late_after", with = "humantime_serde")]
     pub late_after: Duration,
+    /// The local IP address every probe of this instance leaves from (HTTP and TCP probes
+    /// bind to it before connecting; DNS lookups keep the resolver's own). Default: none, the
+    /// system picks. Gives an instance its own vantage on a host with several addresses (the
+    /// cluster tests give each instance its own 127.0.x.y on loopback).
+    #[serde(default)]
+    pub source_address: Option<IpAddr>,
 }
 
 /// Default for [`ProbingSettings::max_in_flight`]: 1024.
@@ -45,6 +52,7 @@ impl Default for ProbingSettings {
         Self {
             max_in_flight: default_max_in_flight(),
             late_after: default_late_after(),
+            source_address: None,
         }
     }
 }

@@ -26,6 +26,7 @@ mod tcp;
 mod trace;
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -88,6 +89,8 @@ pub struct Prober {
     room: Semaphore,
     max_in_flight: usize,
     late_after: Duration,
+    /// [`ProbingSettings::source_address`].
+    source: Option<IpAddr>,
     stats: ProbeStats,
 }
 
@@ -144,7 +147,9 @@ impl Prober {
         probing: &ProbingSettings,
     ) -> Result<Prober, ProbeError> {
         let dns = dns::Dns::new(settings).map_err(ProbeError::SystemDns)?;
-        let client = http::build_client(&dns, &ClientKey::DEFAULT).map_err(ProbeError::Client)?;
+        let source = probing.source_address;
+        let client =
+            http::build_client(&dns, &ClientKey::DEFAULT, source).map_err(ProbeError::Client)?;
         let clients = Mutex::new(HashMap::from([(ClientKey::DEFAULT, client)]));
         let max_in_flight = effective_max_in_flight(probing.max_in_flight, open_file_limit())
             .min(Semaphore::MAX_PERMITS);
@@ -154,6 +159,7 @@ impl Prober {
             room: Semaphore::new(max_in_flight),
             max_in_flight,
             late_after: probing.late_after,
+            source,
             stats: ProbeStats::default(),
         })
     }
@@ -268,7 +274,7 @@ impl Prober {
         if let Some(c) = clients.get(key) {
             return Ok(c.clone());
         }
-        let client = http::build_client(&self.dns, key).map_err(ProbeError::Client)?;
+        let client = http::build_client(&self.dns, key, self.source).map_err(ProbeError::Client)?;
         clients.insert(key.clone(), client.clone());
         Ok(client)
     }
@@ -304,7 +310,12 @@ impl Prober {
             match &target.kind {
                 TargetKind::Http(t) => http::check(&self.dns, t, &mut trace, lookup).await,
                 TargetKind::Tcp { host, port } => {
-                    tcp::check(&self.dns, host, *port, &mut trace, lookup).await
+                    let to = tcp::Target {
+                        host,
+                        port: *port,
+                        source: self.source,
+                    };
+                    tcp::check(&self.dns, to, &mut trace, lookup).await
                 }
             }
         })

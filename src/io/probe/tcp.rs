@@ -5,7 +5,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use tokio::net::TcpStream;
+use tokio::net::TcpSocket;
 
 use gslb_core::model::ProbeReason;
 
@@ -15,15 +15,25 @@ use super::family;
 use super::http::error_chain;
 use super::trace::Trace;
 
-/// Runs one TCP connect check against `host:port` (`host` a name or an IP literal, IPv6 with or
-/// without brackets), timing the lookup of a name (limited to `lookup`) in `trace`.
+/// What one TCP check connects to, and from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'a> {
+    /// A name or an IP literal, IPv6 with or without brackets.
+    pub(crate) host: &'a str,
+    pub(crate) port: u16,
+    /// The local address to bind before connecting (`[probing] source_address`).
+    pub(crate) source: Option<IpAddr>,
+}
+
+/// Runs one TCP connect check against `to`, timing the lookup of a name (limited to `lookup`)
+/// in `trace`.
 pub(crate) async fn check(
     dns: &Dns,
-    host: &str,
-    port: u16,
+    to: Target<'_>,
     trace: &mut Trace,
     lookup: Duration,
 ) -> ProbeReason {
+    let Target { host, port, source } = to;
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let ips = match bare.parse::<IpAddr>() {
         Ok(ip) => vec![ip],
@@ -40,11 +50,8 @@ pub(crate) async fn check(
     };
     let mut last = None;
     for &ip in &ips {
-        match TcpStream::connect(SocketAddr::new(ip, port)).await {
-            Ok(stream) => {
-                drop(stream);
-                return ProbeReason::Ok;
-            }
+        match connect(SocketAddr::new(ip, port), source).await {
+            Ok(()) => return ProbeReason::Ok,
             Err(e) => last = Some(e),
         }
     }
@@ -57,4 +64,19 @@ pub(crate) async fn check(
         // The resolver never returns an empty success, but be explicit.
         None => ProbeReason::DnsResolution,
     }
+}
+
+/// Connects to `addr`, from `source` when set (bound before connecting, port chosen by the
+/// system).
+async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> std::io::Result<()> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    if let Some(ip) = source {
+        socket.bind(SocketAddr::new(ip, 0))?;
+    }
+    drop(socket.connect(addr).await?);
+    Ok(())
 }

@@ -9,11 +9,13 @@
 //! (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`, ...) come
 //! from the `prometheus` crate's process collector (Linux only).
 
+mod cluster;
 mod engine;
 mod operations;
 mod probes;
 mod probing;
 mod provider;
+mod writer;
 
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +29,7 @@ use prometheus::{
 use gslb_core::model::{EndpointId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
+pub use cluster::CLUSTER_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
 
@@ -128,6 +131,26 @@ pub struct Metrics {
     pub webhook_deliveries_total: IntCounterVec,
     /// `gslb_build_info{version}`: always 1; the running version.
     pub build_info: GaugeVec,
+    /// `gslb_cluster_coordinated`: 1 while coordinated (or alone), 0 while failing static.
+    pub cluster_coordinated: Gauge,
+    /// `gslb_cluster_vantage_fresh{vantage}`: 1 while the vantage point's heartbeat is fresh.
+    pub cluster_vantage_fresh: GaugeVec,
+    /// `gslb_cluster_fresh_voters{service,pool}`: vantage points whose votes on the pool count.
+    pub cluster_fresh_voters: GaugeVec,
+    /// `gslb_cluster_etcd_errors_total{op}`: failed etcd calls (handed to
+    /// [`crate::io::coordination::ErrorCounter`]).
+    pub cluster_etcd_errors_total: IntCounterVec,
+    /// `gslb_cluster_writer{binding}`: 1 while this instance is the binding's elected writer,
+    /// 0 otherwise (`[cluster]` only).
+    pub cluster_writer: GaugeVec,
+    /// `gslb_cluster_fenced_write_refusals_total{binding,reason}`: writes the fence refused
+    /// this instance as writer; `reason` is a [`Refusal::reason`] label.
+    ///
+    /// [`Refusal::reason`]: crate::io::coordination::fence::Refusal::reason
+    pub cluster_fenced_write_refusals_total: IntCounterVec,
+    /// `gslb_cluster_late_writes_total{binding}`: writes of an older writer seen after this
+    /// writer's own (Cloudflare's epoch stamp), each corrected.
+    pub cluster_late_writes_total: IntCounterVec,
 }
 
 /// One metric family as declared: name, help text and label names (none for a plain gauge).
@@ -184,6 +207,14 @@ impl Metrics {
             policy_reload_timestamp_seconds: r
                 .plain_gauge(&operations::POLICY_RELOAD_TIMESTAMP_SECONDS),
             webhook_deliveries_total: r.counter(&operations::WEBHOOK_DELIVERIES_TOTAL),
+            cluster_coordinated: r.plain_gauge(&cluster::CLUSTER_COORDINATED),
+            cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
+            cluster_fresh_voters: r.gauge(&cluster::CLUSTER_FRESH_VOTERS),
+            cluster_etcd_errors_total: r.counter(&cluster::CLUSTER_ETCD_ERRORS_TOTAL),
+            cluster_writer: r.gauge(&writer::CLUSTER_WRITER),
+            cluster_fenced_write_refusals_total: r
+                .counter(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
+            cluster_late_writes_total: r.counter(&writer::CLUSTER_LATE_WRITES_TOTAL),
             registry: r.registry,
             declared: r.declared,
         };
@@ -193,6 +224,7 @@ impl Metrics {
         register_named(&metrics.registry, &metrics.declared, Box::new(process))
             .expect("unique metric name");
         metrics.declare_process();
+        metrics.cluster_coordinated.set(1.0);
         metrics
     }
 
@@ -214,6 +246,7 @@ impl Metrics {
                 &self.pool_flapping,
                 &self.pool_damping_penalty,
                 &self.pool_suppressed,
+                &self.cluster_fresh_voters,
             ] {
                 let _ = g.remove_label_values(&[service, p]);
             }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::schema::Schema;
-use super::{Inner, Request, Shared, lock, merge};
+use super::{Hold, Inner, Request, Shared, Write, lock, merge};
 
 /// An answer: status, body, the schema the body must match, and `Retry-After` in seconds.
 type Answer = (StatusCode, Value, Schema, Option<u64>);
@@ -68,9 +68,13 @@ pub(super) async fn handle(
         .strip_prefix("/client/v4")
         .unwrap_or(uri.path())
         .to_owned();
+    let lost = method == Method::PATCH && held(&shared).await;
     let mut inner = lock(&shared);
-    let (status, body, schema, retry_after) =
-        answer(&shared, &mut inner, &method, &path, &headers, &body);
+    let (status, body, schema, retry_after) = if lost {
+        fail(StatusCode::BAD_GATEWAY, 1000, "Bad gateway")
+    } else {
+        answer(&shared, &mut inner, &method, &path, &headers, &body)
+    };
     let what = format!("response to {method} {path}");
     let found = shared.validators.check(schema, &what, &body);
     inner.violations.extend(found);
@@ -87,6 +91,23 @@ pub(super) async fn handle(
         resp.headers_mut().insert("retry-after", v);
     }
     resp
+}
+
+/// Waits while writes are held ([`super::Fake::hold_writes`]); `true` when this write is to
+/// be lost ([`super::Fake::drop_held_writes`]).
+async fn held(shared: &Shared) -> bool {
+    let mut hold = shared.hold.subscribe();
+    if *hold.borrow_and_update() != Hold::On {
+        return false;
+    }
+    lock(shared).held += 1;
+    let outcome = hold.wait_for(|h| *h != Hold::On).await.map(|h| *h).ok();
+    let mut inner = lock(shared);
+    inner.held -= 1;
+    if inner.held == 0 && outcome == Some(Hold::Drop) {
+        shared.hold.send_replace(Hold::Off);
+    }
+    outcome == Some(Hold::Drop)
 }
 
 /// In order: an injected fault or a wrong token, an unknown path, a malformed PATCH body, then
@@ -217,6 +238,11 @@ fn patch_pool(shared: &Shared, inner: &mut Inner, id: &str, request: &Value) -> 
     };
     let after = write(p, request, ts, reverter);
     inner.reverts += u32::from(reverter);
+    log(
+        inner,
+        format!("/accounts/{}/load_balancers/pools/{id}", inner.account),
+        request,
+    );
     (StatusCode::OK, envelope_ok(after), Schema::PoolSingle, None)
 }
 
@@ -248,7 +274,24 @@ fn patch_load_balancer(shared: &Shared, inner: &mut Inner, id: &str, request: &V
     };
     let after = write(l, request, ts, reverter);
     inner.reverts += u32::from(reverter);
+    log(
+        inner,
+        format!("/zones/{}/load_balancers/{id}", inner.zone),
+        request,
+    );
     (StatusCode::OK, envelope_ok(after), Schema::LbSingle, None)
+}
+
+/// Appends an applied write to the ordered write log, with the epoch its description carries.
+fn log(inner: &mut Inner, path: String, request: &Value) {
+    inner.writes.push(Write {
+        path,
+        default_pools: request
+            .get("default_pools")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        enabled: request.get("enabled").and_then(Value::as_bool),
+        epoch: crate::epoch::read(request.get("description").and_then(Value::as_str)),
+    });
 }
 
 /// Merges `request` into `object` with `modified_on` = `ts` and returns the result; with the

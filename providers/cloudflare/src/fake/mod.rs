@@ -40,6 +40,31 @@ use crate::MANAGED_TAG;
 
 pub use harness::{REQUESTS_PER_WINDOW, binding, paused_settings, priority, provider, settings};
 
+/// One write the fake accepted and applied, in the order applied ([`Fake::write_log`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The path after `/client/v4`.
+    pub path: String,
+    /// The `default_pools` written (a load balancer PATCH), if any.
+    pub default_pools: Option<Vec<String>>,
+    /// The `enabled` written (a pool PATCH), if any.
+    pub enabled: Option<bool>,
+    /// The writer's epoch stamped in the `description` written (see [`crate::epoch`]); `None`
+    /// for an unstamped write (a single instance, or a pool PATCH).
+    pub epoch: Option<u64>,
+}
+
+/// What happens to PATCH requests ([`Fake::hold_writes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hold {
+    /// Answered at once.
+    Off,
+    /// Wait, unanswered.
+    On,
+    /// Held ones are answered 502 and never applied (lost on the way).
+    Drop,
+}
+
 /// One request the fake answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
@@ -76,11 +101,14 @@ struct Inner {
     violations: Vec<String>,
     reverts: u32,
     clock: u64,
+    writes: Vec<Write>,
+    held: u32,
 }
 
 struct Shared {
     inner: Mutex<Inner>,
     validators: schema::Validators,
+    hold: tokio::sync::watch::Sender<Hold>,
 }
 
 /// The fake API. Dropping it does not stop the server task; it ends with the runtime.
@@ -140,6 +168,8 @@ impl Fake {
             violations: Vec::new(),
             reverts: 0,
             clock: 0,
+            writes: Vec::new(),
+            held: 0,
         };
         for (id, name, addr) in [
             (ids::NCP, "ncp", "192.0.2.10"),
@@ -164,6 +194,7 @@ impl Fake {
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             validators: schema::Validators::load(),
+            hold: tokio::sync::watch::Sender::new(Hold::Off),
         });
         let app = axum::Router::new()
             .fallback(api::handle)
@@ -195,6 +226,34 @@ impl Fake {
             .iter()
             .filter(|r| r.method == "PATCH" && r.status == 200)
             .count()
+    }
+
+    /// Every write applied so far (status 200, reverted ones included), oldest first, with the
+    /// epoch each carried: what a test of fenced writers asserts the order of.
+    pub fn write_log(&self) -> Vec<Write> {
+        self.lock().writes.clone()
+    }
+
+    /// From now on, every PATCH waits unanswered (and unapplied) until [`Fake::release_writes`]
+    /// or [`Fake::drop_held_writes`]: a write held between its sending and its landing.
+    pub fn hold_writes(&self) {
+        self.shared.hold.send_replace(Hold::On);
+    }
+
+    /// How many PATCH requests are waiting now ([`Fake::hold_writes`]).
+    pub fn held_writes(&self) -> u32 {
+        self.lock().held
+    }
+
+    /// Answers every held PATCH as usual (they land now, in arrival order) and stops holding.
+    pub fn release_writes(&self) {
+        self.shared.hold.send_replace(Hold::Off);
+    }
+
+    /// Answers every held PATCH with 502 without applying it (lost on the way) and stops
+    /// holding; later PATCHes are answered as usual.
+    pub fn drop_held_writes(&self) {
+        self.shared.hold.send_replace(Hold::Drop);
     }
 
     /// Every schema mismatch seen, in a request or a response body.

@@ -6,6 +6,9 @@
 //! first failed probe, marked down, decision, provider accepted, in sync, with detection,
 //! decision and apply times), then restores Seoul and shows the failback rule at work.
 
+mod cluster;
+mod etcd;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +29,7 @@ use gslb_core::policy::{self, Policy};
 use gslb_core::timeline::{Status, report};
 
 /// The embedded policy template.
-const POLICY: &str = include_str!("demo_policy.toml");
+const POLICY: &str = include_str!("../demo_policy.toml");
 /// How long any one demo phase may take before the demo gives up.
 const PHASE_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -45,6 +48,25 @@ pub enum DemoError {
     /// A phase did not complete in time.
     #[error("timed out waiting for: {0}")]
     Timeout(&'static str),
+    /// `--cluster` without an `etcd` executable on `PATH`.
+    #[error(
+        "gslb demo --cluster needs an etcd executable on PATH: install it (Debian, Ubuntu: \
+         apt-get install etcd-server) or put etcd from https://github.com/etcd-io/etcd/releases \
+         on PATH, then run it again"
+    )]
+    NoEtcd,
+    /// The cluster could not be joined.
+    #[error("cannot join the demo cluster: {0}")]
+    Cluster(String),
+}
+
+/// `gslb demo` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DemoArgs {
+    /// Three gslb instances and a three-member etcd on loopback (needs `etcd` on PATH):
+    /// vantage-point quorum, one fenced writer, a writer taking over.
+    #[arg(long)]
+    pub cluster: bool,
 }
 
 /// The demo's running parts: the origins, the controller and what watches it.
@@ -60,11 +82,15 @@ struct Demo {
     timelines: TimelineStore,
 }
 
-/// Runs the demo and returns the report it printed, line by line, as it goes.
+/// Runs the demo (`args.cluster`: the cluster demo, [`cluster`]) and returns the
+/// report it printed, line by line, as it goes.
 ///
 /// # Errors
 /// See [`DemoError`].
-pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
+pub async fn run(args: DemoArgs, out: &mut impl std::io::Write) -> Result<(), DemoError> {
+    if args.cluster {
+        return cluster::run(out).await;
+    }
     let mut demo = Demo::start().await?;
     say(
         out,

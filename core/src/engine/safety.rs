@@ -1,0 +1,130 @@
+//! A service's safety state as plain data: what must outlive a restart or a change of writer
+//! (the velocity budget, flap-damping penalties, the last switch and the failback hold's
+//! failover count), so a cluster keeps it in etcd and a new writer or a restarted cluster
+//! continues it. PURE: no clock; times are [`Millis`] taken from inputs.
+//!
+//! Restoring merges conservatively ([`SafetyState::merge`]): the smaller velocity credit, the
+//! larger penalty, the later switch times, the larger failover count. Restoring the same state
+//! twice, or an older one, changes nothing; the order of restores does not matter.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Millis, PoolId};
+use crate::policy::Damping;
+
+use super::damping::FlapPenalty;
+use super::velocity::TokenBucket;
+
+/// One service's safety state. JSON shape: `{"bucket": {...}, "penalties": {"seoul": {...}},
+/// "last_change": 1700000000000, "last_failover": ..., "consecutive_failovers": 1}` (times in
+/// milliseconds since the Unix epoch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SafetyState {
+    /// The velocity budget (token bucket).
+    pub bucket: TokenBucket,
+    /// Flap-damping penalty per pool.
+    pub penalties: BTreeMap<PoolId, FlapPenalty>,
+    /// When the serving pool last changed.
+    pub last_change: Option<Millis>,
+    /// When the last automatic failover happened.
+    pub last_failover: Option<Millis>,
+    /// Failovers in a row, which lengthen the failback hold (`failback_hold.after`).
+    pub consecutive_failovers: u32,
+}
+
+impl SafetyState {
+    /// Merges `saved` into `self` at `now`, keeping the more cautious of each part (see the
+    /// module doc); `damping` decays the penalties to compare them.
+    pub fn merge(&mut self, saved: &Self, now: Millis, damping: &Damping) {
+        self.bucket.spend_like(&saved.bucket, now);
+        for (pool, theirs) in &saved.penalties {
+            let ours = self.penalties.entry(pool.clone()).or_default();
+            if theirs.value(now, damping) > ours.value(now, damping) {
+                *ours = *theirs;
+            }
+        }
+        self.last_change = self.last_change.max(saved.last_change);
+        if saved.last_failover > self.last_failover {
+            self.last_failover = saved.last_failover;
+            self.consecutive_failovers = saved.consecutive_failovers;
+        } else if saved.last_failover == self.last_failover {
+            self.consecutive_failovers =
+                self.consecutive_failovers.max(saved.consecutive_failovers);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::policy::Velocity;
+
+    fn velocity() -> Velocity {
+        Velocity {
+            burst: 2,
+            refill: Duration::from_secs(1800),
+        }
+    }
+
+    fn damping() -> Damping {
+        Damping {
+            penalty: 1000,
+            half_life: Duration::from_secs(900),
+            suppress: 3000,
+            reuse: 750,
+            max_suppress: Duration::from_secs(3600),
+        }
+    }
+
+    fn fresh(now: Millis) -> SafetyState {
+        SafetyState {
+            bucket: TokenBucket::full(velocity(), now),
+            penalties: BTreeMap::new(),
+            last_change: None,
+            last_failover: None,
+            consecutive_failovers: 0,
+        }
+    }
+
+    #[test]
+    fn a_spent_budget_survives_a_restore_into_a_full_one() {
+        let d = damping();
+        let mut spent = fresh(Millis(0));
+        assert!(spent.bucket.try_take(Millis(1_000)));
+        assert!(spent.bucket.try_take(Millis(2_000)));
+        spent.last_failover = Some(Millis(2_000));
+        spent.consecutive_failovers = 2;
+        let saved: SafetyState =
+            serde_json::from_str(&serde_json::to_string(&spent).expect("json")).expect("back");
+        let mut restarted = fresh(Millis(10_000));
+        restarted.merge(&saved, Millis(10_000), &d);
+        assert_eq!(restarted.bucket.available(Millis(10_000)), 0, "still spent");
+        assert_eq!(restarted.consecutive_failovers, 2);
+        assert_eq!(restarted.last_failover, Some(Millis(2_000)));
+        // The budget still refills with time: one switch after the refill period.
+        assert_eq!(restarted.bucket.available(Millis(2_000 + 1_800_000)), 1);
+    }
+
+    #[test]
+    fn restoring_twice_or_an_older_state_changes_nothing() {
+        let d = damping();
+        let mut a = fresh(Millis(0));
+        assert!(a.bucket.try_take(Millis(5_000)));
+        a.last_failover = Some(Millis(5_000));
+        a.consecutive_failovers = 1;
+        let older = fresh(Millis(0));
+        let mut b = a.clone();
+        b.merge(&a, Millis(6_000), &d);
+        b.merge(&older, Millis(6_000), &d);
+        assert_eq!(
+            b.bucket.available(Millis(6_000)),
+            a.bucket.available(Millis(6_000))
+        );
+        assert_eq!(b.last_failover, a.last_failover);
+        assert_eq!(b.consecutive_failovers, 1);
+    }
+}

@@ -1,0 +1,171 @@
+//! This instance's part in a cluster (`[cluster]`): the etcd clients, its lease (kept by a
+//! task) and the writers' time relations, started once and handed to the
+//! [`Builder`](super::builder::Builder); each attached service then joins its binding's
+//! election ([`Seat::join`]).
+//!
+//! Must not: decide, or write to a provider. Without `[cluster]` none of this exists and gslb
+//! runs alone, exactly as before.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gslb_core::engine::{Input, SafetyState};
+use tokio::sync::watch;
+
+use crate::daemon::inbox::MessageSender;
+use crate::io::coordination::safety;
+use crate::ops::status::StatusBoard;
+
+use crate::config::ClusterSettings;
+use crate::daemon::reconcile::CALL_DEADLINE;
+use crate::io::coordination::fence::Timing;
+use crate::io::coordination::seat::Seat;
+use crate::io::coordination::{Clients, CoordinationError, ErrorCounter, LeaseState, LeaseTask};
+use gslb_core::model::{ServiceId, VantageId};
+
+/// A running cluster membership. Dropping it stops keeping the lease (its keys then go when
+/// the TTL runs out).
+#[derive(Debug)]
+pub struct Cluster {
+    /// The etcd clients and key layout.
+    pub clients: Clients,
+    /// This instance's lease as last seen.
+    pub lease: watch::Receiver<LeaseState>,
+    /// This instance's vantage point (the campaign value).
+    pub vantage: VantageId,
+    /// The writers' time relations, derived from `lease_ttl` ([`Timing::derive`]).
+    pub timing: Timing,
+    keeper: tokio::task::JoinHandle<()>,
+    /// Whether coordination holds (lease alive and the other vantage points watched), set by
+    /// the votes' monitor ([`super::votes`]).
+    coordinated: Arc<watch::Sender<bool>>,
+}
+
+impl Cluster {
+    /// Connects to `settings.endpoints` and starts keeping a lease, as `vantage`, counting
+    /// failed etcd calls in `errors`. Returns at once: etcd need not be up (gslb fails
+    /// static until it is).
+    ///
+    /// # Errors
+    /// [`ClusterError::Settings`] when `lease_ttl` leaves no room for a write
+    /// ([`Timing::derive`]); [`ClusterError::Connect`] when the clients cannot be built (a TLS
+    /// file).
+    pub async fn start(
+        settings: &ClusterSettings,
+        vantage: VantageId,
+        errors: ErrorCounter,
+    ) -> Result<Self, ClusterError> {
+        let timing =
+            Timing::derive(settings.lease_ttl, CALL_DEADLINE).map_err(ClusterError::Settings)?;
+        let clients = Clients::connect(settings.connect(), errors).await?;
+        let (task, lease) = LeaseTask::new(clients.clone(), settings.lease_ttl);
+        let keeper = tokio::spawn(task.run());
+        Ok(Self {
+            clients,
+            lease,
+            vantage,
+            timing,
+            keeper,
+            coordinated: Arc::new(watch::Sender::new(false)),
+        })
+    }
+
+    /// Whether coordination holds: this instance's lease is alive and the other vantage
+    /// points' votes are watched. `false` (also before the first sync): fail static, no
+    /// provider write.
+    pub fn coordinated(&self) -> watch::Receiver<bool> {
+        self.coordinated.subscribe()
+    }
+
+    /// The sending side of [`Cluster::coordinated`], for the votes' monitor.
+    pub(super) fn coordination(&self) -> Arc<watch::Sender<bool>> {
+        self.coordinated.clone()
+    }
+
+    /// Joins the election of `service`'s provider binding: its [`Seat`] and the election
+    /// task (abort it when the service is removed).
+    pub fn seat(&self, service: &ServiceId) -> (Seat, tokio::task::JoinHandle<()>) {
+        let (seat, task) = Seat::join(
+            &self.clients,
+            self.lease.clone(),
+            &self.vantage.0,
+            &service.0,
+            self.timing,
+        );
+        (seat.while_coordinated(self.coordinated()), task)
+    }
+
+    /// How long a writer waits after winning before it writes.
+    pub fn takeover_delay(&self) -> Duration {
+        self.timing.takeover_delay
+    }
+}
+
+/// Keeps `services`' safety state shared through etcd, forever: first reads the saved states
+/// (retrying every `lease_ttl / 4` until etcd answers) and feeds them to the engine as
+/// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, puts each
+/// service's state from `board` that changed since it was last put. Restoring before the
+/// first put means a restarted instance never overwrites a spent budget with a full one.
+pub async fn keep_safety(
+    cluster: Arc<Cluster>,
+    services: Vec<ServiceId>,
+    commands: MessageSender,
+    board: Arc<StatusBoard>,
+) {
+    let period = cluster.timing.lease_ttl / 4;
+    let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
+    let saved = loop {
+        match safety::load(client, keys, &services).await {
+            Ok(saved) => break saved,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the shared safety state yet; retrying");
+                tokio::time::sleep(period).await;
+            }
+        }
+    };
+    for (service, state) in saved {
+        tracing::info!(service = %service, "continuing the shared safety state from etcd");
+        let restore = Input::RestoreSafety {
+            service,
+            safety: state,
+        };
+        if commands.send(restore.into()).await.is_err() {
+            return;
+        }
+    }
+    let mut put: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
+    loop {
+        tokio::time::sleep(period).await;
+        for (service, state) in board.safety() {
+            if put.get(&service) == Some(&state) {
+                continue;
+            }
+            match safety::save(client, keys, &service, &state).await {
+                Ok(()) => {
+                    put.insert(service, state);
+                }
+                Err(e) => {
+                    tracing::warn!(service = %service, error = %e, "cannot save the shared safety state; retrying")
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+/// Why the cluster membership could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// `[cluster]` settings that leave no room (e.g. `lease_ttl` too short for a write).
+    #[error("{0}")]
+    Settings(String),
+    /// The etcd clients could not be built.
+    #[error(transparent)]
+    Connect(#[from] CoordinationError),
+}

@@ -1,0 +1,152 @@
+//! The whole etcd key layout of gslb, in one place. Every key starts with `[cluster] prefix`
+//! (default `/gslb`):
+//!
+//! | key | value | bound to |
+//! |---|---|---|
+//! | `<prefix>/votes/<vantage>/<service>/<endpoint>` | `healthy`, `unhealthy` or `unknown` | the vantage point's lease |
+//! | `<prefix>/heartbeats/<vantage>` | a counter, +1 per heartbeat | the vantage point's lease |
+//! | `<prefix>/election/<binding>` | the election's prefix (leader keys below it) | the candidates' leases |
+//! | `<prefix>/intent/<binding>` | the writer's last recorded intent | none |
+//! | `<prefix>/safety/<service>` | the shared safety state | none |
+//! | `<prefix>/drills/<id>` | a drill | none |
+//!
+//! Vantage point and service names hold no `/` (policy and settings names); an endpoint id may
+//! (it is a URL), so it is always the last part.
+
+use gslb_core::model::{EndpointId, ServiceId, VantageId};
+
+/// The key layout under one prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    prefix: String,
+}
+
+/// A vote key, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoteKey {
+    /// Whose vote.
+    pub vantage: VantageId,
+    /// The service.
+    pub service: ServiceId,
+    /// The endpoint.
+    pub endpoint: EndpointId,
+}
+
+impl Keys {
+    /// The layout under `prefix` (e.g. `/gslb`, no trailing `/`).
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// Prefix of every vote: `<prefix>/votes/`.
+    pub fn votes(&self) -> String {
+        format!("{}/votes/", self.prefix)
+    }
+
+    /// `vantage`'s vote on `endpoint` of `service`.
+    pub fn vote(&self, vote: &VoteKey) -> String {
+        format!(
+            "{}{}/{}/{}",
+            self.votes(),
+            vote.vantage,
+            vote.service,
+            vote.endpoint
+        )
+    }
+
+    /// Parses a vote key; `None` for a key outside the layout.
+    pub fn parse_vote(&self, key: &[u8]) -> Option<VoteKey> {
+        let rest = std::str::from_utf8(key).ok()?.strip_prefix(&self.votes())?;
+        let (vantage, rest) = rest.split_once('/')?;
+        let (service, endpoint) = rest.split_once('/')?;
+        (!vantage.is_empty() && !service.is_empty() && !endpoint.is_empty()).then(|| VoteKey {
+            vantage: VantageId(vantage.into()),
+            service: ServiceId(service.into()),
+            endpoint: EndpointId(endpoint.into()),
+        })
+    }
+
+    /// Prefix of every heartbeat: `<prefix>/heartbeats/`.
+    pub fn heartbeats(&self) -> String {
+        format!("{}/heartbeats/", self.prefix)
+    }
+
+    /// `vantage`'s heartbeat.
+    pub fn heartbeat(&self, vantage: &VantageId) -> String {
+        format!("{}{vantage}", self.heartbeats())
+    }
+
+    /// The vantage point of a heartbeat key; `None` for a key outside the layout.
+    pub fn parse_heartbeat(&self, key: &[u8]) -> Option<VantageId> {
+        let rest = std::str::from_utf8(key)
+            .ok()?
+            .strip_prefix(&self.heartbeats())?;
+        (!rest.is_empty() && !rest.contains('/')).then(|| VantageId(rest.into()))
+    }
+
+    /// The election of a provider binding (campaign on this name).
+    pub fn election(&self, binding: &str) -> String {
+        format!("{}/election/{binding}", self.prefix)
+    }
+
+    /// The recorded intent of a provider binding (checked and put in the fencing transaction).
+    pub fn intent(&self, binding: &str) -> String {
+        format!("{}/intent/{binding}", self.prefix)
+    }
+
+    /// The shared safety state of a service (velocity budget, damping, holds).
+    pub fn safety(&self, service: &ServiceId) -> String {
+        format!("{}/safety/{service}", self.prefix)
+    }
+
+    /// Prefix of every drill: `<prefix>/drills/`.
+    pub fn drills(&self) -> String {
+        format!("{}/drills/", self.prefix)
+    }
+
+    /// One drill.
+    pub fn drill(&self, id: &str) -> String {
+        format!("{}{id}", self.drills())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vote_keys_round_trip_with_urls_as_endpoints() {
+        let keys = Keys::new("/gslb/");
+        let vote = VoteKey {
+            vantage: VantageId("aws-ap-northeast-2".into()),
+            service: ServiceId("api".into()),
+            endpoint: EndpointId("https://api.example.com/healthz?x=1".into()),
+        };
+        let key = keys.vote(&vote);
+        assert_eq!(
+            key,
+            "/gslb/votes/aws-ap-northeast-2/api/https://api.example.com/healthz?x=1"
+        );
+        assert_eq!(keys.parse_vote(key.as_bytes()), Some(vote));
+        assert_eq!(keys.parse_vote(b"/gslb/votes/a/api"), None);
+        assert_eq!(keys.parse_vote(b"/other/votes/a/b/c"), None);
+    }
+
+    #[test]
+    fn heartbeat_and_other_keys() {
+        let keys = Keys::new("/g");
+        let v = VantageId("gcp".into());
+        assert_eq!(keys.heartbeat(&v), "/g/heartbeats/gcp");
+        assert_eq!(keys.parse_heartbeat(b"/g/heartbeats/gcp"), Some(v));
+        assert_eq!(keys.parse_heartbeat(b"/g/heartbeats/"), None);
+        assert_eq!(
+            keys.election("cloudflare-api"),
+            "/g/election/cloudflare-api"
+        );
+        assert_eq!(keys.intent("cloudflare-api"), "/g/intent/cloudflare-api");
+        assert_eq!(keys.safety(&ServiceId("api".into())), "/g/safety/api");
+        assert_eq!(keys.drill("d-1"), "/g/drills/d-1");
+    }
+}

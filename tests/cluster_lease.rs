@@ -1,0 +1,76 @@
+//! This instance's etcd lease against a real three-member etcd: keepalives keep a key bound to
+//! it alive past its TTL; once the keepalives stop (the task is gone, as when the process is
+//! killed), etcd deletes the key.
+
+mod support;
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use gslb::config::ClusterSettings;
+use gslb::io::coordination::{Clients, ErrorCounter, LeaseTask};
+use gslb_core::model::VantageId;
+use support::etcd::EtcdCluster;
+
+const TTL: Duration = Duration::from_secs(2);
+
+fn settings(endpoints: Vec<String>) -> ClusterSettings {
+    let text = format!(
+        "endpoints = {endpoints:?}\nvantages = [\"a\"]\nlease_ttl = \"2s\"\nheartbeat = \"500ms\"\n"
+    );
+    toml::from_str(&text).expect("settings")
+}
+
+async fn exists(clients: &Clients, key: &str) -> bool {
+    let mut kv = clients.kv.clone();
+    kv.get(key, None).await.is_ok_and(|r| !r.kvs().is_empty())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalives_keep_a_key_alive_and_stopping_them_lets_it_go() {
+    let ips = [1, 2, 3].map(|i| Ipv4Addr::new(127, 0, 10, i));
+    let Some(etcd) = EtcdCluster::start(ips) else {
+        return;
+    };
+    let cluster = settings(etcd.endpoints());
+    cluster.check(&VantageId("a".into())).expect("valid");
+    let clients = Clients::connect(cluster.connect(), ErrorCounter::detached())
+        .await
+        .expect("connect");
+    let (task, mut state) = LeaseTask::new(clients.clone(), TTL);
+    let keeper = tokio::spawn(task.run());
+    let granted = state
+        .wait_for(|s| s.id.is_some())
+        .await
+        .map(|s| *s)
+        .expect("granted");
+    let id = granted.id.expect("id");
+    let key = "/gslb-test/bound";
+    let mut kv = clients.kv.clone();
+    let put = etcd_client::PutOptions::new().with_lease(id);
+    kv.put(key, "x", Some(put)).await.expect("put");
+
+    // Keepalives confirmed for longer than the TTL: without them the key would be gone.
+    let asked = granted.last_keepalive.expect("grant time");
+    tokio::time::timeout(
+        3 * TTL,
+        state.wait_for(|s| s.last_keepalive.is_some_and(|t| t > asked + TTL)),
+    )
+    .await
+    .expect("keepalives confirmed past the TTL")
+    .expect("task running");
+    assert!(exists(&clients, key).await, "kept alive past its TTL");
+    assert_eq!(state.borrow().generation, 1, "the same lease all along");
+    assert_eq!(state.borrow().id, Some(id));
+
+    // The keepalives stop: etcd lets the key go within the TTL (plus its own tick).
+    keeper.abort();
+    let gone = support::eventually(TTL * 3, || async {
+        (!exists(&clients, key).await).then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "the key outlived its lease without keepalives"
+    );
+}

@@ -1,0 +1,399 @@
+//! One fenced writer per binding, end to end: three real `gslb run` processes (vantage points
+//! a, b, c on 127.0.21.1-3), a real three-member etcd (127.0.20.1-3), two loopback origins
+//! and the Cloudflare fake, whose write log records every applied write in order with the
+//! epoch stamped in the load balancer's description.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use gslb_cloudflare::fake::{Fake, ids};
+use support::cluster::{GslbCluster, INTERVAL_MS, TAKEOVER, TTL};
+use support::eventually;
+
+fn head() -> String {
+    format!(
+        "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = 3\nrise = 2"
+    )
+}
+
+fn to_gcp() -> Option<Vec<String>> {
+    Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()])
+}
+
+/// Waits until every running instance (all but `skip`) reports `web` applied on `pool`.
+async fn applied_on(c: &GslbCluster, pool: &str, skip: Option<usize>, within: Duration) -> bool {
+    eventually(within, || async {
+        for (i, x) in c.instances.iter().enumerate() {
+            if Some(i) == skip {
+                continue;
+            }
+            let s = x.status().await?;
+            (s["apply"]["state"] == "applied" && s["active"] == pool).then_some(())?;
+        }
+        Some(())
+    })
+    .await
+    .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (old, old_epoch) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    // The writer's write is held at the fake: decided, sent, not landed.
+    fake.hold_writes();
+    c.ncp.stop().await;
+    eventually(Duration::from_secs(10), || async {
+        (fake.held_writes() >= 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the writer never wrote:\n{}", c.logs()));
+    c.instances[old].kill();
+    let killed = Instant::now();
+    // The killed writer's request never lands.
+    fake.drop_held_writes();
+    let landed = eventually(TTL + TAKEOVER + Duration::from_secs(10), || async {
+        let log = fake.write_log();
+        (!log.is_empty()).then_some(log)
+    })
+    .await
+    .unwrap_or_else(|| panic!("nobody took over:\n{}", c.logs()));
+    let took = killed.elapsed();
+    println!("takeover write {took:?} after kill -9 (TTL {TTL:?} + takeover delay {TAKEOVER:?})");
+    let (new, new_epoch) = c
+        .writer(Duration::from_secs(10), Some(old))
+        .await
+        .expect("a new agreed writer");
+    assert_ne!(new, old);
+    assert!(new_epoch > old_epoch, "epoch {new_epoch} after {old_epoch}");
+    assert_eq!(landed.len(), 1, "{landed:?}");
+    assert_eq!(landed[0].default_pools, to_gcp());
+    assert_eq!(
+        landed[0].epoch,
+        Some(new_epoch),
+        "written by the new writer"
+    );
+    // Both survivors read it back applied; still exactly one write (no double write).
+    assert!(
+        applied_on(&c, "gcp", Some(old), Duration::from_secs(10)).await,
+        "{}",
+        c.logs()
+    );
+    assert_eq!(fake.write_log().len(), 1, "{:?}", fake.write_log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_after_the_new_writers() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (old, old_epoch) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    // The writer decides and sends; its write is held, then the writer is paused and the
+    // request is lost on the way.
+    fake.hold_writes();
+    c.ncp.stop().await;
+    eventually(Duration::from_secs(10), || async {
+        (fake.held_writes() >= 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the writer never wrote:\n{}", c.logs()));
+    c.instances[old].signal("STOP");
+    fake.drop_held_writes();
+    let first = eventually(TTL + TAKEOVER + Duration::from_secs(10), || async {
+        fake.write_log().first().cloned()
+    })
+    .await
+    .unwrap_or_else(|| panic!("nobody took over:\n{}", c.logs()));
+    let new_epoch = first.epoch.expect("stamped");
+    assert!(new_epoch > old_epoch, "epoch {new_epoch} after {old_epoch}");
+    // Someone else puts NCP first while the old writer sleeps: when it wakes, it wants to
+    // write (its retry after the lost request), with a lease it has not kept.
+    fake.edit_load_balancer(serde_json::json!({"default_pools": [ids::NCP, ids::GCP]}));
+    c.instances[old].signal("CONT");
+    let paused = &c.instances[old];
+    eventually(Duration::from_secs(15), || async {
+        let (role, epoch) = paused.role().await?;
+        (role == "follower" && epoch == Some(new_epoch)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the old writer did not step down:\n{}", c.logs()));
+    // The current writer corrects the edit; the old one never lands a write.
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(15)).await,
+        "{}",
+        c.logs()
+    );
+    let log = fake.write_log();
+    assert!(log.len() >= 2, "the edit was corrected: {log:?}");
+    assert!(
+        log.iter().all(|w| w.epoch == Some(new_epoch)),
+        "only the new writer's epoch after its first write: {log:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_three_etcd_members_down_no_write_fail_static() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (writer, _) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    c.etcd.kill(1);
+    c.etcd.kill(2);
+    c.ncp.stop().await;
+    // Every instance loses coordination (its lease is not renewed, etcd does not answer) and
+    // fails static: the desired state does not change on partial evidence, nothing is
+    // written, and status and metrics say so (the coordination alert's expression is true).
+    let _ = writer;
+    for x in &c.instances {
+        let lost = eventually(Duration::from_secs(20), || async {
+            let m = x.metrics().await;
+            m.lines()
+                .any(|l| l == "gslb_cluster_coordinated 0")
+                .then_some(())
+        })
+        .await;
+        assert!(
+            lost.is_some(),
+            "{} still coordinated:\n{}",
+            x.vantage,
+            c.logs()
+        );
+    }
+    // Each instance's own probes see NCP down for twice `fall`: alone it would have failed
+    // over by now.
+    for x in &c.instances {
+        let down = eventually(Duration::from_secs(20), || async {
+            let s = x.status().await?;
+            let fails = s["pools"][0]["endpoints"][0]["consecutive_fail"].as_u64()?;
+            (fails >= 6).then_some(())
+        })
+        .await;
+        assert!(
+            down.is_some(),
+            "{} never saw NCP down:\n{}",
+            x.vantage,
+            c.logs()
+        );
+    }
+    for x in &c.instances {
+        let all = support::daemon::status_all(x.admin).await.expect("status");
+        assert_eq!(all["cluster"]["coordinated"], false, "{}", x.vantage);
+        let s = &all["services"]["web"];
+        assert_eq!(s["active"], "ncp", "{} failed static", x.vantage);
+        let ncp = &s["pools"][0]["state"];
+        assert_eq!(ncp["verdict"], "unknown", "{}: {ncp}", x.vantage);
+    }
+    assert!(fake.write_log().is_empty(), "{:?}", fake.write_log());
+}
+
+/// Restart every instance after two automatic switches: the velocity budget (burst 2) is
+/// still spent, so a third outage is held (`velocity_limited`) and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_spent() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    c.writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    c.ncp.stop().await;
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(20)).await,
+        "{}",
+        c.logs()
+    );
+    c.ncp.start_again().await.expect("ncp again");
+    c.gcp.stop().await;
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(20)).await,
+        "{}",
+        c.logs()
+    );
+    assert_eq!(fake.write_log().len(), 2, "two switches, two writes");
+    let spent = eventually(Duration::from_secs(10), || async {
+        let s = c.instances[0].status().await?;
+        (s["velocity_available"] == 0).then_some(())
+    })
+    .await;
+    assert!(spent.is_some(), "the budget is spent before the restart");
+    c.gcp.start_again().await.expect("gcp again");
+    // Give the instances time to put the spent state: wait until etcd holds it.
+    let client = etcd_client::Client::connect(c.etcd.endpoints(), None)
+        .await
+        .expect("etcd client");
+    eventually(Duration::from_secs(10), || async {
+        let got = client
+            .kv_client()
+            .get("/gslb/safety/web", None)
+            .await
+            .ok()?;
+        let state: gslb_core::engine::SafetyState =
+            serde_json::from_slice(got.kvs().first()?.value()).ok()?;
+        (state.consecutive_failovers >= 1 && state.last_failover.is_some()).then_some(())
+    })
+    .await
+    .expect("the safety state is in etcd");
+    for x in &mut c.instances {
+        x.kill();
+    }
+    for x in &mut c.instances {
+        x.restart();
+    }
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied after the restart:\n{}",
+        c.logs()
+    );
+    for x in &c.instances {
+        let s = x.status().await.expect("status");
+        assert_eq!(
+            s["velocity_available"], 0,
+            "{} continues the spent budget",
+            x.vantage
+        );
+    }
+    c.ncp.stop().await;
+    let held = eventually(Duration::from_secs(15), || async {
+        let s = c.instances[0].status().await?;
+        (s["last_decision"]["rule"] == "velocity_limited").then_some(())
+    })
+    .await;
+    assert!(held.is_some(), "the third outage is held:\n{}", c.logs());
+    assert_eq!(
+        fake.write_log().len(),
+        2,
+        "no third write: {:?}",
+        fake.write_log()
+    );
+}
+
+/// A drill started on instance a (admin API) is listed on b and c, and expires once: one
+/// `drill.expire` audit record across the three instances' audit logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_once() {
+    let fake = Fake::start().await;
+    let Some(c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let started = reqwest::Client::new()
+        .post(format!("http://{}/v1/drills", c.instances[0].admin))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "service": "web", "action": "drain", "pool": "ncp",
+                "reason": "cluster drill test", "duration": "5s"
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST /v1/drills");
+    assert!(started.status().is_success(), "{:?}", started.text().await);
+    let body: serde_json::Value =
+        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
+    let id = body["drill"]["id"]
+        .as_str()
+        .or_else(|| body["id"].as_str())
+        .expect("drill id")
+        .to_owned();
+    for x in &c.instances {
+        let listed = eventually(Duration::from_secs(10), || async {
+            x.drill_ids().await.filter(|ids| ids.contains(&id))
+        })
+        .await;
+        assert!(listed.is_some(), "{} lists {id}:\n{}", x.vantage, c.logs());
+    }
+    // Every engine drains ncp: the writer moves traffic once.
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(15)).await,
+        "{}",
+        c.logs()
+    );
+    for x in &c.instances {
+        let gone = eventually(Duration::from_secs(15), || async {
+            x.drill_ids().await.filter(|ids| !ids.contains(&id))
+        })
+        .await;
+        assert!(gone.is_some(), "{} still lists {id}", x.vantage);
+    }
+    // Audit lines are written in the background: wait for the first, then for a while
+    // longer for any second one.
+    let expiries = || {
+        c.instances
+            .iter()
+            .flat_map(|x| x.audit())
+            .filter(|e| e["action"] == "drill.expire" && e["detail"]["id"] == id.as_str())
+            .count()
+    };
+    eventually(Duration::from_secs(10), || async {
+        (expiries() >= 1).then_some(())
+    })
+    .await
+    .expect("the expiry is audited");
+    let starts = c
+        .instances
+        .iter()
+        .flat_map(|x| x.audit())
+        .filter(|e| e["action"] == "drill.drain")
+        .count();
+    assert_eq!(starts, 1, "started once, on a");
+    // Each journal audits a step's changes in order: once every instance has audited the
+    // revert that follows the expiry, no journal can still add an expiry record of its own.
+    for x in &c.instances {
+        let reverted = eventually(Duration::from_secs(15), || async {
+            x.audit()
+                .iter()
+                .any(|e| e["action"] == "drill.complete" && e["detail"]["id"] != id.as_str())
+                .then_some(())
+        })
+        .await;
+        assert!(
+            reverted.is_some(),
+            "{} audited the revert:\n{:?}",
+            x.vantage,
+            x.audit()
+        );
+    }
+    assert_eq!(expiries(), 1, "expired once in the cluster");
+}

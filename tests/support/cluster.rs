@@ -1,0 +1,286 @@
+//! Three real `gslb run` processes (vantage points `a`, `b`, `c`, admin APIs on 127.0.21.1-3)
+//! in one cluster: a real three-member etcd on 127.0.20.1-3 ([`super::etcd`]), the Cloudflare
+//! fake, two loopback origins (NCP, GCP). Each instance can be killed (SIGKILL), paused
+//! (SIGSTOP), resumed and restarted; its status says its role, the writer and the epoch.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::process::Child;
+use std::time::Duration;
+
+use gslb::io::origin::Origin;
+use gslb_cloudflare::fake::Fake;
+use serde_json::Value;
+use tempfile::TempDir;
+
+use super::cloudflare::{gslb, health_urls, web_files};
+use super::daemon::{log_file, read_log, status};
+use super::etcd::EtcdCluster;
+
+/// The instances' lease TTL: 4 s, the shortest with room for a write (write deadline and
+/// takeover delay 1 s each, see `gslb::io::coordination::fence::Timing`).
+pub const TTL: Duration = Duration::from_secs(4);
+/// The takeover delay with [`TTL`].
+pub const TAKEOVER: Duration = Duration::from_secs(1);
+/// The probe interval.
+pub const INTERVAL_MS: u64 = 200;
+
+/// One `gslb run` of the cluster.
+pub struct Instance {
+    /// Its vantage point.
+    pub vantage: String,
+    /// Its admin API.
+    pub admin: SocketAddr,
+    dir: TempDir,
+    child: Option<Child>,
+}
+
+impl Instance {
+    fn spawn(&mut self) {
+        let child = gslb(self.dir.path(), &["run", "--config", "gslb.toml"])
+            .env("GSLB_LOG", "debug")
+            .stderr(log_file(
+                self.dir.path(),
+                &format!("run-{}.log", self.vantage),
+            ))
+            .spawn()
+            .expect("gslb run");
+        self.child = Some(child);
+    }
+
+    /// Its service `web` in `/v1/status`, once it answers.
+    pub async fn status(&self) -> Option<Value> {
+        status(self.admin, "web").await
+    }
+
+    /// Its role (`writer`, `follower`, `unknown`) and the writer's epoch, once it says.
+    pub async fn role(&self) -> Option<(String, Option<u64>)> {
+        let s = self.status().await?;
+        let c = &s["apply"]["cluster"];
+        Some((c["role"].as_str()?.to_owned(), c["epoch"].as_u64()))
+    }
+
+    /// Its Prometheus metrics text.
+    pub async fn metrics(&self) -> String {
+        match reqwest::get(format!("http://{}/metrics", self.admin)).await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// SIGKILL, reaped.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Sends `sig` (`STOP`, `CONT`).
+    pub fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("running").id();
+        let ok = std::process::Command::new("kill")
+            .args([format!("-{sig}"), pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{sig} {pid}");
+    }
+
+    /// Kills and starts it again on the same files.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Its audit log entries so far (`state/audit.jsonl`, relative to its folder).
+    pub fn audit(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("state/audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Its drill list (`GET /v1/drills`): the drills' ids.
+    pub async fn drill_ids(&self) -> Option<Vec<String>> {
+        let r = reqwest::get(format!("http://{}/v1/drills", self.admin))
+            .await
+            .ok()?;
+        let v: Value = serde_json::from_slice(&r.bytes().await.ok()?).ok()?;
+        let list = v["overrides"].as_array()?;
+        Some(
+            list.iter()
+                .filter_map(|d| d["id"].as_str().map(str::to_owned))
+                .collect(),
+        )
+    }
+
+    /// Its folder (policy `web.toml`, settings, recording `obs.jsonl`, `state/`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Its log so far.
+    pub fn log(&self) -> String {
+        read_log(self.dir.path(), &format!("run-{}.log", self.vantage))
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if let Some(c) = &self.child {
+            let _ = std::process::Command::new("kill")
+                .args(["-CONT", &c.id().to_string()])
+                .status();
+        }
+        self.kill();
+    }
+}
+
+/// The whole set-up.
+pub struct GslbCluster {
+    /// The three instances.
+    pub instances: Vec<Instance>,
+    /// The etcd members.
+    pub etcd: EtcdCluster,
+    /// The primary origin (NCP).
+    pub ncp: Origin,
+    /// The secondary origin (GCP).
+    pub gcp: Origin,
+}
+
+/// Where a [`GslbCluster`] runs: the third octet of 127.0.x.1-3 for the etcd members, for
+/// the instances' admin APIs, and (when set) for the instances' probe source addresses; the
+/// primary pool's endpoint URL when not the NCP origin's.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// etcd members on 127.0.`etcd`.1-3.
+    pub etcd: u8,
+    /// Admin APIs on 127.0.`admin`.1-3.
+    pub admin: u8,
+    /// Probes of instance i from 127.0.`probe_from`.i (`[probing] source_address`).
+    pub probe_from: Option<u8>,
+    /// The primary pool's endpoint URL instead of the NCP origin's.
+    pub primary_url: Option<String>,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Self {
+            etcd: 20,
+            admin: 21,
+            probe_from: None,
+            primary_url: None,
+        }
+    }
+}
+
+impl GslbCluster {
+    /// Starts etcd, the origins and three instances steering `fake` (`head`: policy lines
+    /// after `hostname`). `None` when etcd is not installed (skip).
+    pub async fn start(fake: &Fake, head: &str) -> Option<Self> {
+        Self::start_with(fake, head, Layout::default()).await
+    }
+
+    /// [`GslbCluster::start`] on `layout`'s addresses.
+    pub async fn start_with(fake: &Fake, head: &str, layout: Layout) -> Option<Self> {
+        let etcd = EtcdCluster::start([1, 2, 3].map(|i| Ipv4Addr::new(127, 0, layout.etcd, i)))?;
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let ncp = Origin::start(loopback, "ncp").await.expect("ncp origin");
+        let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
+        let [mut n, g] = health_urls(ncp.addr(), gcp.addr());
+        if let Some(url) = &layout.primary_url {
+            n.clone_from(url);
+        }
+        let mut instances = Vec::new();
+        for (i, vantage) in ["a", "b", "c"].into_iter().enumerate() {
+            let host = u8::try_from(i + 1).unwrap_or(1);
+            let mut cluster = format!(
+                "[cluster]\nendpoints = {:?}\nvantages = [\"a\", \"b\", \"c\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\n",
+                etcd.endpoints()
+            );
+            // Every input is recorded, for `gslb replay` (obs.jsonl in the instance's folder).
+            cluster.push_str("[record]\nobservations = \"obs.jsonl\"\n");
+            if let Some(net) = layout.probe_from {
+                let from = Ipv4Addr::new(127, 0, net, host);
+                cluster.push_str(&format!("[probing]\nsource_address = \"{from}\"\n"));
+            }
+            let (dir, _) = web_files(fake, [&n, &g], head, "", &cluster);
+            let ip = Ipv4Addr::new(127, 0, layout.admin, host);
+            let admin = SocketAddr::from((ip, free_port(ip)));
+            rewrite_settings(dir.path(), vantage, admin);
+            let mut instance = Instance {
+                vantage: vantage.to_owned(),
+                admin,
+                dir,
+                child: None,
+            };
+            instance.spawn();
+            instances.push(instance);
+        }
+        Some(Self {
+            instances,
+            etcd,
+            ncp,
+            gcp,
+        })
+    }
+
+    /// Waits until every running instance (all but `skip`) names the same writer, one of
+    /// them, and returns its index and epoch.
+    pub async fn writer(&self, within: Duration, skip: Option<usize>) -> Option<(usize, u64)> {
+        super::eventually(within, || async {
+            let mut writer = None;
+            let mut epochs = Vec::new();
+            for (i, x) in self.instances.iter().enumerate() {
+                if Some(i) == skip {
+                    continue;
+                }
+                let (role, epoch) = x.role().await?;
+                if role == "writer" {
+                    writer = Some(i);
+                }
+                epochs.push(epoch?);
+            }
+            let first = *epochs.first()?;
+            let agreed = epochs.iter().all(|e| *e == first);
+            agreed.then_some(())?;
+            Some((writer?, first))
+        })
+        .await
+    }
+
+    /// Every log, for a failure message.
+    pub fn logs(&self) -> String {
+        self.instances
+            .iter()
+            .map(|x| format!("--- {} ---\n{}", x.vantage, tail(&x.log())))
+            .collect()
+    }
+}
+
+fn tail(log: &str) -> &str {
+    let start = log.len().saturating_sub(3_000);
+    log.get(start..).unwrap_or(log)
+}
+
+fn free_port(ip: Ipv4Addr) -> u16 {
+    std::net::TcpListener::bind((ip, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// Gives `gslb.toml` in `dir` this instance's vantage point and admin address.
+fn rewrite_settings(dir: &Path, vantage: &str, admin: SocketAddr) {
+    let path = dir.join("gslb.toml");
+    let text = std::fs::read_to_string(&path).expect("settings");
+    let start = text.find("listen = \"").expect("admin listen") + "listen = \"".len();
+    let end = start + text[start..].find('"').expect("quoted");
+    let text = format!("{}{admin}{}", &text[..start], &text[end..]).replacen(
+        "vantage = \"e2e\"",
+        &format!("vantage = \"{vantage}\""),
+        1,
+    );
+    std::fs::write(path, text).expect("settings");
+}

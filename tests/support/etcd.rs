@@ -1,0 +1,218 @@
+//! A real three-member etcd cluster (Debian `etcd-server` 3.4, `etcd` on PATH) on three given
+//! loopback addresses with free ports, data in a temporary folder. Members can be killed,
+//! paused (SIGSTOP), resumed (SIGCONT) and restarted; every member is killed when the cluster
+//! is dropped. Waits poll `/health` with a deadline, never a fixed sleep.
+//!
+//! Without `etcd`, [`EtcdCluster::start`] returns `None` (the test skips, saying why), unless
+//! `GSLB_REQUIRE_TOOLS=1`, where it fails (see [`super::emulators::tool`]).
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::emulators;
+
+/// How long a member may take to report healthy (the cluster forms in under 4 s on the 2-core
+/// machine; the margin is for a loaded one).
+pub const HEALTHY_WITHIN: Duration = Duration::from_secs(30);
+
+/// One member's addresses and process.
+struct Member {
+    name: String,
+    ip: Ipv4Addr,
+    client: u16,
+    peer: u16,
+    child: Option<Child>,
+}
+
+impl Member {
+    fn client_url(&self) -> String {
+        format!("http://{}:{}", self.ip, self.client)
+    }
+    fn peer_url(&self) -> String {
+        format!("http://{}:{}", self.ip, self.peer)
+    }
+}
+
+/// A running three-member etcd cluster.
+pub struct EtcdCluster {
+    exe: PathBuf,
+    dir: tempfile::TempDir,
+    members: Vec<Member>,
+}
+
+/// A port of `ip` that was free a moment ago.
+fn free_port(ip: Ipv4Addr) -> u16 {
+    TcpListener::bind((ip, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl EtcdCluster {
+    /// Starts one member on each of `ips` (e.g. 127.0.10.1-3) and waits until all three are
+    /// healthy. `None` when `etcd` is not installed (skip), see the module docs.
+    ///
+    /// # Panics
+    /// A member does not start or the cluster does not become healthy within
+    /// [`HEALTHY_WITHIN`] (with the members' log tails).
+    pub fn start(ips: [Ipv4Addr; 3]) -> Option<Self> {
+        let exe = emulators::tool("etcd")?;
+        let members = ips
+            .iter()
+            .enumerate()
+            .map(|(i, &ip)| Member {
+                name: format!("m{i}"),
+                ip,
+                client: free_port(ip),
+                peer: free_port(ip),
+                child: None,
+            })
+            .collect();
+        let mut cluster = Self {
+            exe,
+            dir: tempfile::tempdir().expect("tempdir"),
+            members,
+        };
+        for i in 0..3 {
+            cluster.spawn(i, "new");
+        }
+        for i in 0..3 {
+            cluster.wait_healthy(i);
+        }
+        Some(cluster)
+    }
+
+    fn spawn(&mut self, i: usize, state: &str) {
+        let initial: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect();
+        let m = &self.members[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("{}.log", m.name)))
+            .expect("log file");
+        let child = Command::new(&self.exe)
+            .args(["--name", &m.name])
+            .arg("--data-dir")
+            .arg(self.dir.path().join(&m.name))
+            .args(["--listen-client-urls", &m.client_url()])
+            .args(["--advertise-client-urls", &m.client_url()])
+            .args(["--listen-peer-urls", &m.peer_url()])
+            .args(["--initial-advertise-peer-urls", &m.peer_url()])
+            .args(["--initial-cluster", &initial.join(",")])
+            .args(["--initial-cluster-state", state])
+            .args(["--initial-cluster-token", "gslb-test"])
+            // Loopback round trips: a fast heartbeat and election, as the tuning guide says
+            // (election timeout about 10x the heartbeat).
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("etcd starts");
+        self.members[i].child = Some(child);
+    }
+
+    /// The client URLs of every member, e.g. `http://127.0.10.1:40123`.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(Member::client_url).collect()
+    }
+
+    /// The client address of member `i`.
+    pub fn client_addr(&self, i: usize) -> SocketAddr {
+        let m = &self.members[i];
+        SocketAddr::from((m.ip, m.client))
+    }
+
+    /// Whether member `i` answers `/health` with `"health":"true"` (it has a leader).
+    pub fn healthy(&self, i: usize) -> bool {
+        let Ok(mut s) =
+            TcpStream::connect_timeout(&self.client_addr(i), Duration::from_millis(500))
+        else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let req = "GET /health HTTP/1.0\r\nHost: etcd\r\n\r\n";
+        let mut body = String::new();
+        s.write_all(req.as_bytes()).is_ok()
+            && s.read_to_string(&mut body).is_ok()
+            && body.contains("\"health\":\"true\"")
+    }
+
+    /// Waits until member `i` is healthy.
+    ///
+    /// # Panics
+    /// Not within [`HEALTHY_WITHIN`], with the member's log tail.
+    pub fn wait_healthy(&self, i: usize) {
+        let deadline = Instant::now() + HEALTHY_WITHIN;
+        while !self.healthy(i) {
+            assert!(
+                Instant::now() < deadline,
+                "etcd member {i} not healthy within {HEALTHY_WITHIN:?}; log:\n{}",
+                self.log_tail(i)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills member `i` (SIGKILL) and reaps it; its data stays for [`EtcdCluster::restart`].
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Pauses member `i` (SIGSTOP).
+    pub fn pause(&self, i: usize) {
+        self.signal(i, "STOP");
+    }
+
+    /// Resumes member `i` (SIGCONT).
+    pub fn resume(&self, i: usize) {
+        self.signal(i, "CONT");
+    }
+
+    fn signal(&self, i: usize, sig: &str) {
+        let pid = self.members[i].child.as_ref().expect("member running").id();
+        let ok = Command::new("kill")
+            .args([format!("-{sig}"), pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{sig} {pid}");
+    }
+
+    /// Starts killed member `i` again on its data (it rejoins the cluster); does not wait.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        self.spawn(i, "existing");
+    }
+
+    /// The last 2,000 bytes of member `i`'s log.
+    pub fn log_tail(&self, i: usize) -> String {
+        let log =
+            std::fs::read_to_string(self.dir.path().join(format!("m{i}.log"))).unwrap_or_default();
+        let start = log.len().saturating_sub(2_000);
+        log.get(start..).unwrap_or(&log).to_owned()
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                let _ = Command::new("kill")
+                    .args(["-CONT", &c.id().to_string()])
+                    .status();
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
