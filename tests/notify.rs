@@ -71,8 +71,7 @@ fn telemetry(events: &EventSender, metrics: &Metrics, board: &Arc<StatusBoard>) 
         board: board.clone(),
         metrics: metrics.clone(),
         events: events.clone(),
-        clock: Clock::system(),
-        health: Default::default(),
+        ..Telemetry::new(Clock::system(), 16)
     }
 }
 

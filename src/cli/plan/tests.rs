@@ -229,6 +229,8 @@ fn the_summary_is_terraforms_detailed_exit_code() {
         ..no_change
     };
     assert_eq!(Summary::of(&[broken], 0).exit_code(), 1);
+}
+
 /// A plan as vantage point `here` of a cluster with `b` and `c`, whose published verdicts of
 /// seoul are `b` and `c` (tokyo healthy), fresh when listed in `fresh`.
 fn cluster_plan(seoul_ok: bool, b: Verdict, c: Verdict, fresh: &[&str]) -> ServicePlan {
