@@ -74,3 +74,78 @@ async fn keepalives_keep_a_key_alive_and_stopping_them_lets_it_go() {
         "the key outlived its lease without keepalives"
     );
 }
+
+/// A lease etcd ends (revoked here; expired after a partition alike) is granted anew, and the
+/// publisher puts every vote again under the new lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_is_granted_anew_and_the_votes_are_put_again() {
+    use gslb::io::coordination::{LocalVerdicts, Publisher};
+    use gslb_core::model::{EndpointId, ServiceId, Verdict};
+
+    let ips = [4, 5, 6].map(|i| Ipv4Addr::new(127, 0, 10, i));
+    let Some(etcd) = EtcdCluster::start(ips) else {
+        return;
+    };
+    let cluster = settings(etcd.endpoints());
+    let clients = Clients::connect(cluster.connect(), ErrorCounter::detached())
+        .await
+        .expect("connect");
+    let (task, mut state) = LeaseTask::new(clients.clone(), TTL);
+    let keeper = tokio::spawn(task.run());
+    let verdicts: LocalVerdicts = [(
+        (
+            ServiceId("web".into()),
+            EndpointId("http://192.0.2.1/health".into()),
+        ),
+        Verdict::Unhealthy,
+    )]
+    .into();
+    let (_tx, rx) = tokio::sync::watch::channel(verdicts);
+    let vantage = VantageId("a".into());
+    let publisher = Publisher::new(
+        clients.clone(),
+        vantage,
+        cluster.heartbeat,
+        state.clone(),
+        rx,
+    );
+    let publishing = tokio::spawn(publisher.run());
+    let key = "/gslb/votes/a/web/http://192.0.2.1/health";
+    let value = |clients: Clients| async move {
+        let mut kv = clients.kv.clone();
+        let r = kv.get(key, None).await.ok()?;
+        let kv = r.kvs().first()?;
+        Some((kv.value().to_vec(), kv.lease()))
+    };
+    let first = support::eventually(TTL * 3, || value(clients.clone()))
+        .await
+        .expect("the vote is put");
+    assert_eq!(first.0, b"unhealthy");
+    let old = state.borrow().id.expect("granted");
+    assert_eq!(first.1, old, "bound to the lease");
+
+    let mut kv = clients.kv.clone();
+    kv.lease_revoke(old).await.expect("revoke");
+    let regranted = tokio::time::timeout(
+        TTL * 3,
+        state.wait_for(|s| s.generation == 2 && s.id.is_some()),
+    )
+    .await
+    .expect("granted anew within the TTL")
+    .map(|s| *s)
+    .expect("task running");
+    let new = regranted.id.expect("id");
+    assert_ne!(new, old);
+    let again = support::eventually(TTL * 3, || async {
+        value(clients.clone())
+            .await
+            .filter(|(_, lease)| *lease == new)
+    })
+    .await;
+    assert!(
+        again.is_some(),
+        "the vote was not put again under the new lease"
+    );
+    publishing.abort();
+    keeper.abort();
+}
