@@ -206,7 +206,10 @@ async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_onc
             .filter(|e| e["action"] == "decision" && e["result"] == "failover ncp -> gcp")
             .collect();
         assert_eq!(live.len(), 1, "{}: {live:?}", x.vantage);
-        let at = live[0]["time"].as_str().expect("time (RFC 3339)").to_owned();
+        let at = live[0]["time"]
+            .as_str()
+            .expect("time (RFC 3339)")
+            .to_owned();
         let line = text.lines().nth(failover).unwrap_or_default();
         assert!(
             line.starts_with(&at),

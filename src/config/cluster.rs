@@ -133,9 +133,8 @@ impl ClusterSettings {
         if self.min_voters.is_some_and(|m| m == 0 || m as usize > n) {
             return Err(format!("cluster.min_voters: must be between 1 and {n}"));
         }
-        if self.lease_ttl < Duration::from_secs(2) {
-            return Err("cluster.lease_ttl: must be at least 2s".into());
-        }
+        // The writer's time relations need room for a write: the same rule `gslb run` applies.
+        crate::io::coordination::fence::Timing::derive(self.lease_ttl, Duration::MAX)?;
         if self.heartbeat < Duration::from_millis(100) || self.heartbeat >= self.lease_ttl {
             return Err("cluster.heartbeat: must be at least 100ms and below lease_ttl".into());
         }
@@ -196,8 +195,8 @@ mod tests {
                 "cluster.min_voters: must be between 1 and 3",
             ),
             (
-                "lease_ttl = \"1s\"\n",
-                "cluster.lease_ttl: must be at least 2s",
+                "lease_ttl = \"3s\"\n",
+                "cluster.lease_ttl: 3s leaves a write deadline of 500ms",
             ),
             (
                 "heartbeat = \"10s\"\n",

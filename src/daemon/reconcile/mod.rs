@@ -17,8 +17,8 @@ use std::time::Duration;
 use gslb_provider::{Backoff, DesiredState, ObservedState, Plan, Provider, ProviderError, Stamp};
 use tokio::sync::watch;
 
-use crate::ops::health;
 use crate::io::coordination::seat::Seat;
+use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::status::{ApplyState, ApplyStatus, Decided};
 use crate::ops::telemetry::Telemetry;
