@@ -124,6 +124,7 @@ pub async fn run<P: Provider>(
         fight: FightGuard::default(),
         announced: None,
         stamped: None,
+        late: None,
     };
     let mut roles = steering.seat.as_ref().map(Seat::roles);
     // Nothing to reconcile before the first decision: the adoption read at start is the only
@@ -249,6 +250,8 @@ struct Reconciler<'a, P> {
     announced: Option<Millis>,
     /// `[cluster]`: the epoch this instance last wrote under, for late-write detection.
     stamped: Option<u64>,
+    /// `[cluster]`: the older epoch last reported as a late write (each is counted once).
+    late: Option<u64>,
 }
 
 impl<P: Provider> Reconciler<'_, P> {
@@ -270,9 +273,9 @@ impl<P: Provider> Reconciler<'_, P> {
             Ok(o) => o,
             Err(e) => return self.fail("observe", &e),
         };
-        if let Some(seat) = &self.steering.seat {
-            self.show_seat(seat);
-            self.check_late_write(seat, &observed);
+        if let Some(seat) = self.steering.seat.clone() {
+            self.show_seat(&seat);
+            self.check_late_write(&seat, &observed);
         }
         let observed_active = self.steering.pools.serving(&observed);
         let fallback = self.steering.pools.fallback(&observed);
