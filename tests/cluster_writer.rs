@@ -7,6 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use gslb_cloudflare::epoch;
 use gslb_cloudflare::fake::{Fake, ids};
 use support::cluster::{GslbCluster, INTERVAL_MS, TAKEOVER, TTL};
 use support::eventually;
@@ -95,7 +96,7 @@ async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_after_the_new_writers() {
+async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_and_a_late_one_is_corrected() {
     let fake = Fake::start().await;
     let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
         return;
@@ -127,9 +128,17 @@ async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_after_the_new_w
     .unwrap_or_else(|| panic!("nobody took over:\n{}", c.logs()));
     let new_epoch = first.epoch.expect("stamped");
     assert!(new_epoch > old_epoch, "epoch {new_epoch} after {old_epoch}");
-    // Someone else puts NCP first while the old writer sleeps: when it wakes, it wants to
-    // write (its retry after the lost request), with a lease it has not kept.
-    fake.edit_load_balancer(serde_json::json!({"default_pools": [ids::NCP, ids::GCP]}));
+    // A late write of the old writer lands after the new writer's (what Cloudflare, without
+    // compare-and-set, cannot refuse): NCP first again, stamped with the old epoch. When the
+    // old writer wakes it wants to write too (its retry after the lost request), with a lease
+    // it has not kept.
+    let description = fake.load_balancer()["description"]
+        .as_str()
+        .map(str::to_owned);
+    fake.edit_load_balancer(serde_json::json!({
+        "default_pools": [ids::NCP, ids::GCP],
+        "description": epoch::stamp(description.as_deref(), old_epoch),
+    }));
     c.instances[old].signal("CONT");
     let paused = &c.instances[old];
     eventually(Duration::from_secs(15), || async {
@@ -144,8 +153,22 @@ async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_after_the_new_w
         "{}",
         c.logs()
     );
+    // The current writer detected the late write, counted it once and corrected it.
+    let (new, _) = c
+        .writer(Duration::from_secs(10), None)
+        .await
+        .expect("an agreed writer");
+    let metrics = c.instances[new].metrics().await;
+    assert!(
+        metrics.contains("gslb_cluster_late_writes_total{binding=\"web\"} 1"),
+        "{metrics}"
+    );
+    assert_eq!(
+        epoch::read(fake.load_balancer()["description"].as_str()),
+        Some(new_epoch)
+    );
     let log = fake.write_log();
-    assert!(log.len() >= 2, "the edit was corrected: {log:?}");
+    assert!(log.len() >= 2, "the late write was corrected: {log:?}");
     assert!(
         log.iter().all(|w| w.epoch == Some(new_epoch)),
         "only the new writer's epoch after its first write: {log:?}"

@@ -169,3 +169,23 @@ pub enum ClusterError {
     #[error(transparent)]
     Connect(#[from] CoordinationError),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lease_ttl_without_room_for_a_write_is_refused_before_connecting() {
+        let settings: ClusterSettings = toml::from_str(
+            "endpoints = [\"http://127.0.29.250:1\"]\nvantages = [\"a\"]\nlease_ttl = \"3s\"\nheartbeat = \"1s\"\n",
+        )
+        .expect("settings");
+        let refused = Cluster::start(&settings, VantageId("a".into()), ErrorCounter::detached())
+            .await
+            .expect_err("no room");
+        assert!(
+            matches!(&refused, ClusterError::Settings(m) if m.starts_with("cluster.lease_ttl: 3s")),
+            "{refused}"
+        );
+    }
+}

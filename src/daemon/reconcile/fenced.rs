@@ -37,16 +37,17 @@ impl<P: Provider> Reconciler<'_, P> {
     }
 
     /// A writer that has written under its epoch and now reads an older epoch at the provider
-    /// sees a late write of a former writer: counted, logged; the plan that follows corrects
-    /// it.
-    pub(super) fn check_late_write(&self, seat: &Seat, observed: &ObservedState) {
+    /// sees a late write of a former writer: counted and logged once per late epoch; the plan
+    /// that follows corrects it.
+    pub(super) fn check_late_write(&mut self, seat: &Seat, observed: &ObservedState) {
         let Role::Writer { me, .. } = seat.role() else {
             return;
         };
         let (Some(seen), Some(mine)) = (observed.writer_epoch, self.stamped) else {
             return;
         };
-        if mine == me.epoch && seen < mine {
+        if mine == me.epoch && seen < mine && self.late != Some(seen) {
+            self.late = Some(seen);
             self.telemetry
                 .metrics
                 .cluster_late_writes_total
@@ -103,7 +104,7 @@ impl<P: Provider> Reconciler<'_, P> {
     }
 }
 
-/// How long until `stamp`'s deadline, on tokio's clock.
+/// How long until `stamp`'s deadline (monotonic clock).
 pub(super) fn left(stamp: &Stamp) -> Duration {
     stamp
         .deadline

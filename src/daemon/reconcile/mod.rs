@@ -128,6 +128,7 @@ pub async fn run<P: Provider>(
         fight: FightGuard::default(),
         announced: None,
         stamped: None,
+        late: None,
     };
     let bound = health::reconciler_bound(CALL_DEADLINE);
     let heartbeat = telemetry
@@ -261,6 +262,8 @@ struct Reconciler<'a, P> {
     announced: Option<Millis>,
     /// `[cluster]`: the epoch this instance last wrote under, for late-write detection.
     stamped: Option<u64>,
+    /// `[cluster]`: the older epoch last reported as a late write (each is counted once).
+    late: Option<u64>,
 }
 
 impl<P: Provider> Reconciler<'_, P> {
@@ -282,9 +285,9 @@ impl<P: Provider> Reconciler<'_, P> {
             Ok(o) => o,
             Err(e) => return self.fail("observe", &e),
         };
-        if let Some(seat) = &self.steering.seat {
-            self.show_seat(seat);
-            self.check_late_write(seat, &observed);
+        if let Some(seat) = self.steering.seat.clone() {
+            self.show_seat(&seat);
+            self.check_late_write(&seat, &observed);
         }
         let observed_active = self.steering.pools.serving(&observed);
         let fallback = self.steering.pools.fallback(&observed);
