@@ -12,11 +12,12 @@ use gslb::io::coordination::{Clients, ErrorCounter, LeaseTask};
 use gslb_core::model::VantageId;
 use support::etcd::EtcdCluster;
 
-const TTL: Duration = Duration::from_secs(2);
+/// The shortest lease TTL the settings accept (a writer needs room for a write).
+const TTL: Duration = Duration::from_secs(4);
 
 fn settings(endpoints: Vec<String>) -> ClusterSettings {
     let text = format!(
-        "endpoints = {endpoints:?}\nvantages = [\"a\"]\nlease_ttl = \"2s\"\nheartbeat = \"500ms\"\n"
+        "endpoints = {endpoints:?}\nvantages = [\"a\"]\nlease_ttl = \"4s\"\nheartbeat = \"500ms\"\n"
     );
     toml::from_str(&text).expect("settings")
 }
