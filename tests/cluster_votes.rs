@@ -73,6 +73,7 @@ async fn one_vantage_point_seeing_the_primary_down_is_outvoted_two_fail_over_onc
         admin: 14,
         probe_from: Some(15),
         primary_url: Some(format!("{}/api/v1/health", origin.base_url())),
+        ..Layout::default()
     };
     let Some(c) = GslbCluster::start_with(&fake, &head(), layout).await else {
         return;

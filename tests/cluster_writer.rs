@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use gslb_cloudflare::epoch;
 use gslb_cloudflare::fake::{Fake, ids};
-use support::cluster::{GslbCluster, INTERVAL_MS, TAKEOVER, TTL};
+use support::cluster::{GslbCluster, INTERVAL_MS, Layout, TAKEOVER, TTL};
 use support::eventually;
 
 fn head() -> String {
@@ -419,4 +419,73 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
         );
     }
     assert_eq!(expiries(), 1, "expired once in the cluster");
+}
+
+/// An instance whose engine missed a switch (paused while the writer failed over; the old pool
+/// then recovered, so with `failback = "manual"` every other engine holds on the new one)
+/// adopts the pool the provider serves once it runs again, and, left as the only writer, never
+/// writes the old pool back: that would be a switch nobody decided. (`min_voters = 1`, so the
+/// instance left alone still has verdicts and would write.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_missed_a_switch_adopts_the_serving_pool_and_never_writes_it_back() {
+    let fake = Fake::start().await;
+    let layout = Layout {
+        etcd: 22,
+        admin: 23,
+        min_voters: Some(1),
+        ..Layout::default()
+    };
+    let Some(mut c) = GslbCluster::start_with(&fake, &head(), layout).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let (w, _) = c
+        .writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    let (missed, other) = ((w + 1) % 3, (w + 2) % 3);
+    c.instances[missed].signal("STOP");
+    c.ncp.stop().await;
+    eventually(Duration::from_secs(20), || async {
+        (fake.write_log().len() == 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("no failover:\n{}", c.logs()));
+    assert_eq!(fake.write_log()[0].default_pools, to_gcp());
+    c.ncp.start_again().await.expect("ncp back");
+    for i in [w, other] {
+        eventually(Duration::from_secs(20), || async {
+            let s = c.instances[i].status().await?;
+            (s["last_decision"]["rule"] == "failback_manual").then_some(())
+        })
+        .await
+        .unwrap_or_else(|| panic!("{i} does not hold on gcp:\n{}", c.logs()));
+    }
+    c.instances[missed].signal("CONT");
+    // It adopts what the provider serves: its engine holds on gcp too, nothing pending.
+    eventually(Duration::from_secs(20), || async {
+        let s = c.instances[missed].status().await?;
+        (s["active"] == "gcp" && s["apply"]["state"] == "applied").then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the paused instance did not adopt gcp:\n{}", c.logs()));
+    c.instances[w].kill();
+    c.instances[other].kill();
+    // Left alone, it becomes the writer and judges its decision as the writer: applied on
+    // gcp, and the failover is still the only write.
+    eventually(TTL + TAKEOVER + Duration::from_secs(20), || async {
+        let s = c.instances[missed].status().await?;
+        (s["apply"]["cluster"]["role"] == "writer"
+            && s["active"] == "gcp"
+            && s["apply"]["state"] == "applied")
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("never the writer on gcp:\n{}", c.logs()));
+    let log = fake.write_log();
+    assert_eq!(log.len(), 1, "a switch nobody decided: {log:?}");
 }

@@ -44,6 +44,7 @@ fn binding() -> Steering {
         shadow: false,
         health_votes: None,
         seat: None,
+        follow: None,
     }
 }
 

@@ -107,6 +107,7 @@ fn binding() -> Steering {
         shadow: false,
         health_votes: None,
         seat: None,
+        follow: None,
         resync: Duration::from_secs(60),
     }
 }

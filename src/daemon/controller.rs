@@ -40,6 +40,7 @@ pub fn steering(policy: &Policy, resync: Duration) -> Steering {
         shadow: policy.mode == gslb_core::policy::Mode::Shadow,
         health_votes: None,
         seat: None,
+        follow: None,
     }
 }
 
@@ -254,7 +255,27 @@ impl Controller {
             lock(&self.services).insert(policy.service.clone(), handles);
             return Ok(());
         };
-        let mut steering = steering;
+        let steering = self.link_to_engine(policy, steering);
+        handles.push(tasks.spawn(reconcile::run(
+            provider,
+            steering,
+            decisions,
+            self.telemetry.clone(),
+        )));
+        lock(&self.services).insert(policy.service.clone(), handles);
+        Ok(())
+    }
+
+    /// `steering` with what its reconciler hands the engine loop: in a cluster, the serving
+    /// pool another writer chose ([`reconcile::Follow`]); with `quorum.provider_vote`, the
+    /// provider's own pool health after each read.
+    fn link_to_engine(&self, policy: &Policy, mut steering: Steering) -> Steering {
+        if steering.seat.is_some() {
+            steering.follow = Some(reconcile::Follow::new(
+                self.messages.clone(),
+                policy.service.clone(),
+            ));
+        }
         if policy.quorum.provider_vote {
             let (messages, service) = (self.messages.clone(), policy.service.clone());
             // Two resync periods: one missed read does not drop the vote.
@@ -273,14 +294,7 @@ impl Controller {
                 );
             })));
         }
-        handles.push(tasks.spawn(reconcile::run(
-            provider,
-            steering,
-            decisions,
-            self.telemetry.clone(),
-        )));
-        lock(&self.services).insert(policy.service.clone(), handles);
-        Ok(())
+        steering
     }
 
     /// Stops `task` with `service`'s other tasks on a reload that changes or removes it (e.g.

@@ -60,6 +60,9 @@ pub enum ReplyTo {
     Override(oneshot::Sender<Result<Override, OverrideError>>),
     /// A re-arm: the services re-armed, or why not.
     Rearmed(oneshot::Sender<Result<Vec<ServiceId>, OverrideError>>),
+    /// Any input: answered once it is applied and its decisions are published (a reconciler's
+    /// adoption of the pool another writer chose).
+    Applied(oneshot::Sender<()>),
 }
 
 impl ReplyTo {
@@ -72,6 +75,9 @@ impl ReplyTo {
             }
             (Self::Rearmed(tx), Some(Reply::Rearmed(r))) => {
                 let _ = tx.send(r);
+            }
+            (Self::Applied(tx), _) => {
+                let _ = tx.send(());
             }
             _ => {}
         }

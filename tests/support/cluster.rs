@@ -162,6 +162,8 @@ pub struct Layout {
     pub probe_from: Option<u8>,
     /// The primary pool's endpoint URL instead of the NCP origin's.
     pub primary_url: Option<String>,
+    /// `[cluster] min_voters` instead of its default (a majority: 2).
+    pub min_voters: Option<u8>,
 }
 
 impl Default for Layout {
@@ -171,6 +173,7 @@ impl Default for Layout {
             admin: 21,
             probe_from: None,
             primary_url: None,
+            min_voters: None,
         }
     }
 }
@@ -199,6 +202,9 @@ impl GslbCluster {
                 "[cluster]\nendpoints = {:?}\nvantages = [\"a\", \"b\", \"c\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\n",
                 etcd.endpoints()
             );
+            if let Some(m) = layout.min_voters {
+                cluster.push_str(&format!("min_voters = {m}\n"));
+            }
             // Every input is recorded, for `gslb replay` (obs.jsonl in the instance's folder).
             cluster.push_str("[record]\nobservations = \"obs.jsonl\"\n");
             if let Some(net) = layout.probe_from {

@@ -28,7 +28,10 @@ use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
 
 mod fenced;
+mod follow;
 mod report;
+
+pub use follow::Follow;
 
 /// How long the reconciler and the adoption read wait for one provider call (`observe` or
 /// `apply`) before it counts as failed ([`within_deadline`]): 12 s, the adapters' default
@@ -63,6 +66,9 @@ pub struct Steering {
     /// `[cluster]` only: the binding's seat (role, fence). With it, only the elected writer
     /// writes, each write fenced; without it (one instance alone) every plan is written.
     pub seat: Option<Seat>,
+    /// `[cluster]` only: where the provider's serving pool goes when another writer chose it
+    /// (see [`Follow`]); `None` alone.
+    pub follow: Option<Follow>,
 }
 
 /// Called with a gslb pool and the provider's verdict of it (`true` = healthy).
@@ -129,6 +135,7 @@ pub async fn run<P: Provider>(
         announced: None,
         stamped: None,
         late: None,
+        following: follow::Following::default(),
     };
     let bound = health::reconciler_bound(CALL_DEADLINE);
     let heartbeat = telemetry
@@ -264,6 +271,8 @@ struct Reconciler<'a, P> {
     stamped: Option<u64>,
     /// `[cluster]`: the older epoch last reported as a late write (each is counted once).
     late: Option<u64>,
+    /// `[cluster]`: what following the writer remembers between passes.
+    following: follow::Following,
 }
 
 impl<P: Provider> Reconciler<'_, P> {
@@ -300,6 +309,10 @@ impl<P: Provider> Reconciler<'_, P> {
             // pass, at once, judges the newer one.
             self.status(decision, |a| a.observed_active = observed_active);
             return Pass::Settled;
+        }
+        if let Some(pass) = self.follow(decision, observed_active.as_ref()).await {
+            self.status(decision, |a| a.observed_active = observed_active);
+            return pass;
         }
         let request = Request {
             pools: &self.steering.pools,
