@@ -62,6 +62,20 @@ pub struct ClusterSettings {
     pub prefix: String,
 }
 
+/// Longest [`ClusterSettings::lease_ttl`]: 5 min. A writer that dies keeps its leader key this
+/// long, so a longer TTL only delays a takeover (etcd itself refuses TTLs above about 285
+/// years, `MaxLeaseTTL` in its lessor).
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(300);
+
+/// Whether `name` can be one segment of an etcd key: 1 to 64 ASCII letters, digits, `-`, `_`
+/// or `.` (a `/` would split the key layout, an empty name would merge two segments).
+fn is_key_part(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// Default of [`ClusterSettings::lease_ttl`]: 10 s.
 fn default_lease_ttl() -> Duration {
     Duration::from_secs(10)
@@ -120,6 +134,13 @@ impl ClusterSettings {
                 "cluster.tls: https:// endpoints need [cluster.tls] ca, cert and key".into(),
             );
         }
+        if let Some(bad) = self.vantages.iter().find(|v| !is_key_part(&v.0)) {
+            return Err(format!(
+                "cluster.vantages: {:?} is not a vantage-point name for etcd keys (1 to 64 \
+                 letters, digits, '-', '_' or '.')",
+                bad.0
+            ));
+        }
         if !self.vantages.contains(vantage) {
             return Err(format!(
                 "cluster.vantages: does not list this instance's vantage point {vantage}"
@@ -132,6 +153,13 @@ impl ClusterSettings {
         }
         if self.min_voters.is_some_and(|m| m == 0 || m as usize > n) {
             return Err(format!("cluster.min_voters: must be between 1 and {n}"));
+        }
+        if self.lease_ttl > MAX_LEASE_TTL {
+            return Err(format!(
+                "cluster.lease_ttl: must be at most {} (a dead writer's leader key lives that \
+                 long before another instance can take over)",
+                humantime::format_duration(MAX_LEASE_TTL)
+            ));
         }
         // The writer's time relations need room for a write: the same rule `gslb run` applies.
         crate::io::coordination::fence::Timing::derive(self.lease_ttl, Duration::MAX)?;
@@ -203,6 +231,10 @@ mod tests {
                 "cluster.heartbeat: must be at least 100ms",
             ),
             ("prefix = \"gslb\"\n", "cluster.prefix: must start with /"),
+            (
+                "lease_ttl = \"1h\"\n",
+                "cluster.lease_ttl: must be at most 5m",
+            ),
         ];
         for (extra, want) in cases {
             let e = parse(&format!("{BASE}{extra}")).check(&a).expect_err(extra);
@@ -226,5 +258,20 @@ mod tests {
             e.starts_with("cluster.endpoints: 10.0.0.1:2379 is not"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_vantage_point_name_must_be_one_etcd_key_segment() {
+        for bad in ["x/y", "", "a b"] {
+            let text =
+                format!("endpoints = [\"http://127.0.0.1:2379\"]\nvantages = [\"a\", {bad:?}]\n");
+            let e = parse(&text).check(&VantageId("a".into())).expect_err(bad);
+            assert!(
+                e.starts_with(&format!(
+                    "cluster.vantages: {bad:?} is not a vantage-point name"
+                )),
+                "{bad}: {e}"
+            );
+        }
     }
 }
