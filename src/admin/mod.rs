@@ -140,6 +140,17 @@ pub enum Routes {
 impl Routes {
     /// Every route, `/metrics` included (no `admin.metrics_listen`).
     pub const ALL: Self = Self::All { with_metrics: true };
+
+    /// The routes as the log names them: `all`, `all but metrics`, `metrics`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::All { with_metrics: true } => "all",
+            Self::All {
+                with_metrics: false,
+            } => "all but metrics",
+            Self::Metrics => "metrics",
+        }
+    }
 }
 
 /// Serves every route on `listener` over plain HTTP until the task is dropped.
@@ -174,7 +185,7 @@ pub async fn serve_on(
     };
     tracing::info!(
         %addr,
-        routes = ?routes,
+        routes = routes.as_str(),
         drills = state.commands.is_some(),
         token = !state.auth.tokens.is_empty(),
         reads_need_token = state.auth.protect_reads,

@@ -110,8 +110,12 @@ pub async fn run(
         };
         let key = match won.map(|mut r| r.take_leader()) {
             Ok(Some(key)) => key,
-            Ok(None) | Err(_) => {
-                tracing::warn!(election = %campaign.name, "campaign failed; campaigning again");
+            failed => {
+                let reason = match &failed {
+                    Err(e) => super::error::describe(e),
+                    Ok(_) => "etcd answered without a leader key".to_owned(),
+                };
+                tracing::warn!(election = %campaign.name, %reason, "campaign failed; campaigning again");
                 role.send_replace(Role::Unknown);
                 tokio::time::sleep(campaign.poll).await;
                 continue;

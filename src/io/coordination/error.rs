@@ -72,12 +72,12 @@ pub enum CoordinationError {
     #[error("etcd {}: timed out", .0.as_str())]
     TimedOut(EtcdOp),
     /// An etcd call failed (unreachable, timed out, no leader, refused).
-    #[error("etcd {}: {source}", op.as_str())]
+    #[error("etcd {}: {}", op.as_str(), describe(error))]
     Etcd {
         /// The operation.
         op: EtcdOp,
-        /// The client's error.
-        source: etcd_client::Error,
+        /// The client's error (described in the message, not chained: see [`describe`]).
+        error: etcd_client::Error,
     },
     /// etcd answered, but the lease is gone (expired or revoked).
     #[error("etcd lease {0:x} expired")]
@@ -107,7 +107,7 @@ impl ErrorCounter {
     /// Wraps `source` as the failure of `op` and counts it.
     pub fn failed(&self, op: EtcdOp, source: etcd_client::Error) -> CoordinationError {
         self.0.with_label_values(&[op.as_str()]).inc();
-        CoordinationError::Etcd { op, source }
+        CoordinationError::Etcd { op, error: source }
     }
 
     /// Counts a failure of `op` that is not a client error (a call that took too long).
@@ -124,5 +124,21 @@ impl ErrorCounter {
     /// The failures of `op` counted so far.
     pub fn count(&self, op: EtcdOp) -> u64 {
         self.0.with_label_values(&[op.as_str()]).get()
+    }
+}
+
+/// etcd-client's error in operators' words: a gRPC status as its code and message (tonic's own
+/// text of a status carries Rust debug output: `source: Some(tonic::transport::Error(..))`),
+/// anything else as etcd-client writes it.
+pub(crate) fn describe(e: &etcd_client::Error) -> String {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => {
+            let code = status.code().description();
+            match status.message() {
+                "" => code.to_owned(),
+                message => format!("{code}: {message}"),
+            }
+        }
+        other => other.to_string(),
     }
 }
