@@ -7,8 +7,7 @@
 //!
 //! Without `etcd` on `PATH` it says how to install it and fails.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use gslb_provider::{FailoverStyle, MemoryProvider};
 use tokio::task::JoinSet;
 
 use super::etcd;
-use super::{DemoError, POLICY, say};
+use super::{DemoError, say};
 use crate::config::ClusterSettings;
 use crate::daemon::builder::{Builder, Daemon};
 use crate::daemon::cluster::Cluster;
@@ -27,7 +26,7 @@ use crate::io::origin::Origin;
 use crate::io::probe::{DnsSettings, Prober, ProbingSettings};
 use crate::ops::telemetry::Telemetry;
 use gslb_core::model::{ServiceId, VantageId, Verdict};
-use gslb_core::policy::{self, Policy};
+use gslb_core::policy::Policy;
 
 /// The three vantage points, named for where they would run.
 const VANTAGES: [&str; 3] = ["aws-seoul", "aws-tokyo", "gcp-osaka"];
@@ -57,13 +56,8 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
         out,
         &format!("etcd: three members at {}\n", etcd.endpoints().join(", ")),
     );
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let seoul = Origin::start(loopback, "seoul").await?;
-    let tokyo = Origin::start(loopback, "tokyo").await?;
-    let text = POLICY
-        .replace("{seoul}", &seoul.addr().to_string())
-        .replace("{tokyo}", &tokyo.addr().to_string());
-    let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
+    // Tokyo answers for as long as the demo runs (it stops when dropped).
+    let (seoul, _tokyo, policy) = super::origins_and_policy().await?;
     let provider = Arc::new(MemoryProvider::new(
         FailoverStyle::Enablement,
         &["seoul".into(), "tokyo".into()],

@@ -103,16 +103,22 @@ pub async fn run(args: DemoArgs, out: &mut impl std::io::Write) -> Result<(), De
     Ok(())
 }
 
+/// The two loopback origins (Seoul, Tokyo) and the embedded demo policy probing them.
+async fn origins_and_policy() -> Result<(Origin, Origin, Policy), DemoError> {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let seoul = Origin::start(loopback, "seoul").await?;
+    let tokyo = Origin::start(loopback, "tokyo").await?;
+    let text = POLICY
+        .replace("{seoul}", &seoul.addr().to_string())
+        .replace("{tokyo}", &tokyo.addr().to_string());
+    let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
+    Ok((seoul, tokyo, policy))
+}
+
 impl Demo {
     /// Starts the two origins and the controller on the embedded policy.
     async fn start() -> Result<Self, DemoError> {
-        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-        let seoul = Origin::start(loopback, "seoul").await?;
-        let tokyo = Origin::start(loopback, "tokyo").await?;
-        let text = POLICY
-            .replace("{seoul}", &seoul.addr().to_string())
-            .replace("{tokyo}", &tokyo.addr().to_string());
-        let policy = policy::parse(Path::new("<embedded demo policy>"), &text)?;
+        let (seoul, tokyo, policy) = origins_and_policy().await?;
         let clock = Clock::system();
         let provider = Arc::new(MemoryProvider::new(
             FailoverStyle::Enablement,
