@@ -38,21 +38,29 @@ async fn applied_on(c: &GslbCluster, pool: &str, skip: Option<usize>, within: Du
     .is_some()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
-    let fake = Fake::start().await;
-    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
-        return;
-    };
+/// Starts the cluster on `layout` and waits until every instance reports `web` applied on ncp
+/// and all agree on a writer: the cluster, the writer's index and its epoch. `None` when etcd
+/// is not installed (skip).
+async fn settled(fake: &Fake, layout: Layout) -> Option<(GslbCluster, usize, u64)> {
+    let c = GslbCluster::start_with(fake, &head(), layout).await?;
     assert!(
         applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
         "never applied:\n{}",
         c.logs()
     );
-    let (old, old_epoch) = c
+    let (writer, epoch) = c
         .writer(Duration::from_secs(20), None)
         .await
         .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    Some((c, writer, epoch))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
+    let fake = Fake::start().await;
+    let Some((mut c, old, old_epoch)) = settled(&fake, Layout::default()).await else {
+        return;
+    };
     // The writer's write is held at the fake: decided, sent, not landed.
     fake.hold_writes();
     c.ncp.stop().await;
@@ -98,18 +106,9 @@ async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_and_a_late_one_is_corrected() {
     let fake = Fake::start().await;
-    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+    let Some((mut c, old, old_epoch)) = settled(&fake, Layout::default()).await else {
         return;
     };
-    assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
-        "never applied:\n{}",
-        c.logs()
-    );
-    let (old, old_epoch) = c
-        .writer(Duration::from_secs(20), None)
-        .await
-        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
     // The writer decides and sends; its write is held, then the writer is paused and the
     // request is lost on the way.
     fake.hold_writes();
@@ -178,18 +177,9 @@ async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_and_a_late_one_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_three_etcd_members_down_no_write_fail_static() {
     let fake = Fake::start().await;
-    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+    let Some((mut c, writer, _)) = settled(&fake, Layout::default()).await else {
         return;
     };
-    assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
-        "never applied:\n{}",
-        c.logs()
-    );
-    let (writer, _) = c
-        .writer(Duration::from_secs(20), None)
-        .await
-        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
     c.etcd.kill(1);
     c.etcd.kill(2);
     c.ncp.stop().await;
@@ -244,17 +234,9 @@ async fn two_of_three_etcd_members_down_no_write_fail_static() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_spent() {
     let fake = Fake::start().await;
-    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+    let Some((mut c, _, _)) = settled(&fake, Layout::default()).await else {
         return;
     };
-    assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
-        "never applied:\n{}",
-        c.logs()
-    );
-    c.writer(Duration::from_secs(20), None)
-        .await
-        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
     c.ncp.stop().await;
     assert!(
         applied_on(&c, "gcp", None, Duration::from_secs(20)).await,
@@ -435,18 +417,9 @@ async fn a_writer_that_missed_a_switch_adopts_the_serving_pool_and_never_writes_
         min_voters: Some(1),
         ..Layout::default()
     };
-    let Some(mut c) = GslbCluster::start_with(&fake, &head(), layout).await else {
+    let Some((mut c, w, _)) = settled(&fake, layout).await else {
         return;
     };
-    assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
-        "never applied:\n{}",
-        c.logs()
-    );
-    let (w, _) = c
-        .writer(Duration::from_secs(20), None)
-        .await
-        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
     let (missed, other) = ((w + 1) % 3, (w + 2) % 3);
     c.instances[missed].signal("STOP");
     c.ncp.stop().await;

@@ -34,13 +34,7 @@ fn demo_prints_the_drill_report_and_exits_0() {
         "decision: failback_manual -> tokyo keeps serving",
         "provider now serves tokyo; 1 write(s) in total",
     ];
-    let mut from = 0;
-    for line in order {
-        let at = stdout[from..]
-            .find(line)
-            .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
-        from += at + line.len();
-    }
+    assert_in_order(&stdout, &order);
 }
 
 /// `gslb demo --cluster` with etcd on PATH: the lone vantage point is outvoted, two fail over
@@ -73,13 +67,7 @@ fn demo_cluster_outvotes_one_fails_over_once_and_hands_over() {
         "3. the writer,",
         "took over",
     ];
-    let mut from = 0;
-    for line in order {
-        let at = stdout[from..]
-            .find(line)
-            .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
-        from += at + line.len();
-    }
+    assert_in_order(&stdout, &order);
 }
 
 /// Without etcd on PATH, `gslb demo --cluster` says how to install it and fails.
@@ -94,4 +82,15 @@ fn demo_cluster_without_etcd_says_how_to_install_it() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("apt-get install etcd-server"), "{stderr}");
+}
+
+/// Panics unless every line of `order` appears in `stdout`, in that order.
+fn assert_in_order(stdout: &str, order: &[&str]) {
+    let mut from = 0;
+    for line in order {
+        let at = stdout[from..]
+            .find(line)
+            .unwrap_or_else(|| panic!("missing or out of order: {line:?}\n{stdout}"));
+        from += at + line.len();
+    }
 }
