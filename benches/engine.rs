@@ -1,6 +1,10 @@
-//! Evaluation cost of the pure engine with 10,000 pools (5,000 services of two pools, one
-//! endpoint each, three vantage points reporting): per observation (record it and decide its
-//! service) and per decision (a tick decides every service; the figure is divided by 5,000).
+//! Evaluation cost of the pure engine at 10,000 endpoints, three vantage points reporting, in
+//! two shapes: 5,000 services of two pools with one endpoint each, and 20 services of two pools
+//! with 250 endpoints each (500 per service). Per observation: record it and decide its service
+//! when a verdict can change (the inputs are built before the clock starts; one probe in 17
+//! fails, never `fall` in a row, and a round of every endpoint moves time on by one interval,
+//! so evidence stays fresh as in the daemon). Per decision: a tick decides every service whose
+//! decision time can change (the figure is divided by the number of services).
 //!
 //! `cargo bench --bench engine`; the figures go in `docs/benchmarks.md`.
 
@@ -14,55 +18,101 @@ use gslb_core::model::{
 };
 use gslb_core::policy::{self, Policy};
 
-const SERVICES: usize = 5_000;
 const VANTAGES: [&str; 3] = ["aws-ap-northeast-2", "gcp-asia-northeast1", "ncp-kr"];
+const POOLS: [&str; 2] = ["seoul", "tokyo"];
+/// The policies' probe interval (the default), in milliseconds.
+const INTERVAL: u64 = 10_000;
 
-fn endpoint(s: usize, pool: &str) -> String {
-    format!("https://{pool}.svc{s}.example.com/health")
+/// Services of two pools with `per_pool` endpoints each.
+#[derive(Clone, Copy)]
+struct Shape {
+    services: usize,
+    per_pool: usize,
 }
 
-fn policy(s: usize) -> Policy {
+impl Shape {
+    fn name(self) -> String {
+        format!(
+            "engine_{}_services_x_{}_endpoints",
+            self.services,
+            2 * self.per_pool
+        )
+    }
+}
+
+fn endpoint(s: usize, pool: &str, e: usize) -> String {
+    format!("https://{pool}-{e}.svc{s}.example.com/health")
+}
+
+fn policy(shape: Shape, s: usize) -> Policy {
+    let list = |pool: &str| {
+        (0..shape.per_pool)
+            .map(|e| format!("\"{}\"", endpoint(s, pool, e)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let text = format!(
         "service = \"svc{s}\"\nhostname = \"svc{s}.example.com\"\n\n\
-         [[pools]]\nname = \"seoul\"\npriority = 1\nendpoints = [\"{}\"]\n\n\
-         [[pools]]\nname = \"tokyo\"\npriority = 2\nendpoints = [\"{}\"]\n\n\
+         [[pools]]\nname = \"seoul\"\npriority = 1\nendpoints = [{}]\n\n\
+         [[pools]]\nname = \"tokyo\"\npriority = 2\nendpoints = [{}]\n\n\
          [target.route53]\nhosted_zone_id = \"Z1\"\n\
          [target.route53.pools.seoul]\nvalues = [\"192.0.2.1\"]\n\
          [target.route53.pools.tokyo]\nvalues = [\"192.0.2.2\"]\n",
-        endpoint(s, "seoul"),
-        endpoint(s, "tokyo"),
+        list("seoul"),
+        list("tokyo"),
     );
     policy::parse(Path::new("bench.toml"), &text).expect("valid")
 }
 
-fn observe(s: usize, pool: &str, vantage: &str, at: u64, ok: bool) -> Input {
-    Input::Observe {
-        service: ServiceId(format!("svc{s}")),
-        observation: Observation {
-            endpoint: EndpointId(endpoint(s, pool)),
-            vantage: VantageId(vantage.into()),
-            at: Millis(at),
-            outcome: ProbeOutcome {
-                success: ok,
-                duration: Duration::from_millis(12),
-                http_status: ok.then_some(200),
-                dns_lookup: None,
-                cert_expiry: None,
-                reason: if ok {
-                    ProbeReason::Ok
-                } else {
-                    ProbeReason::Timeout
-                },
-            },
+fn outcome(ok: bool) -> ProbeOutcome {
+    ProbeOutcome {
+        success: ok,
+        duration: Duration::from_millis(12),
+        http_status: ok.then_some(200),
+        dns_lookup: None,
+        cert_expiry: None,
+        reason: if ok {
+            ProbeReason::Ok
+        } else {
+            ProbeReason::Timeout
         },
     }
 }
 
-/// 10,000 pools, adopted, every endpoint healthy from every vantage point at `now`.
-fn warmed() -> (Engine, u64) {
-    let mut engine = Engine::new((0..SERVICES).map(policy), &EngineSettings::default());
+fn observe(s: usize, pool: &str, e: usize, vantage: &str, at: u64, ok: bool) -> Input {
+    Input::Observe {
+        service: ServiceId(format!("svc{s}")),
+        observation: Observation {
+            endpoint: EndpointId(endpoint(s, pool, e)),
+            vantage: VantageId(vantage.into()),
+            at: Millis(at),
+            outcome: outcome(ok),
+        },
+    }
+}
+
+/// Every observation of one round, in probe order: each endpoint of `pools` from each vantage
+/// point.
+fn round(shape: Shape, pools: &[&str], at: u64) -> Vec<Input> {
+    let mut inputs = Vec::new();
+    for e in 0..shape.per_pool {
+        for s in 0..shape.services {
+            for v in VANTAGES {
+                for p in pools {
+                    inputs.push(observe(s, p, e, v, at, true));
+                }
+            }
+        }
+    }
+    inputs
+}
+
+/// Every service adopted, every endpoint healthy from every vantage point at the time returned.
+fn warmed(shape: Shape) -> (Engine, u64) {
+    let policies = (0..shape.services).map(|s| policy(shape, s));
+    let mut engine = Engine::new(policies, &EngineSettings::default());
     let mut now = 1_000_000;
-    for s in 0..SERVICES {
+    for s in 0..shape.services {
         engine.step(
             Millis(now),
             &Input::Adopt {
@@ -72,35 +122,41 @@ fn warmed() -> (Engine, u64) {
         );
     }
     for _ in 0..2 {
-        now += 10_000;
-        for s in 0..SERVICES {
-            for v in VANTAGES {
-                for p in ["seoul", "tokyo"] {
-                    engine.step(Millis(now), &observe(s, p, v, now, true));
-                }
-            }
+        now += INTERVAL;
+        for input in round(shape, &POOLS, now) {
+            engine.step(Millis(now), &input);
         }
     }
     (engine, now)
 }
 
-fn bench(c: &mut Criterion) {
-    let (engine, now) = warmed();
-    let mut g = c.benchmark_group("engine_10000_pools");
+fn bench_shape(c: &mut Criterion, shape: Shape) {
+    let (engine, now) = warmed(shape);
+    let mut g = c.benchmark_group(shape.name());
     g.sample_size(20);
     g.throughput(Throughput::Elements(1));
     let mut engine_obs = engine.clone();
+    let mut inputs = round(shape, &POOLS, now);
+    let n = inputs.len();
     let mut i = 0usize;
     g.bench_function("per_observation", |b| {
         b.iter(|| {
             i = i.wrapping_add(1);
-            let s = i % SERVICES;
-            let v = VANTAGES[i % VANTAGES.len()];
-            let at = now + 1 + (i / SERVICES) as u64;
-            engine_obs.step(Millis(at), &observe(s, "seoul", v, at, i % 17 != 0))
+            let at = Millis(now + INTERVAL * (1 + (i / n) as u64));
+            let input = &mut inputs[i % n];
+            if let Input::Observe { observation, .. } = input {
+                observation.at = at;
+                observation.outcome.success = i % 17 != 0;
+                observation.outcome.reason = if i % 17 != 0 {
+                    ProbeReason::Ok
+                } else {
+                    ProbeReason::Timeout
+                };
+            }
+            engine_obs.step(at, input)
         });
     });
-    g.throughput(Throughput::Elements(SERVICES as u64));
+    g.throughput(Throughput::Elements(shape.services as u64));
     g.bench_function("per_tick_all_services", |b| {
         b.iter_batched_ref(
             || engine.clone(),
@@ -109,6 +165,23 @@ fn bench(c: &mut Criterion) {
         );
     });
     g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    bench_shape(
+        c,
+        Shape {
+            services: 5_000,
+            per_pool: 1,
+        },
+    );
+    bench_shape(
+        c,
+        Shape {
+            services: 20,
+            per_pool: 250,
+        },
+    );
 }
 
 criterion_group!(benches, bench);

@@ -499,3 +499,115 @@ fn vantage_outages_and_recoveries_never_switch() {
     let steps = OUTAGE_STEPS.load(Ordering::Relaxed);
     eprintln!("vantage_outages_and_recoveries_never_switch: {steps} engine steps");
 }
+
+/// A policy's parameters and a timeline of events, each after a delay (ms).
+type Timeline = (Params, Vec<(u64, Event)>);
+
+/// Engine steps driven by [`incremental_decisions_match_full_re_decisions`].
+static INCREMENTAL_STEPS: AtomicU64 = AtomicU64::new(0);
+
+/// A timeline for two services (`api` and `web`, the same policy), and per event which
+/// service it concerns (bit 3) and which vantage points stay silent in a round (bits 0-2:
+/// their evidence goes stale).
+fn incremental_cases() -> impl Strategy<Value = (Timeline, Vec<u8>)> {
+    (case(), prop::collection::vec(0u8..16, 80))
+}
+
+/// What must be the same whichever path decided: each service's last decision (rule, serving
+/// pool, blocked switch, drained pools, each pool's verdict) and serving pool.
+fn decided(engine: &Engine) -> Vec<String> {
+    engine
+        .services()
+        .map(|s| {
+            let d = s.last_decision().map(|d| {
+                let pools: Vec<_> = d.pools.iter().map(|(p, v)| (p, v.verdict)).collect();
+                format!(
+                    "{:?} {:?} {:?} {:?} {pools:?}",
+                    d.rule, d.active, d.blocked, d.drained
+                )
+            });
+            format!("{} {:?} {d:?}", s.policy().service, s.active())
+        })
+        .collect()
+}
+
+/// The changed decisions of one step, as [`decided`] compares them (with their time).
+fn changed(out: &gslb_core::engine::Output) -> Vec<String> {
+    out.changed()
+        .map(|d| {
+            format!(
+                "{} {:?} {:?} {:?} {:?} {:?} {:?}",
+                d.service, d.at, d.rule, d.active, d.previous, d.blocked, d.drained
+            )
+        })
+        .collect()
+}
+
+/// One case of [`incremental_decisions_match_full_re_decisions`].
+fn incremental_case(
+    p: &Params,
+    timeline: Vec<(u64, Event)>,
+    masks: &[u8],
+) -> Result<(), TestCaseError> {
+    let api = make_policy(p);
+    let mut web = api.clone();
+    web.service = ServiceId("web".into());
+    let settings = EngineSettings::default();
+    let mut incremental = Engine::new(vec![api, web.clone()], &settings);
+    let mut full = incremental.clone().deciding_always();
+    let mut now = 1_000u64;
+    for s in ["api", "web"] {
+        let adopt = Input::Adopt {
+            service: ServiceId(s.into()),
+            pool: Some(PoolId("p0".into())),
+        };
+        step(&INCREMENTAL_STEPS, &mut incremental, now, &adopt);
+        full.step(Millis(now), &adopt);
+    }
+    let (mut ids, mut last_expiry) = (Vec::new(), 0);
+    for (n, (dt, ev)) in timeline.into_iter().enumerate() {
+        now += dt;
+        let mask = masks[n % masks.len()];
+        let service = ServiceId(if mask & 8 == 0 { "api" } else { "web" }.into());
+        for input in inputs(ev, n, now, &service, &mut ids, &mut last_expiry) {
+            if let Input::Observe { observation, .. } = &input {
+                let v = VANTAGES.iter().position(|v| observation.vantage.0 == *v);
+                if v.is_some_and(|v| mask & (1 << v) != 0) {
+                    continue;
+                }
+            }
+            let a = step(&INCREMENTAL_STEPS, &mut incremental, now, &input);
+            let b = full.step(Millis(now), &input);
+            prop_assert_eq!(
+                changed(&a),
+                changed(&b),
+                "changed decisions at {} after {:?}",
+                now,
+                input
+            );
+            prop_assert_eq!(&a.transitions, &b.transitions);
+            prop_assert_eq!(format!("{:?}", a.overrides), format!("{:?}", b.overrides));
+            prop_assert_eq!(
+                decided(&incremental),
+                decided(&full),
+                "at {} after {:?}",
+                now,
+                input
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Issue 14: the incremental path (a service is evaluated only when an input can change its
+/// decision) decides exactly what a full re-decision at every input does, over random
+/// timelines of two services with silent vantage points (stale evidence), outages,
+/// prober-side failures, ticks, drills and re-arms.
+#[test]
+fn incremental_decisions_match_full_re_decisions() {
+    run(incremental_cases(), |((p, timeline), masks)| {
+        incremental_case(&p, timeline, &masks)
+    });
+    let steps = INCREMENTAL_STEPS.load(Ordering::Relaxed);
+    eprintln!("incremental_decisions_match_full_re_decisions: {steps} engine steps");
+}

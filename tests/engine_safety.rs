@@ -191,11 +191,47 @@ fn a_stale_vantage_point_is_unknown_not_down() {
     for _ in 0..2 {
         sim.round(false, true);
     }
-    // Silence for longer than the freshness window: neither down nor healthy.
+    // Silence for longer than the freshness window: neither down nor healthy; stale evidence
+    // holds, so the last decision (stay) stands and says why.
     let d = sim.tick_at(sim.now + 3 * INTERVAL + 5_000).clone();
     assert_eq!(d.pools[&pool("seoul")].verdict, Verdict::Unknown);
-    assert_eq!(d.rule, Rule::HoldUnknown);
+    assert_eq!(d.rule, Rule::Stay, "{:?}", d.reasons);
+    assert!(
+        d.reasons.iter().any(|r| r.contains("stale evidence holds")),
+        "{:?}",
+        d.reasons
+    );
     assert_eq!(sim.switches(), 0);
+}
+
+/// Issue 14: a CPU-starved controller gets its results late, past the freshness window, and
+/// ticks in between see the evidence stale. The last decision stands (no flip between
+/// `hold_unknown` and `stay`, each of which was a changed decision sent to the reconciler),
+/// and the stale results are counted.
+#[test]
+fn late_results_hold_the_last_decision_instead_of_flip_flopping() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    assert_eq!(sim.last().rule, Rule::Stay);
+    let from = sim.decisions.len();
+    for _ in 0..20 {
+        let d = sim.tick_at(sim.now + 4 * INTERVAL).clone();
+        assert_eq!(d.pools[&pool("seoul")].verdict, Verdict::Unknown);
+        let stale = sim.engine.service(&sim.service).map(|s| s.stale_evidence());
+        assert_eq!(stale, Some(2), "seoul and tokyo from one vantage point");
+        sim.round(true, true);
+    }
+    let rules: Vec<Rule> = sim.decisions[from..].iter().map(|d| d.rule).collect();
+    let flips = rules.windows(2).filter(|w| w[0] != w[1]).count();
+    assert_eq!(flips, 0, "{rules:?}");
+    assert!(rules.iter().all(|r| *r == Rule::Stay), "{rules:?}");
+    assert_eq!(sim.switches(), 0);
+    assert_eq!(
+        sim.engine.service(&sim.service).map(|s| s.stale_evidence()),
+        Some(0),
+        "fresh again"
+    );
 }
 
 #[test]

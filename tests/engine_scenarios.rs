@@ -127,9 +127,15 @@ fn stale_evidence_becomes_unknown_not_down() {
     let mut sim = Sim::new(policy(|t| t));
     sim.round(true, true);
     sim.round(true, true);
-    // Nothing more arrives for longer than 3 intervals + timeout.
+    // Nothing more arrives for longer than 3 intervals + timeout: unknown, and stale evidence
+    // holds (issue 14): the last decision (stay) stands, and says so.
     let d = sim.tick_at(sim.now + 3 * INTERVAL + 5_000).clone();
-    assert_eq!(d.rule, Rule::HoldUnknown);
+    assert_eq!(d.rule, Rule::Stay);
+    assert!(
+        d.reasons.iter().any(|r| r.contains("stale evidence holds")),
+        "{:?}",
+        d.reasons
+    );
     assert_eq!(d.pools[&PoolId("seoul".into())].verdict, Verdict::Unknown);
     assert!(
         d.reasons.join("\n").contains("stale (no result for over"),
@@ -301,4 +307,63 @@ fn an_unprobeable_primary_never_fails_over_nor_makes_the_vantage_point_suspect()
     let reasons = sim.last().reasons.join("\n");
     assert!(reasons.contains("unprobeable from here since"), "{reasons}");
     assert!(!reasons.contains("no probe result yet"), "{reasons}");
+}
+
+/// Issue 14: when the serving pool goes down and the switch waits for a probe of its target to
+/// pass (`confirm_target`), the engine asks for that probe at once (once per wait), and the
+/// out-of-schedule result decides the failover: detection to decision is `fall × interval`
+/// plus the confirmation probe, not one more interval for the target's next slot.
+#[test]
+fn a_switch_awaiting_confirmation_asks_for_the_target_at_once() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    let fall = sim
+        .engine
+        .service(&sim.service)
+        .map(|s| s.policy().thresholds.fall);
+    let fall = fall.expect("the service");
+    // Seoul's probes fail; tokyo's pass, 100 ms before seoul's in each interval, so its next
+    // slot after seoul goes down is almost one interval away.
+    for _ in 1..fall {
+        sim.now += INTERVAL - 100;
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+        sim.now += 100;
+        sim.probe(HERE, SEOUL, ProbeReason::Timeout);
+    }
+    sim.now += INTERVAL - 100;
+    sim.probe(HERE, TOKYO, ProbeReason::Ok);
+    sim.now += 100;
+    let down = sim.now;
+    let out = sim.step(Input::Observe {
+        service: sim.service.clone(),
+        observation: support::sim::obs(HERE, SEOUL, down, ProbeReason::Timeout),
+    });
+    assert_eq!(
+        sim.last().rule,
+        Rule::ConfirmTarget,
+        "{:?}",
+        sim.last().reasons
+    );
+    let asked: Vec<_> = out
+        .confirm
+        .iter()
+        .map(|c| (c.service.0.as_str(), c.pool.0.as_str()))
+        .collect();
+    assert_eq!(asked, [("api", "tokyo")]);
+    // Another failing result while waiting: evaluated, not asked again.
+    sim.now += 20;
+    let out = sim.step(Input::Observe {
+        service: sim.service.clone(),
+        observation: support::sim::obs(HERE, SEOUL, sim.now, ProbeReason::Timeout),
+    });
+    assert_eq!(sim.last().rule, Rule::ConfirmTarget);
+    assert!(out.confirm.is_empty(), "{:?}", out.confirm);
+    // The out-of-schedule probe of tokyo passes 80 ms after seoul went down.
+    sim.now = down + 80;
+    sim.probe(HERE, TOKYO, ProbeReason::Ok);
+    let d = sim.last();
+    assert_eq!(d.rule, Rule::Failover, "{:?}", d.reasons);
+    assert_eq!(d.at, Millis(down + 80));
+    assert_eq!(sim.active(), "tokyo");
 }

@@ -518,7 +518,7 @@ fn observe_mistakes_are_each_reported() {
 fn check_prints_the_worst_case_and_warns_past_the_rto_budget_with_apply_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     // TTL 60 s + fall 3 x 10 s + timeout 4 s = 94 s fits 2 m; with the confirm_target wait
-    // (10 s) and Route 53's 60 s it does not.
+    // (one timeout: the target is probed at once, 4 s) and Route 53's 60 s it does not.
     let file = dir.path().join("api.toml");
     std::fs::write(&file, with("rto_budget = \"3m\"", "rto_budget = \"2m\"")).expect("write");
     let out = gslb().arg("check").arg(&file).output().expect("check");
@@ -526,13 +526,13 @@ fn check_prints_the_worst_case_and_warns_past_the_rto_budget_with_apply_time() {
     assert!(out.status.success(), "a warning is not an error: {stdout}");
     assert!(
         stdout.contains(
-            "worst-case failover 2m 44s: detection and TTL 1m 34s + confirm_target 10s + expected apply time 1m"
+            "worst-case failover 2m 38s: detection and TTL 1m 34s + confirm_target 4s + expected apply time 1m"
         ),
         "{stdout}"
     );
     assert!(
         stdout.contains(&format!(
-            "warning: {}: rto_budget: worst-case failover 2m 44s (TTL 1m + fall 3 x interval 10s + timeout 4s + confirm_target 10s + expected apply time 1m) exceeds rto_budget 2m",
+            "warning: {}: rto_budget: worst-case failover 2m 38s (TTL 1m + fall 3 x interval 10s + timeout 4s + confirm_target 4s + expected apply time 1m) exceeds rto_budget 2m",
             file.display()
         )),
         "{stdout}"
@@ -544,27 +544,27 @@ fn check_prints_the_worst_case_and_warns_past_the_rto_budget_with_apply_time() {
 }
 
 /// Issue 12, part 3: the worst case includes the engine's wait for a passing probe of the
-/// target (`confirm_target`, up to one interval), named; a budget that only fits without it
-/// warns.
+/// target (`confirm_target`: issue 14, the target is probed at once, so up to one timeout),
+/// named; a budget that only fits without it warns.
 #[test]
 fn check_names_every_engine_wait_in_the_worst_case() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("api.toml");
-    // 94 s + 60 s apply = 2m 34s fits 2m 40s; with confirm_target (10 s) it is 2m 44s.
+    // 94 s + 60 s apply = 2m 34s fits 2m 36s; with confirm_target (4 s) it is 2m 38s.
     std::fs::write(
         &file,
-        with("rto_budget = \"3m\"", "rto_budget = \"2m 40s\""),
+        with("rto_budget = \"3m\"", "rto_budget = \"2m 36s\""),
     )
     .expect("write");
     let out = gslb().arg("check").arg(&file).output().expect("check");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "a warning is not an error: {stdout}");
     assert!(
-        stdout.contains("worst-case failover 2m 44s: detection and TTL 1m 34s + confirm_target 10s + expected apply time 1m"),
+        stdout.contains("worst-case failover 2m 38s: detection and TTL 1m 34s + confirm_target 4s + expected apply time 1m"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("+ confirm_target 10s + expected apply time 1m) exceeds rto_budget 2m 40s"),
+        stdout.contains("+ confirm_target 4s + expected apply time 1m) exceeds rto_budget 2m 36s"),
         "{stdout}"
     );
 }

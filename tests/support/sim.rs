@@ -123,7 +123,8 @@ impl Sim {
     }
 
     /// Advances one interval; each vantage point probes both pools. Returns the round's
-    /// switching decision if there was one, else its last decision.
+    /// switching decision if there was one, else its last decision, else (a steady decision
+    /// is not evaluated again) the decision in force.
     pub fn round_from(&mut self, views: &[(&str, bool, bool)]) -> &Decision {
         self.now += INTERVAL;
         let first = self.decisions.len();
@@ -136,6 +137,7 @@ impl Sim {
             .iter()
             .find(|d| d.switched())
             .or(round.last())
+            .or(self.decisions.last())
             .expect("a decision was evaluated")
     }
 

@@ -45,6 +45,9 @@ pub(super) struct PoolAssessment {
 pub(super) struct Assessment {
     pub(super) pools: Vec<(PoolId, PoolAssessment)>,
     pub(super) suspect_notes: BTreeSet<String>,
+    /// Whether a vantage point with fresh views of a pool is suspect (then time alone can
+    /// change the verdicts: its suspicion ends).
+    pub(super) any_suspect: bool,
 }
 
 /// What an assessment reads of one service's engine: its policy and evidence, and each pool's
@@ -166,6 +169,7 @@ impl<'a> Assessor<'a> {
         Assessment {
             pools,
             suspect_notes,
+            any_suspect: suspects.values().any(Option::is_some),
         }
     }
 

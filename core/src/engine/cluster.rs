@@ -101,6 +101,17 @@ impl ClusterView {
                     .is_some_and(|t| now.since(*t) <= self.fresh_for))
     }
 
+    /// The first time after `now` that a vantage point fresh at `now` is stale (its votes stop
+    /// counting by time alone); `None` when none is fresh.
+    pub(super) fn next_stale(&self, now: Millis) -> Option<Millis> {
+        self.heartbeats
+            .values()
+            .map(|t| t.plus(self.fresh_for))
+            .filter(|expires| *expires >= now)
+            .min()
+            .map(|expires| expires.plus(Duration::from_millis(1)))
+    }
+
     /// How long ago `vantage`'s last heartbeat was seen, at `now`; `None` before the first.
     pub fn age(&self, vantage: &VantageId, now: Millis) -> Option<Duration> {
         self.heartbeats.get(vantage).map(|t| now.since(*t))

@@ -229,4 +229,6 @@ pub struct Candidate {
     pub active: Option<PoolId>,
     /// Why, for the decision's reasons (the last one names the rule).
     pub reasons: Vec<String>,
+    /// With `confirm_target`: the target pool whose passing probe the switch waits for.
+    pub confirm: Option<PoolId>,
 }

@@ -192,6 +192,19 @@ pub struct Output {
     pub overrides: Vec<OverrideChange>,
     /// The answer to a command.
     pub reply: Option<Reply>,
+    /// Pools to probe at once, out of schedule: a switch waits for a probe of its target to
+    /// pass (`confirm_target`). Asked once, when the decision starts waiting; the prober
+    /// rate-limits it and its results are ordinary observations.
+    pub confirm: Vec<Confirm>,
+}
+
+/// A request to probe a pool's endpoints now, out of schedule ([`Output::confirm`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirm {
+    /// The service.
+    pub service: ServiceId,
+    /// The pool whose endpoints to probe.
+    pub pool: PoolId,
 }
 
 impl Output {

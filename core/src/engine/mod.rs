@@ -24,6 +24,7 @@ mod rails;
 mod rules;
 mod safety;
 mod service;
+mod steady;
 mod vantage;
 mod velocity;
 
@@ -34,7 +35,7 @@ pub use cluster::{ClusterView, VantageVote};
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
 pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 pub use health::{EndpointHealth, pool_verdict};
-pub use input::{Input, Output, OverrideChange, Reply, Step};
+pub use input::{Confirm, Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
     DEFAULT_OVERRIDE_TTL, MAX_ACTOR, MAX_OVERRIDE_TTL, MAX_REASON, Override, OverrideAction,
     OverrideError, OverrideId, OverrideRequest, Overrides, REVERT_ACTOR, REVERT_SUFFIX,
@@ -90,6 +91,9 @@ pub struct Engine {
     global: Option<SwitchWindow>,
     overrides: Overrides,
     cluster: Option<ClusterView>,
+    /// Evaluate every service an input concerns, steady or not (the reference the
+    /// incremental path is checked against).
+    always: bool,
 }
 
 impl Engine {
@@ -106,7 +110,17 @@ impl Engine {
                 .map(|(max, window)| SwitchWindow::new(max, window)),
             overrides: Overrides::default(),
             cluster: None,
+            always: false,
         }
+    }
+
+    /// This engine, evaluating every service an input concerns (every service at a tick) even
+    /// when its last decision is steady: the full re-decision that the incremental path must
+    /// match decision for decision (`tests/engine_properties.rs`). Costs O(endpoints of the
+    /// service) per observation instead of O(1).
+    pub fn deciding_always(mut self) -> Self {
+        self.always = true;
+        self
     }
 
     /// The cluster as this engine sees it; `None` alone.
@@ -170,7 +184,7 @@ impl Engine {
             } => self.provider_health(service, pool, *healthy, *fresh_for, at),
             Input::Adopt { service, pool } => self.adopt(service, pool.as_ref()),
             Input::Start => Vec::new(),
-            Input::Tick => self.services.keys().cloned().collect(),
+            Input::Tick => self.due(at),
             Input::AddOverride(req) => self.add_override(req, at, &mut out),
             Input::EndOverride { id, actor, reason } => {
                 self.end_override(id, actor, reason, at, &mut out)
@@ -211,7 +225,9 @@ impl Engine {
         out
     }
 
-    /// A probe result: the service's evidence, and its endpoint transitions.
+    /// A probe result: the service's evidence, and its endpoint transitions. The service is
+    /// evaluated only when the result can change its decision (see [`ServiceEngine::observe`]
+    /// and the `steady` module), unless every input is evaluated ([`Engine::deciding_always`]).
     fn observe(
         &mut self,
         service: &ServiceId,
@@ -221,9 +237,26 @@ impl Engine {
         let Some(s) = self.services.get_mut(service) else {
             return Vec::new();
         };
-        out.transitions
-            .extend(s.observe(observation, &mut self.vantages));
-        vec![service.clone()]
+        let (transition, moved) = s.observe(observation, &mut self.vantages);
+        out.transitions.extend(transition);
+        let due =
+            self.always || moved || s.needs_decision(observation.at, self.vantages.generation());
+        if due {
+            vec![service.clone()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The services a tick at `at` evaluates: those whose decision may differ by now (every
+    /// service when [`Engine::deciding_always`]).
+    fn due(&self, at: Millis) -> Vec<ServiceId> {
+        let generation = self.vantages.generation();
+        self.services
+            .iter()
+            .filter(|(_, s)| self.always || s.needs_decision(at, generation))
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// The provider's health signal for a pool.
@@ -483,6 +516,12 @@ impl Engine {
         let Some((decision, changed)) = s.decide(at, &mut ctx) else {
             return;
         };
+        if let Some(pool) = s.awaiting_confirmation().filter(|_| changed) {
+            out.confirm.push(Confirm {
+                service: id.clone(),
+                pool: pool.clone(),
+            });
+        }
         let done: Vec<OverrideId> = self
             .overrides
             .for_service(id)

@@ -98,12 +98,17 @@ pub fn choose(
         .iter()
         .find_map(|(rule, applies)| applies(&ctx).map(|c| (*rule, c)))
         .expect("a rule applies to every serving pool's verdict (the last: a healthy one)");
+    // `confirm_target` names the serving pool, then the target it waits for.
+    let confirm = (rule == Rule::ConfirmTarget)
+        .then(|| choice.evidence.get(1).copied().cloned())
+        .flatten();
     reasons.extend(choice.evidence.into_iter().map(explain));
     reasons.push(format!("rule: {}", choice.why));
     Candidate {
         rule,
         active: choice.active.cloned(),
         reasons,
+        confirm,
     }
 }
 

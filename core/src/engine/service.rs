@@ -21,6 +21,7 @@ use super::overrides::{OverrideAction, Overrides};
 use super::rails::{self, Violation};
 use super::rules::choose;
 use super::safety::SafetyState;
+use super::steady::{Steady, evidence_clock, stale_hold, steady_rule};
 use super::vantage::Vantages;
 use super::velocity::{SwitchWindow, TokenBucket};
 
@@ -100,6 +101,13 @@ pub struct ServiceEngine {
     consecutive_failovers: u32,
     bucket: TokenBucket,
     last: Option<Decision>,
+    /// Until when the last decision stands without being evaluated again (`None`: it does
+    /// not; evaluated at every input).
+    steady: Option<Steady>,
+    /// Stale results at the last decision ([`ServiceEngine::stale_evidence`]).
+    stale: u32,
+    /// The target pool a `confirm_target` decision waits for, at the last decision.
+    confirm: Option<PoolId>,
 }
 
 impl ServiceEngine {
@@ -131,6 +139,9 @@ impl ServiceEngine {
             consecutive_failovers: 0,
             bucket,
             last: None,
+            steady: None,
+            stale: 0,
+            confirm: None,
         }
     }
 
@@ -260,43 +271,77 @@ impl ServiceEngine {
     }
 
     /// Records one probe result; prober-side failures only feed `vantages`. A recovering
-    /// vantage point's view of the pool is reported once it has re-formed.
+    /// vantage point's view of the pool is reported once it has re-formed. Returns the
+    /// endpoint's transition, if any, and whether its vote as seen at the result's time
+    /// changed (a transition, or evidence turning fresh): only then can the result change a
+    /// [steady](Steady) decision. Allocates nothing once the endpoint has evidence from the
+    /// vantage point and its verdict stays.
     pub(super) fn observe(
         &mut self,
         obs: &Observation,
         vantages: &mut Vantages,
-    ) -> Option<EndpointTransition> {
-        let pool = self.endpoint_pool.get(&obs.endpoint)?.clone();
+    ) -> (Option<EndpointTransition>, bool) {
+        let Some(pool) = self.endpoint_pool.get(&obs.endpoint) else {
+            return (None, false);
+        };
         if obs.outcome.reason != ProbeReason::Unprobeable {
             // Unprobeable says nothing about the prober either: it never makes it suspect.
             vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
         }
         let th = self.policy.thresholds;
-        let health = self
+        let fresh = self.policy.fresh_for();
+        if !self.evidence.contains_key(&obs.endpoint) {
+            self.evidence.insert(obs.endpoint.clone(), BTreeMap::new());
+        }
+        let by_vantage = self
             .evidence
-            .entry(obs.endpoint.clone())
-            .or_default()
-            .entry(obs.vantage.clone())
-            .or_default();
+            .get_mut(&obs.endpoint)
+            .expect("inserted above");
+        if !by_vantage.contains_key(&obs.vantage) {
+            by_vantage.insert(obs.vantage.clone(), EndpointHealth::default());
+        }
+        let health = by_vantage.get_mut(&obs.vantage).expect("inserted above");
+        let is_fresh = |h: &EndpointHealth| h.last_at.is_some_and(|t| obs.at.since(t) <= fresh);
+        let was_fresh = is_fresh(health);
         let changed = health.record(&obs.outcome, obs.at, th, &self.policy.flapping);
+        // A fresh result of an endpoint not yet decided is a vote too (undecided).
+        let moved = changed.is_some() || is_fresh(health) != was_fresh;
         let service = &self.policy.service;
-        let view = self.view(&pool, &obs.vantage, |h| h.verdict);
         if changed.is_some() {
-            vantages.record_view(&obs.vantage, service, &pool, view, obs.at);
+            let view = self.view(pool, &obs.vantage, |h| h.verdict);
+            vantages.record_view(&obs.vantage, service, pool, view, obs.at);
         }
         if vantages.recovering(&obs.vantage) {
-            let reformed = self.view(&pool, &obs.vantage, |h| h.reformed(th));
+            let reformed = self.view(pool, &obs.vantage, |h| h.reformed(th));
             if reformed != Verdict::Unknown {
-                vantages.record_reformed(&obs.vantage, service, &pool, reformed, obs.at);
+                vantages.record_reformed(&obs.vantage, service, pool, reformed, obs.at);
             }
         }
-        let verdict = changed?;
-        Some(EndpointTransition {
-            pool,
+        let transition = changed.map(|verdict| EndpointTransition {
+            pool: pool.clone(),
             endpoint: obs.endpoint.clone(),
             vantage: obs.vantage.clone(),
             verdict,
-        })
+        });
+        (transition, moved)
+    }
+
+    /// Whether a decision at `at` may differ from the last one, with the suspect state at
+    /// `generation` ([`Vantages::generation`]): always, unless the last one is
+    /// [steady](Steady) until after `at`.
+    pub(super) fn needs_decision(&self, at: Millis, generation: u64) -> bool {
+        self.steady.is_none_or(|s| s.expired(at, generation))
+    }
+
+    /// The target pool the last decision waits for a passing probe of (`confirm_target`).
+    pub(super) fn awaiting_confirmation(&self) -> Option<&PoolId> {
+        self.confirm.as_ref()
+    }
+
+    /// How many results with a rise/fall verdict were stale (older than the freshness window:
+    /// late or missing) at the last decision.
+    pub fn stale_evidence(&self) -> u32 {
+        self.stale
     }
 
     /// `vantage`'s view of `pool`: the pool verdict of each endpoint's `verdict` from it.
@@ -338,7 +383,63 @@ impl ServiceEngine {
             return None;
         }
         let assessment = self.assessor(ctx.cluster).assess(now, ctx.vantages);
-        Some(self.commit(assessment, now, ctx))
+        let suspect = assessment.any_suspect;
+        let (decision, changed) = self.commit(assessment, now, ctx);
+        self.settle(&decision, suspect, now, ctx);
+        Some((decision, changed))
+    }
+
+    /// Records whether `decision` (taken at `now`, `suspect` when a vantage point it read was
+    /// suspect) is [steady](Steady) and until when, and how much evidence was stale.
+    fn settle(&mut self, decision: &Decision, suspect: bool, now: Millis, ctx: &Context<'_>) {
+        let (next, stale) = evidence_clock(&self.evidence, self.policy.fresh_for(), now);
+        self.stale = stale;
+        let drilled = ctx
+            .overrides
+            .for_service(&self.policy.service)
+            .next()
+            .is_some();
+        let suppressed = self.pools.values().any(|p| p.suppressed);
+        let steady = steady_rule(decision.rule)
+            && decision.blocked.is_none()
+            && !suspect
+            && !drilled
+            && !suppressed;
+        let stale_at = |at: Millis, fresh: std::time::Duration| {
+            let expires = at.plus(fresh);
+            (expires >= now).then(|| expires.plus(std::time::Duration::from_millis(1)))
+        };
+        let votes = self
+            .provider_votes
+            .values()
+            .filter(|_| self.policy.quorum.provider_vote)
+            .filter_map(|(_, at, fresh)| stale_at(*at, *fresh));
+        let heartbeats = ctx.cluster.and_then(|c| c.next_stale(now));
+        let until = next
+            .into_iter()
+            .chain(votes)
+            .chain(heartbeats)
+            .min()
+            .unwrap_or(Millis(u64::MAX));
+        self.steady = steady.then(|| Steady {
+            until,
+            generation: ctx.vantages.generation(),
+        });
+    }
+
+    /// How many results of `pool` with a rise/fall verdict are stale at `now` (older than the
+    /// freshness window, not for a prober-side or unprobeable reason).
+    fn stale_in(&self, pool: &PoolId, now: Millis) -> usize {
+        let fresh = self.policy.fresh_for();
+        self.assessor(None)
+            .members(pool)
+            .filter_map(|e| self.evidence.get(e))
+            .flat_map(|m| m.values())
+            .filter(|h| {
+                h.verdict != Verdict::Unknown && h.verdict_at(now, fresh) == Verdict::Unknown
+            })
+            .filter(|h| h.prober_side.is_none() && h.unprobeable_since.is_none())
+            .count()
     }
 
     /// Commits an assessment: damping bookkeeping and the pools' states, the rules, the safety
@@ -368,12 +469,20 @@ impl ServiceEngine {
             rule,
             active,
             mut reasons,
+            confirm,
         } = choose(&self.policy, &input, &explain);
+        self.confirm = confirm;
         let rule_at = reasons.len().saturating_sub(1);
         for note in assessment.suspect_notes {
             reasons.insert(rule_at, note);
         }
-        let (rule, active, blocked) = self.gate(rule, active, &drills, now, ctx, &mut reasons);
+        let (mut rule, active, blocked) = self.gate(rule, active, &drills, now, ctx, &mut reasons);
+        if let Some(held) = active
+            .as_ref()
+            .and_then(|p| self.hold_on_stale(rule, p, now, &mut reasons))
+        {
+            rule = held;
+        }
         let previous = self.switch_to(rule, active.as_ref(), now);
         drills.drained.retain(|p| Some(p) != active.as_ref());
         let decision = Decision {
@@ -395,6 +504,28 @@ impl ServiceEngine {
         });
         self.last = Some(decision.clone());
         (decision, changed)
+    }
+
+    /// Stale evidence holds: the rule to follow instead of `hold_unknown` when the serving
+    /// pool's verdict is unknown because some of its results are late, with a reason saying
+    /// so ([`stale_hold`]).
+    fn hold_on_stale(
+        &self,
+        rule: Rule,
+        serving: &PoolId,
+        now: Millis,
+        reasons: &mut Vec<String>,
+    ) -> Option<Rule> {
+        let held = stale_hold(self.last.as_ref(), rule, Some(serving))?;
+        let stale = self.stale_in(serving, now);
+        (stale > 0).then(|| {
+            reasons.push(format!(
+                "stale evidence holds: {stale} result(s) for {serving} are older than {} (probes running late); the last decision ({}) stands",
+                humantime::format_duration(self.policy.fresh_for()),
+                held.as_str()
+            ));
+            held
+        })
     }
 
     /// Records one pool's assessment: its flap penalty (a healthy -> unhealthy transition is a

@@ -153,6 +153,10 @@ pub struct Vantages {
     window: Duration,
     canaries: BTreeSet<EndpointId>,
     map: BTreeMap<VantageId, VantageState>,
+    /// Moves on whenever a record could make a vantage point suspect, or a standing changes
+    /// (suspicion ends with time alone, never starts): a decision taken while no vantage point
+    /// it read was suspect stands, as far as suspicion goes, while this stays the same.
+    generation: u64,
 }
 
 impl Vantages {
@@ -162,15 +166,32 @@ impl Vantages {
             window: window.max(Duration::from_millis(1)),
             canaries: canaries.into_iter().collect(),
             map: BTreeMap::new(),
+            generation: 0,
         }
+    }
+
+    /// The generation of the suspect state: it moves on whenever a record could make a vantage
+    /// point suspect or a standing changes. Time alone only ends suspicion.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The state of `vantage`, created on its first record (no allocation once it exists).
+    fn state_mut(&mut self, vantage: &VantageId) -> &mut VantageState {
+        if !self.map.contains_key(vantage) {
+            self.map.insert(vantage.clone(), VantageState::default());
+        }
+        self.map.get_mut(vantage).expect("inserted above")
     }
 
     /// Records one probe result of a pool's endpoint: whether it failed on the prober's side.
     pub fn record_result(&mut self, vantage: &VantageId, prober_side: bool, now: Millis) {
-        let s = self.map.entry(vantage.clone()).or_default();
-        s.results.add(now, self.window, 1.0);
+        let window = self.window;
+        let s = self.state_mut(vantage);
+        s.results.add(now, window, 1.0);
         if prober_side {
-            s.prober_side.add(now, self.window, 1.0);
+            s.prober_side.add(now, window, 1.0);
+            self.generation += 1;
         }
     }
 
@@ -183,7 +204,8 @@ impl Vantages {
         verdict: Verdict,
         now: Millis,
     ) {
-        let s = self.map.entry(vantage.clone()).or_default();
+        self.generation += 1;
+        let s = self.state_mut(vantage);
         let key = (service.clone(), pool.clone());
         let slot = s.views.entry(key.clone()).or_default();
         match (verdict, *slot) {
@@ -206,19 +228,22 @@ impl Vantages {
             return;
         }
         let s = self.map.entry(obs.vantage.clone()).or_default();
-        s.canaries.entry(obs.endpoint.clone()).or_default().record(
+        let changed = s.canaries.entry(obs.endpoint.clone()).or_default().record(
             &obs.outcome,
             obs.at,
             CANARY_THRESHOLDS,
             flapping,
         );
+        if changed.is_some() {
+            self.generation += 1;
+        }
     }
 
     /// Whether `vantage` is suspect at `now`, and why: one of the suspect rules holds, or it
     /// is still [recovering](Suspicion::Recovering) as of the last [`Vantages::settle`].
     pub fn suspect(&self, vantage: &VantageId, now: Millis) -> Option<Suspicion> {
         let s = self.map.get(vantage)?;
-        self.rules(s, now).or_else(|| {
+        rules(self.window, &self.canaries, s, now).or_else(|| {
             let pending = match &s.standing {
                 // Not settled yet: every pool it probes is still to re-form.
                 Standing::Suspect => s.views.len(),
@@ -236,20 +261,23 @@ impl Vantages {
     /// recovering. One that stopped within the previous step is still suspect until then.
     pub fn settle(&mut self, now: Millis) -> Vec<VantageId> {
         let mut left = Vec::new();
-        let rules: Vec<bool> = self
-            .map
-            .values()
-            .map(|s| self.rules(s, now).is_some())
-            .collect();
-        for ((v, s), suspect) in self.map.iter_mut().zip(rules) {
+        let (window, canaries) = (self.window, &self.canaries);
+        for (v, s) in &mut self.map {
+            let suspect = rules(window, canaries, s, now).is_some();
             match (&s.standing, suspect) {
-                (_, true) => s.standing = Standing::Suspect,
+                (Standing::Suspect, true) => {}
+                (_, true) => {
+                    s.standing = Standing::Suspect;
+                    self.generation += 1;
+                }
                 (Standing::Suspect, false) => {
                     s.standing = Standing::Recovering(s.views.keys().cloned().collect());
                     left.push(v.clone());
+                    self.generation += 1;
                 }
                 (Standing::Recovering(pending), false) if pending.is_empty() => {
                     s.standing = Standing::Trusted;
+                    self.generation += 1;
                 }
                 _ => {}
             }
@@ -286,6 +314,7 @@ impl Vantages {
         if !pending.remove(&key) {
             return;
         }
+        self.generation += 1;
         if let Some(Some(since)) = s
             .views
             .get_mut(&key)
@@ -309,44 +338,50 @@ impl Vantages {
         }
     }
 
-    /// The suspect rule that holds for `s` at `now`, if any.
-    fn rules(&self, s: &VantageState, now: Millis) -> Option<Suspicion> {
-        if s.views.len() >= 2 && s.down.len() == s.views.len() {
-            let first = s.down.first().map(|(t, ..)| *t)?;
-            let last = s.down.last().map(|(t, ..)| *t)?;
-            let within = last.since(first);
-            if within <= self.window {
-                return Some(Suspicion::AllPoolsDown {
-                    pools: s.views.len(),
-                    within,
-                });
-            }
-        }
-        let fresh = self.window.saturating_mul(3);
-        if !self.canaries.is_empty()
-            && s.canaries.len() == self.canaries.len()
-            && s.canaries
-                .values()
-                .all(|h| h.verdict_at(now, fresh) == Verdict::Unhealthy)
-        {
-            return Some(Suspicion::CanariesDown {
-                canaries: s.canaries.len(),
-            });
-        }
-        let total = s.results.at(now, self.window);
-        let bad = s.prober_side.at(now, self.window);
-        if total >= MIN_RESULTS && 2.0 * bad > total {
-            return Some(Suspicion::ProberSideFailures {
-                percent: (100.0 * bad / total).round() as u32,
-            });
-        }
-        None
-    }
-
     /// Every vantage point seen so far.
     pub fn known(&self) -> impl Iterator<Item = &VantageId> {
         self.map.keys()
     }
+}
+
+/// The suspect rule that holds for `s` at `now`, if any, with this suspect `window` and these
+/// canary targets.
+fn rules(
+    window: Duration,
+    canaries: &BTreeSet<EndpointId>,
+    s: &VantageState,
+    now: Millis,
+) -> Option<Suspicion> {
+    if s.views.len() >= 2 && s.down.len() == s.views.len() {
+        let first = s.down.first().map(|(t, ..)| *t)?;
+        let last = s.down.last().map(|(t, ..)| *t)?;
+        let within = last.since(first);
+        if within <= window {
+            return Some(Suspicion::AllPoolsDown {
+                pools: s.views.len(),
+                within,
+            });
+        }
+    }
+    let fresh = window.saturating_mul(3);
+    if !canaries.is_empty()
+        && s.canaries.len() == canaries.len()
+        && s.canaries
+            .values()
+            .all(|h| h.verdict_at(now, fresh) == Verdict::Unhealthy)
+    {
+        return Some(Suspicion::CanariesDown {
+            canaries: s.canaries.len(),
+        });
+    }
+    let total = s.results.at(now, window);
+    let bad = s.prober_side.at(now, window);
+    if total >= MIN_RESULTS && 2.0 * bad > total {
+        return Some(Suspicion::ProberSideFailures {
+            percent: (100.0 * bad / total).round() as u32,
+        });
+    }
+    None
 }
 
 #[cfg(test)]

@@ -179,13 +179,28 @@ impl Policy {
 
     /// The waits the engine adds to a failover once the serving pool is down by quorum, each
     /// with its rule's name: `confirm_target`, a probe of the target passing after the serving
-    /// pool went down, which comes at most one interval later. No other wait applies to a
-    /// failover away from a down pool: the spacing rail (`dwell`, `max(2 × TTL, min_dwell)`)
-    /// exempts it, `failback_hold` and flap damping hold failbacks only, and a spent velocity
-    /// budget (`velocity_limited`) holds until it refills or an operator re-arms, which no
-    /// worst case can bound (it is reported in status and `gslb_velocity_limited_total`).
+    /// pool went down. The engine asks for that probe at once, out of schedule (the target's
+    /// probe loops are woken, at most once per interval), so it ends within one `timeout`.
+    /// No other wait applies to a failover away from a down pool: the spacing rail (`dwell`,
+    /// `max(2 × TTL, min_dwell)`) exempts it, `failback_hold` and flap damping hold failbacks
+    /// only, and a spent velocity budget (`velocity_limited`) holds until it refills or an
+    /// operator re-arms, which no worst case can bound (it is reported in status and
+    /// `gslb_velocity_limited_total`).
     pub fn failover_waits(&self) -> Vec<(&'static str, Duration)> {
-        vec![("confirm_target", self.probe.interval)]
+        vec![("confirm_target", self.probe.timeout)]
+    }
+
+    /// Worst-case time from an endpoint failing to the engine's failover decision: `fall ×
+    /// interval + timeout` (detection) plus every [engine wait](Self::failover_waits). What
+    /// `gslb demo` prints as its detection bound.
+    pub fn detection_bound(&self) -> Duration {
+        self.failover_waits().iter().fold(
+            self.probe
+                .interval
+                .saturating_mul(self.thresholds.fall)
+                .saturating_add(self.probe.timeout),
+            |t, (_, w)| t.saturating_add(*w),
+        )
     }
 
     /// [`Self::worst_case_failover`] plus every [engine wait](Self::failover_waits) and the
