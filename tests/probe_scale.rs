@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use gslb::io::clock::Clock;
 use gslb::io::origin::Origin;
-use gslb::io::probe::{DnsSettings, Prober, ProbingSettings, run_endpoint};
+use gslb::io::probe::{
+    DnsSettings, ProbeNow, Prober, ProbingSettings, run_endpoint, run_endpoint_woken,
+};
 use gslb_core::model::{EndpointId, Millis, Observation, ProbeReason, VantageId};
 use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use tokio::io::AsyncReadExt;
@@ -233,6 +235,52 @@ async fn a_blocked_receiver_makes_probes_late_and_skips_slots_but_never_bursts()
         assert!(span >= Duration::from_millis(900), "burst: {at:?}");
     }
     assert_eq!(origin.requests(), stats.started, "{stats:?}");
+}
+
+/// Issue 14: a loop woken to probe now ([`ProbeNow`], the engine's `confirm_target` request)
+/// probes at once instead of at its next slot, once per interval: a second wake-up within the
+/// interval waits for the slot (no probe storm), and the slots do not move.
+#[tokio::test(start_paused = true)]
+async fn a_woken_loop_probes_at_once_but_once_per_interval() {
+    let origin = Origin::start(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), "tokyo")
+        .await
+        .unwrap();
+    let p = Arc::new(prober(8));
+    let target = p
+        .target(&spec(1000, 500), &http(&origin.base_url()))
+        .unwrap();
+    let (tx, mut rx) = mpsc::channel::<Observation>(8);
+    let now = ProbeNow::default();
+    tokio::spawn(run_endpoint_woken(
+        p.clone(),
+        target,
+        VantageId::from("test"),
+        Clock::anchored_at(Millis(0)),
+        tx,
+        now.clone(),
+        |o| o,
+    ));
+    let first = rx.recv().await.unwrap();
+    now.wake();
+    let woken = rx.recv().await.unwrap();
+    assert_eq!(woken.outcome.reason, ProbeReason::Ok);
+    assert!(
+        woken.at.since(first.at) < Duration::from_millis(100),
+        "probed at once, not at the next slot (~1 s): {:?}",
+        woken.at.since(first.at)
+    );
+    // Within the interval of the last out-of-schedule probe: ignored, the slot comes next.
+    now.wake();
+    now.wake();
+    let slot = rx.recv().await.unwrap();
+    assert!(
+        slot.at.since(first.at) >= Duration::from_millis(900),
+        "the next probe is the planned one: {:?}",
+        slot.at.since(first.at)
+    );
+    let stats = p.stats().snapshot();
+    assert_eq!((stats.started, stats.late), (3, 0), "{stats:?}");
+    assert_eq!(origin.requests(), 3);
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use crate::daemon::engine_loop;
 use crate::daemon::inbox::{MESSAGE_BUFFER, Message, MessageSender, Reload};
 use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Steering};
 use crate::io::journal::Journal;
-use crate::io::probe::{ProbeError, ProbeTarget, Prober};
+use crate::io::probe::{ProbeError, ProbeNow, ProbeTarget, Prober, Wakers};
 use crate::ops::health;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
@@ -59,6 +59,8 @@ pub struct Controller {
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
     telemetry: Telemetry,
+    /// Each service's probe loops' "probe now" handles, which the engine loop wakes.
+    wakers: Wakers,
 }
 
 /// Every probe target of `policy`.
@@ -105,6 +107,7 @@ impl Controller {
             // The channel is empty: this cannot fail for lack of room.
             let _ = tx.try_send(Input::LoadOverrides { overrides: saved }.into());
         }
+        let wakers = Wakers::default();
         let engine_loop = tokio::spawn(engine_loop::run(
             engine,
             rx,
@@ -112,6 +115,7 @@ impl Controller {
             telemetry.clone(),
             tick,
             journal,
+            wakers.clone(),
         ));
         Self {
             engine_loop,
@@ -121,6 +125,7 @@ impl Controller {
             services: std::sync::Mutex::new(BTreeMap::new()),
             policies: watch::Sender::new(Arc::new(policies.to_vec())),
             telemetry,
+            wakers,
         }
     }
 
@@ -221,15 +226,23 @@ impl Controller {
             .telemetry
             .health
             .register(&format!("probes:{}", policy.service), bound);
-        for target in targets {
+        let pools = policy
+            .pools
+            .iter()
+            .flat_map(|p| p.endpoints.iter().map(|_| p.id.clone()));
+        let mut wakers = Vec::new();
+        for (target, pool) in targets.into_iter().zip(pools) {
             let service = policy.service.clone();
             let heartbeat = heartbeat.clone();
-            handles.push(tasks.spawn(crate::io::probe::run_endpoint(
+            let now = ProbeNow::default();
+            wakers.push((pool, now.clone()));
+            handles.push(tasks.spawn(crate::io::probe::run_endpoint_woken(
                 prober.clone(),
                 target,
                 vantage.clone(),
                 self.telemetry.clock,
                 self.messages.clone(),
+                now,
                 move |observation| {
                     heartbeat.beat(bound);
                     Input::Observe {
@@ -240,6 +253,7 @@ impl Controller {
                 },
             )));
         }
+        self.wakers.set(&policy.service, wakers);
         let mut adoptions = lock(&self.adoptions);
         // Reap finished reads, so reloads do not pile them up.
         while adoptions.try_join_next().is_some() {}

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::daemon::inbox::{Message, Reload};
 use crate::daemon::reconcile;
 use crate::io::journal::Journal;
+use crate::io::probe::Wakers;
 use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
@@ -30,17 +31,27 @@ use gslb_core::policy::{Mode, Policy};
 /// Each service's decision channel, to its reconciler.
 type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
 
+/// Where a step's output goes besides telemetry and the journal: changed decisions to each
+/// service's reconciler, and confirmation requests ([`Output::confirm`]) to the probe loops of
+/// the pool a switch waits for.
+struct Outlets {
+    decisions: Decisions,
+    wakers: Wakers,
+}
+
 /// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
-/// service is re-evaluated without new input. Its heartbeat (`engine_loop`) beats at every
+/// service whose decision can change by time alone is re-evaluated without new input. A
+/// switch waiting for a probe of its target wakes that pool's probe loops through `wakers`. Its heartbeat (`engine_loop`) beats at every
 /// input and tick, bound by [`health::engine_bound`]; it tells `/readyz` which services await
 /// their provider at start, after each adoption and after each reload.
 pub(super) async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
-    mut decisions: Decisions,
+    decisions: Decisions,
     telemetry: Telemetry,
     tick: Duration,
     mut journal: Journal,
+    wakers: Wakers,
 ) {
     for s in engine.services() {
         telemetry.metrics.declare_service(s.policy());
@@ -56,6 +67,7 @@ pub(super) async fn run(
     let bound = health::engine_bound(tick);
     let heartbeat = telemetry.health.register("engine_loop", bound);
     record_readiness(&engine, &telemetry);
+    let mut outlets = Outlets { decisions, wakers };
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -69,7 +81,7 @@ pub(super) async fn run(
                     continue;
                 }
                 Some(Message::Reload(r)) => {
-                    reload(&mut engine, r, &mut decisions, &telemetry, &mut journal).await;
+                    reload(&mut engine, r, &mut outlets, &telemetry, &mut journal).await;
                     record_readiness(&engine, &telemetry);
                     continue;
                 }
@@ -81,7 +93,7 @@ pub(super) async fn run(
             input,
         };
         received(&step, &engine, &telemetry);
-        let answer = apply(&mut engine, &step, &decisions, &telemetry, &mut journal).await;
+        let answer = apply(&mut engine, &step, &outlets, &telemetry, &mut journal).await;
         if matches!(step.input, Input::Adopt { .. }) {
             record_readiness(&engine, &telemetry);
         }
@@ -147,7 +159,7 @@ fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
 async fn apply(
     engine: &mut Engine,
     step: &Step,
-    decisions: &Decisions,
+    outlets: &Outlets,
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
@@ -167,7 +179,7 @@ async fn apply(
         return Some(Reply::Override(Err(refused)));
     }
     journal.record(step);
-    publish(engine, step, &out, decisions, telemetry, journal);
+    publish(engine, step, &out, outlets, telemetry, journal);
     match (saved, out.reply) {
         // An ended drill stays ended in memory; the operator learns the file still lists it.
         (Err(e), Some(Reply::Override(Ok(_)))) => {
@@ -193,7 +205,7 @@ async fn save(engine: &Engine, out: &Output, journal: &Journal) -> Result<(), St
 async fn reload(
     engine: &mut Engine,
     reload: Reload,
-    decisions: &mut Decisions,
+    outlets: &mut Outlets,
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
@@ -202,7 +214,7 @@ async fn reload(
         decisions: new,
         done,
     } = reload;
-    decisions.extend(new);
+    outlets.decisions.extend(new);
     // What the outgoing services' gauges are labelled with, before their state goes.
     let outgoing: Vec<(Policy, Vec<(EndpointId, VantageId)>)> = engine
         .services()
@@ -222,7 +234,7 @@ async fn reload(
         telemetry.board.remove_service(&policy.service);
     }
     for id in &diff.removed {
-        decisions.remove(id);
+        outlets.decisions.remove(id);
     }
     for s in diff.changed.iter().filter_map(|id| engine.service(id)) {
         telemetry.metrics.declare_service(s.policy());
@@ -236,7 +248,7 @@ async fn reload(
     }
     let step = Step { at, input };
     journal.record(&step);
-    publish(engine, &step, &out, decisions, telemetry, journal);
+    publish(engine, &step, &out, outlets, telemetry, journal);
     let _ = done.send(());
 }
 
@@ -293,7 +305,7 @@ fn publish(
     engine: &Engine,
     step: &Step,
     out: &Output,
-    decisions: &Decisions,
+    outlets: &Outlets,
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
@@ -323,6 +335,9 @@ fn publish(
             telemetry
                 .metrics
                 .record_velocity(&decision.service, s.velocity_available(step.at));
+            telemetry
+                .metrics
+                .record_stale_evidence(&decision.service, s.stale_evidence());
         }
         if *changed {
             tracing::info!(
@@ -336,10 +351,14 @@ fn publish(
             );
             journal.decision(decision);
             let _ = telemetry.events.send(Event::Decision(decision.clone()));
-            if let Some(tx) = decisions.get(&decision.service) {
+            if let Some(tx) = outlets.decisions.get(&decision.service) {
                 reconcile::send(tx, decision, mode == Mode::Shadow, telemetry);
             }
         }
+    }
+    for c in &out.confirm {
+        let woken = outlets.wakers.wake(&c.service, &c.pool);
+        tracing::debug!(service = %c.service, pool = %c.pool, loops = woken, "a switch waits for a probe of its target: probing it now");
     }
     if let Some(cluster) = engine.cluster() {
         telemetry.board.refresh_cluster(cluster, step.at);

@@ -244,6 +244,10 @@ pub struct ServiceStatus {
     pub holding: Option<String>,
     /// Automatic switches left in the velocity budget.
     pub velocity_available: u32,
+    /// Results of its endpoints (per vantage point) older than the freshness window at the last
+    /// decision: probes running late. While the serving pool's are, the last decision stands
+    /// (its reasons say `stale evidence holds`).
+    pub stale_evidence: u32,
     /// Active drill overrides.
     pub overrides: Vec<Override>,
     /// The last decision with its reasons.
@@ -379,6 +383,7 @@ impl StatusBoard {
                 _ => None,
             },
             velocity_available: engine.velocity_available(now),
+            stale_evidence: engine.stale_evidence(),
             overrides: overrides
                 .filter(|o| o.service == policy.service)
                 .cloned()

@@ -208,10 +208,12 @@ impl Demo {
         say(
             out,
             &format!(
-                "  detection bound: fall {} x interval {} ms = {} ms at most, plus one timeout\n  failover time  {} ms (failure injected -> provider in sync)\n",
+                "  detection bound: fall {} x interval {} ms + timeout {} ms + {} = {} ms at most (failure -> decision)\n  failover time  {} ms (failure injected -> provider in sync)\n",
                 self.policy.thresholds.fall,
                 self.policy.probe.interval.as_millis(),
-                (self.policy.probe.interval * self.policy.thresholds.fall).as_millis(),
+                self.policy.probe.timeout.as_millis(),
+                waits_ms(&self.policy),
+                self.policy.detection_bound().as_millis(),
                 in_sync.since(injected).as_millis(),
             ),
         );
@@ -364,4 +366,14 @@ async fn wait_for<T>(
         Ok(Some(t)) => Ok(t),
         _ => Err(DemoError::Timeout(what)),
     }
+}
+
+/// The engine's waits in a failover as `confirm_target 150 ms`, joined by ` + `.
+fn waits_ms(policy: &Policy) -> String {
+    policy
+        .failover_waits()
+        .iter()
+        .map(|(name, w)| format!("{name} {} ms", w.as_millis()))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }

@@ -48,7 +48,10 @@ pub use limits::{
     ProbingSettings, default_late_after, default_max_in_flight, effective_max_in_flight,
     open_file_limit, raise_open_file_limit,
 };
-pub use schedule::{MAX_JITTER, MAX_START_PHASE, Schedule, jittered, run_endpoint, start_phase};
+pub use schedule::{
+    MAX_JITTER, MAX_START_PHASE, ProbeNow, Schedule, Wakers, jittered, run_endpoint,
+    run_endpoint_woken, start_phase,
+};
 pub use stats::{LatenessSnapshot, ProbeStats, StatsSnapshot};
 
 use http::{ClientKey, HttpTarget};

@@ -1,19 +1,23 @@
 //! The probe loop: one task per endpoint × vantage point, probing at a jittered interval and
-//! sending one [`Observation`] per probe; [`Schedule`] is its pure plan.
+//! sending one [`Observation`] per probe; [`Schedule`] is its pure plan. A loop can be woken to
+//! probe at once, out of schedule ([`ProbeNow`], [`Wakers`]): the engine asks for it when a
+//! switch waits for a probe of its target to pass. At most one such probe per interval per loop;
+//! the schedule's slots stay where they were.
 //!
 //! Uses tokio's clock only (so `tokio::time::pause` tests drive it). Must not: run two probes of
 //! one endpoint at once, catch up on missed probes in a burst, skip a probe without counting it,
 //! or judge health (the engine does).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::Rng;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::{Instant, sleep_until};
 
 use crate::io::clock::Clock;
-use gslb_core::model::{Observation, VantageId};
+use gslb_core::model::{Observation, PoolId, ServiceId, VantageId};
 
 use super::{ProbeTarget, Prober};
 
@@ -100,6 +104,53 @@ impl Schedule {
     }
 }
 
+/// Wakes one probe loop to probe at once, out of schedule. Wake-ups coalesce: several before
+/// the loop sees them make one probe, and the loop ignores one within an interval of its last
+/// out-of-schedule probe (no probe storm).
+#[derive(Debug, Clone, Default)]
+pub struct ProbeNow(Arc<Notify>);
+
+impl ProbeNow {
+    /// Asks the loop for one probe now (or as soon as its current probe is done).
+    pub fn wake(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// The [`ProbeNow`] handles of every service's probe loops, by service and pool: the engine
+/// loop wakes a pool's loops when a switch waits for a probe of that pool to pass.
+#[derive(Debug, Clone, Default)]
+pub struct Wakers(Arc<Mutex<BTreeMap<ServiceId, ByPool>>>);
+
+/// One service's [`ProbeNow`] handles, by pool.
+type ByPool = BTreeMap<PoolId, Vec<ProbeNow>>;
+
+impl Wakers {
+    /// Replaces `service`'s handles (its loops were started again: attach, reload) with
+    /// `loops`, each with its pool.
+    pub fn set(&self, service: &ServiceId, loops: impl IntoIterator<Item = (PoolId, ProbeNow)>) {
+        let mut by_pool = ByPool::new();
+        for (pool, wake) in loops {
+            by_pool.entry(pool).or_default().push(wake);
+        }
+        self.lock().insert(service.clone(), by_pool);
+    }
+
+    /// Wakes every loop probing `pool` of `service`; returns how many.
+    pub fn wake(&self, service: &ServiceId, pool: &PoolId) -> usize {
+        let map = self.lock();
+        let loops = map.get(service).and_then(|m| m.get(pool));
+        loops.into_iter().flatten().for_each(ProbeNow::wake);
+        loops.map_or(0, Vec::len)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ServiceId, ByPool>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Probes `target` until the receiver is dropped, sending one [`Observation`] per probe
 /// (stamped with `clock.now()` when the probe finished), wrapped by `wrap` into the receiver's
 /// message type, to `tx`.
@@ -119,19 +170,57 @@ pub async fn run_endpoint<M: Send + 'static>(
     tx: mpsc::Sender<M>,
     wrap: impl Fn(Observation) -> M + Send + 'static,
 ) {
-    let mut schedule = Schedule::new(Instant::now(), target.interval(), &mut rand::rng());
+    run_endpoint_woken(
+        prober,
+        target,
+        vantage,
+        clock,
+        tx,
+        ProbeNow::default(),
+        wrap,
+    )
+    .await;
+}
+
+/// [`run_endpoint`], also probing at once when `now` is woken ([`ProbeNow::wake`]): at most
+/// once per interval, counted as started and never late; the planned slots do not move.
+pub async fn run_endpoint_woken<M: Send + 'static>(
+    prober: Arc<Prober>,
+    target: ProbeTarget,
+    vantage: VantageId,
+    clock: Clock,
+    tx: mpsc::Sender<M>,
+    now: ProbeNow,
+    wrap: impl Fn(Observation) -> M + Send + 'static,
+) {
+    let interval = target.interval();
+    let mut schedule = Schedule::new(Instant::now(), interval, &mut rand::rng());
+    let mut last_woken: Option<Instant> = None;
     loop {
-        tokio::select! {
+        let woken = tokio::select! {
             biased;
             () = tx.closed() => return,
-            () = sleep_until(schedule.plan()) => {}
+            () = sleep_until(schedule.plan()) => false,
+            () = now.0.notified() => true,
+        };
+        if woken {
+            let at = Instant::now();
+            if last_woken.is_some_and(|t| at < t + interval) {
+                continue;
+            }
+            last_woken = Some(at);
         }
         let room = tokio::select! {
             biased;
             () = tx.closed() => return,
             room = prober.room() => room,
         };
-        prober.started(schedule.plan(), Instant::now());
+        let planned = if woken {
+            Instant::now()
+        } else {
+            schedule.plan()
+        };
+        prober.started(planned, Instant::now());
         let outcome = prober.probe(&target).await;
         drop(room);
         let observation = Observation {
@@ -142,6 +231,9 @@ pub async fn run_endpoint<M: Send + 'static>(
         };
         if tx.send(wrap(observation)).await.is_err() {
             return;
+        }
+        if woken {
+            continue;
         }
         let skipped = schedule.advance(Instant::now(), &mut rand::rng());
         if skipped > 0 {

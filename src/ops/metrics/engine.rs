@@ -38,6 +38,11 @@ pub(super) const VELOCITY_AVAILABLE: Family = Family {
     help: "Automatic switches left in the service's velocity budget.",
     labels: &["service"],
 };
+pub(super) const STALE_EVIDENCE: Family = Family {
+    name: "gslb_stale_evidence",
+    help: "Results of the service's endpoints (per vantage point) older than the freshness window at its last decision: probes running late; the last decision stands.",
+    labels: &["service"],
+};
 pub(super) const RAIL_HOLDS_TOTAL: Family = Family {
     name: "gslb_rail_holds_total",
     help: "Switches refused by a safety rail (rail_hold: no serving pool or not healthy, or a drain of the serving pool with no other healthy pool; dwell: spacing).",
@@ -176,6 +181,14 @@ impl Metrics {
         self.velocity_available
             .with_label_values(&[service.0.as_str()])
             .set(f64::from(available));
+    }
+
+    /// Sets `gslb_stale_evidence{service}`: results older than the freshness window at the
+    /// service's last decision ([`ServiceEngine::stale_evidence`](gslb_core::engine::ServiceEngine::stale_evidence)).
+    pub fn record_stale_evidence(&self, service: &ServiceId, stale: u32) {
+        self.stale_evidence
+            .with_label_values(&[service.0.as_str()])
+            .set(f64::from(stale));
     }
 
     /// Sets the suspect gauges: 1 for each suspect vantage point's reason, 0 for the others.

@@ -77,6 +77,9 @@ pub struct Metrics {
     pub velocity_limited_total: IntCounterVec,
     /// `gslb_velocity_available{service}`: automatic switches left in the budget.
     pub velocity_available: GaugeVec,
+    /// `gslb_stale_evidence{service}`: results older than the freshness window at the last
+    /// decision (probes running late).
+    pub stale_evidence: GaugeVec,
     /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail, drills' included.
     pub rail_holds_total: IntCounterVec,
     /// `gslb_pool_flap_percent{service,pool}`: weighted state-change percentage.
@@ -186,6 +189,7 @@ impl Metrics {
             holds_total: r.counter(&engine::HOLDS_TOTAL),
             velocity_limited_total: r.counter(&engine::VELOCITY_LIMITED_TOTAL),
             velocity_available: r.gauge(&engine::VELOCITY_AVAILABLE),
+            stale_evidence: r.gauge(&engine::STALE_EVIDENCE),
             rail_holds_total: r.counter(&engine::RAIL_HOLDS_TOTAL),
             pool_flap_percent: r.gauge(&engine::POOL_FLAP_PERCENT),
             pool_flapping: r.gauge(&engine::POOL_FLAPPING),
@@ -268,6 +272,7 @@ impl Metrics {
         }
         for g in [
             &self.velocity_available,
+            &self.stale_evidence,
             &self.override_oldest_age_seconds,
             &self.decision_applied,
             &self.decision_unapplied_age_seconds,

@@ -174,12 +174,14 @@ fn policy_loads_and_forgotten_services() {
     };
     m.record_probe("demo-api", policy.pools[0].id.0.as_str(), &obs);
     m.record_velocity(&policy.service, 3);
+    m.record_stale_evidence(&policy.service, 2);
     assert!(m.render().contains(r#"probe_success{"#), "recorded");
     m.forget_service(&policy, &[(endpoint, vantage)]);
     let text = m.render();
     for gone in [
         "probe_success{",
         "gslb_velocity_available{",
+        "gslb_stale_evidence{",
         "gslb_overrides_active{",
     ] {
         assert!(!text.contains(gone), "{gone} left:\n{text}");
