@@ -415,10 +415,13 @@ impl ServiceEngine {
             .filter(|_| self.policy.quorum.provider_vote)
             .filter_map(|(_, at, fresh)| stale_at(*at, *fresh));
         let heartbeats = ctx.cluster.and_then(|c| c.next_stale(now));
+        // The budget's refill shows in the next decision (`gslb_velocity_available`).
+        let refill = self.bucket.next_refill(now);
         let until = next
             .into_iter()
             .chain(votes)
             .chain(heartbeats)
+            .chain(refill)
             .min()
             .unwrap_or(Millis(u64::MAX));
         self.steady = steady.then(|| Steady {

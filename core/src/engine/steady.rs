@@ -4,7 +4,8 @@
 //! A decision is taken again only when something it reads can change it: an observation that
 //! changes an endpoint's rise/fall verdict as seen at its time (a verdict, or evidence turning
 //! fresh), a vantage point's suspicion ([`super::Vantages::generation`]), or time reaching the
-//! moment the earliest fresh piece of evidence, provider vote or heartbeat goes stale. A
+//! moment the earliest fresh piece of evidence, provider vote or heartbeat goes stale, or the
+//! velocity budget gains a switch (so its gauge follows). A
 //! service whose last decision is [steady](Steady) skips the evaluation of every other input:
 //! that is what keeps the engine's cost per observation independent of the endpoints per
 //! service. Holds that end with time (spacing, velocity, failback hold, damping) and a switch

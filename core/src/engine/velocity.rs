@@ -68,6 +68,14 @@ impl TokenBucket {
         Millis(now.0 + self.refill_ms.saturating_sub(credit.min(self.refill_ms)))
     }
 
+    /// When one more whole switch becomes available after `now`; `None` when the bucket is full.
+    pub fn next_refill(&self, now: Millis) -> Option<Millis> {
+        let credit = self.credit(now);
+        let whole = credit / self.refill_ms;
+        (whole < u64::from(self.burst))
+            .then(|| Millis(now.0.saturating_add((whole + 1) * self.refill_ms - credit)))
+    }
+
     /// Lowers the credit to `other`'s at `now` when `other` has less (a budget spent elsewhere
     /// or before a restart stays spent); keeps this bucket's `burst` and `refill`.
     pub fn spend_like(&mut self, other: &Self, now: Millis) {
