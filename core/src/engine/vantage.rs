@@ -204,7 +204,6 @@ impl Vantages {
         verdict: Verdict,
         now: Millis,
     ) {
-        self.generation += 1;
         let s = self.state_mut(vantage);
         let key = (service.clone(), pool.clone());
         let slot = s.views.entry(key.clone()).or_default();
@@ -212,6 +211,8 @@ impl Vantages {
             (Verdict::Unhealthy, None) => {
                 *slot = Some(now);
                 s.down.insert((now, key.0, key.1));
+                // Only a view going down can start a suspicion (every pool down).
+                self.generation += 1;
             }
             (Verdict::Unhealthy, Some(_)) => {}
             (_, Some(since)) => {
