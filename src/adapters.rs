@@ -15,7 +15,8 @@ use gslb_cloudflare::{
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
 use gslb_route53::{
-    ProvisionAction, Route53Binding, Route53Pool, Route53Provider, Route53Settings,
+    ProvisionAction, ProvisionOptions, ProvisionReport, Route53Alias, Route53Binding, Route53Pool,
+    Route53Provider, Route53Settings,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
@@ -34,7 +35,12 @@ impl Bind for Adapters<'_> {
     }
 }
 
-impl Adapters<'_> {
+impl<'a> Adapters<'a> {
+    /// Adapters bound with `settings`.
+    pub fn new(settings: &'a Settings) -> Self {
+        Self { settings }
+    }
+
     async fn route53(&self, t: &Route53Target) -> Route53Provider {
         let binding = Route53Binding {
             hosted_zone_id: t.hosted_zone_id.clone(),
@@ -47,6 +53,11 @@ impl Adapters<'_> {
                 .map(|p| Route53Pool {
                     set_identifier: p.set_identifier.clone(),
                     values: p.values.clone(),
+                    alias: p.alias_target.as_ref().map(|a| Route53Alias {
+                        dns_name: a.dns_name.clone(),
+                        hosted_zone_id: a.hosted_zone_id.clone(),
+                        evaluate_target_health: a.evaluate_target_health,
+                    }),
                 })
                 .collect(),
         };
@@ -81,12 +92,35 @@ impl Adapters<'_> {
     }
 
     /// `gslb provision`: creates or corrects each Route 53 policy's failover records and
-    /// verdict checks and waits for INSYNC, printing what it did; Cloudflare objects are made
-    /// by their owners.
+    /// verdict checks and waits for INSYNC, printing what it did (with `dry_run`, what it would
+    /// do and the exact change batch, writing nothing); Cloudflare objects are made by their
+    /// owners. Records gslb does not own are replaced only for a policy whose record name or
+    /// service is in `adopt`. Returns whether anything was (or, in a dry run, would be) changed.
     ///
     /// # Errors
-    /// A Route 53 call failed (the service is named).
-    pub async fn provision(&self, policies: &[Policy]) -> anyhow::Result<()> {
+    /// An `adopt` name that is no Route 53 policy's record name or service (before any call);
+    /// a Route 53 call failed or provisioning refused a foreign record (the service is named).
+    pub async fn provision(
+        &self,
+        policies: &[Policy],
+        dry_run: bool,
+        adopt: &[String],
+    ) -> anyhow::Result<bool> {
+        let names = |t: &Route53Target, p: &Policy| {
+            [t.record_name.to_ascii_lowercase(), p.service.0.clone()]
+        };
+        for name in adopt {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            let known = policies.iter().any(|p| match &p.target {
+                Target::Route53(t) => names(t, p).contains(&name),
+                Target::Cloudflare(_) => false,
+            });
+            anyhow::ensure!(
+                known,
+                "--adopt {name}: no Route 53 policy has that record name or service"
+            );
+        }
+        let mut pending = false;
         for p in policies {
             let Target::Route53(t) = &p.target else {
                 println!(
@@ -95,32 +129,67 @@ impl Adapters<'_> {
                 );
                 continue;
             };
+            let options = ProvisionOptions {
+                dry_run,
+                adopt: adopt
+                    .iter()
+                    .any(|a| names(t, p).contains(&a.trim_end_matches('.').to_ascii_lowercase())),
+            };
             let report = self
                 .route53(t)
                 .await
-                .provision()
+                .provision_with(options)
                 .await
                 .with_context(|| format!("provisioning service {}", p.service))?;
-            if report.is_noop() {
-                println!("provisioned {}: nothing to change", p.service);
-            }
-            for pool in report.pools.iter().filter(|_| !report.is_noop()) {
-                let action = match &pool.action {
-                    ProvisionAction::Unchanged => "unchanged".to_owned(),
-                    ProvisionAction::Created => "record created".to_owned(),
-                    ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
-                };
-                let check = if pool.created_health_check {
-                    "new verdict check"
-                } else {
-                    "verdict check"
-                };
-                println!(
-                    "provisioned {} {}: {action}; {check} {}",
-                    p.service, pool.set_identifier, pool.health_check_id
-                );
-            }
+            pending |= !report.is_noop();
+            print_report(&p.service.0, t, &report, dry_run);
         }
-        Ok(())
+        Ok(pending)
+    }
+}
+
+/// Prints what provisioning did, or in a dry run would do, for `service`: one line per pool,
+/// the change batch in a dry run, and what a real run would refuse without `--adopt`.
+fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_run: bool) {
+    let verb = if dry_run {
+        "would provision"
+    } else {
+        "provisioned"
+    };
+    if report.is_noop() {
+        println!("{verb} {service}: nothing to change");
+        return;
+    }
+    for pool in &report.pools {
+        let action = match &pool.action {
+            ProvisionAction::Unchanged => "unchanged".to_owned(),
+            ProvisionAction::Created => "record created".to_owned(),
+            ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
+            ProvisionAction::Adopted { reason } => format!("record adopted ({reason})"),
+        };
+        let check = if pool.created_health_check {
+            "new verdict check"
+        } else {
+            "verdict check"
+        };
+        println!(
+            "{verb} {service} {}: {action}; {check} {}",
+            pool.set_identifier, pool.health_check_id
+        );
+    }
+    for removed in &report.removed {
+        println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+    }
+    if let Some(batch) = report.batch.as_ref().filter(|_| dry_run) {
+        println!(
+            "change batch for hosted zone {}:\n{batch}",
+            t.hosted_zone_id
+        );
+    }
+    if !report.needs_adopt.is_empty() {
+        println!("provision would refuse without --adopt {}:", t.record_name);
+        for why in &report.needs_adopt {
+            println!("  {why}");
+        }
     }
 }

@@ -138,6 +138,84 @@ fn every_problem_is_reported_at_once() {
     assert_error(&errs, "pools[1].endpoints[0]", "public failover hostname");
 }
 
+/// An Alias pool: `alias_target` instead of `values`.
+const ALIAS_TOKYO: &str = "[target.route53.pools.tokyo.alias_target]
+dns_name = \"Tokyo-ALB-1.ap-northeast-1.elb.amazonaws.com.\"
+hosted_zone_id = \"Z14GRHDCWA56QT\"
+evaluate_target_health = true";
+
+#[test]
+fn an_alias_pool_is_read_as_written() {
+    let text = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO);
+    let p = policy::parse(Path::new("api.toml"), &text).expect("alias policy validates");
+    let policy::Target::Route53(t) = &p.target else {
+        panic!("a Route 53 target")
+    };
+    assert_eq!(t.pools[0].alias_target, None);
+    assert_eq!(
+        t.pools[1].alias_target,
+        Some(policy::AliasTarget {
+            dns_name: "tokyo-alb-1.ap-northeast-1.elb.amazonaws.com".into(),
+            hosted_zone_id: "Z14GRHDCWA56QT".into(),
+            evaluate_target_health: true,
+        })
+    );
+    assert!(t.pools[1].values.is_empty());
+    assert!(
+        !p.target.dns_names_the_pool(),
+        "an Alias answer is the load balancer's addresses"
+    );
+}
+
+#[test]
+fn alias_target_errors_name_the_key_and_reason() {
+    let both = with(
+        "values = [\"198.51.100.20\"]",
+        &format!("values = [\"198.51.100.20\"]\n{ALIAS_TOKYO}"),
+    );
+    assert_error(
+        &errors(&both),
+        "target.route53.pools.tokyo",
+        "sets both values and alias_target",
+    );
+    let no_zone = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("hosted_zone_id = \"Z14GRHDCWA56QT\"\n", ""),
+    );
+    assert_error(
+        &errors(&no_zone),
+        "target.route53.pools.tokyo.alias_target.hosted_zone_id",
+        "canonical hosted zone id",
+    );
+    let bad_name = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("Tokyo-ALB-1", "tokyo alb!"),
+    );
+    assert_error(
+        &errors(&bad_name),
+        "target.route53.pools.tokyo.alias_target.dns_name",
+        "is not a DNS name",
+    );
+    let itself = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace(
+            "Tokyo-ALB-1.ap-northeast-1.elb.amazonaws.com.",
+            "api.example.com",
+        ),
+    );
+    assert_error(
+        &errors(&itself),
+        "target.route53.pools.tokyo.alias_target.dns_name",
+        "is not a DNS name an Alias record here can point at",
+    );
+    let neither = with("values = [\"198.51.100.20\"]", "");
+    assert_error(
+        &errors(&neither),
+        "target.route53.pools.tokyo.values",
+        "must list the record's values",
+    );
+}
+
 #[test]
 fn target_pools_must_match_policy_pools() {
     let errs = errors(&with(

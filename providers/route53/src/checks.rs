@@ -4,16 +4,14 @@
 //! A verdict check is `Type = CALCULATED` with no children and `HealthThreshold = 0`, so it is
 //! always healthy ("at least 0 of 0 children"), and `Inverted = true` makes it always
 //! unhealthy. Route 53's data plane then fails the record over on its own (AWS
-//! Well-Architected REL11-BP04: rely on the data plane). gslb marks the checks it manages with
-//! a `CallerReference` starting with `gslb-` and refuses to touch any other.
+//! Well-Architected REL11-BP04: rely on the data plane). gslb touches only checks it owns
+//! ([`crate::ownership`]).
 
 use aws_sdk_route53::types::{HealthCheck, HealthCheckConfig, HealthCheckType};
 use gslb_provider::ProviderError;
 
 use crate::api::Api;
-
-/// The `CallerReference` prefix that marks a health check as gslb's.
-pub(crate) const CALLER_REFERENCE_PREFIX: &str = "gslb-";
+use crate::ownership::{self, Owner};
 
 /// What gslb reads from a valid verdict check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,11 +32,8 @@ pub(crate) struct VerdictCheck {
 /// then treats it as healthy whatever `Inverted` says, so gslb could not take the pool out).
 pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
     let mut wrong = Vec::new();
-    if !hc.caller_reference.starts_with(CALLER_REFERENCE_PREFIX) {
-        wrong.push(format!(
-            "CallerReference {:?} does not start with {CALLER_REFERENCE_PREFIX:?}",
-            hc.caller_reference
-        ));
+    if let Owner::Foreign(why) = ownership::check_owner(hc) {
+        wrong.push(why);
     }
     let cfg = hc.health_check_config.as_ref();
     if cfg.map(|c| &c.r#type) != Some(&HealthCheckType::Calculated) {
@@ -84,18 +79,11 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
 /// [`ProviderError::NotFound`] when it does not exist, the errors of [`verdict`], and those
 /// of [`Api::call`].
 pub(crate) async fn get(api: &Api, id: &str) -> Result<VerdictCheck, ProviderError> {
-    let out = api
-        .call("GetHealthCheck", |c| {
-            c.get_health_check().health_check_id(id).send()
-        })
-        .await?;
-    let hc = out.health_check.ok_or_else(|| {
-        ProviderError::Invalid(format!("GetHealthCheck {id}: response has no health check"))
-    })?;
-    verdict(&hc)
+    verdict(&ownership::read_check(api, id).await?)
 }
 
-/// Creates a verdict check, not inverted, with `CallerReference = gslb-<set_identifier>-<suffix>`.
+/// Creates a verdict check, not inverted, with `caller_reference`
+/// ([`ownership::new_caller_reference`]).
 /// The same `caller_reference` sent twice returns the same check (Route 53's idempotency), so
 /// a retried create after a lost response makes no second check.
 ///
@@ -128,22 +116,6 @@ pub(crate) async fn create(
         version: hc.health_check_version,
         inverted: false,
     })
-}
-
-/// A fresh caller reference for a verdict check of pool `set_identifier`:
-/// `gslb-<set_identifier>-<16 hex digits>`, cut to Route 53's 64-character limit
-/// (CreateHealthCheck reference).
-pub(crate) fn new_caller_reference(set_identifier: &str) -> String {
-    let suffix = format!("{:016x}", rand::random::<u64>());
-    let room = 64 - CALLER_REFERENCE_PREFIX.len() - 1 - suffix.len();
-    let mut pool: String = set_identifier
-        .chars()
-        .filter(|c| c.is_ascii_graphic())
-        .collect();
-    while pool.len() > room {
-        pool.pop();
-    }
-    format!("{CALLER_REFERENCE_PREFIX}{pool}-{suffix}")
 }
 
 /// Sets `Inverted = inverted` on check `id`, fenced by `HealthCheckVersion = version`.
@@ -242,12 +214,5 @@ mod tests {
                 other => panic!("expected Unowned for {why}, got {other:?}"),
             }
         }
-    }
-
-    #[test]
-    fn caller_references_are_marked_and_fit_route53() {
-        let r = new_caller_reference(&"x".repeat(100));
-        assert!(r.starts_with("gslb-xxx") && r.len() <= 64, "{r}");
-        assert_ne!(new_caller_reference("seoul"), new_caller_reference("seoul"));
     }
 }

@@ -38,8 +38,25 @@ pub struct Route53Pool {
     /// The record's `SetIdentifier`; also the pool's [`gslb_provider::PoolRef`].
     pub set_identifier: String,
     /// The record's values (IP addresses for `A`/`AAAA`, one host name for `CNAME`), written
-    /// by [`crate::Route53Provider::provision`] only; order does not matter.
+    /// by [`crate::Route53Provider::provision`] only; order does not matter. Empty for an
+    /// Alias record.
     pub values: Vec<String>,
+    /// The Alias target when the record is an Alias record (then `values` is empty and the
+    /// record has no TTL: Route 53 uses the target's); `None` for a record with values.
+    pub alias: Option<Route53Alias>,
+}
+
+/// An Alias record's target (Route 53 `AliasTarget`), e.g. an ALB or NLB.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route53Alias {
+    /// The target's DNS name, e.g. `seoul-alb-1.ap-northeast-2.elb.amazonaws.com`; compared
+    /// like a record name (case and trailing dot ignored).
+    pub dns_name: String,
+    /// The target's canonical hosted zone id (the load balancer's, not the record's zone).
+    pub hosted_zone_id: String,
+    /// `EvaluateTargetHealth`: Route 53 also treats the record as unhealthy when the target
+    /// is.
+    pub evaluate_target_health: bool,
 }
 
 /// The record types a binding may use.
@@ -51,8 +68,9 @@ impl Route53Binding {
     /// # Errors
     /// [`ProviderError::Invalid`] listing each problem: empty zone id or record name, a record
     /// name ending in a dot, a record type other than `A`/`AAAA`/`CNAME`, not exactly two
-    /// pools, an empty or duplicate set identifier, a pool without values, or a `CNAME` pool
-    /// with more than one value.
+    /// pools, an empty or duplicate set identifier, a pool with neither values nor an Alias
+    /// target or with both, an Alias target with an empty DNS name or hosted zone id, or a
+    /// `CNAME` pool with more than one value.
     pub fn validate(&self) -> Result<(), ProviderError> {
         let mut problems = Vec::new();
         if self.hosted_zone_id.trim().is_empty() {
@@ -91,8 +109,17 @@ impl Route53Binding {
                     pool.set_identifier
                 ));
             }
-            if pool.values.is_empty() {
-                problems.push(format!("pools[{i}].values is empty"));
+            match (&pool.alias, pool.values.is_empty()) {
+                (None, true) => problems.push(format!("pools[{i}].values is empty")),
+                (Some(_), false) => {
+                    problems.push(format!("pools[{i}] has both values and an Alias target"))
+                }
+                (Some(a), true) if a.dns_name.is_empty() || a.hosted_zone_id.is_empty() => {
+                    problems.push(format!(
+                        "pools[{i}] Alias target needs a DNS name and a hosted zone id"
+                    ));
+                }
+                _ => {}
             }
             if self.record_type == "CNAME" && pool.values.len() > 1 {
                 problems.push(format!(
@@ -201,10 +228,12 @@ mod tests {
                 Route53Pool {
                     set_identifier: "seoul".into(),
                     values: vec!["192.0.2.1".into()],
+                    alias: None,
                 },
                 Route53Pool {
                     set_identifier: "tokyo".into(),
                     values: vec!["192.0.2.2".into()],
+                    alias: None,
                 },
             ],
         }

@@ -26,7 +26,7 @@ use aws_sdk_route53::types::{
 };
 use emulator_support::emulators::{Emulator, Kind};
 use emulator_support::*;
-use gslb_route53::{ProvisionAction, Route53Provider};
+use gslb_route53::{ProvisionAction, ProvisionOptions, Route53Provider};
 
 /// Runs `hook(op, n)` before the n-th call (from 1) of `ChangeResourceRecordSets` or
 /// `GetChange` made through the provider's client, and counts them.
@@ -136,6 +136,12 @@ async fn write(client: &Client, zone: &str, action: ChangeAction, record: Resour
         .expect("write record");
 }
 
+/// Provisioning that may replace the foreign records these tests start from.
+const ADOPT: ProvisionOptions = ProvisionOptions {
+    dry_run: false,
+    adopt: true,
+};
+
 #[tokio::test]
 async fn provision_replaces_a_drifted_record_by_delete_and_create_and_waits_for_insync() {
     let ms = Emulator::start(Kind::Ministack);
@@ -155,9 +161,18 @@ async fn provision_replaces_a_drifted_record_by_delete_and_create_and_waits_for_
         vec![SharedInterceptor::new(TapInterceptor(tap.clone()))],
     );
     let p = Route53Provider::new(watched, settings(), binding(&zone));
-    let report = p.provision().await.expect("provision");
+    // seoul's record has no gslb check: refused, naming it, nothing written.
+    let refused = p.provision().await.unwrap_err().to_string();
+    assert!(
+        refused.contains("record api.example.com A \"seoul\" has no health check")
+            && refused.contains("--adopt api.example.com"),
+        "{refused}"
+    );
+    assert_eq!(tap.count("ChangeResourceRecordSets"), 0);
+    assert_eq!(tap.count("CreateHealthCheck"), 0);
+    let report = p.provision_with(ADOPT).await.expect("provision --adopt");
 
-    let ProvisionAction::Replaced { reason } = &report.pools[0].action else {
+    let ProvisionAction::Adopted { reason } = &report.pools[0].action else {
         panic!("{report:?}")
     };
     assert!(
@@ -245,7 +260,7 @@ async fn a_stale_delete_fails_atomically_and_provision_relists() {
     );
     let p = Route53Provider::new(watched, settings(), binding(&zone));
     let report = p
-        .provision()
+        .provision_with(ADOPT)
         .await
         .expect("provision succeeds after re-listing");
 
@@ -271,7 +286,7 @@ async fn a_stale_delete_fails_atomically_and_provision_relists() {
     );
 
     assert!(
-        matches!(report.pools[0].action, ProvisionAction::Replaced { .. }),
+        matches!(report.pools[0].action, ProvisionAction::Adopted { .. }),
         "{report:?}"
     );
     assert_eq!(report.pools[1].action, ProvisionAction::Created);
