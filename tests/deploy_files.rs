@@ -869,7 +869,8 @@ fn the_dockerfile_dependency_layer_is_a_complete_workspace() {
 
 /// The Route 53 actions `deploy/aws/iam-policy.json` allows are exactly the SDK operations
 /// the Route 53 adapter calls (every call goes through `Api::call("Operation", |c|
-/// c.operation()...)`), on the example policy's hosted zone, with no wildcard action.
+/// c.operation()...)`), on the example policy's hosted zone, with no wildcard action; and
+/// docs/providers.md's permission table names each.
 #[test]
 fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
     let mut operations = BTreeSet::new();
@@ -947,4 +948,14 @@ fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
         allowed, operations,
         "the policy's actions against the adapter's calls"
     );
+    // docs/providers.md's permission table names each of them too.
+    let docs = read("docs/providers.md");
+    for op in &operations {
+        let name = op.trim_start_matches("route53:");
+        assert!(
+            docs.lines()
+                .any(|l| l.starts_with("| `Gslb") && l.contains(&format!("`{name}`"))),
+            "docs/providers.md's IAM table does not name {name}"
+        );
+    }
 }
