@@ -602,3 +602,55 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
         "now gslb's and as the policy says"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provision_dry_run_errors_exit_1_never_2() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone_id = create_zone(&client, "example.test.").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        settings(admin, &moto.endpoint()),
+    )
+    .expect("settings");
+    let before = snapshot(&client, &zone_id).await;
+
+    // A hosted zone that does not exist: a Route 53 error, exit 1.
+    std::fs::write(
+        dir.path().join("api.toml"),
+        policy.replace(&zone_id, "ZNOSUCHZONE"),
+    )
+    .expect("policy");
+    let (code, _, stderr) = provision(dir.path(), &["--dry-run"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("provisioning service api"), "{stderr}");
+
+    // A bad policy is 1 in a dry run (2 would read as "changes pending").
+    std::fs::write(
+        dir.path().join("api.toml"),
+        policy.replace("fall = 3", "fall = 0"),
+    )
+    .expect("policy");
+    let (code, _, stderr) = provision(dir.path(), &["--dry-run"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("health.fall"), "{stderr}");
+
+    // So is a usage error.
+    std::fs::write(dir.path().join("api.toml"), &policy).expect("policy");
+    let (code, _, stderr) = provision(dir.path(), &["--dry-run", "--adopt"]);
+    assert_eq!(code, Some(1), "{stderr}");
+
+    // An --adopt name no policy has is refused before any call.
+    let (code, _, stderr) = provision(dir.path(), &["--adopt", "www.example.test"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "--adopt www.example.test: no Route 53 policy has that record name or service"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&client, &zone_id).await, before, "nothing written");
+}

@@ -431,22 +431,26 @@ impl Summary {
 }
 
 /// The exit code of a command-line usage error that clap gives `clap_code` (2 for bad
-/// usage), with `args` the command line (program name first): 1 for `gslb plan`, whose 2 says
-/// "changes pending"; clap's code for every other command. The subcommand is the first
-/// argument that is neither an option nor the value of `--log-format`.
+/// usage), with `args` the command line (program name first): 1 for `gslb plan` and
+/// `gslb provision --dry-run`, whose 2 says "changes pending"; clap's code for every other
+/// command. The subcommand is the first argument that is neither an option nor the value of
+/// `--log-format`.
 pub fn usage_exit_code(clap_code: i32, args: impl IntoIterator<Item = String>) -> u8 {
-    let mut args = args.into_iter().skip(1);
+    let args: Vec<String> = args.into_iter().skip(1).collect();
+    let mut rest = args.iter();
     let mut command = None;
-    while let Some(a) = args.next() {
+    while let Some(a) = rest.next() {
         if a == "--log-format" {
-            args.next();
+            rest.next();
         } else if !a.starts_with('-') {
-            command = Some(a);
+            command = Some(a.as_str());
             break;
         }
     }
-    match (clap_code, command.as_deref()) {
+    let dry_run = args.iter().any(|a| a == "--dry-run");
+    match (clap_code, command) {
         (2, Some("plan")) => 1,
+        (2, Some("provision")) if dry_run => 1,
         (c, _) => u8::try_from(c).unwrap_or(1),
     }
 }
