@@ -217,6 +217,29 @@ fn alias_target_errors_name_the_key_and_reason() {
 }
 
 #[test]
+fn check_command_names_file_line_and_key_of_a_bad_alias_target() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("alias.toml");
+    let text = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("hosted_zone_id = \"Z14GRHDCWA56QT\"\n", ""),
+    );
+    std::fs::write(&bad, text).expect("write");
+    let out = gslb()
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .expect("run gslb check");
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("error: {}:", bad.display()))
+            && stdout.contains("target.route53.pools.tokyo.alias_target.hosted_zone_id: must be the target's canonical hosted zone id"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn target_pools_must_match_policy_pools() {
     let errs = errors(&with(
         "[target.route53.pools.tokyo]",
