@@ -8,9 +8,10 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use gslb_core::policy::{self, EndpointKind, Policy};
+use gslb_core::policy::{self, EndpointKind, Policy, Target};
 
 use crate::config::Settings;
+use crate::config::dataplane::DataPlaneSettings;
 use crate::io::probe::{family_routable, route_to};
 
 /// Why `gslb check` failed.
@@ -44,12 +45,14 @@ pub fn run(
     let (mut checked, mut failed) = (0, 0);
     // Without paths: the settings' policies, none when the settings cannot be read.
     let mut default = vec![PathBuf::from("policies")];
+    let mut route53 = None;
     if let Some(file) = config {
         checked += 1;
         match Settings::load(file) {
             Ok(settings) => {
                 writeln!(out, "ok: {} (settings)", file.display())?;
                 default = settings.policies;
+                route53 = Some(settings.route53);
             }
             Err(e) => {
                 failed += 1;
@@ -64,7 +67,13 @@ pub fn run(
     for (file, result) in policy::load_each(paths) {
         checked += 1;
         match result {
-            Ok(p) => report(&file, &p, out)?,
+            Ok(p) => {
+                report(&file, &p, out)?;
+                let dp = route53.as_ref().and_then(|r| r.data_plane_of(&p.service.0));
+                if let Some(dp) = dp.filter(|_| matches!(p.target, Target::Route53(_))) {
+                    writeln!(out, "{}", data_plane_line(&p, dp))?;
+                }
+            }
             Err(errors) => {
                 failed += 1;
                 for e in &errors.0 {
@@ -103,6 +112,38 @@ fn report(file: &Path, p: &Policy, out: &mut impl Write) -> std::io::Result<()> 
         writeln!(out, "warning: {}: {w}", file.display())?;
     }
     Ok(())
+}
+
+/// The `data-plane:` line of a policy in Route 53 data-plane mode: its worst-case failover
+/// (gslb detection + the checkers' `RequestInterval x FailureThreshold` + aggregation + TTL;
+/// no Route 53 API call) and its health checks' monthly cost.
+pub fn data_plane_line(p: &Policy, dp: &DataPlaneSettings) -> String {
+    let ttl = p.target.ttl();
+    let detection = data_plane_detection(p);
+    let (checkers, aggregation) = dp.checker_delay();
+    let (aws, other) = dp.monthly_cost(p.pools.len());
+    let f = humantime::format_duration;
+    format!(
+        "data-plane: service {}: worst-case failover {}: detection {} + checkers {} ({}x{}) + aggregation {} + TTL {}, no Route 53 API call; {} health checks, {aws:.2} USD/month on AWS endpoints, {other:.2} USD/month on other endpoints (Route 53 pricing as read on 2026-12-01)",
+        p.service,
+        f(dp.worst_case_failover(detection, ttl)),
+        f(detection),
+        f(checkers),
+        f(dp.request_interval),
+        dp.failure_threshold,
+        f(aggregation),
+        f(ttl),
+        dp.checks_per_service(p.pools.len()),
+    )
+}
+
+/// gslb's share of a data-plane failover, up to this instance's decision: the policy's
+/// worst-case failover without the TTL, plus the engine's waits (`confirm_target`).
+pub fn data_plane_detection(p: &Policy) -> std::time::Duration {
+    p.failover_waits().iter().fold(
+        p.worst_case_failover().saturating_sub(p.target.ttl()),
+        |t, (_, w)| t.saturating_add(*w),
+    )
 }
 
 /// One warning per endpoint whose host is an IP literal this host has no route to

@@ -16,6 +16,8 @@
 //! - `provider`: [`Route53Provider`], `observe` and `apply`;
 //! - `provision`: [`Route53Provider::provision`], [`ProvisionReport`];
 //! - `records`, `checks`: the pair's records and verdict checks;
+//! - `dataplane`: [`Route53Provider::provision_data_plane`], the data-plane mode's vote and
+//!   tally checks;
 //! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error →
 //!   [`gslb_provider::ProviderError`];
 //! - `testing` (feature `test-util`): SDK clients for local emulators.
@@ -24,6 +26,7 @@ mod api;
 mod checks;
 mod classify;
 mod config;
+mod dataplane;
 mod provider;
 mod provision;
 mod records;
@@ -31,5 +34,6 @@ mod records;
 pub mod testing;
 
 pub use config::{Route53Binding, Route53Pool, Route53Settings, default_region};
+pub use dataplane::{DataPlaneBinding, DataPlaneReport, TallyReport, VotePool, Voter};
 pub use provider::Route53Provider;
 pub use provision::{PoolProvision, ProvisionAction, ProvisionReport};

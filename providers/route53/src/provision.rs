@@ -95,6 +95,16 @@ impl Route53Provider {
     /// `change_timeout` (it may still complete: run again to check); the errors of the API
     /// calls otherwise. Verdict checks created by a failed run are left in place and logged.
     pub async fn provision(&self) -> Result<ProvisionReport, ProviderError> {
+        self.provision_records(None).await
+    }
+
+    /// [`Route53Provider::provision`], with each pool's record carrying `fixed[pool]` instead
+    /// of a verdict check when given (data-plane mode's tally checks, see
+    /// [`crate::dataplane`]).
+    pub(crate) async fn provision_records(
+        &self,
+        fixed: Option<&[String]>,
+    ) -> Result<ProvisionReport, ProviderError> {
         self.binding.validate()?;
         // Checks this run created, per pool, reused by later attempts instead of making more.
         let mut created: Vec<Option<String>> = vec![None; self.binding.pools.len()];
@@ -102,7 +112,7 @@ impl Route53Provider {
         let mut previous: Option<(Vec<Option<ResourceRecordSet>>, String)> = None;
         let mut batches = 0;
         loop {
-            let attempt = self.plan_attempt(&mut created).await?;
+            let attempt = self.plan_attempt(&mut created, fixed).await?;
             if attempt.changes.is_empty() {
                 warn_orphans(&created, &attempt.pools);
                 return Ok(ProvisionReport {
@@ -150,25 +160,32 @@ impl Route53Provider {
     }
 
     /// Lists the records and plans one change batch, creating verdict checks where needed.
-    async fn plan_attempt(&self, created: &mut [Option<String>]) -> Result<Attempt, ProviderError> {
+    async fn plan_attempt(
+        &self,
+        created: &mut [Option<String>],
+        fixed: Option<&[String]>,
+    ) -> Result<Attempt, ProviderError> {
         let b = &self.binding;
         let listed = list_pair(&self.api, b).await?;
         let mut changes = Vec::new();
         let mut pools = Vec::new();
         for (index, (pool, record)) in b.pools.iter().zip(&listed).enumerate() {
-            let (usable, unusable_why) =
-                match record.as_ref().and_then(|r| r.health_check_id.as_deref()) {
-                    None => (None, Some("it has no health check".to_owned())),
-                    Some(id) => match checks::get(&self.api, id).await {
-                        Ok(check) => (Some(check.id), None),
-                        Err(
-                            e @ (ProviderError::NotFound(_)
-                            | ProviderError::Unowned(_)
-                            | ProviderError::Invalid(_)),
-                        ) => (None, Some(e.to_string())),
-                        Err(e) => return Err(e),
-                    },
-                };
+            let (usable, unusable_why) = match (
+                fixed,
+                record.as_ref().and_then(|r| r.health_check_id.as_deref()),
+            ) {
+                (Some(ids), _) => (ids.get(index).cloned(), None),
+                (None, None) => (None, Some("it has no health check".to_owned())),
+                (None, Some(id)) => match checks::get(&self.api, id).await {
+                    Ok(check) => (Some(check.id), None),
+                    Err(
+                        e @ (ProviderError::NotFound(_)
+                        | ProviderError::Unowned(_)
+                        | ProviderError::Invalid(_)),
+                    ) => (None, Some(e.to_string())),
+                    Err(e) => return Err(e),
+                },
+            };
             let (check_id, created_health_check) = match (usable, &created[index]) {
                 (Some(id), _) => (id, false),
                 (None, Some(id)) => (id.clone(), true),
