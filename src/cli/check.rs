@@ -124,7 +124,7 @@ pub fn data_plane_line(p: &Policy, dp: &DataPlaneSettings) -> String {
     let (aws, other) = dp.monthly_cost(p.pools.len());
     let f = humantime::format_duration;
     format!(
-        "data-plane: service {}: worst-case failover {}: detection {} + checkers {} ({}x{}) + aggregation {} + TTL {}, no Route 53 API call; {} health checks, {aws:.2} USD/month on AWS endpoints, {other:.2} USD/month on other endpoints (Route 53 pricing as read on 2026-12-01)",
+        "data-plane: service {}: worst-case failover {}: detection {} + checkers {} ({} x {}) + aggregation {} + TTL {}, no Route 53 API call; {} health checks, {aws:.2} USD/month on AWS endpoints, {other:.2} USD/month on other endpoints (Route 53 list prices recorded 2026-12-01, free tier not deducted)",
         p.service,
         f(dp.worst_case_failover(detection, ttl)),
         f(detection),

@@ -19,7 +19,7 @@ use crate::config::{Route53Settings, Settings};
 use crate::daemon::builder::{Builder, Daemon};
 use crate::daemon::cluster::{self, Cluster, ClusterError};
 use crate::daemon::controller;
-use crate::daemon::dataplane::VoteRegistry;
+use crate::daemon::dataplane::{self, VoteRegistry};
 use crate::daemon::reload::{self, Reloader, Trigger};
 use crate::daemon::shared_drills;
 use crate::daemon::votes;
@@ -290,7 +290,7 @@ async fn vote_listener(
     settings: &Settings,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<VoteRegistry, RunError> {
-    let registry = VoteRegistry::default();
+    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync));
     let r53 = &settings.route53;
     let Some(dp) = r53.data_plane.as_ref().filter(|_| {
         r53.modes

@@ -323,9 +323,10 @@ pub fn secret_env(service: &str, pool: &str) -> String {
     format!("GSLB_VOTE_SECRET_{}_{}", up(service), up(pool))
 }
 
-/// Route 53 health-check prices, US dollars per check and month, from the Amazon Route 53
-/// pricing page (<https://aws.amazon.com/route53/pricing/>, "Health checks", as read on
-/// 2026-12-01; the first 50 checks on AWS endpoints are free, not counted here):
+/// Route 53 health-check list prices, US dollars per check and month, from the Amazon Route 53
+/// pricing page (<https://aws.amazon.com/route53/pricing/>, "Health checks"), recorded on
+/// 2026-12-01 (re-check the page before budgeting; the first 50 checks on AWS endpoints are
+/// free, not deducted here):
 /// basic check on an AWS endpoint 0.50, on another endpoint 0.75; each optional feature
 /// (HTTPS, string matching, fast interval) 1.00 on an AWS endpoint, 2.00 on another.
 /// A CALCULATED check is billed as a basic check on an AWS endpoint.
@@ -341,7 +342,7 @@ pub struct CheckPrices {
     pub other_feature: f64,
 }
 
-/// The prices of [`CheckPrices`]' doc, as read on 2026-12-01.
+/// The prices of [`CheckPrices`]' doc, recorded on 2026-12-01.
 pub const PRICES: CheckPrices = CheckPrices {
     aws_basic: 0.50,
     other_basic: 0.75,
