@@ -341,6 +341,16 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
         .run_until(20, |m| m.answer() == "tokyo")
         .await
         .expect("the modelled data plane never served tokyo");
+    // The dead instance's vote check is healthy (no vote to drain); the two drain votes are
+    // a majority, so the tally check is unhealthy.
+    let tally = model.records()[0].health_check.clone().expect("tally");
+    let (children, _, _) = model.tally(&tally).expect("tally check");
+    let dead_url = format!("https://{}/", all[2].vote);
+    for c in &children {
+        let dead = model.url_of(c).is_some_and(|u| u.starts_with(&dead_url));
+        assert_eq!(model.healthy(c), dead, "vote check {c}");
+    }
+    assert!(!model.healthy(&tally));
     let checkers = dp.request_interval * rounds;
     let (ri_x_ft, aggregation) = dp.checker_delay();
     assert!(checkers <= ri_x_ft + aggregation, "{rounds} rounds");
