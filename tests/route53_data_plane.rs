@@ -219,6 +219,15 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
     assert!(first.contains("threshold 0 (permissive"), "{first}");
     let second = provision(dir.path());
     assert!(second.contains("threshold 2;"), "{second}");
+    let third = provision(dir.path());
+    assert_eq!(
+        third
+            .matches("record unchanged; tally check")
+            .zip(third.matches("threshold 2; vote checks 0 created, 0 corrected"))
+            .count(),
+        2,
+        "a third run changes nothing:\n{third}"
+    );
     let model = DataPlaneModel::load(&client, &zone, "api.example.test").await;
     for r in model.records() {
         let tally = r.health_check.as_deref().expect("record carries a tally");

@@ -234,3 +234,81 @@ pub(crate) async fn has_data(api: &Api, id: &str) -> Result<bool, ProviderError>
         .await?;
     Ok(!out.health_check_observations.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn voter() -> Voter {
+        Voter {
+            instance: "a".into(),
+            https: true,
+            host: "203.0.113.10".into(),
+            port: 8443,
+            path: "/v1/vote/api/seoul".into(),
+        }
+    }
+
+    fn check(id: &str, reference: &str, config: HealthCheckConfig) -> HealthCheck {
+        HealthCheck::builder()
+            .id(id)
+            .caller_reference(reference)
+            .health_check_config(config)
+            .health_check_version(1)
+            .build()
+            .expect("check")
+    }
+
+    #[test]
+    fn a_vote_check_is_recognised_by_its_url() {
+        let v = voter();
+        let c = vote_config(&v, "gslb-drain x", 30, 3).expect("config");
+        assert!(probes(&c, &v));
+        assert_eq!(c.inverted(), Some(true));
+        assert_eq!(c.ip_address(), Some("203.0.113.10"));
+        assert_eq!(c.enable_sni(), None, "no SNI for an IP address");
+        let mut other = v.clone();
+        other.path = "/v1/vote/api/tokyo".into();
+        assert!(!probes(&c, &other));
+        other = v.clone();
+        other.https = false;
+        assert!(!probes(&c, &other), "HTTP_STR_MATCH is another check");
+        let mut named = v.clone();
+        named.host = "Seoul.gslb.example.com".into();
+        let c = vote_config(&named, "gslb-drain x", 10, 3).expect("config");
+        assert_eq!(
+            c.fully_qualified_domain_name(),
+            Some("Seoul.gslb.example.com")
+        );
+        assert_eq!(c.enable_sni(), Some(true));
+        named.host = "seoul.gslb.example.com".into();
+        assert!(probes(&c, &named), "host names compare case-insensitively");
+    }
+
+    #[test]
+    fn the_tally_is_found_by_its_children_in_any_order_and_only_if_ours() {
+        let tally = |children: &[&str]| {
+            HealthCheckConfig::builder()
+                .r#type(HealthCheckType::Calculated)
+                .health_threshold(2)
+                .set_child_health_checks(Some(children.iter().map(|c| (*c).to_owned()).collect()))
+                .build()
+                .expect("config")
+        };
+        let listed = vec![
+            check("foreign", "terraform-1", tally(&["x", "y", "z"])),
+            check("t1", "gslb-seoul-tally-1", tally(&["z", "x", "y"])),
+            check("t2", "gslb-tokyo-tally-2", tally(&["x", "y"])),
+        ];
+        let want = ["x".to_owned(), "y".to_owned(), "z".to_owned()];
+        assert_eq!(
+            find_tally(&listed, &want).map(|h| h.id.as_str()),
+            Some("t1")
+        );
+        assert_eq!(
+            find_tally(&listed, &want[..2]).map(|h| h.id.as_str()),
+            Some("t2")
+        );
+        assert!(find_tally(&listed[..1], &want).is_none(), "not gslb's");
+    }
+}
