@@ -34,7 +34,8 @@ use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use crate::ops::{events, notify, timeline};
 
-/// A [`Bind`] that gives each data-plane service its [`VoteBoard`] and every other service
+/// A [`Bind`] that gives each data-plane service its
+/// [`VoteBoard`](crate::daemon::dataplane::VoteBoard) and every other service
 /// the wrapped binder's provider.
 pub struct VotingBinder<'a, B> {
     /// The binder of every other service (the binary's adapters).
@@ -274,12 +275,6 @@ fn share_through_etcd(
     ));
 }
 
-/// Listens on `admin.listen` (and `admin.metrics_listen` when set) and serves the admin API
-/// on `tasks`, over TLS when `admin.tls_cert_file` is set (reloaded on change).
-///
-/// # Errors
-/// The TLS certificate or key cannot be loaded (exit code 2), an address cannot be bound
-/// (exit code 1).
 /// With a service in Route 53 data-plane mode: starts the vote listener
 /// (`[route53.data_plane] listen`) on `tasks`; the registry it reads is returned for the
 /// binder to fill. Without one: an empty registry and no listener.
@@ -306,6 +301,12 @@ async fn vote_listener(
     }
 }
 
+/// Listens on `admin.listen` (and `admin.metrics_listen` when set) and serves the admin API
+/// on `tasks`, over TLS when `admin.tls_cert_file` is set (reloaded on change).
+///
+/// # Errors
+/// The TLS certificate or key cannot be loaded (exit code 2), an address cannot be bound
+/// (exit code 1).
 async fn serve_admin(
     settings: &Settings,
     state: admin::AdminState,
