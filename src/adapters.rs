@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use gslb::cli::run::{Bind, BoxError};
 use gslb::config::Settings;
+use gslb::config::dataplane::{DataPlaneSettings, PoolVotes, health_threshold};
 use gslb_cloudflare::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
     LoadBalancerRef,
@@ -15,8 +16,8 @@ use gslb_cloudflare::{
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
 use gslb_route53::{
-    ProvisionAction, ProvisionOptions, ProvisionReport, Route53Alias, Route53Binding, Route53Pool,
-    Route53Provider, Route53Settings,
+    DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Alias,
+    Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
@@ -135,6 +136,10 @@ impl<'a> Adapters<'a> {
                     .iter()
                     .any(|a| names(t, p).contains(&a.trim_end_matches('.').to_ascii_lowercase())),
             };
+            if let Some(dp) = self.settings.route53.data_plane_of(&p.service.0) {
+                self.provision_votes(p, t, dp, options).await?;
+                continue;
+            }
             let report = self
                 .route53(t)
                 .await
@@ -191,5 +196,84 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
         for why in &report.needs_adopt {
             println!("  {why}");
         }
+    }
+}
+
+impl Adapters<'_> {
+    /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
+    /// then its records pointing at the tally checks.
+    ///
+    /// # Errors
+    /// A vote secret cannot be read, or a Route 53 call failed.
+    async fn provision_votes(
+        &self,
+        p: &Policy,
+        t: &Route53Target,
+        dp: &DataPlaneSettings,
+        options: ProvisionOptions,
+    ) -> anyhow::Result<()> {
+        let names: Vec<(String, String)> = t
+            .pools
+            .iter()
+            .map(|x| (x.pool.0.clone(), x.set_identifier.clone()))
+            .collect();
+        let votes = dp
+            .pool_votes(&p.service.0, &names)
+            .map_err(anyhow::Error::msg)?;
+        let binding = DataPlaneBinding {
+            pools: votes.into_iter().map(vote_pool).collect(),
+            request_interval: i32::try_from(dp.request_interval.as_secs()).unwrap_or(30),
+            failure_threshold: i32::try_from(dp.failure_threshold).unwrap_or(3),
+            health_threshold: i32::try_from(health_threshold(dp.instances.len()))
+                .unwrap_or(i32::MAX),
+        };
+        let report = self
+            .route53(t)
+            .await
+            .provision_data_plane(&binding, options)
+            .await
+            .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))?;
+        for (tally, rec) in report.tallies.iter().zip(&report.records.pools) {
+            let threshold = match tally.health_threshold {
+                0 => {
+                    "0 (permissive until every vote check has data: run provision again)".to_owned()
+                }
+                n => n.to_string(),
+            };
+            println!(
+                "provisioned {} {}: record {}; tally check {} threshold {threshold}; vote checks {} created, {} corrected",
+                p.service,
+                tally.set_identifier,
+                match &rec.action {
+                    ProvisionAction::Unchanged => "unchanged".to_owned(),
+                    ProvisionAction::Created => "created".to_owned(),
+                    ProvisionAction::Replaced { reason } => format!("replaced ({reason})"),
+                    ProvisionAction::Adopted { reason } => format!("adopted ({reason})"),
+                },
+                tally.tally_check_id,
+                tally.created,
+                tally.updated,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The adapter's form of one pool's votes.
+fn vote_pool(v: PoolVotes) -> VotePool {
+    VotePool {
+        set_identifier: v.set_identifier,
+        search_string: v.search_string,
+        voters: v
+            .targets
+            .into_iter()
+            .map(|t| Voter {
+                instance: t.instance,
+                https: t.https,
+                host: t.host,
+                port: t.port,
+                path: t.path,
+            })
+            .collect(),
     }
 }

@@ -14,6 +14,7 @@ pub mod drills;
 pub mod events;
 pub mod health;
 pub mod tls;
+pub mod votes;
 
 use std::sync::Arc;
 

@@ -20,6 +20,7 @@ use gslb_core::model::VantageId;
 
 mod admin_auth;
 mod cluster;
+pub mod dataplane;
 mod engine;
 mod notify;
 mod providers;
@@ -313,6 +314,9 @@ impl Settings {
     /// record, webhook URL files) relative to `base`, the settings file's folder.
     fn relative_to(&mut self, base: &Path) {
         self.notify.relative_to(base);
+        if let Some(dp) = &mut self.route53.data_plane {
+            dp.relative_to(base);
+        }
         if let Some(cluster) = &mut self.cluster {
             cluster.relative_to(base);
         }

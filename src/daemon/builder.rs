@@ -156,7 +156,8 @@ pub struct Daemon {
 impl Daemon {
     /// Starts probing `policy`'s endpoints, its adoption read and the reconciler that pushes
     /// its decisions to `provider`. In a cluster, the service also joins its binding's
-    /// election, and its reconciler writes only as the fenced writer.
+    /// election, and its reconciler writes only as the fenced writer, unless the provider is
+    /// not [`Provider::elected`] (data-plane votes).
     ///
     /// # Errors
     /// A probe target that cannot be built (e.g. an invalid TLS server name).
@@ -166,7 +167,10 @@ impl Daemon {
         provider: Arc<P>,
     ) -> Result<(), ProbeError> {
         let mut steering = controller::steering(policy, self.resync);
-        let election = self.cluster.as_ref().map(|c| {
+        // A provider that writes only this instance's own state (data-plane votes) applies
+        // every decision itself: no election.
+        let cluster = self.cluster.as_ref().filter(|_| provider.elected());
+        let election = cluster.map(|c| {
             let (seat, task) = c.seat(&policy.service);
             steering.seat = Some(seat);
             task

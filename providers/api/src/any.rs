@@ -15,6 +15,7 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 trait DynProvider: Send + Sync {
     fn name(&self) -> &'static str;
     fn style(&self) -> FailoverStyle;
+    fn elected(&self) -> bool;
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>>;
     fn apply_as<'a>(
@@ -31,6 +32,10 @@ impl<P: Provider> DynProvider for P {
 
     fn style(&self) -> FailoverStyle {
         Provider::style(self)
+    }
+
+    fn elected(&self) -> bool {
+        Provider::elected(self)
     }
 
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
@@ -75,6 +80,10 @@ impl Provider for AnyProvider {
 
     fn style(&self) -> FailoverStyle {
         self.0.style()
+    }
+
+    fn elected(&self) -> bool {
+        self.0.elected()
     }
 
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {

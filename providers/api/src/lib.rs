@@ -74,6 +74,13 @@ pub trait Provider: Send + Sync + 'static {
         let _ = stamp;
         self.apply(plan)
     }
+    /// Whether, in a cluster (`[cluster]`), only the binding's elected writer may apply.
+    /// Default `true`. `false` for a provider that writes only this instance's own state
+    /// (Route 53 data-plane votes: every instance votes its own view, and Route 53 counts
+    /// the votes), so every instance applies its own decisions, elected or not.
+    fn elected(&self) -> bool {
+        true
+    }
 }
 
 /// What a cluster writer's write carries: its epoch (the fencing token: the creation revision

@@ -20,6 +20,8 @@
 //! - `ownership`: what gslb owns (health checks by `CallerReference` prefix, records by
 //!   set identifier and owned check), for every kind of check gslb makes;
 //! - `records`, `checks`: the pair's records and verdict checks;
+//! - `dataplane`: [`Route53Provider::provision_data_plane`], the data-plane mode's vote and
+//!   tally checks;
 //! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error →
 //!   [`gslb_provider::ProviderError`];
 //! - `testing` (feature `test-util`): SDK clients for local emulators.
@@ -29,6 +31,7 @@ mod batch;
 mod checks;
 mod classify;
 mod config;
+mod dataplane;
 mod ownership;
 mod provider;
 mod provision;
@@ -37,5 +40,6 @@ mod records;
 pub mod testing;
 
 pub use config::{Route53Alias, Route53Binding, Route53Pool, Route53Settings, default_region};
+pub use dataplane::{DataPlaneBinding, DataPlaneReport, TallyReport, VotePool, Voter};
 pub use provider::Route53Provider;
 pub use provision::{NEW_CHECK, PoolProvision, ProvisionAction, ProvisionOptions, ProvisionReport};

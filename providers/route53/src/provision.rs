@@ -164,6 +164,17 @@ impl Route53Provider {
         &self,
         options: ProvisionOptions,
     ) -> Result<ProvisionReport, ProviderError> {
+        self.provision_records(options, None).await
+    }
+
+    /// [`Route53Provider::provision_with`], with each pool's record carrying `fixed[pool]`
+    /// instead of a verdict check when given (data-plane mode's tally checks, see
+    /// [`crate::dataplane`]).
+    pub(crate) async fn provision_records(
+        &self,
+        options: ProvisionOptions,
+        fixed: Option<&[String]>,
+    ) -> Result<ProvisionReport, ProviderError> {
         self.binding.validate()?;
         // Checks this run created, per pool, reused by later attempts instead of making more.
         let mut created: Vec<Option<String>> = vec![None; self.binding.pools.len()];
@@ -181,7 +192,7 @@ impl Route53Provider {
                 )));
             }
             let attempt = self
-                .plan_attempt(&seen, &mut created, options.dry_run)
+                .plan_attempt(&seen, &mut created, options.dry_run, fixed)
                 .await?;
             let mut report = ProvisionReport {
                 batch: (!attempt.changes.is_empty())
@@ -290,12 +301,14 @@ impl Route53Provider {
     }
 
     /// Plans one change batch from `seen`, creating verdict checks where needed (none in a
-    /// dry run: [`NEW_CHECK`] stands for each).
+    /// dry run: [`NEW_CHECK`] stands for each); with `fixed`, pool `i`'s record carries
+    /// `fixed[i]` and no verdict check is made.
     async fn plan_attempt(
         &self,
         seen: &Inspection,
         created: &mut [Option<String>],
         dry_run: bool,
+        fixed: Option<&[String]>,
     ) -> Result<Attempt, ProviderError> {
         let b = &self.binding;
         let mut changes = Vec::new();
@@ -304,7 +317,11 @@ impl Route53Provider {
         }
         let mut pools = Vec::new();
         for (index, (pool, s)) in b.pools.iter().zip(&seen.pools).enumerate() {
-            let (check_id, created_health_check) = match (&s.usable, &created[index]) {
+            let usable = match fixed {
+                Some(ids) => ids.get(index),
+                None => s.usable.as_ref(),
+            };
+            let (check_id, created_health_check) = match (usable, &created[index]) {
                 (Some(id), _) => (id.clone(), false),
                 (None, Some(id)) => (id.clone(), true),
                 (None, None) if dry_run => (NEW_CHECK.to_owned(), true),
