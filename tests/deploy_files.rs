@@ -874,8 +874,20 @@ fn the_dockerfile_dependency_layer_is_a_complete_workspace() {
 #[test]
 fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
     let mut operations = BTreeSet::new();
-    for entry in std::fs::read_dir(root().join("providers/route53/src")).expect("the adapter") {
-        let text = std::fs::read_to_string(entry.expect("a file").path()).expect("source");
+    let mut sources = vec![root().join("providers/route53/src")];
+    let mut files = Vec::new();
+    while let Some(dir) = sources.pop() {
+        for entry in std::fs::read_dir(dir).expect("the adapter") {
+            let path = entry.expect("a file").path();
+            if path.is_dir() {
+                sources.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("source");
         for (i, _) in text.match_indices(".call(\"") {
             let rest = &text[i + 7..];
             let name = &rest[..rest.find('"').expect("a closing quote")];
@@ -926,10 +938,12 @@ fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
                 "route53:ListResourceRecordSets" | "route53:ChangeResourceRecordSets" => {
                     &["hostedzone"]
                 }
-                "route53:GetHealthCheck" | "route53:UpdateHealthCheck" => &["healthcheck"],
+                "route53:GetHealthCheck"
+                | "route53:UpdateHealthCheck"
+                | "route53:GetHealthCheckStatus" => &["healthcheck"],
                 "route53:GetChange" => &["change"],
-                // Route 53 has no resource-level permission for creating a health check.
-                "route53:CreateHealthCheck" => &[],
+                // Route 53 has no resource-level permission for creating or listing health checks.
+                "route53:CreateHealthCheck" | "route53:ListHealthChecks" => &[],
                 other => panic!("{other}: not a call of the adapter"),
             };
             for resource in &resources {
