@@ -30,6 +30,7 @@ mod records;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use aws_sdk_route53::Client;
 pub use config::{Route53Binding, Route53Pool, Route53Settings, default_region};
 pub use provider::Route53Provider;
 pub use provision::{PoolProvision, ProvisionAction, ProvisionReport};

@@ -40,13 +40,22 @@ impl Route53Provider {
     /// Credentials are not checked here: a missing or bad credential surfaces as
     /// [`ProviderError::Auth`] on the first call.
     pub async fn from_env(settings: Route53Settings, binding: Route53Binding) -> Self {
+        let client = Self::client_from_env(&settings).await;
+        Self::new(client, settings, binding)
+    }
+
+    /// The client [`Route53Provider::from_env`] builds: the standard credential chain,
+    /// signing for `settings.region`, sending to `settings.endpoint_url` when set. Loading it
+    /// costs milliseconds of CPU and a few hundred kB (an HTTPS client with its root
+    /// certificates, a credentials cache): build one per process and share it between bindings
+    /// with [`Route53Provider::new`] (a clone is cheap), not one per binding.
+    pub async fn client_from_env(settings: &Route53Settings) -> Client {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(settings.region.clone()));
         if let Some(url) = &settings.endpoint_url {
             loader = loader.endpoint_url(url);
         }
-        let sdk = loader.load().await;
-        Self::new(Client::new(&sdk), settings, binding)
+        Client::new(&loader.load().await)
     }
 
     /// A provider around an existing client (tests pass one with static credentials and an
