@@ -9,7 +9,7 @@
 //! decision. The one thing it waits for is the drill state file, written off the runtime
 //! threads once per step that changes the drills, before that step takes effect.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -21,7 +21,7 @@ use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{
-    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, Step,
+    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, ServiceEngine, Step,
 };
 use gslb_core::event::Event;
 use gslb_core::model::{EndpointId, ServiceId, VantageId};
@@ -29,6 +29,22 @@ use gslb_core::policy::{Mode, Policy};
 
 /// Each service's decision channel, to its reconciler.
 type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
+
+/// Services whose status and decision gauges lag their engine by probe results that changed
+/// no decision: shown at the next tick (at most `tick` later, at most 1 s), so a probe result
+/// does not rebuild its service's status (O(endpoints of the service)) and re-set its pool
+/// gauges; a changed decision shows at once.
+#[derive(Debug, Default)]
+struct Behind(BTreeSet<ServiceId>);
+
+impl Behind {
+    /// `service` waits for the next tick.
+    fn mark(&mut self, service: &ServiceId) {
+        if !self.0.contains(service) {
+            self.0.insert(service.clone());
+        }
+    }
+}
 
 /// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
 /// service is re-evaluated without new input. Its heartbeat (`engine_loop`) beats at every
@@ -58,6 +74,7 @@ pub(super) async fn run(
     record_readiness(&engine, &telemetry);
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut behind = Behind::default();
     loop {
         heartbeat.beat(bound);
         let (input, reply) = tokio::select! {
@@ -69,7 +86,8 @@ pub(super) async fn run(
                     continue;
                 }
                 Some(Message::Reload(r)) => {
-                    reload(&mut engine, r, &mut decisions, &telemetry, &mut journal).await;
+                    let out = (&mut decisions, &mut behind);
+                    reload(&mut engine, r, out, &telemetry, &mut journal).await;
                     record_readiness(&engine, &telemetry);
                     continue;
                 }
@@ -81,7 +99,8 @@ pub(super) async fn run(
             input,
         };
         received(&step, &engine, &telemetry);
-        let answer = apply(&mut engine, &step, &decisions, &telemetry, &mut journal).await;
+        let to = (&decisions, &mut behind);
+        let answer = apply(&mut engine, &step, to, &telemetry, &mut journal).await;
         if matches!(step.input, Input::Adopt { .. }) {
             record_readiness(&engine, &telemetry);
         }
@@ -120,7 +139,7 @@ fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
             };
             telemetry
                 .metrics
-                .record_probe(&service.0, &pool.0, observation);
+                .record_probe(service, &pool.0, observation);
             telemetry.board.record_probe(service, pool, observation);
             let _ = telemetry.events.send(Event::Probe {
                 service: service.clone(),
@@ -147,7 +166,7 @@ fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
 async fn apply(
     engine: &mut Engine,
     step: &Step,
-    decisions: &Decisions,
+    to: (&Decisions, &mut Behind),
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
@@ -167,7 +186,7 @@ async fn apply(
         return Some(Reply::Override(Err(refused)));
     }
     journal.record(step);
-    publish(engine, step, &out, decisions, telemetry, journal);
+    publish(engine, step, &out, to, telemetry, journal);
     match (saved, out.reply) {
         // An ended drill stays ended in memory; the operator learns the file still lists it.
         (Err(e), Some(Reply::Override(Ok(_)))) => {
@@ -193,7 +212,7 @@ async fn save(engine: &Engine, out: &Output, journal: &Journal) -> Result<(), St
 async fn reload(
     engine: &mut Engine,
     reload: Reload,
-    decisions: &mut Decisions,
+    (decisions, behind): (&mut Decisions, &mut Behind),
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
@@ -236,7 +255,7 @@ async fn reload(
     }
     let step = Step { at, input };
     journal.record(&step);
-    publish(engine, &step, &out, decisions, telemetry, journal);
+    publish(engine, &step, &out, (decisions, behind), telemetry, journal);
     let _ = done.send(());
 }
 
@@ -288,42 +307,35 @@ fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
 }
 
 /// Publishes one step's output (its drills already saved): audit, log and events, status,
-/// metrics, and changed decisions to their reconcilers.
+/// metrics, and changed decisions to their reconcilers. A probe result that changed no
+/// decision only marks its service [`Behind`]; a tick shows every service.
 fn publish(
     engine: &Engine,
     step: &Step,
     out: &Output,
-    decisions: &Decisions,
+    (decisions, behind): (&Decisions, &mut Behind),
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
     audit(step, out, journal);
     announce(step, out, telemetry);
-    if out.decisions.is_empty() {
+    let observed = match &step.input {
+        Input::Observe { service, .. } => Some(service),
+        _ => None,
+    };
+    if let (Some(service), true) = (observed, out.decisions.is_empty()) {
         // Before adoption there is no decision, but the probes' evidence shows already.
-        if let Input::Observe { service, .. } = &step.input {
-            if let Some(s) = engine.service(service) {
-                telemetry
-                    .board
-                    .update_service(s, engine.overrides().all(), step.at);
-            }
-        }
+        behind.mark(service);
     }
     for (decision, changed) in &out.decisions {
+        if observed.is_some() && !*changed {
+            behind.mark(&decision.service);
+            continue;
+        }
+        behind.0.remove(&decision.service);
         let service = engine.service(&decision.service);
         let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
-        telemetry.metrics.record_decision(decision, *changed, mode);
-        if engine.cluster().is_some() {
-            telemetry.metrics.record_fresh_voters(decision);
-        }
-        if let Some(s) = service {
-            telemetry
-                .board
-                .update_service(s, engine.overrides().all(), step.at);
-            telemetry
-                .metrics
-                .record_velocity(&decision.service, s.velocity_available(step.at));
-        }
+        show(engine, service, decision, *changed, step.at, telemetry);
         if *changed {
             tracing::info!(
                 service = %decision.service,
@@ -346,6 +358,16 @@ fn publish(
         telemetry.metrics.record_cluster(cluster, step.at);
     }
     if matches!(step.input, Input::Tick) {
+        for id in std::mem::take(&mut behind.0) {
+            if let Some(s) = engine.service(&id) {
+                match s.last_decision() {
+                    Some(d) => show(engine, Some(s), d, false, step.at, telemetry),
+                    None => telemetry
+                        .board
+                        .update_service(s, engine.overrides().all(), step.at),
+                }
+            }
+        }
         telemetry
             .metrics
             .record_vantage_points(&engine.vantage_points(step.at));
@@ -359,6 +381,31 @@ fn publish(
         for s in engine.services() {
             telemetry.record_apply(&s.policy().service);
         }
+    }
+}
+
+/// Shows `decision` in the metrics (counted when `changed`) and, with its service's engine
+/// `s`, in the status with its velocity budget at `at`.
+fn show(
+    engine: &Engine,
+    s: Option<&ServiceEngine>,
+    decision: &Decision,
+    changed: bool,
+    at: gslb_core::model::Millis,
+    telemetry: &Telemetry,
+) {
+    let mode = s.map_or(Mode::Enforce, |s| s.policy().mode);
+    telemetry.metrics.record_decision(decision, changed, mode);
+    if engine.cluster().is_some() {
+        telemetry.metrics.record_fresh_voters(decision);
+    }
+    if let Some(s) = s {
+        telemetry
+            .board
+            .update_service(s, engine.overrides().all(), at);
+        telemetry
+            .metrics
+            .record_velocity(&decision.service, s.velocity_available(at));
     }
 }
 

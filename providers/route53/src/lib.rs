@@ -39,6 +39,7 @@ mod records;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use aws_sdk_route53::Client;
 pub use config::{Route53Alias, Route53Binding, Route53Pool, Route53Settings, default_region};
 pub use dataplane::{DataPlaneBinding, DataPlaneReport, TallyReport, VotePool, Voter};
 pub use provider::Route53Provider;

@@ -40,13 +40,28 @@ impl Route53Provider {
     /// Credentials are not checked here: a missing or bad credential surfaces as
     /// [`ProviderError::Auth`] on the first call.
     pub async fn from_env(settings: Route53Settings, binding: Route53Binding) -> Self {
+        let client = Self::client_from_env(&settings).await;
+        Self::new(client, settings, binding)
+    }
+
+    /// The client [`Route53Provider::from_env`] builds: the standard credential chain,
+    /// signing for `settings.region`, sending to `settings.endpoint_url` when set. Loading it
+    /// costs milliseconds of CPU and a few hundred kB (an HTTPS client with its root
+    /// certificates, a credentials cache): build one per process and share it between bindings
+    /// with [`Route53Provider::new`] (a clone is cheap), not one per binding.
+    ///
+    /// The client carries its HTTP client explicitly (the SDK's default HTTPS client: rustls
+    /// with aws-lc, the proxy from the environment): left to the SDK's default, every
+    /// [`Route53Provider::new`] would build its own, each with its own copy of the root
+    /// certificates (about 130 kB per binding).
+    pub async fn client_from_env(settings: &Route53Settings) -> Client {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(shared_https_client())
             .region(Region::new(settings.region.clone()));
         if let Some(url) = &settings.endpoint_url {
             loader = loader.endpoint_url(url);
         }
-        let sdk = loader.load().await;
-        Self::new(Client::new(&sdk), settings, binding)
+        Client::new(&loader.load().await)
     }
 
     /// A provider around an existing client (tests pass one with static credentials and an
@@ -125,6 +140,25 @@ impl Route53Provider {
         }
         Ok((state, ids))
     }
+}
+
+/// The SDK's default HTTPS client (as `aws-smithy-runtime` builds it for the current behavior
+/// version: rustls with aws-lc, the proxy from the environment), built once here so that every
+/// client made from one configuration shares it and its connectors.
+fn shared_https_client() -> aws_sdk_route53::config::SharedHttpClient {
+    use aws_smithy_http_client::proxy::ProxyConfig;
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    use aws_smithy_http_client::{Builder, ConnectorBuilder};
+    Builder::new().build_with_connector_fn(|settings, components| {
+        let mut connector =
+            ConnectorBuilder::default().tls_provider(Provider::Rustls(CryptoMode::AwsLc));
+        connector.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            connector.set_sleep_impl(components.sleep_impl());
+        }
+        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.build()
+    })
 }
 
 impl Provider for Route53Provider {

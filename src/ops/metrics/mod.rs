@@ -29,6 +29,8 @@ use prometheus::{
 use gslb_core::model::{EndpointId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
+use crate::ops::endpoints::EndpointTable;
+
 pub use cluster::CLUSTER_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
@@ -39,6 +41,8 @@ pub struct Metrics {
     registry: Registry,
     /// Name and type of every family registered, in registration order.
     declared: Arc<Mutex<Vec<(String, MetricType)>>>,
+    /// Each endpoint's probe series, resolved at its first result ([`Metrics::record_probe`]).
+    probe_series: Arc<Mutex<EndpointTable<probes::ProbeSeries>>>,
     /// `probe_success{service,pool,endpoint,vantage}`: 1 when the last probe passed.
     pub probe_success: GaugeVec,
     /// `probe_duration_seconds{...}`: duration of the last probe.
@@ -217,6 +221,7 @@ impl Metrics {
             cluster_late_writes_total: r.counter(&writer::CLUSTER_LATE_WRITES_TOTAL),
             registry: r.registry,
             declared: r.declared,
+            probe_series: Arc::default(),
         };
         // `process_*` (CPU seconds, resident and virtual memory, open and maximum file
         // descriptors, start time) from /proc; on other systems it collects nothing.
@@ -233,6 +238,7 @@ impl Metrics {
     /// stay: they are history.
     pub fn forget_service(&self, policy: &Policy, seen: &[(EndpointId, VantageId)]) {
         let service = policy.service.0.as_str();
+        self.lock_probe_series().remove_service(&policy.service);
         for pool in &policy.pools {
             let p = pool.id.0.as_str();
             for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
