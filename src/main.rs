@@ -246,19 +246,15 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             .map_err(run_failure),
         Command::Provision { config } => {
             let (settings, policies, _) = run::load(&config).map_err(run_failure)?;
-            Adapters {
-                settings: &settings,
-            }
-            .provision(&policies)
-            .await
-            .map_err(Failure::from)
+            Adapters::new(&settings)
+                .provision(&policies)
+                .await
+                .map_err(Failure::from)
         }
         Command::Plan { config, rounds } => {
             let loaded = run::load(&config).map_err(|e| run_failure(e.with_exit_code(1)));
             let (settings, policies, _) = loaded?;
-            let adapters = Adapters {
-                settings: &settings,
-            };
+            let adapters = Adapters::new(&settings);
             gslb::cli::plan::run(&settings, &policies, &adapters, rounds, out)
                 .await
                 .map_err(run_failure)
@@ -268,9 +264,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             // instead of ending the process.
             let hangup = gslb::io::signals::hangup().context("listening for SIGHUP")?;
             let (settings, policies, reloader) = run::load(&config).map_err(run_failure)?;
-            let adapters = Adapters {
-                settings: &settings,
-            };
+            let adapters = Adapters::new(&settings);
             if provision {
                 adapters.provision(&policies).await?;
             }

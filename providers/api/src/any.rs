@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::{FailoverStyle, ObservedState, Plan, Provider, ProviderError, Stamp};
 
@@ -16,6 +17,10 @@ trait DynProvider: Send + Sync {
     fn name(&self) -> &'static str;
     fn style(&self) -> FailoverStyle;
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>>;
     fn apply_as<'a>(
         &'a self,
@@ -35,6 +40,13 @@ impl<P: Provider> DynProvider for P {
 
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
         Box::pin(Provider::observe(self))
+    }
+
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
+        Box::pin(Provider::observe_within(self, max_age))
     }
 
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>> {
@@ -79,6 +91,13 @@ impl Provider for AnyProvider {
 
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
         self.0.observe()
+    }
+
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
+        self.0.observe_within(max_age)
     }
 
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {

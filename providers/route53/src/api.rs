@@ -42,7 +42,8 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
 
-/// The SDK client plus the rate limiter and retry policy every call shares.
+/// The SDK client plus the rate limiter and retry policy every call of one AWS account
+/// shares (one per [`crate::Route53Account`]).
 #[derive(Debug)]
 pub(crate) struct Api {
     client: Client,
@@ -70,10 +71,12 @@ impl Api {
         let clock = TokioClock {
             start: tokio::time::Instant::now(),
         };
-        let limiter = RateLimiter::direct_with_clock(
-            Quota::per_second(settings.requests_per_second),
-            clock.clone(),
-        );
+        // No burst: at most `requests_per_second` requests in any one-second window, the way
+        // Route 53 counts its per-account quota.
+        let quota = Quota::with_period(Duration::from_secs(1) / settings.requests_per_second.get())
+            .unwrap_or_else(|| Quota::per_second(settings.requests_per_second))
+            .allow_burst(std::num::NonZeroU32::MIN);
+        let limiter = RateLimiter::direct_with_clock(quota, clock.clone());
         Self {
             client: Client::from_conf(config),
             limiter,

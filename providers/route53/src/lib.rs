@@ -16,10 +16,12 @@
 //! - `provider`: [`Route53Provider`], `observe` and `apply`;
 //! - `provision`: [`Route53Provider::provision`], [`ProvisionReport`];
 //! - `records`, `checks`: the pair's records and verdict checks;
+//! - `account`: [`Route53Account`], the client and the one rate limiter of an AWS account;
 //! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error →
 //!   [`gslb_provider::ProviderError`];
 //! - `testing` (feature `test-util`): SDK clients for local emulators.
 
+mod account;
 mod api;
 mod checks;
 mod classify;
@@ -30,6 +32,7 @@ mod records;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use account::Route53Account;
 pub use config::{Route53Binding, Route53Pool, Route53Settings, default_region};
 pub use provider::Route53Provider;
 pub use provision::{PoolProvision, ProvisionAction, ProvisionReport};

@@ -6,26 +6,25 @@
 //! failover needs only health-check updates, which Route 53's data plane acts on.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use aws_config::BehaviorVersion;
 use aws_sdk_route53::Client;
-use aws_sdk_route53::config::Region;
 use gslb_provider::{
     Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
 };
 
+use crate::account::Route53Account;
 use crate::api::Api;
 use crate::records::{list_pair, role};
 use crate::{Route53Binding, Route53Settings, checks};
 
 /// Steers one Route 53 failover pair through gslb verdict checks.
 ///
-/// Every API call is paced by one rate limiter and retried with jittered backoff as
-/// [`Route53Settings`] says. Pool references are the records' set identifiers.
+/// Every API call is paced by its [`Route53Account`]'s one rate limiter and retried with
+/// jittered backoff as [`Route53Settings`] says. Pool references are the records' set identifiers.
 #[derive(Debug)]
 pub struct Route53Provider {
-    pub(crate) api: Api,
+    pub(crate) api: Arc<Api>,
     pub(crate) settings: Route53Settings,
     pub(crate) binding: Route53Binding,
     /// Verdict check id per pool, as learned by the last successful `observe`.
@@ -33,32 +32,39 @@ pub struct Route53Provider {
 }
 
 impl Route53Provider {
-    /// A provider using the standard AWS credential chain (environment, shared config and
-    /// credentials files, web identity, ECS and EC2 instance metadata) through `aws-config`,
-    /// signing for `settings.region` and sending to `settings.endpoint_url` when set.
+    /// A provider using the standard AWS credential chain (see [`Route53Account::from_env`])
+    /// with its own rate limiter. Bindings on one AWS account should share one
+    /// [`Route53Account`] instead ([`Route53Provider::with_account`]).
     ///
     /// Credentials are not checked here: a missing or bad credential surfaces as
     /// [`ProviderError::Auth`] on the first call.
     pub async fn from_env(settings: Route53Settings, binding: Route53Binding) -> Self {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
-            .region(Region::new(settings.region.clone()));
-        if let Some(url) = &settings.endpoint_url {
-            loader = loader.endpoint_url(url);
-        }
-        let sdk = loader.load().await;
-        Self::new(Client::new(&sdk), settings, binding)
+        let account = Route53Account::from_env(&settings).await;
+        Self::with_account(&account, settings, binding)
     }
 
     /// A provider around an existing client (tests pass one with static credentials and an
-    /// emulator's endpoint, or an `aws-smithy-mocks` client).
+    /// emulator's endpoint, or an `aws-smithy-mocks` client), with its own rate limiter.
     ///
     /// The client's configuration is kept except that its own retries are turned off (every
     /// attempt must pass this provider's rate limiter) and each attempt gets
     /// `settings.attempt_timeout`. `settings.endpoint_url` and `settings.region` are not
     /// applied: they are the client's business.
     pub fn new(client: Client, settings: Route53Settings, binding: Route53Binding) -> Self {
+        let account = Route53Account::new(&client, &settings);
+        Self::with_account(&account, settings, binding)
+    }
+
+    /// A provider for `binding` whose every call goes through `account`'s client and its one
+    /// rate limiter, shared with every other binding on the account. `settings` gives the
+    /// provisioning waits; its pacing and retry fields are the account's.
+    pub fn with_account(
+        account: &Route53Account,
+        settings: Route53Settings,
+        binding: Route53Binding,
+    ) -> Self {
         Self {
-            api: Api::new(&client, &settings),
+            api: account.api.clone(),
             settings,
             binding,
             check_ids: Mutex::new(BTreeMap::new()),

@@ -355,14 +355,39 @@ async fn the_rate_limiter_paces_every_call() {
     let start = tokio::time::Instant::now();
     p.observe().await.unwrap();
     p.observe().await.unwrap();
-    // 6 calls at 2/s with a burst of 2: the last 4 wait 0.5 s each.
+    // 6 calls at 2/s with no burst: the last 5 wait 0.5 s each.
     let elapsed = start.elapsed();
     assert!(
-        elapsed >= std::time::Duration::from_millis(2000),
+        elapsed >= std::time::Duration::from_millis(2500),
         "{elapsed:?}"
     );
     assert!(
-        elapsed < std::time::Duration::from_millis(2100),
+        elapsed < std::time::Duration::from_millis(2600),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bindings_on_one_account_share_its_one_rate_limiter() {
+    let (list, get) = (list_ok(), get_ok());
+    let s = gslb_route53::Route53Settings {
+        requests_per_second: std::num::NonZeroU32::new(2).unwrap(),
+        ..settings()
+    };
+    let client = mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]);
+    let account = gslb_route53::Route53Account::new(&client, &s);
+    let (a, b) = (
+        gslb_route53::Route53Provider::with_account(&account, s.clone(), binding()),
+        gslb_route53::Route53Provider::with_account(&account, s, binding()),
+    );
+    let start = tokio::time::Instant::now();
+    let (ra, rb) = tokio::join!(a.observe(), b.observe());
+    ra.unwrap();
+    rb.unwrap();
+    // 6 calls through one limiter at 2/s: 2.5 s (two limiters would take 1 s).
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= std::time::Duration::from_millis(2500),
         "{elapsed:?}"
     );
 }
