@@ -185,12 +185,20 @@ pub struct ReconcileSettings {
     /// Period of the resync read when nothing changes. Default 60 s; at least 100 ms.
     #[serde(default = "default_resync", with = "humantime_serde")]
     pub resync: Duration,
+    /// Each binding's provider call budget: at most this many reads and writes in any
+    /// minute besides the resync reads, whatever the decisions do; a pass over it waits and
+    /// shows "decided but not applied" with the reason. Default 20
+    /// ([`crate::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE`]); at least 3 (a switch is a
+    /// read, a write and a read-back).
+    #[serde(default = "default_calls_per_minute")]
+    pub provider_calls_per_minute: u32,
 }
 
 impl Default for ReconcileSettings {
     fn default() -> Self {
         Self {
             resync: default_resync(),
+            provider_calls_per_minute: default_calls_per_minute(),
         }
     }
 }
@@ -209,6 +217,9 @@ fn default_state_dir() -> PathBuf {
 }
 fn default_resync() -> Duration {
     Duration::from_secs(60)
+}
+fn default_calls_per_minute() -> u32 {
+    crate::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE
 }
 
 /// The environment variable holding the admin API's bearer token (daemon and CLI).
@@ -293,6 +304,12 @@ impl Settings {
         }
         if self.reconcile.resync < Duration::from_millis(100) {
             problems.push("reconcile.resync: must be at least 100ms".to_owned());
+        }
+        if self.reconcile.provider_calls_per_minute < 3 {
+            problems.push(
+                "reconcile.provider_calls_per_minute: must be at least 3 (a switch is a read, a write and a read-back)"
+                    .to_owned(),
+            );
         }
         for section in [
             self.route53.check(),
