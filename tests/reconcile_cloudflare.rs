@@ -519,3 +519,35 @@ async fn decision_churn_never_exceeds_the_provider_call_budget() {
     assert_eq!(s.budget, None);
     assert_eq!(h.fake.default_pools(), failed_over());
 }
+
+/// Issue 15, item 4: a decision that comes while the reconciler reads (here a `stay` right
+/// after the failover, as the engine makes one) is judged against that read, never discarded:
+/// the switch is written after one read and one write (the lists, then the PATCH), counted at
+/// the fake, whose answers take 2 s each.
+#[tokio::test(start_paused = true)]
+async fn a_decision_during_a_read_is_judged_against_that_read() {
+    let mut h = start(failover(), |f| f.slow(Some(Duration::from_secs(2)))).await;
+    // A second into the first read, the engine confirms the failover with a `stay`.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut stay = failover();
+    stay.at = Millis(1_000);
+    stay.rule = Rule::Stay;
+    h.reconciler.decide(&stay);
+    h.reconciler.next_applied().await;
+    let requests = h.fake.requests();
+    let until_write: Vec<String> = requests
+        .iter()
+        .take_while(|r| r.method != "PATCH")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        until_write,
+        vec![
+            format!("GET /zones/{}/load_balancers", ids::ZONE),
+            format!("GET /accounts/{}/load_balancers/pools", ids::ACCOUNT),
+        ],
+        "one read before the write"
+    );
+    assert_eq!(h.fake.default_pools(), failed_over());
+    assert_eq!(status(&h.sinks).decision_at, Some(Millis(1_000)));
+}
