@@ -40,6 +40,8 @@ pub struct SharedRead<T> {
     slot: Mutex<Option<Snapshot<T>>>,
     /// Reads started so far.
     started: AtomicU64,
+    /// Reads numbered up to this one are dropped ([`SharedRead::invalidate`]).
+    floor: AtomicU64,
 }
 
 impl<T> Default for SharedRead<T> {
@@ -47,6 +49,7 @@ impl<T> Default for SharedRead<T> {
         Self {
             slot: Mutex::new(None),
             started: AtomicU64::new(0),
+            floor: AtomicU64::new(0),
         }
     }
 }
@@ -68,7 +71,8 @@ impl<T> SharedRead<T> {
         if let Some(s) = slot.as_ref() {
             let recent =
                 !max_age.is_zero() && asked.saturating_duration_since(s.started) <= max_age;
-            if recent || s.seq > seen {
+            let dropped = s.seq <= self.floor.load(Ordering::SeqCst);
+            if !dropped && (recent || s.seq > seen) {
                 return Ok(s.value.clone());
             }
         }
@@ -83,10 +87,11 @@ impl<T> SharedRead<T> {
         Ok(value)
     }
 
-    /// Drops the kept read (after a write): the next caller reads afresh. Waits for a read in
-    /// flight, which is dropped too.
-    pub async fn invalidate(&self) {
-        *self.slot.lock().await = None;
+    /// Drops the kept read (after a write): the next caller reads afresh. A read in flight is
+    /// dropped too (its callers still get it: they asked before the write ended). Never waits.
+    pub fn invalidate(&self) {
+        self.floor
+            .store(self.started.load(Ordering::SeqCst), Ordering::SeqCst);
     }
 }
 
@@ -124,7 +129,7 @@ mod tests {
         assert_eq!(read(&shared, &calls, Duration::ZERO).await, 1);
         // Same instant (paused clock): still a new read, by sequence.
         assert_eq!(read(&shared, &calls, Duration::ZERO).await, 2);
-        shared.invalidate().await;
+        shared.invalidate();
         assert_eq!(read(&shared, &calls, Duration::from_secs(60)).await, 3);
     }
 

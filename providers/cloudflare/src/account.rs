@@ -115,8 +115,8 @@ impl CloudflareAccount {
     }
 
     /// Drops the shared reads of `zone` and `account` after a write there.
-    pub(crate) async fn wrote(&self, zone: &str, account: &str) {
-        read_of(&self.zones, zone).invalidate().await;
-        read_of(&self.accounts, account).invalidate().await;
+    pub(crate) fn wrote(&self, zone: &str, account: &str) {
+        read_of(&self.zones, zone).invalidate();
+        read_of(&self.accounts, account).invalidate();
     }
 }

@@ -434,7 +434,7 @@ impl CloudflareProvider {
         if !plan.is_empty() {
             // Whatever happened, the shared reads of the zone and account may be stale now.
             let b = &self.binding;
-            self.account.wrote(&b.zone_id, &b.account_id).await;
+            self.account.wrote(&b.zone_id, &b.account_id);
         }
         written
     }

@@ -7,6 +7,7 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use aws_sdk_route53::Client;
@@ -42,6 +43,16 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
 
+/// A quota that never lets more than `per_second` requests into any one-second window, the
+/// way Route 53 counts its per-account limit: a burst of `b` = a fifth of the rate (at least 1:
+/// no burst at Route 53's 5 per second and below), then an even pace of `per_second - b + 1`
+/// per second, so `b + (per_second - b + 1) - 1 = per_second` at most in any second.
+fn account_quota(per_second: NonZeroU32) -> Quota {
+    let burst = NonZeroU32::new(per_second.get() / 5).unwrap_or(NonZeroU32::MIN);
+    let pace = NonZeroU32::new(per_second.get() - burst.get() + 1).unwrap_or(NonZeroU32::MIN);
+    Quota::per_second(pace).allow_burst(burst)
+}
+
 /// The SDK client plus the rate limiter and retry policy every call of one AWS account
 /// shares (one per [`crate::Route53Account`]).
 #[derive(Debug)]
@@ -71,12 +82,10 @@ impl Api {
         let clock = TokioClock {
             start: tokio::time::Instant::now(),
         };
-        // No burst: at most `requests_per_second` requests in any one-second window, the way
-        // Route 53 counts its per-account quota.
-        let quota = Quota::with_period(Duration::from_secs(1) / settings.requests_per_second.get())
-            .unwrap_or_else(|| Quota::per_second(settings.requests_per_second))
-            .allow_burst(std::num::NonZeroU32::MIN);
-        let limiter = RateLimiter::direct_with_clock(quota, clock.clone());
+        let limiter = RateLimiter::direct_with_clock(
+            account_quota(settings.requests_per_second),
+            clock.clone(),
+        );
         Self {
             client: Client::from_conf(config),
             limiter,

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use aws_sdk_route53::Client;
 use gslb_provider::{
@@ -25,6 +26,7 @@ use crate::{Route53Binding, Route53Settings, checks};
 #[derive(Debug)]
 pub struct Route53Provider {
     pub(crate) api: Arc<Api>,
+    account: Route53Account,
     pub(crate) settings: Route53Settings,
     pub(crate) binding: Route53Binding,
     /// Verdict check id per pool, as learned by the last successful `observe`.
@@ -65,6 +67,7 @@ impl Route53Provider {
     ) -> Self {
         Self {
             api: account.api.clone(),
+            account: account.clone(),
             settings,
             binding,
             check_ids: Mutex::new(BTreeMap::new()),
@@ -83,10 +86,21 @@ impl Route53Provider {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn read(&self) -> Result<(ObservedState, BTreeMap<PoolRef, String>), ProviderError> {
+    /// Reads the pair: afresh (`max_age` zero: one `ListResourceRecordSets` from the pair's
+    /// name and one `GetHealthCheck` per pool), or from the account's shared listings of the
+    /// zone and the health checks, at most `max_age` old.
+    async fn read(
+        &self,
+        max_age: Duration,
+    ) -> Result<(ObservedState, BTreeMap<PoolRef, String>), ProviderError> {
         self.binding.validate()?;
         let b = &self.binding;
-        let listed = list_pair(&self.api, b).await?;
+        let (listed, shared) = if max_age.is_zero() {
+            (list_pair(&self.api, b).await?, None)
+        } else {
+            let listed = self.account.pair(b, max_age).await?;
+            (listed, Some(self.account.health_checks(max_age).await?))
+        };
         let mut state = ObservedState::default();
         let mut ids = BTreeMap::new();
         for (index, (pool, record)) in b.pools.iter().zip(listed).enumerate() {
@@ -113,7 +127,18 @@ impl Route53Provider {
             let id = record.health_check_id.ok_or_else(|| {
                 ProviderError::NotFound(format!("{what} has no health check; run provisioning"))
             })?;
-            let check = checks::get(&self.api, &id).await.map_err(|e| match e {
+            let check = match &shared {
+                None => checks::get(&self.api, &id).await,
+                Some(all) => all.get(&id).map_or_else(
+                    || {
+                        Err(ProviderError::NotFound(format!(
+                            "health check {id} does not exist"
+                        )))
+                    },
+                    checks::verdict,
+                ),
+            };
+            let check = check.map_err(|e| match e {
                 ProviderError::NotFound(m) => {
                     ProviderError::NotFound(format!("{m} (used by {what}); run provisioning"))
                 }
@@ -151,7 +176,17 @@ impl Provider for Route53Provider {
     /// record's check is not a gslb verdict check; [`ProviderError::Invalid`] when the binding
     /// is malformed or a verdict check is `Disabled`; transport classes otherwise.
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
-        match self.read().await {
+        self.observe_within(Duration::ZERO).await
+    }
+
+    /// As `observe` for `max_age` zero; otherwise from the account's shared listings (one
+    /// `ListResourceRecordSets` of the whole zone, all pages, and one `ListHealthChecks`,
+    /// shared by every binding of the [`Route53Account`]) at most `max_age` old.
+    ///
+    /// # Errors
+    /// As `observe`.
+    async fn observe_within(&self, max_age: Duration) -> Result<ObservedState, ProviderError> {
+        match self.read(max_age).await {
             Ok((state, ids)) => {
                 *self.ids() = ids;
                 Ok(state)
@@ -207,7 +242,9 @@ impl Provider for Route53Provider {
                     "pool {pool}: {version:?} is not a HealthCheckVersion"
                 ))
             })?;
-            checks::set_inverted(&self.api, &id, version, !enabled).await?;
+            let set = checks::set_inverted(&self.api, &id, version, !enabled).await;
+            self.account.wrote(&self.binding.hosted_zone_id);
+            set?;
             tracing::info!(pool, enabled, check = %id, version, "route53 verdict check updated");
         }
         Ok(())

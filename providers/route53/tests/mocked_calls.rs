@@ -391,3 +391,44 @@ async fn bindings_on_one_account_share_its_one_rate_limiter() {
         "{elapsed:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn resync_reads_of_bindings_on_one_account_share_one_listing_each() {
+    use aws_sdk_route53::operation::list_health_checks::ListHealthChecksOutput;
+    let list = list_ok();
+    let checks = mock!(Client::list_health_checks).then_output(|| {
+        ListHealthChecksOutput::builder()
+            .set_health_checks(Some(
+                (0..2)
+                    .map(|i| health_check(&check_id(i), &format!("gslb-{i}-0"), false, 7))
+                    .collect(),
+            ))
+            .marker("")
+            .is_truncated(false)
+            .max_items(100)
+            .build()
+            .unwrap()
+    });
+    let get = get_ok();
+    let client = mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &checks, &get]);
+    let account = gslb_route53::Route53Account::new(&client, &settings());
+    let bindings: Vec<_> = (0..6)
+        .map(|_| gslb_route53::Route53Provider::with_account(&account, settings(), binding()))
+        .collect();
+    let max_age = std::time::Duration::from_secs(30);
+    for _ in 0..3 {
+        for p in &bindings {
+            let o = p.observe_within(max_age).await.expect("shared read");
+            assert!(o.pools.values().all(|p| p.enabled));
+        }
+        tokio::time::advance(std::time::Duration::from_secs(10)).await;
+    }
+    // 18 resync reads within 30 s: one listing of the zone and one of the checks.
+    assert_eq!(
+        (list.num_calls(), checks.num_calls(), get.num_calls()),
+        (1, 1, 0)
+    );
+    // A fresh read (a decision's) does not use them: the pair and its two checks.
+    bindings[0].observe().await.expect("fresh read");
+    assert_eq!((list.num_calls(), get.num_calls()), (2, 2));
+}
