@@ -11,11 +11,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use gslb::io::origin::Origin;
-use support::daemon::{Daemon, free_port, log_file, read_log, status};
+use support::daemon::{free_port, read_log, status};
 use support::emulators::{Emulator, Kind};
 use support::eventually;
 use support::proxy::CountingProxy;
-use support::route53::{create_zone, gslb, sdk, verdict_check};
+use support::route53::{create_zone, provision_and_run, sdk, verdict_check};
 
 const SERVICES: usize = 6;
 /// Route 53's API limit per AWS account.
@@ -68,21 +68,7 @@ async fn six_route53_services_on_one_account_never_exceed_five_requests_a_second
         proxy.url
     );
     std::fs::write(dir.path().join("gslb.toml"), settings).expect("settings");
-    let out = gslb(dir.path(), &["provision", "--config", "gslb.toml"])
-        .output()
-        .expect("provision");
-    assert!(
-        out.status.success(),
-        "provision: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
-    let _daemon = Daemon(
-        gslb(dir.path(), &["run", "--config", "gslb.toml"])
-            .stderr(log_file(dir.path(), "run.log"))
-            .spawn()
-            .expect("run"),
-    );
+    let _daemon = provision_and_run(dir.path(), "run.log");
     let all = |active: &'static str| async move {
         for i in 1..=SERVICES {
             let s = status(admin, &format!("svc{i}")).await?;

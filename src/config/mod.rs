@@ -185,9 +185,10 @@ pub struct ReconcileSettings {
     /// Period of the resync read when nothing changes. Default 60 s; at least 100 ms.
     #[serde(default = "default_resync", with = "humantime_serde")]
     pub resync: Duration,
-    /// Each binding's provider call budget: at most this many reads and writes in any
-    /// minute besides the resync reads, whatever the decisions do; a pass over it waits and
-    /// shows "decided but not applied" with the reason. Default 20
+    /// Each binding's provider call budget: at most this many calls that decisions cause (a
+    /// read woken by a changed decision, and every write) in any minute, whatever the
+    /// decisions do; a pass over it waits and shows "decided but not applied" with the reason.
+    /// Reads on a timer (the resync, a backoff) are paced by it and not counted. Default 20
     /// ([`crate::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE`]); at least 3 (a switch is a
     /// read, a write and a read-back).
     #[serde(default = "default_calls_per_minute")]

@@ -90,7 +90,7 @@ impl Builder {
         self
     }
 
-    /// Each binding's provider call budget per minute besides its resync reads (`[reconcile]
+    /// Each binding's budget of provider calls that decisions cause, per minute (`[reconcile]
     /// provider_calls_per_minute`; default [`reconcile::DEFAULT_CALLS_PER_MINUTE`]).
     pub fn calls_per_minute(mut self, calls: u32) -> Self {
         self.calls_per_minute = calls;

@@ -83,3 +83,25 @@ pub async fn verdict_check(client: &Client, zone: &str, set_id: &str) -> (String
         .unwrap_or(false);
     (id, inverted)
 }
+
+/// Runs `gslb provision --config gslb.toml` in `dir`, then starts `gslb run` with the same
+/// settings, its stderr in `dir/<log>`.
+///
+/// # Panics
+/// When provisioning fails (its stderr is shown) or the binary cannot start.
+pub fn provision_and_run(dir: &Path, log: &str) -> super::daemon::Daemon {
+    let out = gslb(dir, &["provision", "--config", "gslb.toml"])
+        .output()
+        .expect("provision");
+    assert!(
+        out.status.success(),
+        "provision failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    super::daemon::Daemon(
+        gslb(dir, &["run", "--config", "gslb.toml"])
+            .stderr(super::daemon::log_file(dir, log))
+            .spawn()
+            .expect("run"),
+    )
+}

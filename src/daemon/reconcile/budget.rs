@@ -1,10 +1,12 @@
 //! The per-binding provider call budget (issue 14, item 3): at most
-//! [`Steering::calls_per_minute`](super::Steering::calls_per_minute) provider calls (reads and
-//! writes, as counted in `gslb_provider_calls_total`) in any 60 s window besides the resync
-//! reads (one per resync period, which decisions cannot hasten), whatever the decisions do. A pass that would exceed it sends nothing: the decision stays "decided but
-//! not applied" with the reason in the status (`budget`), the pass is counted in
-//! `gslb_provider_budget_exhausted_total{provider,service}`, and the reconciler waits until
-//! the oldest call in the window is a minute old.
+//! [`Steering::calls_per_minute`](super::Steering::calls_per_minute) provider calls that
+//! are not paced by a timer (the read of a pass after a changed decision, a write, a role
+//! change or a budget wait, and every write) in any 60 s window, whatever the decisions do.
+//! Reads on a timer (the resync, a backoff after a failure, a cluster fence's wait) are paced
+//! by that timer and not counted. A pass that would exceed the budget sends nothing: the decision
+//! stays "decided but not applied" with the reason in the status (`budget`), the pass is
+//! counted in `gslb_provider_budget_exhausted_total{provider,service}`, and the reconciler
+//! waits until the oldest call in the window is a minute old.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -92,7 +94,7 @@ impl<P: Provider> Reconciler<'_, P> {
                     tracing::warn!(service = %service, provider = name, %reason, "not calling the provider");
                 }
                 self.mark_pending(decision, |a| a.budget = Some(reason));
-                Err(Pass::Wait(left))
+                Err(Pass::Budget(left))
             }
         }
     }

@@ -72,8 +72,9 @@ pub struct Steering {
     /// `[cluster]` only: where the provider's serving pool goes when another writer chose it
     /// (see [`Follow`]); `None` alone.
     pub follow: Option<Follow>,
-    /// The binding's provider call budget: at most this many calls (reads and writes) in any
-    /// minute besides the resync reads, whatever the decisions do (`[reconcile] provider_calls_per_minute`, default
+    /// The binding's provider call budget: at most this many calls not paced by a timer (reads
+    /// after a changed decision, a write or a role change; writes) in any minute, whatever the
+    /// decisions do (`[reconcile] provider_calls_per_minute`, default
     /// [`DEFAULT_CALLS_PER_MINUTE`]; see the `budget` module).
     pub calls_per_minute: u32,
 }
@@ -107,6 +108,8 @@ enum Pass {
     /// The cluster fence refused the write: try again after this long, or when the role or
     /// the decision changes.
     Wait(Duration),
+    /// The binding's provider call budget is spent: try again after this long.
+    Budget(Duration),
 }
 
 /// Runs until the decision sender is dropped.
@@ -159,24 +162,28 @@ pub async fn run<P: Provider>(
             return;
         }
     }
+    // Whether the next pass is paced by a timer (the resync, a backoff, a fence's wait) rather
+    // than caused by a decision, a write or a role change: only the latter spend the budget.
+    let mut on_timer = false;
     loop {
         // A decision that asks what the provider was found doing needs no provider call.
-        let wait = match reconciler.unchanged(&mut decisions) {
-            Some(left) => left,
+        let (wait, paced) = match reconciler.unchanged(&mut decisions) {
+            Some(left) => (left, true),
             None => {
                 heartbeat.beat(bound);
                 let started = tokio::time::Instant::now();
-                let passed = reconciler.pass(&mut decisions).await;
+                let passed = reconciler.pass(&mut decisions, !on_timer).await;
                 took.observe(started.elapsed().as_secs_f64());
-                next_wait(passed, &mut backoff, steering.resync)
+                let paced = !matches!(passed, Pass::Wrote | Pass::Budget(_));
+                (next_wait(passed, &mut backoff, steering.resync), paced)
             }
         };
         heartbeat.idle(wait, bound);
-        tokio::select! {
-            changed = decisions.changed() => if changed.is_err() { return },
-            () = tokio::time::sleep(wait) => {}
-            () = role_changed(roles.as_mut()) => {}
-        }
+        on_timer = tokio::select! {
+            changed = decisions.changed() => if changed.is_err() { return } else { false },
+            () = tokio::time::sleep(wait) => paced,
+            () = role_changed(roles.as_mut()) => false,
+        };
     }
 }
 
@@ -199,7 +206,7 @@ fn next_wait(passed: Pass, backoff: &mut Backoff, resync: Duration) -> Duration 
             backoff.next_delay(rand::random::<f64>(), hint)
         }
         Pass::Fatal => resync,
-        Pass::Stopped(d) | Pass::Wait(d) => d,
+        Pass::Stopped(d) | Pass::Wait(d) | Pass::Budget(d) => d,
     }
 }
 
@@ -313,15 +320,17 @@ impl<P: Provider> Reconciler<'_, P> {
     /// One pass: observe -> plan -> report -> apply, on the latest decision. A decision that
     /// comes while the pass reads is judged against that read: a read in flight is never
     /// discarded, so a switch is written within one read and one write of its decision.
-    async fn pass(&mut self, decisions: &mut watch::Receiver<Option<Decision>>) -> Pass {
+    /// `spends`: the read spends the budget (it is not paced by a timer: the resync, a backoff
+    /// or a fence's wait).
+    async fn pass(
+        &mut self,
+        decisions: &mut watch::Receiver<Option<Decision>>,
+        spends: bool,
+    ) -> Pass {
         let mut decision = decisions.borrow_and_update().clone();
         let max_age = self.read_max_age(decision.as_ref());
         self.settled = None;
-        // A resync read (of a decision the provider was found matching) is paced by the resync
-        // period; every other call is paced by the budget.
-        if max_age.is_zero()
-            && let Err(pass) = self.spend(decision.as_ref())
-        {
+        if spends && let Err(pass) = self.spend(decision.as_ref()) {
             return pass;
         }
         let read_at = tokio::time::Instant::now();
