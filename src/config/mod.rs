@@ -189,7 +189,7 @@ pub struct ReconcileSettings {
     /// read woken by a changed decision, and every write) in any minute, whatever the
     /// decisions do; a pass over it waits and shows "decided but not applied" with the reason.
     /// Reads on a timer (the resync, a backoff) are paced by it and not counted. Default 20
-    /// ([`crate::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE`]); at least 3 (a switch is a
+    /// ([`DEFAULT_CALLS_PER_MINUTE`]); at least 3 (a switch is a
     /// read, a write and a read-back).
     #[serde(default = "default_calls_per_minute")]
     pub provider_calls_per_minute: u32,
@@ -220,8 +220,13 @@ fn default_resync() -> Duration {
     Duration::from_secs(60)
 }
 fn default_calls_per_minute() -> u32 {
-    crate::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE
+    DEFAULT_CALLS_PER_MINUTE
 }
+
+/// Default `[reconcile] provider_calls_per_minute`: 20. A switch costs three calls (read,
+/// write, read-back), so a failover and a failback within the same minute, each retried
+/// twice, fit; a binding that makes more is churning.
+pub const DEFAULT_CALLS_PER_MINUTE: u32 = 20;
 
 /// The environment variable holding the admin API's bearer token (daemon and CLI).
 pub const ADMIN_TOKEN_ENV: &str = "GSLB_ADMIN_TOKEN";

@@ -15,6 +15,7 @@ mod backoff;
 pub mod contract;
 mod error;
 mod memory;
+#[cfg(feature = "shared")]
 mod shared;
 mod state;
 
@@ -22,6 +23,7 @@ pub use any::AnyProvider;
 pub use backoff::{Backoff, RETRY_AFTER_MAX, retry_after_secs};
 pub use error::ProviderError;
 pub use memory::{MemoryProvider, RecordedWrite};
+#[cfg(feature = "shared")]
 pub use shared::SharedRead;
 pub use state::{
     Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff,
@@ -52,7 +54,7 @@ pub trait Provider: Send + Sync + 'static {
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send;
 
     /// As [`Provider::observe`], but may answer from a read shared with other bindings of
-    /// the same zone or account ([`SharedRead`]) that started at most `max_age` ago: the
+    /// the same zone or account (`SharedRead`, feature `shared`) that started at most `max_age` ago: the
     /// reconciler's periodic resync passes its resync period, so steady-state reads grow with
     /// the zones and accounts, not with the services. `Duration::ZERO` asks for a read that
     /// started after this call (what `observe` means). The default is [`Provider::observe`]:

@@ -20,11 +20,6 @@ use super::{Pass, Reconciler};
 /// The window the budget counts over: one minute.
 pub const BUDGET_WINDOW: Duration = Duration::from_secs(60);
 
-/// Default `[reconcile] provider_calls_per_minute`: 20. A switch costs three calls (read,
-/// write, read-back) and a resync one a minute, so a failover and a failback within the same
-/// minute, each retried twice, fit; a binding that makes more is churning.
-pub const DEFAULT_CALLS_PER_MINUTE: u32 = 20;
-
 /// The calls of the last [`BUDGET_WINDOW`], oldest first.
 #[derive(Debug)]
 pub(super) struct CallBudget {

@@ -33,7 +33,8 @@ mod follow;
 mod report;
 mod settled;
 
-pub use budget::{BUDGET_WINDOW, DEFAULT_CALLS_PER_MINUTE};
+pub use crate::config::DEFAULT_CALLS_PER_MINUTE;
+pub use budget::BUDGET_WINDOW;
 pub use follow::Follow;
 
 /// How long the reconciler and the adoption read wait for one provider call (`observe` or
