@@ -5,8 +5,9 @@
 //! decision that pushes nothing (a hold: the provider keeps what it has), or that asks what
 //! the provider was found matching (a `stay` after a `hold_unknown`, new reasons, another
 //! verdict of a pool that does not serve), is reported on the status as such a pass would
-//! report it, without a provider call. Anything else (another pool, another drain, a role
-//! change in a cluster, a resync due) runs a pass.
+//! report it, without a provider call. Anything else (another pool, another drain, a resync
+//! due) runs a pass. In a cluster (`[cluster]`) every decision change still reads, so an
+//! instance follows the writer's switch at once (`follow`); the budget bounds those reads.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -81,6 +82,11 @@ impl<P: Provider> Reconciler<'_, P> {
         &mut self,
         decisions: &mut watch::Receiver<Option<Decision>>,
     ) -> Option<Duration> {
+        // `[cluster]`: every decision change still reads, so an instance follows the writer at
+        // once (see `follow`); the budget bounds those reads.
+        if self.steering.seat.is_some() {
+            return None;
+        }
         let settled = self.settled.as_ref()?;
         let due = settled.read_at + self.steering.resync;
         let left = due.checked_duration_since(Instant::now())?;
