@@ -3,41 +3,41 @@
 //! `gslb_route53` and `gslb_cloudflare` (`tests/layout.rs` checks it). Also `gslb provision`,
 //! which is Route 53's alone.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
 use gslb::cli::run::{Bind, BoxError};
 use gslb::config::Settings;
 use gslb::config::dataplane::{DataPlaneSettings, PoolVotes, health_threshold};
 use gslb_cloudflare::{
-    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
-    LoadBalancerRef,
+    ApiToken, CloudflareAccount, CloudflareBinding, CloudflarePool, CloudflareProvider,
+    CloudflareSettings, LoadBalancerRef,
 };
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
 use gslb_route53::{
-    DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Alias,
-    Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
+    DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Account,
+    Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
-/// tables. Every Route 53 binding shares one SDK client, built at the first.
+/// tables. Every binding shares one client and rate limiter per AWS account (the credential
+/// chain's) and per Cloudflare token, and with it the shared reads (issue 14, item 5).
 pub struct Adapters<'a> {
     /// The daemon settings.
-    settings: &'a Settings,
-    /// The Route 53 client of `[route53]`, loaded once (a load per binding cost about 5 ms of
-    /// CPU and 300 kB each: 34 s and 1.4 GB at 5,000 services, issue 14).
-    route53: tokio::sync::OnceCell<gslb_route53::Client>,
+    pub settings: &'a Settings,
+    /// The Route 53 account of the credential chain, made on first use.
+    route53: tokio::sync::OnceCell<Route53Account>,
+    /// Cloudflare accounts by API base and token, made on first use (a rotated token file
+    /// read at a reload gets its own).
+    cloudflare: Mutex<Vec<CloudflareShared>>,
 }
 
-impl<'a> Adapters<'a> {
-    /// Adapters for `settings`.
-    pub fn new(settings: &'a Settings) -> Self {
-        Self {
-            settings,
-            route53: tokio::sync::OnceCell::new(),
-        }
-    }
+/// One Cloudflare account shared by the bindings on its API base and token.
+struct CloudflareShared {
+    api_base: String,
+    token: ApiToken,
+    account: Arc<CloudflareAccount>,
 }
 
 impl Bind for Adapters<'_> {
@@ -49,7 +49,16 @@ impl Bind for Adapters<'_> {
     }
 }
 
-impl Adapters<'_> {
+impl<'a> Adapters<'a> {
+    /// Adapters for `settings`; no client is made yet.
+    pub fn new(settings: &'a Settings) -> Self {
+        Self {
+            settings,
+            route53: tokio::sync::OnceCell::new(),
+            cloudflare: Mutex::new(Vec::new()),
+        }
+    }
+
     async fn route53(&self, t: &Route53Target) -> Route53Provider {
         let binding = Route53Binding {
             hosted_zone_id: t.hosted_zone_id.clone(),
@@ -77,11 +86,11 @@ impl Adapters<'_> {
             s.requests_per_second,
             s.change_timeout,
         );
-        let client = self
+        let account = self
             .route53
-            .get_or_init(|| Route53Provider::client_from_env(&r53))
+            .get_or_init(|| Route53Account::from_env(&r53))
             .await;
-        Route53Provider::new(client.clone(), r53, binding)
+        Route53Provider::with_account(account, r53, binding)
     }
 
     fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BoxError> {
@@ -100,8 +109,33 @@ impl Adapters<'_> {
                 })
                 .collect(),
         };
-        let cf = CloudflareSettings::configured(s.api_base.clone(), s.requests_per_window, token);
-        Ok(CloudflareProvider::new(cf, binding)?)
+        let account = {
+            let mut accounts = self
+                .cloudflare
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let known = accounts
+                .iter()
+                .find(|a| a.api_base == s.api_base && a.token == token);
+            match known {
+                Some(a) => a.account.clone(),
+                None => {
+                    let cf = CloudflareSettings::configured(
+                        s.api_base.clone(),
+                        s.requests_per_window,
+                        token.clone(),
+                    );
+                    let account = Arc::new(CloudflareAccount::new(cf)?);
+                    accounts.push(CloudflareShared {
+                        api_base: s.api_base.clone(),
+                        token,
+                        account: account.clone(),
+                    });
+                    account
+                }
+            }
+        };
+        Ok(CloudflareProvider::with_account(account, binding)?)
     }
 
     /// `gslb provision`: creates or corrects each Route 53 policy's failover records and

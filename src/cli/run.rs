@@ -173,6 +173,7 @@ pub async fn run<B: Bind>(
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
+        .calls_per_minute(settings.reconcile.provider_calls_per_minute)
         .journal(journal, saved)
         .telemetry(telemetry.clone())
         .prober(prober)

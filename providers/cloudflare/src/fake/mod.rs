@@ -288,6 +288,23 @@ impl Fake {
         self.lock().pools.insert(id.into(), value);
     }
 
+    /// Adds `n` copies of the fixture's load balancer to the zone (one per service of a
+    /// large deployment), named `svc<i>.example.com`; returns their ids (32 hex digits).
+    pub fn add_load_balancers(&self, n: usize) -> Vec<String> {
+        let mut inner = self.lock();
+        let template = inner.lbs[ids::LB].clone();
+        (1..=n)
+            .map(|i| {
+                let id = format!("{i:032x}");
+                let mut lb = template.clone();
+                lb["id"] = json!(id);
+                lb["name"] = json!(format!("svc{i}.example.com"));
+                inner.lbs.insert(id.clone(), lb);
+                id
+            })
+            .collect()
+    }
+
     /// Changes the load balancer as another writer would (e.g. `{"default_pools": [...]}`);
     /// fields in `patch` replace the stored ones.
     pub fn edit_load_balancer(&self, patch: Value) {
