@@ -10,6 +10,7 @@ use aws_sdk_route53::Client;
 use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsOutput;
 use aws_sdk_route53::operation::create_health_check::CreateHealthCheckOutput;
 use aws_sdk_route53::operation::get_change::GetChangeOutput;
+use aws_sdk_route53::operation::list_health_checks::ListHealthChecksOutput;
 use aws_sdk_route53::types::{ChangeAction, ChangeStatus, ResourceRecordSetFailover};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use gslb_provider::ProviderError;
@@ -19,6 +20,19 @@ use mock_support::*;
 /// Nothing listed, so both records and both checks must be created.
 fn empty_listing() -> Rule {
     mock!(Client::list_resource_record_sets).then_output(|| listing(vec![]))
+}
+
+/// No health check in the account yet, so none is left over to reuse.
+fn no_checks() -> Rule {
+    mock!(Client::list_health_checks).then_output(|| {
+        ListHealthChecksOutput::builder()
+            .set_health_checks(Some(vec![]))
+            .marker("")
+            .is_truncated(false)
+            .max_items(1000)
+            .build()
+            .unwrap()
+    })
 }
 
 fn create_check() -> Rule {
@@ -49,7 +63,7 @@ fn get_change(status: ChangeStatus) -> GetChangeOutput {
 
 #[tokio::test(start_paused = true)]
 async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
-    let (list, create) = (empty_listing(), create_check());
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let change = mock!(Client::change_resource_record_sets)
         .match_requests(|req| {
             let changes = req.change_batch().unwrap().changes();
@@ -72,7 +86,7 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
         .times(2)
         .output(|| get_change(ChangeStatus::Insync))
         .build();
-    let rules = [&list, &create, &change, &poll];
+    let rules = [&list, &checks, &create, &change, &poll];
     let p = provider(
         mock_client!(aws_sdk_route53, RuleMode::MatchAny, rules),
         settings(),
@@ -93,7 +107,7 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
 
 #[tokio::test(start_paused = true)]
 async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
-    let (list, create) = (empty_listing(), create_check());
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let change = mock!(Client::change_resource_record_sets)
         .then_output(|| change_output(ChangeStatus::Pending));
     let poll = mock!(Client::get_change).then_output(|| get_change(ChangeStatus::Pending));
@@ -106,7 +120,7 @@ async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &create, &change, &poll]
+            [&list, &checks, &create, &change, &poll]
         ),
         s,
     );
@@ -126,7 +140,7 @@ async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
 
 #[tokio::test(start_paused = true)]
 async fn prior_request_not_complete_is_retried() {
-    let (list, create) = (empty_listing(), create_check());
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let busy = error_body(
         "PriorRequestNotComplete",
         "The request was rejected because Route 53 was still processing a prior request.",
@@ -140,7 +154,7 @@ async fn prior_request_not_complete_is_retried() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &create, &change]
+            [&list, &checks, &create, &change]
         ),
         settings(),
     );
@@ -230,7 +244,7 @@ async fn provision_with_nothing_to_do_makes_no_write() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
-    let (list, create) = (empty_listing(), create_check());
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let refused = error_body(
         "InvalidChangeBatch",
         "RRSet of type CNAME with DNS name api.example.com. is not permitted",
@@ -244,7 +258,7 @@ async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &create, &change]
+            [&list, &checks, &create, &change]
         ),
         settings(),
     );
