@@ -477,9 +477,15 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
     .expect("settings");
     let before = snapshot(&client, &zone_id).await;
 
-    // Dry run: the exact batch, what a real run would refuse, exit 2, nothing written.
+    // Dry run: the exact batch, what a real run would refuse, exit 1 as the real run would,
+    // nothing written.
     let (code, stdout, stderr) = provision(dir.path(), &["--dry-run"]);
-    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains("record adopted"), "{stdout}");
+    assert!(
+        stdout.contains("would provision api seoul: would refuse without --adopt"),
+        "{stdout}"
+    );
     let json = &stdout
         [stdout.find("{\n").expect("a change batch")..stdout.rfind("\n}").expect("its end") + 2];
     let batch: serde_json::Value = serde_json::from_str(json).expect("the batch is JSON");
@@ -514,8 +520,10 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
         gslb_route53::NEW_CHECK
     );
     assert!(
-        stdout.contains("provision would refuse without --adopt api.example.test"),
-        "{stdout}"
+        stderr.contains("service api: provision refuses")
+            && stderr.contains("run `gslb provision --adopt api.example.test`")
+            && stderr.contains("nothing was written (dry run)"),
+        "{stderr}"
     );
     assert_eq!(
         snapshot(&client, &zone_id).await,
@@ -584,6 +592,10 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
     let (code, _, stderr) = provision(dir.path(), &[]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("record api.example.test A \"tokyo\" is an Alias record to tokyo-alb.elb.example.net, the policy asks for a record with values; converting needs --adopt"), "{stderr}");
+    assert!(
+        !stderr.contains("does not manage"),
+        "gslb's own record: {stderr}"
+    );
     assert_eq!(snapshot(&client, &zone_id).await, owned);
     let (code, stdout, stderr) = provision(dir.path(), &["--adopt", "api"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -653,4 +665,118 @@ async fn provision_dry_run_errors_exit_1_never_2() {
         "{stderr}"
     );
     assert_eq!(snapshot(&client, &zone_id).await, before, "nothing written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provision_checks_every_service_before_writing_any_and_plan_names_the_adopt() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone_id = create_zone(&client, "example.test.").await;
+    // Service zz's pair was made by Terraform without health checks; api's is not there yet.
+    let zz_record = |set_id, role| {
+        let mut r = terraform_alias(set_id, role, None);
+        r.name = "zz.example.test".into();
+        r
+    };
+    create_records(
+        &client,
+        &zone_id,
+        vec![
+            zz_record("seoul", ResourceRecordSetFailover::Primary),
+            zz_record("tokyo", ResourceRecordSetFailover::Secondary),
+        ],
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
+    std::fs::write(dir.path().join("api.toml"), &policy).expect("policy");
+    let zz = policy
+        .replace("service = \"api\"", "service = \"zz\"")
+        .replace("api.example.test", "zz.example.test");
+    std::fs::write(dir.path().join("zz.toml"), zz).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        settings(admin, &moto.endpoint()).replace(
+            "policies = [\"api.toml\"]",
+            "policies = [\"api.toml\", \"zz.toml\"]",
+        ),
+    )
+    .expect("settings");
+    let before = snapshot(&client, &zone_id).await;
+
+    // api comes first and could be written, but zz is refused: nothing is written for either.
+    let (code, stdout, stderr) = provision(dir.path(), &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains("provisioned api"), "{stdout}");
+    for needle in [
+        "service zz: provision refuses",
+        "record zz.example.test A \"seoul\" has no health check",
+        "run `gslb provision --adopt zz.example.test`",
+        "nothing was changed, for any service",
+    ] {
+        assert!(stderr.contains(needle), "{needle} in {stderr}");
+    }
+    assert!(!stderr.contains("service api:"), "{stderr}");
+    assert_eq!(snapshot(&client, &zone_id).await, before, "nothing written");
+
+    // Once api is provisioned, plan says which command makes zz gslb's: --adopt, naming it.
+    let (code, stdout, stderr) = provision(dir.path(), &["--adopt", "zz"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    // (Another target than before: moto refuses a CREATE it has journalled as existing.)
+    let mut tf = zz_record("tokyo", ResourceRecordSetFailover::Secondary);
+    if let Some(a) = tf.alias_target.as_mut() {
+        a.dns_name = "tokyo-alb-2.elb.example.net".into();
+    }
+    // Terraform takes zz's tokyo record back without a health check.
+    let listed = client
+        .list_resource_record_sets()
+        .hosted_zone_id(&zone_id)
+        .send()
+        .await
+        .expect("list")
+        .resource_record_sets;
+    let zz_tokyo = listed
+        .into_iter()
+        .find(|r| r.name.starts_with("zz.") && r.set_identifier() == Some("tokyo"))
+        .expect("zz tokyo");
+    client
+        .change_resource_record_sets()
+        .hosted_zone_id(&zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                .changes(
+                    Change::builder()
+                        .action(ChangeAction::Delete)
+                        .resource_record_set(zz_tokyo)
+                        .build()
+                        .expect("delete"),
+                )
+                .changes(
+                    Change::builder()
+                        .action(ChangeAction::Create)
+                        .resource_record_set(tf)
+                        .build()
+                        .expect("create"),
+                )
+                .build()
+                .expect("batch"),
+        )
+        .send()
+        .await
+        .expect("terraform writes zz's tokyo record back");
+    let out = gslb(dir.path(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("record zz.example.test A with set identifier \"tokyo\"")
+            && text.contains("has no health check")
+            && text.contains("gslb provision --adopt zz.example.test"),
+        "{text}"
+    );
 }
