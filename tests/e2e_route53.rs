@@ -780,3 +780,41 @@ async fn provision_checks_every_service_before_writing_any_and_plan_names_the_ad
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provision_without_credentials_says_where_it_looked_in_plain_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", "ZTEST");
+    std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    // No emulator: the credential chain fails before any request.
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        settings(admin, "http://127.0.0.1:9"),
+    )
+    .expect("settings");
+    // The instance-metadata provider is tried against a closed loopback port, so the chain
+    // fails fast and logs what each provider said.
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let out = gslb(
+        dir.path(),
+        &["provision", "--config", "gslb.toml", "--dry-run"],
+    )
+    .env_remove("AWS_ACCESS_KEY_ID")
+    .env_remove("AWS_SECRET_ACCESS_KEY")
+    .env_remove("AWS_EC2_METADATA_DISABLED")
+    .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", closed)
+    .output()
+    .expect("provision");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no usable AWS credentials")
+            && stderr.contains("AWS_ACCESS_KEY_ID")
+            && stderr.contains("AWS_PROFILE"),
+        "{stderr}"
+    );
+    for debug in ["ProviderError(", "Some(", "{ source"] {
+        assert!(!stderr.contains(debug), "Rust debug text {debug}: {stderr}");
+    }
+}
