@@ -165,6 +165,7 @@ impl Route53Provider {
         options: ProvisionOptions,
     ) -> Result<ProvisionReport, ProviderError> {
         self.binding.validate()?;
+        self.check_in_zone().await?;
         // Checks this run created, per pool, reused by later attempts instead of making more.
         let mut created: Vec<Option<String>> = vec![None; self.binding.pools.len()];
         let result = self.provision_attempts(options, &mut created).await;
@@ -227,6 +228,34 @@ impl Route53Provider {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Refuses a record name outside the binding's hosted zone, for which Route 53 would refuse
+    /// every change batch (so a dry run would report changes pending forever). One
+    /// `GetHostedZone`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] naming the record name, the zone id and the zone's name; as
+    /// `Api::call` otherwise (`NoSuchHostedZone` is [`ProviderError::NotFound`]).
+    async fn check_in_zone(&self) -> Result<(), ProviderError> {
+        let zone = &self.binding.hosted_zone_id;
+        let out = self
+            .api
+            .call("GetHostedZone", |c| c.get_hosted_zone().id(zone).send())
+            .await?;
+        let Some(hosted) = out.hosted_zone else {
+            return Ok(());
+        };
+        let zone_name = normalize_name(&hosted.name);
+        let name = normalize_name(&self.binding.record_name);
+        if name == zone_name || name.ends_with(&format!(".{zone_name}")) {
+            return Ok(());
+        }
+        Err(ProviderError::Invalid(format!(
+            "record name {name} is not in hosted zone {zone} ({zone_name}), so Route 53 would \
+             refuse every change batch; fix target.route53.record_name (or the policy's \
+             hostname) or hosted_zone_id"
+        )))
     }
 
     /// Lists the pair's name and type and reads each pool record's health check: who owns

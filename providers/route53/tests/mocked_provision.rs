@@ -10,8 +10,9 @@ use aws_sdk_route53::Client;
 use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsOutput;
 use aws_sdk_route53::operation::create_health_check::CreateHealthCheckOutput;
 use aws_sdk_route53::operation::get_change::GetChangeOutput;
+use aws_sdk_route53::operation::get_hosted_zone::GetHostedZoneOutput;
 use aws_sdk_route53::operation::list_health_checks::ListHealthChecksOutput;
-use aws_sdk_route53::types::{ChangeAction, ChangeStatus, ResourceRecordSetFailover};
+use aws_sdk_route53::types::{ChangeAction, ChangeStatus, HostedZone, ResourceRecordSetFailover};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use gslb_provider::ProviderError;
 use gslb_route53::{ProvisionAction, Route53Settings};
@@ -20,6 +21,22 @@ use mock_support::*;
 /// Nothing listed, so both records and both checks must be created.
 fn empty_listing() -> Rule {
     mock!(Client::list_resource_record_sets).then_output(|| listing(vec![]))
+}
+
+/// Hosted zone `Z0TEST` is `example.com`.
+fn zone() -> Rule {
+    mock!(Client::get_hosted_zone).then_output(|| {
+        GetHostedZoneOutput::builder()
+            .hosted_zone(
+                HostedZone::builder()
+                    .id("/hostedzone/Z0TEST")
+                    .name("example.com.")
+                    .caller_reference("test")
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+    })
 }
 
 /// No health check in the account yet, so none is left over to reuse.
@@ -63,6 +80,7 @@ fn get_change(status: ChangeStatus) -> GetChangeOutput {
 
 #[tokio::test(start_paused = true)]
 async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
+    let zone = zone();
     let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let change = mock!(Client::change_resource_record_sets)
         .match_requests(|req| {
@@ -86,7 +104,7 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
         .times(2)
         .output(|| get_change(ChangeStatus::Insync))
         .build();
-    let rules = [&list, &checks, &create, &change, &poll];
+    let rules = [&zone, &list, &checks, &create, &change, &poll];
     let p = provider(
         mock_client!(aws_sdk_route53, RuleMode::MatchAny, rules),
         settings(),
@@ -107,6 +125,7 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
 
 #[tokio::test(start_paused = true)]
 async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
+    let zone = zone();
     let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let change = mock!(Client::change_resource_record_sets)
         .then_output(|| change_output(ChangeStatus::Pending));
@@ -120,7 +139,7 @@ async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &checks, &create, &change, &poll]
+            [&zone, &list, &checks, &create, &change, &poll]
         ),
         s,
     );
@@ -140,6 +159,7 @@ async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
 
 #[tokio::test(start_paused = true)]
 async fn prior_request_not_complete_is_retried() {
+    let zone = zone();
     let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let busy = error_body(
         "PriorRequestNotComplete",
@@ -154,7 +174,7 @@ async fn prior_request_not_complete_is_retried() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &checks, &create, &change]
+            [&zone, &list, &checks, &create, &change]
         ),
         settings(),
     );
@@ -173,6 +193,7 @@ async fn prior_request_not_complete_is_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
+    let zone = zone();
     // seoul is listed with an old value; tokyo is as the binding says.
     let mut old_seoul = listed_record(0);
     old_seoul.resource_records = Some(vec![
@@ -203,7 +224,7 @@ async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &get, &change, &create]
+            [&zone, &list, &get, &change, &create]
         ),
         settings(),
     );
@@ -222,6 +243,7 @@ async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
 
 #[tokio::test(start_paused = true)]
 async fn provision_with_nothing_to_do_makes_no_write() {
+    let zone = zone();
     let list = mock!(Client::list_resource_record_sets)
         .then_output(|| listing(vec![listed_record(0), listed_record(1)]));
     let get = mock!(Client::get_health_check)
@@ -233,7 +255,7 @@ async fn provision_with_nothing_to_do_makes_no_write() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &get, &change, &create]
+            [&zone, &list, &get, &change, &create]
         ),
         settings(),
     );
@@ -244,6 +266,7 @@ async fn provision_with_nothing_to_do_makes_no_write() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
+    let zone = zone();
     let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let refused = error_body(
         "InvalidChangeBatch",
@@ -258,7 +281,7 @@ async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &checks, &create, &change]
+            [&zone, &list, &checks, &create, &change]
         ),
         settings(),
     );

@@ -13,6 +13,10 @@
 
 mod emulator_support;
 
+use aws_sdk_route53::config::interceptors::BeforeSerializationInterceptorContextRef;
+use aws_sdk_route53::config::{ConfigBag, Intercept, SharedInterceptor};
+use aws_sdk_route53::error::BoxError;
+use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsInput;
 use emulator_support::emulators::{Emulator, Kind};
 use emulator_support::*;
 use gslb_provider::{Change, DesiredState, FailoverStyle, Provider, diff};
@@ -130,6 +134,56 @@ async fn moto_provision_observe_apply_round_trip() {
     assert!(!p.observe().await.unwrap().pools["seoul"].enabled);
 }
 
+/// Fails every `ChangeResourceRecordSets` before it is sent.
+#[derive(Debug)]
+struct RefuseChangeBatches;
+
+impl Intercept for RefuseChangeBatches {
+    fn name(&self) -> &'static str {
+        "RefuseChangeBatches"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        match context
+            .input()
+            .downcast_ref::<ChangeResourceRecordSetsInput>()
+        {
+            Some(_) => Err("change batch refused by the test".into()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_record_name_outside_the_hosted_zone_is_refused_before_any_write() {
+    let moto = Emulator::start(Kind::Moto);
+    let raw = client(&moto.endpoint(), vec![]);
+    let zone = hosted_zone(&raw).await;
+    let mut b = binding(&zone);
+    b.record_name = "api.not-in-zone.org".into();
+    let p = Route53Provider::new(client(&moto.endpoint(), vec![]), settings(), b);
+    for dry_run in [true, false] {
+        let err = p
+            .provision_with(gslb_route53::ProvisionOptions {
+                dry_run,
+                adopt: false,
+            })
+            .await
+            .expect_err("refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("api.not-in-zone.org is not in hosted zone")
+                && msg.contains("example.com"),
+            "{msg}"
+        );
+    }
+    assert_eq!(check_count(&raw).await, 0, "no verdict check made");
+}
+
 /// How many health checks the account holds.
 async fn check_count(raw: &aws_sdk_route53::Client) -> usize {
     raw.list_health_checks()
@@ -145,14 +199,17 @@ async fn refused_change_batches_reuse_their_verdict_checks_instead_of_leaking_mo
     let moto = Emulator::start(Kind::Moto);
     let raw = client(&moto.endpoint(), vec![]);
     let zone = hosted_zone(&raw).await;
-    // A record name outside the hosted zone: moto refuses every change batch.
-    let mut b = binding(&zone);
-    b.record_name = "api.not-in-zone.org".into();
-    let p = Route53Provider::new(client(&moto.endpoint(), vec![]), settings(), b);
+    // Every change batch fails, after the verdict checks were made.
+    let refuse = SharedInterceptor::new(RefuseChangeBatches);
+    let p = Route53Provider::new(
+        client(&moto.endpoint(), vec![refuse]),
+        settings(),
+        binding(&zone),
+    );
     for run in 1..=3 {
         let err = p.provision().await.expect_err("the batch is refused");
         assert!(
-            matches!(err, gslb_provider::ProviderError::Invalid(_)),
+            err.to_string().contains("refused by the test"),
             "run {run}: {err}"
         );
         assert_eq!(
