@@ -34,6 +34,37 @@ impl Bind for Adapters<'_> {
             Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
         })
     }
+
+    /// A Route 53 target's records as a dry, adopting provision sees them: one line per pool
+    /// whose record it would replace or adopt, with how it differs.
+    async fn record_drift(&self, policy: &Policy) -> Vec<String> {
+        let Target::Route53(t) = &policy.target else {
+            return Vec::new();
+        };
+        let options = ProvisionOptions {
+            dry_run: true,
+            adopt: true,
+        };
+        let Ok(report) = self.route53(t).await.provision_with(options).await else {
+            return Vec::new();
+        };
+        report
+            .pools
+            .iter()
+            .filter_map(|p| match &p.action {
+                ProvisionAction::Replaced { reason } | ProvisionAction::Adopted { reason } => {
+                    Some(format!("pool {}'s record: {reason}", p.set_identifier))
+                }
+                ProvisionAction::Unchanged | ProvisionAction::Created => None,
+            })
+            .chain(
+                report
+                    .removed
+                    .iter()
+                    .map(|r| format!("{r} is no pool's record")),
+            )
+            .collect()
+    }
 }
 
 impl<'a> Adapters<'a> {

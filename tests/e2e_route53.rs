@@ -818,3 +818,67 @@ async fn provision_without_credentials_says_where_it_looked_in_plain_words() {
         assert!(!stderr.contains(debug), "Rust debug text {debug}: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_reports_a_record_that_drifted_from_the_policy_and_says_to_provision() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone_id = create_zone(&client, "example.test.").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
+    std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        settings(admin, &moto.endpoint()),
+    )
+    .expect("settings");
+    let (code, stdout, stderr) = provision(dir.path(), &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let plan = || {
+        let out = gslb(dir.path(), &["plan", "--config", "gslb.toml"])
+            .output()
+            .expect("plan");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!plan().contains("record drift"), "{}", plan());
+
+    // Someone moves seoul's Alias to another load balancer, keeping gslb's check.
+    let seoul = record(&client, &zone_id, "seoul").await;
+    let mut moved = seoul.clone();
+    if let Some(a) = moved.alias_target.as_mut() {
+        a.dns_name = "other-alb.elb.example.net".into();
+    }
+    let change = |action, r| {
+        Change::builder()
+            .action(action)
+            .resource_record_set(r)
+            .build()
+            .expect("change")
+    };
+    client
+        .change_resource_record_sets()
+        .hosted_zone_id(&zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                .changes(change(ChangeAction::Delete, seoul))
+                .changes(change(ChangeAction::Create, moved.clone()))
+                .build()
+                .expect("batch"),
+        )
+        .send()
+        .await
+        .expect("move seoul");
+    let text = plan();
+    assert!(
+        text.contains("record drift (gslb run does not rewrite records; run `gslb provision`):")
+            && text.contains("pool seoul's record:")
+            && text.contains("other-alb.elb.example.net"),
+        "{text}"
+    );
+    assert_eq!(
+        record(&client, &zone_id, "seoul").await,
+        moved,
+        "plan writes nothing"
+    );
+}
