@@ -232,6 +232,15 @@ fn settings(admin: SocketAddr, endpoint: &str) -> String {
     )
 }
 
+/// Writes `api.toml` (`policy`) and `gslb.toml` (Route 53 at `endpoint`, an admin address on a
+/// free port) into `dir`; returns the admin address.
+fn write_config(dir: &std::path::Path, policy: &str, endpoint: &str) -> SocketAddr {
+    std::fs::write(dir.join("api.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(dir.join("gslb.toml"), settings(admin, endpoint)).expect("settings");
+    admin
+}
+
 /// `gslb provision` in `dir` with `extra` arguments: (exit code, stdout, stderr).
 fn provision(dir: &std::path::Path, extra: &[&str]) -> (Option<i32>, String, String) {
     let mut args = vec!["provision", "--config", "gslb.toml"];
@@ -271,13 +280,7 @@ async fn alias_failover_pair_is_provisioned_failed_over_and_failed_back() {
         &format!("http://{}/api/v1/health", tokyo.addr()),
         &zone_id,
     );
-    std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::fs::write(
-        dir.path().join("gslb.toml"),
-        settings(admin, &moto.endpoint()),
-    )
-    .expect("settings");
+    let admin = write_config(dir.path(), &policy, &moto.endpoint());
 
     let (code, stdout, stderr) = provision(dir.path(), &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -468,13 +471,7 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
     .await;
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
-    std::fs::write(dir.path().join("api.toml"), &policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::fs::write(
-        dir.path().join("gslb.toml"),
-        settings(admin, &moto.endpoint()),
-    )
-    .expect("settings");
+    write_config(dir.path(), &policy, &moto.endpoint());
     let before = snapshot(&client, &zone_id).await;
 
     // Dry run: the exact batch, what a real run would refuse, exit 1 as the real run would,
@@ -826,13 +823,7 @@ async fn plan_reports_a_record_that_drifted_from_the_policy_and_says_to_provisio
     let zone_id = create_zone(&client, "example.test.").await;
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
-    std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::fs::write(
-        dir.path().join("gslb.toml"),
-        settings(admin, &moto.endpoint()),
-    )
-    .expect("settings");
+    write_config(dir.path(), &policy, &moto.endpoint());
     let (code, stdout, stderr) = provision(dir.path(), &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     let plan = || {
