@@ -15,6 +15,7 @@ use gslb_cloudflare::{
 };
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
+use gslb_route53::NEW_CHECK;
 use gslb_route53::{
     DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Account,
     Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
@@ -46,6 +47,37 @@ impl Bind for Adapters<'_> {
             Target::Route53(t) => AnyProvider::new(Arc::new(self.route53(t).await)),
             Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
         })
+    }
+
+    /// A Route 53 target's records as a dry, adopting provision sees them: one line per pool
+    /// whose record it would replace or adopt, with how it differs.
+    async fn record_drift(&self, policy: &Policy) -> Vec<String> {
+        let Target::Route53(t) = &policy.target else {
+            return Vec::new();
+        };
+        let options = ProvisionOptions {
+            dry_run: true,
+            adopt: true,
+        };
+        let Ok(report) = self.route53(t).await.provision_with(options).await else {
+            return Vec::new();
+        };
+        report
+            .pools
+            .iter()
+            .filter_map(|p| match &p.action {
+                ProvisionAction::Replaced { reason } | ProvisionAction::Adopted { reason } => {
+                    Some(format!("pool {}'s record: {reason}", p.set_identifier))
+                }
+                ProvisionAction::Unchanged | ProvisionAction::Created => None,
+            })
+            .chain(
+                report
+                    .removed
+                    .iter()
+                    .map(|r| format!("{r} is no pool's record")),
+            )
+            .collect()
     }
 }
 
@@ -142,32 +174,32 @@ impl<'a> Adapters<'a> {
     /// verdict checks and waits for INSYNC, printing what it did (with `dry_run`, what it would
     /// do and the exact change batch, writing nothing); Cloudflare objects are made by their
     /// owners. Records gslb does not own are replaced only for a policy whose record name or
-    /// service is in `adopt`. Returns whether anything was (or, in a dry run, would be) changed.
+    /// service is in `adopt`. Every service is planned (reads only) before any is written, so
+    /// a refusal writes nothing for any service. Returns whether anything was (or, in a dry
+    /// run, would be) changed.
     ///
     /// # Errors
     /// An `adopt` name that is no Route 53 policy's record name or service (before any call);
-    /// a Route 53 call failed or provisioning refused a foreign record (the service is named).
+    /// a Route 53 call failed (the service is named); some service has records or checks gslb
+    /// does not own and `adopt` does not name it (each service, record and why is named, with
+    /// the `--adopt` to run; a dry run prints its plan first).
     pub async fn provision(
         &self,
         policies: &[Policy],
         dry_run: bool,
         adopt: &[String],
     ) -> anyhow::Result<bool> {
-        let names = |t: &Route53Target, p: &Policy| {
-            [t.record_name.to_ascii_lowercase(), p.service.0.clone()]
-        };
         for name in adopt {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
-            let known = policies.iter().any(|p| match &p.target {
-                Target::Route53(t) => names(t, p).contains(&name),
-                Target::Cloudflare(_) => false,
-            });
             anyhow::ensure!(
-                known,
+                policies.iter().any(|p| adopt_names(p).contains(&name)),
                 "--adopt {name}: no Route 53 policy has that record name or service"
             );
         }
         let mut pending = false;
+        let mut refused = Vec::new();
+        let mut planned = Vec::new();
+        let mut voting = Vec::new();
         for p in policies {
             let Target::Route53(t) = &p.target else {
                 println!(
@@ -176,27 +208,79 @@ impl<'a> Adapters<'a> {
                 );
                 continue;
             };
-            let options = ProvisionOptions {
-                dry_run,
-                adopt: adopt
-                    .iter()
-                    .any(|a| names(t, p).contains(&a.trim_end_matches('.').to_ascii_lowercase())),
-            };
+            let adopt = adopt
+                .iter()
+                .any(|a| adopt_names(p).contains(&a.trim_end_matches('.').to_ascii_lowercase()));
             if let Some(dp) = self.settings.route53.data_plane_of(&p.service.0) {
-                self.provision_votes(p, t, dp, options).await?;
+                voting.push((p, t, dp, adopt));
                 continue;
             }
-            let report = self
-                .route53(t)
+            let provider = self.route53(t).await;
+            let plan = provider
+                .provision_with(ProvisionOptions {
+                    dry_run: true,
+                    adopt,
+                })
                 .await
+                .with_context(|| format!("provisioning service {}", p.service))?;
+            if !plan.needs_adopt.is_empty() {
+                refused.push(refusal(&p.service.0, t, &plan.needs_adopt));
+            }
+            if dry_run {
+                pending |= !plan.is_noop();
+                print_report(&p.service.0, t, &plan, true);
+            } else {
+                planned.push((p, t, provider, adopt));
+            }
+        }
+        anyhow::ensure!(
+            refused.is_empty(),
+            "{}\nnothing was {}",
+            refused.join("\n"),
+            if dry_run {
+                "written (dry run)"
+            } else {
+                "changed, for any service: every service is checked before any is written"
+            }
+        );
+        for (p, t, dp, adopt) in voting {
+            self.provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
+                .await?;
+        }
+        for (p, t, provider, adopt) in planned {
+            let options = ProvisionOptions {
+                dry_run: false,
+                adopt,
+            };
+            let report = provider
                 .provision_with(options)
                 .await
                 .with_context(|| format!("provisioning service {}", p.service))?;
             pending |= !report.is_noop();
-            print_report(&p.service.0, t, &report, dry_run);
+            print_report(&p.service.0, t, &report, false);
         }
         Ok(pending)
     }
+}
+
+/// The names `--adopt` may give for policy `p`: its Route 53 record name (lowercase) and its
+/// service; none for a Cloudflare policy.
+fn adopt_names(p: &Policy) -> Vec<String> {
+    match &p.target {
+        Target::Route53(t) => vec![t.record_name.to_ascii_lowercase(), p.service.0.clone()],
+        Target::Cloudflare(_) => Vec::new(),
+    }
+}
+
+/// Why provisioning refuses `service` without `--adopt`: each object on its own line, then the
+/// command that adopts them.
+fn refusal(service: &str, t: &Route53Target, why: &[String]) -> String {
+    format!(
+        "service {service}: provision refuses to replace what gslb does not own without --adopt:\n  {}\n  \
+         run `gslb provision --adopt {}` to replace them",
+        why.join("\n  "),
+        t.record_name
+    )
 }
 
 /// Prints what provisioning did, or in a dry run would do, for `service`: one line per pool,
@@ -211,37 +295,44 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
         println!("{verb} {service}: nothing to change");
         return;
     }
+    // A dry run without --adopt plans adoptions a real run would refuse.
+    let refused = !report.needs_adopt.is_empty();
     for pool in &report.pools {
         let action = match &pool.action {
             ProvisionAction::Unchanged => "unchanged".to_owned(),
             ProvisionAction::Created => "record created".to_owned(),
             ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
+            ProvisionAction::Adopted { reason } if refused => {
+                format!("would refuse without --adopt ({reason})")
+            }
             ProvisionAction::Adopted { reason } => format!("record adopted ({reason})"),
         };
-        let check = if pool.created_health_check {
-            "new verdict check"
+        let check = if pool.health_check_id == NEW_CHECK {
+            "new verdict check".to_owned()
+        } else if pool.created_health_check {
+            format!("new verdict check {}", pool.health_check_id)
         } else {
-            "verdict check"
+            format!("verdict check {}", pool.health_check_id)
         };
         println!(
-            "{verb} {service} {}: {action}; {check} {}",
-            pool.set_identifier, pool.health_check_id
+            "{verb} {service} {}: {action}; {check}",
+            pool.set_identifier
         );
     }
     for removed in &report.removed {
-        println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+        if refused {
+            println!(
+                "{verb} {service}: {removed} would be deleted only with --adopt (it is no pool's record)"
+            );
+        } else {
+            println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+        }
     }
     if let Some(batch) = report.batch.as_ref().filter(|_| dry_run) {
         println!(
             "change batch for hosted zone {}:\n{batch}",
             t.hosted_zone_id
         );
-    }
-    if !report.needs_adopt.is_empty() {
-        println!("provision would refuse without --adopt {}:", t.record_name);
-        for why in &report.needs_adopt {
-            println!("  {why}");
-        }
     }
 }
 

@@ -68,6 +68,16 @@ pub trait Bind: Sync {
     /// # Errors
     /// The provider cannot be set up from the settings (a settings problem, exit code 2).
     fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BoxError>> + Send;
+
+    /// Read-only: how the records `policy`'s target names differ from what the policy says
+    /// (values or Alias target, TTL, role, health check), one line per record, for `gslb plan`
+    /// to show (`gslb run` never rewrites records: `gslb provision` does). Empty when they
+    /// match, cannot be read (observe reports that), or the provider has no such records.
+    /// Default: empty.
+    fn record_drift(&self, policy: &Policy) -> impl Future<Output = Vec<String>> + Send {
+        let _ = policy;
+        async { Vec::new() }
+    }
 }
 
 /// `gslb run` failed; [`RunError::exit_code`] is the process's exit code. Displayed as its

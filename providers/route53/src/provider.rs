@@ -135,19 +135,23 @@ impl Route53Provider {
                 pool.set_identifier,
                 b.hosted_zone_id
             );
-            let record = record
-                .ok_or_else(|| ProviderError::NotFound(format!("no {what}; run provisioning")))?;
+            let record = record.ok_or_else(|| {
+                ProviderError::NotFound(format!("no {what}; run `gslb provision`"))
+            })?;
             if record.failover.as_ref() != Some(&want) {
                 let got = record
                     .failover
                     .as_ref()
                     .map_or("not a failover record", |f| f.as_str());
                 return Err(ProviderError::NotFound(format!(
-                    "no {what} (found: {got}); run provisioning"
+                    "no {what} (found: {got}); run `gslb provision`"
                 )));
             }
+            let adopt = format!("run `gslb provision --adopt {}`", b.record_name);
             let id = record.health_check_id.ok_or_else(|| {
-                ProviderError::NotFound(format!("{what} has no health check; run provisioning"))
+                ProviderError::Unowned(format!(
+                    "{what} has no health check, so it is not gslb's; {adopt}"
+                ))
             })?;
             let check = match &shared {
                 None => checks::get(&self.api, &id).await,
@@ -162,10 +166,20 @@ impl Route53Provider {
             };
             let check = check.map_err(|e| match e {
                 ProviderError::NotFound(m) => {
-                    ProviderError::NotFound(format!("{m} (used by {what}); run provisioning"))
+                    ProviderError::NotFound(format!("{m} (used by {what}); {adopt}"))
+                }
+                ProviderError::Unowned(m) => {
+                    ProviderError::Unowned(format!("{what}: {m}; {adopt}"))
                 }
                 other => other,
             })?;
+            if let Some((other, _)) = ids.iter().find(|(_, used)| **used == check.id) {
+                return Err(ProviderError::Invalid(format!(
+                    "the {what} and pool {other}'s record share verdict check {}, so gslb cannot \
+                     move one pool without the other; run `gslb provision` to give each pool its own",
+                    check.id
+                )));
+            }
             state.pools.insert(
                 pool.set_identifier.clone(),
                 ObservedPool {
@@ -212,10 +226,12 @@ impl Provider for Route53Provider {
     /// `GetHealthCheck` per pool. `order` is `None`: the order is fixed by PRIMARY/SECONDARY.
     ///
     /// # Errors
-    /// [`ProviderError::NotFound`] when a record is missing, has the wrong role or no health
-    /// check, or its check is gone (run provisioning); [`ProviderError::Unowned`] when a
-    /// record's check is not a gslb verdict check; [`ProviderError::Invalid`] when the binding
-    /// is malformed or a verdict check is `Disabled`; transport classes otherwise.
+    /// [`ProviderError::NotFound`] when a record is missing or has the wrong role (run `gslb
+    /// provision`), or its check is gone; [`ProviderError::Unowned`] when a record has no
+    /// health check or one that is not gslb's (run `gslb provision --adopt <record name>`);
+    /// [`ProviderError::Invalid`] when the binding is malformed, a verdict check is
+    /// `Disabled`, or two pools' records share one verdict check (naming both); transport
+    /// classes otherwise.
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
         self.observe_within(Duration::ZERO).await
     }

@@ -245,7 +245,7 @@ async fn observe_without_records_says_to_provision() {
     );
     let err = p.observe().await.unwrap_err();
     assert!(
-        matches!(&err, ProviderError::NotFound(m) if m.contains("PRIMARY") && m.contains("provisioning")),
+        matches!(&err, ProviderError::NotFound(m) if m.contains("PRIMARY") && m.contains("run `gslb provision`")),
         "{err:?}"
     );
 }

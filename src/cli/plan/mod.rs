@@ -359,6 +359,22 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
     Ok(())
 }
 
+/// The records that differ from the policy (see [`Bind::record_drift`]), if any: `gslb run`
+/// steers through the verdict checks and never rewrites them.
+fn render_drift(drift: &[String], out: &mut impl Write) -> std::io::Result<()> {
+    if drift.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  record drift (gslb run does not rewrite records; run `gslb provision`):"
+    )?;
+    for d in drift {
+        writeln!(out, "    - {d}")?;
+    }
+    Ok(())
+}
+
 fn name_or<'a>(pool: Option<&'a PoolId>, none: &'a str) -> &'a str {
     pool.map_or(none, |p| p.0.as_str())
 }
@@ -503,7 +519,9 @@ pub async fn plan_all<B: Bind>(
     let prober = Arc::new(prober);
     let mut gathered = Vec::new();
     let mut failed = BTreeMap::new();
+    let mut drift = BTreeMap::new();
     for p in policies {
+        drift.insert(p.service.clone(), binder.record_drift(p).await);
         match read(p, binder, &prober).await {
             Ok(g) => gathered.push(g),
             Err(why) => {
@@ -549,6 +567,7 @@ pub async fn plan_all<B: Bind>(
             {
                 render(&[plans.remove(i)], out)?;
             }
+            render_drift(drift.get(&p.service).map_or(&[], Vec::as_slice), out)?;
         }
         Ok::<_, std::io::Error>(())
     })();
