@@ -85,6 +85,11 @@ impl Daemon {
         self.child.id().to_string()
     }
 
+    /// The daemon's audit log (`state/audit.jsonl` in its folder).
+    pub fn audit_log(&self) -> PathBuf {
+        self.log.with_file_name("state").join("audit.jsonl")
+    }
+
     /// The last lines of the daemon's log, for an error message.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();

@@ -191,8 +191,10 @@ async fn window(
     pids: &[String],
     ticks: u64,
 ) -> anyhow::Result<Steady> {
+    let audit = daemon.audit_log();
     let (m0, _) = daemon.get("/metrics").await?;
     let scraped0 = Instant::now();
+    let audit0 = audit_decisions(&audit);
     let h0 = origins.fresh_hits().await;
     let cpu = procfs::Window::start(pids, ticks);
     let t0 = SystemTime::now();
@@ -204,10 +206,14 @@ async fn window(
     let (m1, _) = daemon.get("/metrics").await?;
     let elapsed = h1.at.zip(h0.at).map_or(r.duration, |(b, a)| b - a);
     let name = "gslb_probe_lateness_seconds";
+    let audited = audit_decisions(&audit).saturating_sub(audit0);
     let counters = COUNTERS
         .iter()
         .map(|(k, metric)| (*k, prom::sum(&m1, metric) - prom::sum(&m0, metric)))
-        .chain([("ok", ok_probes(&m1) - ok_probes(&m0))])
+        .chain([
+            ("ok", ok_probes(&m1) - ok_probes(&m0)),
+            ("audit", audited as f64),
+        ])
         .collect();
     Ok(Steady {
         elapsed,
@@ -233,4 +239,15 @@ fn ok_probes(text: &str) -> f64 {
         .filter(|l| l.starts_with("gslb_probes_total{") && l.contains("reason=\"ok\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// Decisions in the daemon's audit log so far (`"action":"decision"` lines).
+fn audit_decisions(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.contains("\"action\":\"decision\""))
+                .count()
+        })
+        .unwrap_or(0)
 }
