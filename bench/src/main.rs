@@ -67,6 +67,9 @@ struct Cli {
     /// Longest start-up waited for.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     startup_limit: Duration,
+    /// `[reconcile] resync` of the daemon (default: the daemon's own, 60 s).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    resync: Option<Duration>,
     /// Run the daemon under a CPU quota, percent of one core (overload); skips blackbox_exporter.
     #[arg(long)]
     cpu_quota: Option<u32>,
@@ -211,6 +214,9 @@ async fn scale(cli: &Cli, gslb: PathBuf) -> anyhow::Result<()> {
         scrapes: cli.scrapes.max(1),
         gslb,
         cpu_quota: cli.cpu_quota,
+        settings: cli.resync.map_or(String::new(), |r| {
+            format!("[reconcile]\nresync = \"{}ms\"", r.as_millis())
+        }),
         startup_limit: cli.startup_limit,
     };
     let product = product::run(&run, &origins, &provider).await;

@@ -29,6 +29,8 @@ pub struct Run {
     pub gslb: PathBuf,
     /// A CPU quota for the daemon, percent of one core (overload).
     pub cpu_quota: Option<u32>,
+    /// TOML appended to the daemon's settings (e.g. `[reconcile]`).
+    pub settings: String,
     /// Longest start-up waited for.
     pub startup_limit: Duration,
 }
@@ -105,7 +107,7 @@ pub async fn run(r: &Run, origins: &Origins, provider: &Provider) -> anyhow::Res
         .iter()
         .map(|a| format!("http://{a}/health"))
         .collect();
-    let folder = generate::write(&r.shape, &urls, &provider.base_url, "")?;
+    let folder = generate::write(&r.shape, &urls, &provider.base_url, &r.settings)?;
     let mut quota = r.cpu_quota.map(crate::quota::detect).transpose()?;
     let described = quota.as_ref().zip(r.cpu_quota).map(|(q, p)| q.describe(p));
     let result = measure(r, origins, provider, &folder, quota.as_mut()).await;
