@@ -7,8 +7,8 @@
 //! when its standard input closes. The parent ([`Provider`]) keeps every call with its time.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -46,12 +46,7 @@ pub fn serve(services: usize) -> anyhow::Result<()> {
         }
         println!("{}", fake.base_url());
         println!("ready");
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 64];
-            while matches!(std::io::stdin().read(&mut buf), Ok(n) if n > 0) {}
-            let _ = tx.send(());
-        });
+        let mut rx = crate::child::stdin_closed();
         let mut seen = 0;
         let mut tick = tokio::time::interval(Duration::from_millis(2));
         loop {
@@ -123,24 +118,12 @@ pub const TOKEN: &str = ids::TOKEN;
 impl Provider {
     /// Starts the fake with `services` generated load balancers and waits until it listens.
     pub async fn start(services: usize) -> anyhow::Result<Provider> {
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(["serve-fake", "--services", &services.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let args = ["serve-fake", "--services", &services.to_string()].map(String::from);
+        let (child, stdin, stdout) = crate::child::spawn_self(&args)?;
         let calls = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = tokio::sync::oneshot::channel();
         let shared = calls.clone();
-        std::thread::spawn(move || read_child(BufReader::new(stdout), tx, &shared));
+        std::thread::spawn(move || read_child(stdout, tx, &shared));
         let base_url = tokio::time::timeout(Duration::from_secs(120), rx)
             .await
             .map_err(|_| anyhow::anyhow!("the Cloudflare fake was not ready within 120 s"))?

@@ -16,6 +16,7 @@
 //! stops with it. Linux only (`/proc`).
 
 mod blackbox;
+mod child;
 mod daemon;
 mod detect;
 mod fake;

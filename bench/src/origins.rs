@@ -5,9 +5,9 @@
 //! `hits <requests answered> <origins never asked>`; exits when its standard input closes (so
 //! it never outlives the benchmark) or when killed (detection kills it on purpose).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,13 +30,7 @@ pub fn serve(endpoints: usize, at: &[SocketAddr]) -> anyhow::Result<()> {
     runtime.block_on(async {
         let origins = bind(endpoints, at).await?;
         println!("ready");
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 64];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-            let _ = tx.send(());
-        });
+        let mut rx = crate::child::stdin_closed();
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tokio::select! {
@@ -110,28 +104,19 @@ impl Origins {
     /// Starts `endpoints` origins (or one on each of `at`) in a child process and waits until
     /// they listen.
     pub async fn start(endpoints: usize, at: &[SocketAddr]) -> anyhow::Result<Origins> {
-        let mut cmd = Command::new(std::env::current_exe()?);
-        cmd.args(["serve-origins", "--endpoints", &endpoints.to_string()]);
+        let mut args = vec![
+            "serve-origins".to_owned(),
+            "--endpoints".into(),
+            endpoints.to_string(),
+        ];
         for a in at {
-            cmd.args(["--at", &a.to_string()]);
+            args.extend(["--at".to_owned(), a.to_string()]);
         }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let (child, stdin, stdout) = crate::child::spawn_self(&args)?;
         let hits = Arc::new(Mutex::new(Hits::default()));
         let (tx, rx) = tokio::sync::oneshot::channel();
         let shared = hits.clone();
-        std::thread::spawn(move || read_child(BufReader::new(stdout), tx, &shared));
+        std::thread::spawn(move || read_child(stdout, tx, &shared));
         let addrs = tokio::time::timeout(Duration::from_secs(120), rx)
             .await
             .map_err(|_| anyhow::anyhow!("the origins process was not ready within 120 s"))?
