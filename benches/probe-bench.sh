@@ -19,5 +19,5 @@ if ! command -v prometheus-blackbox-exporter >/dev/null && ! command -v blackbox
         echo "blackbox_exporter not installed and cannot install it here: gslb's figures only" >&2
     fi
 fi
-cargo build --release --bin gslb --bin gslb-bench
+cargo build --release -p gslb -p gslb-bench --bin gslb --bin gslb-bench
 exec "${CARGO_TARGET_DIR:-target}/release/gslb-bench" "$@"

@@ -26,7 +26,7 @@ for v in $VARIANTS; do
     base="CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_STRIP=none"
     start=$(date +%s)
     cpu=$( (env $base ${ENVS[$v]} CARGO_TARGET_DIR="$OUT/target-$v" CARGO_INCREMENTAL=0 \
-        cargo build -q --release --bin gslb --bin gslb-bench >"$OUT/$v.log" 2>&1; times) | tail -1 \
+        cargo build -q --release -p gslb -p gslb-bench --bin gslb --bin gslb-bench >"$OUT/$v.log" 2>&1; times) | tail -1 \
         | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }')
     wall=$(( $(date +%s) - start ))
     cp "$OUT/target-$v/release/gslb" "$OUT/gslb-$v"
