@@ -213,10 +213,11 @@ fn provider_rows(c: &Ctx) -> Vec<Row> {
             "0".into(),
         ],
         [
-            "decision changes per 30 s (decisions + holds)".into(),
+            "decision changes per 30 s: metrics (decisions + holds) / audit log".into(),
             format!(
-                "{:.0}",
-                (c.counter("decisions") + c.counter("holds")) * per_30s
+                "{:.0} / {:.0}",
+                (c.counter("decisions") + c.counter("holds")) * per_30s,
+                c.counter("audit") * per_30s
             ),
             dash(),
             "0 in steady state".into(),
