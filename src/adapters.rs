@@ -3,26 +3,42 @@
 //! `gslb_route53` and `gslb_cloudflare` (`tests/layout.rs` checks it). Also `gslb provision`,
 //! which is Route 53's alone.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
 use gslb::cli::run::{Bind, BoxError};
 use gslb::config::Settings;
+use gslb::config::dataplane::{DataPlaneSettings, PoolVotes, health_threshold};
 use gslb_cloudflare::{
-    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
-    LoadBalancerRef,
+    ApiToken, CloudflareAccount, CloudflareBinding, CloudflarePool, CloudflareProvider,
+    CloudflareSettings, LoadBalancerRef,
 };
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
+use gslb_route53::NEW_CHECK;
 use gslb_route53::{
-    ProvisionAction, Route53Binding, Route53Pool, Route53Provider, Route53Settings,
+    DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Account,
+    Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
-/// tables.
+/// tables. Every binding shares one client and rate limiter per AWS account (the credential
+/// chain's) and per Cloudflare token, and with it the shared reads (issue 14, item 5).
 pub struct Adapters<'a> {
     /// The daemon settings.
     pub settings: &'a Settings,
+    /// The Route 53 account of the credential chain, made on first use.
+    route53: tokio::sync::OnceCell<Route53Account>,
+    /// Cloudflare accounts by API base and token, made on first use (a rotated token file
+    /// read at a reload gets its own).
+    cloudflare: Mutex<Vec<CloudflareShared>>,
+}
+
+/// One Cloudflare account shared by the bindings on its API base and token.
+struct CloudflareShared {
+    api_base: String,
+    token: ApiToken,
+    account: Arc<CloudflareAccount>,
 }
 
 impl Bind for Adapters<'_> {
@@ -32,9 +48,49 @@ impl Bind for Adapters<'_> {
             Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
         })
     }
+
+    /// A Route 53 target's records as a dry, adopting provision sees them: one line per pool
+    /// whose record it would replace or adopt, with how it differs.
+    async fn record_drift(&self, policy: &Policy) -> Vec<String> {
+        let Target::Route53(t) = &policy.target else {
+            return Vec::new();
+        };
+        let options = ProvisionOptions {
+            dry_run: true,
+            adopt: true,
+        };
+        let Ok(report) = self.route53(t).await.provision_with(options).await else {
+            return Vec::new();
+        };
+        report
+            .pools
+            .iter()
+            .filter_map(|p| match &p.action {
+                ProvisionAction::Replaced { reason } | ProvisionAction::Adopted { reason } => {
+                    Some(format!("pool {}'s record: {reason}", p.set_identifier))
+                }
+                ProvisionAction::Unchanged | ProvisionAction::Created => None,
+            })
+            .chain(
+                report
+                    .removed
+                    .iter()
+                    .map(|r| format!("{r} is no pool's record")),
+            )
+            .collect()
+    }
 }
 
-impl Adapters<'_> {
+impl<'a> Adapters<'a> {
+    /// Adapters for `settings`; no client is made yet.
+    pub fn new(settings: &'a Settings) -> Self {
+        Self {
+            settings,
+            route53: tokio::sync::OnceCell::new(),
+            cloudflare: Mutex::new(Vec::new()),
+        }
+    }
+
     async fn route53(&self, t: &Route53Target) -> Route53Provider {
         let binding = Route53Binding {
             hosted_zone_id: t.hosted_zone_id.clone(),
@@ -47,6 +103,11 @@ impl Adapters<'_> {
                 .map(|p| Route53Pool {
                     set_identifier: p.set_identifier.clone(),
                     values: p.values.clone(),
+                    alias: p.alias_target.as_ref().map(|a| Route53Alias {
+                        dns_name: a.dns_name.clone(),
+                        hosted_zone_id: a.hosted_zone_id.clone(),
+                        evaluate_target_health: a.evaluate_target_health,
+                    }),
                 })
                 .collect(),
         };
@@ -57,7 +118,11 @@ impl Adapters<'_> {
             s.requests_per_second,
             s.change_timeout,
         );
-        Route53Provider::from_env(r53, binding).await
+        let account = self
+            .route53
+            .get_or_init(|| Route53Account::from_env(&r53))
+            .await;
+        Route53Provider::with_account(account, r53, binding)
     }
 
     fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BoxError> {
@@ -76,17 +141,65 @@ impl Adapters<'_> {
                 })
                 .collect(),
         };
-        let cf = CloudflareSettings::configured(s.api_base.clone(), s.requests_per_window, token);
-        Ok(CloudflareProvider::new(cf, binding)?)
+        let account = {
+            let mut accounts = self
+                .cloudflare
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let known = accounts
+                .iter()
+                .find(|a| a.api_base == s.api_base && a.token == token);
+            match known {
+                Some(a) => a.account.clone(),
+                None => {
+                    let cf = CloudflareSettings::configured(
+                        s.api_base.clone(),
+                        s.requests_per_window,
+                        token.clone(),
+                    );
+                    let account = Arc::new(CloudflareAccount::new(cf)?);
+                    accounts.push(CloudflareShared {
+                        api_base: s.api_base.clone(),
+                        token,
+                        account: account.clone(),
+                    });
+                    account
+                }
+            }
+        };
+        Ok(CloudflareProvider::with_account(account, binding)?)
     }
 
     /// `gslb provision`: creates or corrects each Route 53 policy's failover records and
-    /// verdict checks and waits for INSYNC, printing what it did; Cloudflare objects are made
-    /// by their owners.
+    /// verdict checks and waits for INSYNC, printing what it did (with `dry_run`, what it would
+    /// do and the exact change batch, writing nothing); Cloudflare objects are made by their
+    /// owners. Records gslb does not own are replaced only for a policy whose record name or
+    /// service is in `adopt`. Every service is planned (reads only) before any is written, so
+    /// a refusal writes nothing for any service. Returns whether anything was (or, in a dry
+    /// run, would be) changed.
     ///
     /// # Errors
-    /// A Route 53 call failed (the service is named).
-    pub async fn provision(&self, policies: &[Policy]) -> anyhow::Result<()> {
+    /// An `adopt` name that is no Route 53 policy's record name or service (before any call);
+    /// a Route 53 call failed (the service is named); some service has records or checks gslb
+    /// does not own and `adopt` does not name it (each service, record and why is named, with
+    /// the `--adopt` to run; a dry run prints its plan first).
+    pub async fn provision(
+        &self,
+        policies: &[Policy],
+        dry_run: bool,
+        adopt: &[String],
+    ) -> anyhow::Result<bool> {
+        for name in adopt {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            anyhow::ensure!(
+                policies.iter().any(|p| adopt_names(p).contains(&name)),
+                "--adopt {name}: no Route 53 policy has that record name or service"
+            );
+        }
+        let mut pending = false;
+        let mut refused = Vec::new();
+        let mut planned = Vec::new();
+        let mut voting = Vec::new();
         for p in policies {
             let Target::Route53(t) = &p.target else {
                 println!(
@@ -95,32 +208,209 @@ impl Adapters<'_> {
                 );
                 continue;
             };
-            let report = self
-                .route53(t)
-                .await
-                .provision()
+            let adopt = adopt
+                .iter()
+                .any(|a| adopt_names(p).contains(&a.trim_end_matches('.').to_ascii_lowercase()));
+            if let Some(dp) = self.settings.route53.data_plane_of(&p.service.0) {
+                voting.push((p, t, dp, adopt));
+                continue;
+            }
+            let provider = self.route53(t).await;
+            let plan = provider
+                .provision_with(ProvisionOptions {
+                    dry_run: true,
+                    adopt,
+                })
                 .await
                 .with_context(|| format!("provisioning service {}", p.service))?;
-            if report.is_noop() {
-                println!("provisioned {}: nothing to change", p.service);
+            if !plan.needs_adopt.is_empty() {
+                refused.push(refusal(&p.service.0, t, &plan.needs_adopt));
             }
-            for pool in report.pools.iter().filter(|_| !report.is_noop()) {
-                let action = match &pool.action {
-                    ProvisionAction::Unchanged => "unchanged".to_owned(),
-                    ProvisionAction::Created => "record created".to_owned(),
-                    ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
-                };
-                let check = if pool.created_health_check {
-                    "new verdict check"
-                } else {
-                    "verdict check"
-                };
-                println!(
-                    "provisioned {} {}: {action}; {check} {}",
-                    p.service, pool.set_identifier, pool.health_check_id
-                );
+            if dry_run {
+                pending |= !plan.is_noop();
+                print_report(&p.service.0, t, &plan, true);
+            } else {
+                planned.push((p, t, provider, adopt));
             }
         }
+        anyhow::ensure!(
+            refused.is_empty(),
+            "{}\nnothing was {}",
+            refused.join("\n"),
+            if dry_run {
+                "written (dry run)"
+            } else {
+                "changed, for any service: every service is checked before any is written"
+            }
+        );
+        for (p, t, dp, adopt) in voting {
+            self.provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
+                .await?;
+        }
+        for (p, t, provider, adopt) in planned {
+            let options = ProvisionOptions {
+                dry_run: false,
+                adopt,
+            };
+            let report = provider
+                .provision_with(options)
+                .await
+                .with_context(|| format!("provisioning service {}", p.service))?;
+            pending |= !report.is_noop();
+            print_report(&p.service.0, t, &report, false);
+        }
+        Ok(pending)
+    }
+}
+
+/// The names `--adopt` may give for policy `p`: its Route 53 record name (lowercase) and its
+/// service; none for a Cloudflare policy.
+fn adopt_names(p: &Policy) -> Vec<String> {
+    match &p.target {
+        Target::Route53(t) => vec![t.record_name.to_ascii_lowercase(), p.service.0.clone()],
+        Target::Cloudflare(_) => Vec::new(),
+    }
+}
+
+/// Why provisioning refuses `service` without `--adopt`: each object on its own line, then the
+/// command that adopts them.
+fn refusal(service: &str, t: &Route53Target, why: &[String]) -> String {
+    format!(
+        "service {service}: provision refuses to replace what gslb does not own without --adopt:\n  {}\n  \
+         run `gslb provision --adopt {}` to replace them",
+        why.join("\n  "),
+        t.record_name
+    )
+}
+
+/// Prints what provisioning did, or in a dry run would do, for `service`: one line per pool,
+/// the change batch in a dry run, and what a real run would refuse without `--adopt`.
+fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_run: bool) {
+    let verb = if dry_run {
+        "would provision"
+    } else {
+        "provisioned"
+    };
+    if report.is_noop() {
+        println!("{verb} {service}: nothing to change");
+        return;
+    }
+    // A dry run without --adopt plans adoptions a real run would refuse.
+    let refused = !report.needs_adopt.is_empty();
+    for pool in &report.pools {
+        let action = match &pool.action {
+            ProvisionAction::Unchanged => "unchanged".to_owned(),
+            ProvisionAction::Created => "record created".to_owned(),
+            ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
+            ProvisionAction::Adopted { reason } if refused => {
+                format!("would refuse without --adopt ({reason})")
+            }
+            ProvisionAction::Adopted { reason } => format!("record adopted ({reason})"),
+        };
+        let check = if pool.health_check_id == NEW_CHECK {
+            "new verdict check".to_owned()
+        } else if pool.created_health_check {
+            format!("new verdict check {}", pool.health_check_id)
+        } else {
+            format!("verdict check {}", pool.health_check_id)
+        };
+        println!(
+            "{verb} {service} {}: {action}; {check}",
+            pool.set_identifier
+        );
+    }
+    for removed in &report.removed {
+        if refused {
+            println!(
+                "{verb} {service}: {removed} would be deleted only with --adopt (it is no pool's record)"
+            );
+        } else {
+            println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+        }
+    }
+    if let Some(batch) = report.batch.as_ref().filter(|_| dry_run) {
+        println!(
+            "change batch for hosted zone {}:\n{batch}",
+            t.hosted_zone_id
+        );
+    }
+}
+
+impl Adapters<'_> {
+    /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
+    /// then its records pointing at the tally checks.
+    ///
+    /// # Errors
+    /// A vote secret cannot be read, or a Route 53 call failed.
+    async fn provision_votes(
+        &self,
+        p: &Policy,
+        t: &Route53Target,
+        dp: &DataPlaneSettings,
+        options: ProvisionOptions,
+    ) -> anyhow::Result<()> {
+        let names: Vec<(String, String)> = t
+            .pools
+            .iter()
+            .map(|x| (x.pool.0.clone(), x.set_identifier.clone()))
+            .collect();
+        let votes = dp
+            .pool_votes(&p.service.0, &names)
+            .map_err(anyhow::Error::msg)?;
+        let binding = DataPlaneBinding {
+            pools: votes.into_iter().map(vote_pool).collect(),
+            request_interval: i32::try_from(dp.request_interval.as_secs()).unwrap_or(30),
+            failure_threshold: i32::try_from(dp.failure_threshold).unwrap_or(3),
+            health_threshold: i32::try_from(health_threshold(dp.instances.len()))
+                .unwrap_or(i32::MAX),
+        };
+        let report = self
+            .route53(t)
+            .await
+            .provision_data_plane(&binding, options)
+            .await
+            .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))?;
+        for (tally, rec) in report.tallies.iter().zip(&report.records.pools) {
+            let threshold = match tally.health_threshold {
+                0 => {
+                    "0 (permissive until every vote check has data: run provision again)".to_owned()
+                }
+                n => n.to_string(),
+            };
+            println!(
+                "provisioned {} {}: record {}; tally check {} threshold {threshold}; vote checks {} created, {} corrected",
+                p.service,
+                tally.set_identifier,
+                match &rec.action {
+                    ProvisionAction::Unchanged => "unchanged".to_owned(),
+                    ProvisionAction::Created => "created".to_owned(),
+                    ProvisionAction::Replaced { reason } => format!("replaced ({reason})"),
+                    ProvisionAction::Adopted { reason } => format!("adopted ({reason})"),
+                },
+                tally.tally_check_id,
+                tally.created,
+                tally.updated,
+            );
+        }
         Ok(())
+    }
+}
+
+/// The adapter's form of one pool's votes.
+fn vote_pool(v: PoolVotes) -> VotePool {
+    VotePool {
+        set_identifier: v.set_identifier,
+        search_string: v.search_string,
+        voters: v
+            .targets
+            .into_iter()
+            .map(|t| Voter {
+                instance: t.instance,
+                https: t.https,
+                host: t.host,
+                port: t.port,
+                path: t.path,
+            })
+            .collect(),
     }
 }

@@ -1,7 +1,7 @@
 //! The `gslb` command: run, check, provision, plan, demo, drill, rearm, events, healthcheck.
 //!
-//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy; `plan`'s are
-//! `terraform plan -detailed-exitcode`'s: 0 no change, 2 changes pending, 1 any error. This binary (with its
+//! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy; `plan`'s and
+//! `provision --dry-run`'s are `terraform plan -detailed-exitcode`'s: 0 no change, 2 changes pending, 1 any error. This binary (with its
 //! [`adapters`] module) is the only code that names concrete providers.
 
 mod adapters;
@@ -70,11 +70,18 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
-    /// Create or correct the providers' failover records and verdict checks, then exit.
+    /// Create or correct the failover records and verdict checks gslb owns, then exit.
+    #[command(override_usage = "gslb provision --config <CONFIG> [--dry-run] [--adopt <NAME>]...")]
     Provision {
         /// Daemon settings file (TOML).
         #[arg(long, short, env = "GSLB_CONFIG")]
         config: PathBuf,
+        /// Print the change batches and exit 0 (nothing to change), 2 (changes pending) or 1.
+        #[arg(long)]
+        dry_run: bool,
+        /// Replace the records at this name (a record name or service) gslb does not own.
+        #[arg(long, value_name = "NAME")]
+        adopt: Vec<String>,
     },
     /// Print, for every policy target, what `gslb run` would change right now and why, then
     /// exit without writing: reads each provider, probes every endpoint once, evaluates.
@@ -244,21 +251,26 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             config,
         } => gslb::cli::replay::command(&policy, &observations, config.as_deref())
             .map_err(run_failure),
-        Command::Provision { config } => {
-            let (settings, policies, _) = run::load(&config).map_err(run_failure)?;
-            Adapters {
-                settings: &settings,
-            }
-            .provision(&policies)
-            .await
-            .map_err(Failure::from)
+        Command::Provision {
+            config,
+            dry_run,
+            adopt,
+        } => {
+            let (settings, policies, _) = run::load(&config)
+                .map_err(|e| run_failure(if dry_run { e.with_exit_code(1) } else { e }))?;
+            let adapters = Adapters::new(&settings);
+            let pending = adapters.provision(&policies, dry_run, &adopt).await?;
+            (!(pending && dry_run))
+                .then_some(())
+                .ok_or_else(|| Failure {
+                    code: 2,
+                    error: anyhow::anyhow!("changes pending (dry run: nothing was written)"),
+                })
         }
         Command::Plan { config, rounds } => {
             let loaded = run::load(&config).map_err(|e| run_failure(e.with_exit_code(1)));
             let (settings, policies, _) = loaded?;
-            let adapters = Adapters {
-                settings: &settings,
-            };
+            let adapters = Adapters::new(&settings);
             gslb::cli::plan::run(&settings, &policies, &adapters, rounds, out)
                 .await
                 .map_err(run_failure)
@@ -268,11 +280,9 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             // instead of ending the process.
             let hangup = gslb::io::signals::hangup().context("listening for SIGHUP")?;
             let (settings, policies, reloader) = run::load(&config).map_err(run_failure)?;
-            let adapters = Adapters {
-                settings: &settings,
-            };
+            let adapters = Adapters::new(&settings);
             if provision {
-                adapters.provision(&policies).await?;
+                adapters.provision(&policies, false, &[]).await?;
             }
             run::run(settings.clone(), policies, &adapters, reloader, hangup)
                 .await

@@ -245,6 +245,38 @@ async fn status_times_are_rfc3339_and_durations_are_seconds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_can_name_one_service_and_leave_the_endpoints_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let live = live(dir.path(), AdminAuth::default()).await;
+    let url = |query: &str| format!("http://{}/v1/status{query}", live.admin);
+    let full = eventually(DEADLINE, || async {
+        let (code, body) = get(&url(""), None).await;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        let probed = v["services"]["api"]["pools"][0]["endpoints"][0]["recent"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty());
+        (code == 200 && probed).then_some(v)
+    })
+    .await
+    .expect("probes in the status");
+    let (code, body) = get(&url("?service=api&endpoints=false"), None).await;
+    assert_eq!(code, 200, "{body}");
+    let compact: Value = serde_json::from_str(&body).expect("json");
+    let api = &compact["services"]["api"];
+    assert_eq!(api["hostname"], full["services"]["api"]["hostname"]);
+    assert_eq!(api["pools"][0]["pool"], "seoul");
+    assert_eq!(api["pools"][0]["endpoints"], json!([]), "{compact:#}");
+    assert!(body.len() < full.to_string().len(), "{body}");
+    let (code, body) = get(&url("?service=web"), None).await;
+    assert_eq!((code, body.as_str()), (200, r#"{"services":{}}"#));
+    for bad in ["?endpoints=maybe", "?services=api"] {
+        let (code, body) = get(&url(bad), None).await;
+        assert_eq!(code, 400, "{bad}: {body}");
+    }
+    live.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_served_on_a_listener_of_their_own() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sinks = controller::sinks(16);

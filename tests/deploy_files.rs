@@ -873,12 +873,25 @@ fn the_dockerfile_dependency_layer_is_a_complete_workspace() {
 
 /// The Route 53 actions `deploy/aws/iam-policy.json` allows are exactly the SDK operations
 /// the Route 53 adapter calls (every call goes through `Api::call("Operation", |c|
-/// c.operation()...)`), on the example policy's hosted zone, with no wildcard action.
+/// c.operation()...)`), on the example policy's hosted zone, with no wildcard action; and
+/// docs/providers.md's permission table names each.
 #[test]
 fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
     let mut operations = BTreeSet::new();
-    for entry in std::fs::read_dir(root().join("providers/route53/src")).expect("the adapter") {
-        let text = std::fs::read_to_string(entry.expect("a file").path()).expect("source");
+    let mut sources = vec![root().join("providers/route53/src")];
+    let mut files = Vec::new();
+    while let Some(dir) = sources.pop() {
+        for entry in std::fs::read_dir(dir).expect("the adapter") {
+            let path = entry.expect("a file").path();
+            if path.is_dir() {
+                sources.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("source");
         for (i, _) in text.match_indices(".call(\"") {
             let rest = &text[i + 7..];
             let name = &rest[..rest.find('"').expect("a closing quote")];
@@ -926,13 +939,16 @@ fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
                 "{action}"
             );
             let wanted: &[&str] = match action.as_str() {
-                "route53:ListResourceRecordSets" | "route53:ChangeResourceRecordSets" => {
-                    &["hostedzone"]
-                }
-                "route53:GetHealthCheck" | "route53:UpdateHealthCheck" => &["healthcheck"],
+                "route53:ListResourceRecordSets"
+                | "route53:ChangeResourceRecordSets"
+                | "route53:GetHostedZone" => &["hostedzone"],
+                "route53:GetHealthCheck"
+                | "route53:UpdateHealthCheck"
+                | "route53:GetHealthCheckStatus" => &["healthcheck"],
                 "route53:GetChange" => &["change"],
-                // Route 53 has no resource-level permission for creating a health check.
-                "route53:CreateHealthCheck" => &[],
+                // Route 53 has no resource-level permission for creating or listing health
+                // checks.
+                "route53:CreateHealthCheck" | "route53:ListHealthChecks" => &[],
                 other => panic!("{other}: not a call of the adapter"),
             };
             for resource in &resources {
@@ -951,4 +967,14 @@ fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
         allowed, operations,
         "the policy's actions against the adapter's calls"
     );
+    // docs/providers.md's permission table names each of them too.
+    let docs = read("docs/providers.md");
+    for op in &operations {
+        let name = op.trim_start_matches("route53:");
+        assert!(
+            docs.lines()
+                .any(|l| l.starts_with("| `Gslb") && l.contains(&format!("`{name}`"))),
+            "docs/providers.md's IAM table does not name {name}"
+        );
+    }
 }

@@ -138,6 +138,127 @@ fn every_problem_is_reported_at_once() {
     assert_error(&errs, "pools[1].endpoints[0]", "public failover hostname");
 }
 
+/// An Alias pool: `alias_target` instead of `values`.
+const ALIAS_TOKYO: &str = "[target.route53.pools.tokyo.alias_target]
+dns_name = \"Tokyo-ALB-1.ap-northeast-1.elb.amazonaws.com.\"
+hosted_zone_id = \"Z14GRHDCWA56QT\"
+evaluate_target_health = true";
+
+#[test]
+fn an_alias_pool_is_read_as_written() {
+    let text = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO);
+    let p = policy::parse(Path::new("api.toml"), &text).expect("alias policy validates");
+    let policy::Target::Route53(t) = &p.target else {
+        panic!("a Route 53 target")
+    };
+    assert_eq!(t.pools[0].alias_target, None);
+    assert_eq!(
+        t.pools[1].alias_target,
+        Some(policy::AliasTarget {
+            dns_name: "tokyo-alb-1.ap-northeast-1.elb.amazonaws.com".into(),
+            hosted_zone_id: "Z14GRHDCWA56QT".into(),
+            evaluate_target_health: true,
+        })
+    );
+    assert!(t.pools[1].values.is_empty());
+    assert!(
+        !p.target.dns_names_the_pool(),
+        "an Alias answer is the load balancer's addresses"
+    );
+}
+
+#[test]
+fn alias_target_errors_name_the_key_and_reason() {
+    let both = with(
+        "values = [\"198.51.100.20\"]",
+        &format!("values = [\"198.51.100.20\"]\n{ALIAS_TOKYO}"),
+    );
+    assert_error(
+        &errors(&both),
+        "target.route53.pools.tokyo",
+        "sets both values and alias_target",
+    );
+    let no_zone = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("hosted_zone_id = \"Z14GRHDCWA56QT\"\n", ""),
+    );
+    assert_error(
+        &errors(&no_zone),
+        "target.route53.pools.tokyo.alias_target.hosted_zone_id",
+        "canonical hosted zone id",
+    );
+    let bad_name = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("Tokyo-ALB-1", "tokyo alb!"),
+    );
+    assert_error(
+        &errors(&bad_name),
+        "target.route53.pools.tokyo.alias_target.dns_name",
+        "is not a DNS name",
+    );
+    let itself = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace(
+            "Tokyo-ALB-1.ap-northeast-1.elb.amazonaws.com.",
+            "api.example.com",
+        ),
+    );
+    assert_error(
+        &errors(&itself),
+        "target.route53.pools.tokyo.alias_target.dns_name",
+        "'api.example.com' is the policy's own name: the Alias record would point at itself",
+    );
+    let neither = with("values = [\"198.51.100.20\"]", "");
+    assert_error(
+        &errors(&neither),
+        "target.route53.pools.tokyo.values",
+        "must list the record's values",
+    );
+}
+
+#[test]
+fn alias_targets_are_a_or_aaaa_records_with_upper_case_zone_ids() {
+    let cname = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO)
+        .replace("record_type = \"A\"", "record_type = \"CNAME\"");
+    assert_error(
+        &errors(&cname),
+        "target.route53.pools.tokyo.alias_target",
+        "an Alias to a load balancer is an A or AAAA record, not a CNAME",
+    );
+    let lower = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("Z14GRHDCWA56QT", "z14grhdcwa56qt"),
+    );
+    assert_error(
+        &errors(&lower),
+        "target.route53.pools.tokyo.alias_target.hosted_zone_id",
+        "'z14grhdcwa56qt' has lower-case letters; hosted zone ids are upper case as AWS prints them (write 'Z14GRHDCWA56QT')",
+    );
+}
+
+#[test]
+fn check_command_names_file_line_and_key_of_a_bad_alias_target() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("alias.toml");
+    let text = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("hosted_zone_id = \"Z14GRHDCWA56QT\"\n", ""),
+    );
+    std::fs::write(&bad, text).expect("write");
+    let out = gslb()
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .expect("run gslb check");
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("error: {}:", bad.display()))
+            && stdout.contains("target.route53.pools.tokyo.alias_target.hosted_zone_id: must be the target's canonical hosted zone id"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn target_pools_must_match_policy_pools() {
     let errs = errors(&with(
@@ -601,6 +722,36 @@ fn check_warns_when_observe_watches_nothing() {
         "",
     ));
     assert!(!stdout.contains("warning"), "{stdout}");
+}
+
+#[test]
+fn check_warns_when_an_all_alias_pair_has_a_ttl_below_the_load_balancers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("alias.toml");
+    let seoul = ALIAS_TOKYO
+        .replace("tokyo", "seoul")
+        .replace("Tokyo", "Seoul");
+    let both = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO)
+        .replace("values = [\"203.0.113.10\"]", &seoul);
+    let check = |text: String| {
+        std::fs::write(&file, text).expect("write");
+        let out = gslb().arg("check").arg(&file).output().expect("check");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "a warning is not an error: {stdout}");
+        stdout
+    };
+    let stdout = check(both.replace("ttl = \"60s\"", "ttl = \"5s\""));
+    assert!(
+        stdout.contains(&format!(
+            "warning: {}: target.route53.ttl: 5s is below the 1m an Alias answer for a load balancer is cached",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    assert!(!check(both).contains("warning"));
+    // One pool with values: its records carry this TTL, no warning.
+    let one = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO);
+    assert!(!check(one.replace("ttl = \"60s\"", "ttl = \"5s\"")).contains("warning"));
 }
 
 /// The 1-based line of `text` holding `needle`.

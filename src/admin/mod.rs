@@ -3,7 +3,7 @@
 //! Always open: `GET /healthz`, `GET /readyz` ([`health`]).
 //! Read-only, behind a token when `admin.require_token_for_reads` is set ([`auth`]):
 //! `GET /metrics` (Prometheus text; on `admin.metrics_listen` instead when set),
-//! `GET /v1/status` (JSON), `GET /v1/events` (failover timelines, [`events`]).
+//! `GET /v1/status` (JSON, [`status`]), `GET /v1/events` (failover timelines, [`events`]).
 //! Drills ([`drills`]), behind a token whenever one is configured: `POST /v1/drills`,
 //! `GET /v1/drills`, `DELETE /v1/drills/{id}`, `POST /v1/rearm`. The API never changes a
 //! decision itself: drill routes send [`crate::daemon::inbox::Message`]s to the engine loop and
@@ -13,7 +13,9 @@ pub mod auth;
 pub mod drills;
 pub mod events;
 pub mod health;
+pub mod status;
 pub mod tls;
+pub mod votes;
 
 use std::sync::Arc;
 
@@ -21,7 +23,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
-use axum::{Json, Router, middleware};
+use axum::{Router, middleware};
 
 use crate::config::AdminAuth;
 use crate::daemon::inbox::MessageSender;
@@ -89,7 +91,7 @@ pub fn router(state: AdminState, with_metrics: bool) -> Router {
             auth::require_token,
         ));
     let reads = Router::new()
-        .route("/v1/status", get(status))
+        .route("/v1/status", get(status::status))
         .route("/v1/events", get(events::list));
     let reads = if with_metrics {
         reads.merge(metrics_router())
@@ -203,13 +205,4 @@ async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         s.metrics.render(),
     )
-}
-
-async fn status(State(s): State<AdminState>) -> impl IntoResponse {
-    match s.board.cluster() {
-        Some(cluster) => {
-            Json(serde_json::json!({ "services": s.board.snapshot(), "cluster": cluster }))
-        }
-        None => Json(serde_json::json!({ "services": s.board.snapshot() })),
-    }
 }

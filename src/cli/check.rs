@@ -8,9 +8,10 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use gslb_core::policy::{self, EndpointKind, Policy};
+use gslb_core::policy::{self, EndpointKind, Policy, Target};
 
 use crate::config::Settings;
+use crate::config::dataplane::DataPlaneSettings;
 use crate::io::probe::{family_routable, route_to};
 
 /// Why `gslb check` failed.
@@ -44,12 +45,17 @@ pub fn run(
     let (mut checked, mut failed) = (0, 0);
     // Without paths: the settings' policies, none when the settings cannot be read.
     let mut default = vec![PathBuf::from("policies")];
+    let mut route53 = None;
     if let Some(file) = config {
         checked += 1;
         match Settings::load(file) {
             Ok(settings) => {
                 writeln!(out, "ok: {} (settings)", file.display())?;
+                if let Some(w) = cluster_warning(&settings) {
+                    writeln!(out, "warning: {}: {w}", file.display())?;
+                }
                 default = settings.policies;
+                route53 = Some(settings.route53);
             }
             Err(e) => {
                 failed += 1;
@@ -64,7 +70,13 @@ pub fn run(
     for (file, result) in policy::load_each(paths) {
         checked += 1;
         match result {
-            Ok(p) => report(&file, &p, out)?,
+            Ok(p) => {
+                report(&file, &p, out)?;
+                let dp = route53.as_ref().and_then(|r| r.data_plane_of(&p.service.0));
+                if let Some(dp) = dp.filter(|_| matches!(p.target, Target::Route53(_))) {
+                    writeln!(out, "{}", data_plane_line(&p, dp))?;
+                }
+            }
             Err(errors) => {
                 failed += 1;
                 for e in &errors.0 {
@@ -98,11 +110,82 @@ fn report(file: &Path, p: &Policy, out: &mut impl Write) -> std::io::Result<()> 
     if let Some(w) = p.observe_warning() {
         writeln!(out, "warning: {}: observe: {w}", file.display())?;
     }
+    if let Some(w) = alias_ttl_warning(p) {
+        writeln!(out, "warning: {}: target.route53.ttl: {w}", file.display())?;
+    }
     let route = |ip| route_to(SocketAddr::new(ip, 53));
     for w in family_warnings(p, route, family_routable) {
         writeln!(out, "warning: {}: {w}", file.display())?;
     }
     Ok(())
+}
+
+/// The `data-plane:` line of a policy in Route 53 data-plane mode: its worst-case failover
+/// (gslb detection + the checkers' `RequestInterval x FailureThreshold` + aggregation + TTL;
+/// no Route 53 API call) and its health checks' monthly cost.
+pub fn data_plane_line(p: &Policy, dp: &DataPlaneSettings) -> String {
+    let ttl = p.target.ttl();
+    let detection = data_plane_detection(p);
+    let (checkers, aggregation) = dp.checker_delay();
+    let (aws, other) = dp.monthly_cost(p.pools.len());
+    let f = humantime::format_duration;
+    format!(
+        "data-plane: service {}: worst-case failover {}: detection {} + checkers {} ({} x {}) + aggregation {} + TTL {}, no Route 53 API call; {} health checks, {aws:.2} USD/month on AWS endpoints, {other:.2} USD/month on other endpoints (Route 53 list prices recorded 2026-12-01, free tier not deducted)",
+        p.service,
+        f(dp.worst_case_failover(detection, ttl)),
+        f(detection),
+        f(checkers),
+        f(dp.request_interval),
+        dp.failure_threshold,
+        f(aggregation),
+        f(ttl),
+        dp.checks_per_service(p.pools.len()),
+    )
+}
+
+/// A warning when a Route 53 service is in data-plane mode and `[cluster]` is set: an
+/// instance that loses etcd fails static, so its votes freeze and a pool that goes down
+/// meanwhile is not drained by it.
+pub fn cluster_warning(settings: &Settings) -> Option<String> {
+    settings.cluster.as_ref()?;
+    let r53 = &settings.route53;
+    let service = r53.modes.keys().find(|s| r53.data_plane_of(s).is_some())?;
+    Some(format!(
+        "route53.modes.{service}: data_plane with [cluster]: an instance that loses etcd fails static and its votes freeze, so a pool that goes down during an etcd outage is not drained; run data-plane instances without [cluster] to fail over without etcd (docs/route53-data-plane.md)"
+    ))
+}
+
+/// gslb's share of a data-plane failover, up to this instance's decision: the policy's
+/// worst-case failover without the TTL, plus the engine's waits (`confirm_target`).
+pub fn data_plane_detection(p: &Policy) -> std::time::Duration {
+    p.failover_waits().iter().fold(
+        p.worst_case_failover().saturating_sub(p.target.ttl()),
+        |t, (_, w)| t.saturating_add(*w),
+    )
+}
+
+/// The TTL of an Alias answer for a load balancer: the target's TTL, 60 s for Elastic Load
+/// Balancing names (Route 53 developer guide: an Alias record answers with its target's TTL;
+/// Elastic Load Balancing names are served with 60 s).
+const ALIAS_TARGET_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A warning when every pool of a Route 53 target is an Alias record and `ttl` is below
+/// [`ALIAS_TARGET_TTL`]: resolvers cache the answer for the target's TTL, while the failover
+/// bound and the 2 x TTL spacing of writes are computed from `ttl`.
+fn alias_ttl_warning(p: &Policy) -> Option<String> {
+    let policy::Target::Route53(t) = &p.target else {
+        return None;
+    };
+    let all_alias = t.pools.iter().all(|r| r.alias_target.is_some());
+    (all_alias && t.ttl < ALIAS_TARGET_TTL).then(|| {
+        format!(
+            "{} is below the {} an Alias answer for a load balancer is cached (the target's \
+             TTL, not this one); the worst-case failover and the 2 x TTL spacing of writes use \
+             ttl, so they are understated: set ttl = \"60s\"",
+            humantime::format_duration(t.ttl),
+            humantime::format_duration(ALIAS_TARGET_TTL)
+        )
+    })
 }
 
 /// One warning per endpoint whose host is an IP literal this host has no route to
@@ -146,6 +229,49 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    const DATA_PLANE: &str = "[route53.modes]\napi = \"data_plane\"\n[route53.data_plane]\n\
+        instance = \"a\"\nlisten = \"127.0.90.1:8443\"\n[[route53.data_plane.instances]]\n\
+        name = \"a\"\nurl = \"https://127.0.90.1:8443\"\n";
+
+    fn load(text: &str) -> Result<Settings, crate::config::SettingsError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gslb.toml");
+        std::fs::write(&file, text).expect("write");
+        Settings::load(&file)
+    }
+
+    #[test]
+    fn data_plane_settings_are_checked_and_warned_about_with_a_cluster() {
+        let alone = load(DATA_PLANE).expect("valid");
+        assert_eq!(cluster_warning(&alone), None);
+        assert!(alone.route53.data_plane_of("api").is_some());
+        assert!(
+            alone.route53.data_plane_of("web").is_none(),
+            "verdict_check by default"
+        );
+        let cluster = format!(
+            "vantage = \"a\"\n{DATA_PLANE}[cluster]\nendpoints = [\"http://127.0.0.1:2379\"]\nvantages = [\"a\", \"b\"]\n"
+        );
+        let w = cluster_warning(&load(&cluster).expect("valid")).expect("warning");
+        assert!(
+            w.starts_with("route53.modes.api: data_plane with [cluster]"),
+            "{w}"
+        );
+        let e = load("[route53.modes]\napi = \"data_plane\"\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("route53.modes.api: data_plane needs a [route53.data_plane] table"),
+            "{e}"
+        );
+        let e = load("[route53.modes]\napi = \"dataplane\"\n").unwrap_err();
+        assert!(e.to_string().contains("route53.modes.api"), "{e}");
+        let e = load(&DATA_PLANE.replace("instance = \"a\"", "instance = \"z\"")).unwrap_err();
+        assert!(
+            e.to_string().contains("route53.data_plane.instance: 'z'"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn check_warns_of_an_ipv6_literal_endpoint_on_a_host_without_ipv6() {

@@ -14,10 +14,12 @@ use gslb_provider::AnyProvider;
 use tokio::sync::mpsc;
 
 use crate::admin;
-use crate::config::Settings;
+use crate::admin::votes::{VoteServerError, spawn as spawn_vote_listener};
+use crate::config::{Route53Settings, Settings};
 use crate::daemon::builder::{Builder, Daemon};
 use crate::daemon::cluster::{self, Cluster, ClusterError};
 use crate::daemon::controller;
+use crate::daemon::dataplane::{self, VoteRegistry};
 use crate::daemon::reload::{self, Reloader, Trigger};
 use crate::daemon::shared_drills;
 use crate::daemon::votes;
@@ -32,6 +34,28 @@ use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use crate::ops::{events, notify, timeline};
 
+/// A [`Bind`] that gives each data-plane service its
+/// [`VoteBoard`](crate::daemon::dataplane::VoteBoard) and every other service
+/// the wrapped binder's provider.
+pub struct VotingBinder<'a, B> {
+    /// The binder of every other service (the binary's adapters).
+    pub inner: &'a B,
+    /// Where the boards go.
+    pub registry: VoteRegistry,
+    /// `[route53]`, for the modes and `[route53.data_plane]`.
+    pub settings: &'a Route53Settings,
+}
+
+impl<B: Bind> Bind for VotingBinder<'_, B> {
+    async fn bind(&self, policy: &Policy) -> Result<AnyProvider, BoxError> {
+        if self.settings.data_plane_of(&policy.service.0).is_some() {
+            let board = self.registry.board(policy, self.settings)?;
+            return Ok(AnyProvider::new(board));
+        }
+        self.inner.bind(policy).await
+    }
+}
+
 /// Any error, boxed: why a provider could not be set up for a policy (e.g. no Cloudflare API
 /// token, see [`Bind`]), or the cause of a [`RunError`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -44,6 +68,16 @@ pub trait Bind: Sync {
     /// # Errors
     /// The provider cannot be set up from the settings (a settings problem, exit code 2).
     fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BoxError>> + Send;
+
+    /// Read-only: how the records `policy`'s target names differ from what the policy says
+    /// (values or Alias target, TTL, role, health check), one line per record, for `gslb plan`
+    /// to show (`gslb run` never rewrites records: `gslb provision` does). Empty when they
+    /// match, cannot be read (observe reports that), or the provider has no such records.
+    /// Default: empty.
+    fn record_drift(&self, policy: &Policy) -> impl Future<Output = Vec<String>> + Send {
+        let _ = policy;
+        async { Vec::new() }
+    }
 }
 
 /// `gslb run` failed; [`RunError::exit_code`] is the process's exit code. Displayed as its
@@ -149,6 +183,7 @@ pub async fn run<B: Bind>(
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
+        .calls_per_minute(settings.reconcile.provider_calls_per_minute)
         .journal(journal, saved)
         .telemetry(telemetry.clone())
         .prober(prober)
@@ -168,6 +203,11 @@ pub async fn run<B: Bind>(
     );
     timelines.restore(past.timelines);
     attach_canaries(&mut daemon, &settings)?;
+    let binder = &VotingBinder {
+        inner: binder,
+        registry: vote_listener(&settings, &mut extra).await?,
+        settings: &settings.route53,
+    };
     for policy in &policies {
         let provider = binder.bind(policy).await.map_err(RunError::config)?;
         daemon
@@ -244,6 +284,32 @@ fn share_through_etcd(
         Some(audit.clone()),
         telemetry.clock,
     ));
+}
+
+/// With a service in Route 53 data-plane mode: starts the vote listener
+/// (`[route53.data_plane] listen`) on `tasks`; the registry it reads is returned for the
+/// binder to fill. Without one: an empty registry and no listener.
+///
+/// # Errors
+/// The listener cannot bind (exit code 1) or its TLS files cannot be read (exit code 2).
+async fn vote_listener(
+    settings: &Settings,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<VoteRegistry, RunError> {
+    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync));
+    let r53 = &settings.route53;
+    let Some(dp) = r53.data_plane.as_ref().filter(|_| {
+        r53.modes
+            .keys()
+            .any(|service| r53.data_plane_of(service).is_some())
+    }) else {
+        return Ok(registry);
+    };
+    match spawn_vote_listener(dp, registry.clone(), tasks).await {
+        Ok(_) => Ok(registry),
+        Err(e @ VoteServerError::Tls(_)) => Err(RunError::config(e)),
+        Err(e) => Err(RunError::runtime(e)),
+    }
 }
 
 /// Listens on `admin.listen` (and `admin.metrics_listen` when set) and serves the admin API

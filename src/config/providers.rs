@@ -8,11 +8,14 @@
 //! defaults, written again here as named functions that cite their source; a test
 //! (`tests/provider_settings.rs`) checks that the two agree.
 
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use super::dataplane::{DataPlaneSettings, FailoverMode, check_modes};
 
 /// `[route53]`.
 ///
@@ -28,14 +31,23 @@ pub struct Route53Settings {
     /// Signing region. Default `us-east-1` (Route 53's control plane lives there).
     #[serde(default = "default_region")]
     pub region: String,
-    /// Calls per second through the rate limiter. Default 2, well under the historical
-    /// 5 requests/second per account.
+    /// Calls per second through the account's one rate limiter, shared by every Route 53
+    /// binding (no burst). Default 2, well under Route 53's 5 requests per second per AWS
+    /// account.
     #[serde(default = "default_rps")]
     pub requests_per_second: NonZeroU32,
     /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
     /// INSYNC within 60 s).
     #[serde(default = "default_change_timeout", with = "humantime_serde")]
     pub change_timeout: Duration,
+    /// The failover mode per service (`[route53.modes] api = "data_plane"`); a service not
+    /// named keeps the default, `verdict_check`. See [`FailoverMode`].
+    #[serde(default)]
+    pub modes: BTreeMap<String, FailoverMode>,
+    /// The data-plane mode's vote listener and instances; needed when a mode is
+    /// `data_plane`. Default: none.
+    #[serde(default)]
+    pub data_plane: Option<DataPlaneSettings>,
 }
 
 impl Default for Route53Settings {
@@ -45,6 +57,8 @@ impl Default for Route53Settings {
             region: default_region(),
             requests_per_second: default_rps(),
             change_timeout: default_change_timeout(),
+            modes: BTreeMap::new(),
+            data_plane: None,
         }
     }
 }
@@ -63,7 +77,22 @@ impl Route53Settings {
         if self.region.is_empty() {
             return Err("route53.region: must not be empty".into());
         }
-        Ok(())
+        if let Some(dp) = &self.data_plane {
+            dp.check()?;
+        }
+        check_modes(&self.modes, self.data_plane.as_ref())
+    }
+
+    /// `service`'s failover mode (default `verdict_check`).
+    pub fn mode(&self, service: &str) -> FailoverMode {
+        self.modes.get(service).copied().unwrap_or_default()
+    }
+
+    /// `[route53.data_plane]` when `service` is in data-plane mode.
+    pub fn data_plane_of(&self, service: &str) -> Option<&DataPlaneSettings> {
+        self.data_plane
+            .as_ref()
+            .filter(|_| self.mode(service) == FailoverMode::DataPlane)
     }
 }
 
@@ -87,8 +116,9 @@ pub struct CloudflareSettings {
     /// set; relative to the settings file.
     #[serde(default)]
     pub token_file: Option<PathBuf>,
-    /// Requests per 5 minutes per load balancer binding through the rate limiter. Default 300,
-    /// a quarter of Cloudflare's 1,200 requests per 5 minutes per token; at most 1,200.
+    /// Requests per 5 minutes through the token's one rate limiter, shared by every binding on
+    /// the token. Default 300, a quarter of Cloudflare's 1,200 requests per 5 minutes per
+    /// token; at most 1,200.
     #[serde(default = "default_cloudflare_requests")]
     pub requests_per_window: NonZeroU32,
 }

@@ -9,7 +9,7 @@
 //! decision. The one thing it waits for is the drill state file, written off the runtime
 //! threads once per step that changes the drills, before that step takes effect.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -22,7 +22,7 @@ use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{
-    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, Step,
+    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, ServiceEngine, Step,
 };
 use gslb_core::event::Event;
 use gslb_core::model::{EndpointId, ServiceId, VantageId};
@@ -37,6 +37,24 @@ type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
 struct Outlets {
     decisions: Decisions,
     wakers: Wakers,
+    /// Services shown at the next tick (see [`Behind`]).
+    behind: Behind,
+}
+
+/// Services whose status and decision gauges lag their engine by probe results that changed
+/// no decision: shown at the next tick (at most `tick` later, at most 1 s), so a probe result
+/// does not rebuild its service's status (O(endpoints of the service)) and re-set its pool
+/// gauges; a changed decision shows at once.
+#[derive(Debug, Default)]
+struct Behind(BTreeSet<ServiceId>);
+
+impl Behind {
+    /// `service` waits for the next tick.
+    fn mark(&mut self, service: &ServiceId) {
+        if !self.0.contains(service) {
+            self.0.insert(service.clone());
+        }
+    }
 }
 
 /// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
@@ -67,7 +85,11 @@ pub(super) async fn run(
     let bound = health::engine_bound(tick);
     let heartbeat = telemetry.health.register("engine_loop", bound);
     record_readiness(&engine, &telemetry);
-    let mut outlets = Outlets { decisions, wakers };
+    let mut outlets = Outlets {
+        decisions,
+        wakers,
+        behind: Behind::default(),
+    };
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -93,7 +115,7 @@ pub(super) async fn run(
             input,
         };
         received(&step, &engine, &telemetry);
-        let answer = apply(&mut engine, &step, &outlets, &telemetry, &mut journal).await;
+        let answer = apply(&mut engine, &step, &mut outlets, &telemetry, &mut journal).await;
         if matches!(step.input, Input::Adopt { .. }) {
             record_readiness(&engine, &telemetry);
         }
@@ -132,7 +154,7 @@ fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
             };
             telemetry
                 .metrics
-                .record_probe(&service.0, &pool.0, observation);
+                .record_probe(service, &pool.0, observation);
             telemetry.board.record_probe(service, pool, observation);
             let _ = telemetry.events.send(Event::Probe {
                 service: service.clone(),
@@ -159,7 +181,7 @@ fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
 async fn apply(
     engine: &mut Engine,
     step: &Step,
-    outlets: &Outlets,
+    outlets: &mut Outlets,
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
@@ -300,45 +322,35 @@ fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
 }
 
 /// Publishes one step's output (its drills already saved): audit, log and events, status,
-/// metrics, and changed decisions to their reconcilers.
+/// metrics, and changed decisions to their reconcilers. A probe result that changed no
+/// decision only marks its service [`Behind`]; a tick shows every service.
 fn publish(
     engine: &Engine,
     step: &Step,
     out: &Output,
-    outlets: &Outlets,
+    outlets: &mut Outlets,
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) {
     audit(step, out, journal);
     announce(step, out, telemetry);
-    if out.decisions.is_empty() {
+    let observed = match &step.input {
+        Input::Observe { service, .. } => Some(service),
+        _ => None,
+    };
+    if let (Some(service), true) = (observed, out.decisions.is_empty()) {
         // Before adoption there is no decision, but the probes' evidence shows already.
-        if let Input::Observe { service, .. } = &step.input {
-            if let Some(s) = engine.service(service) {
-                telemetry
-                    .board
-                    .update_service(s, engine.overrides().all(), step.at);
-            }
-        }
+        outlets.behind.mark(service);
     }
     for (decision, changed) in &out.decisions {
+        if observed.is_some() && !*changed {
+            outlets.behind.mark(&decision.service);
+            continue;
+        }
+        outlets.behind.0.remove(&decision.service);
         let service = engine.service(&decision.service);
         let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
-        telemetry.metrics.record_decision(decision, *changed, mode);
-        if engine.cluster().is_some() {
-            telemetry.metrics.record_fresh_voters(decision);
-        }
-        if let Some(s) = service {
-            telemetry
-                .board
-                .update_service(s, engine.overrides().all(), step.at);
-            telemetry
-                .metrics
-                .record_velocity(&decision.service, s.velocity_available(step.at));
-            telemetry
-                .metrics
-                .record_stale_evidence(&decision.service, s.stale_evidence());
-        }
+        show(engine, service, decision, *changed, step.at, telemetry);
         if *changed {
             tracing::info!(
                 service = %decision.service,
@@ -365,6 +377,16 @@ fn publish(
         telemetry.metrics.record_cluster(cluster, step.at);
     }
     if matches!(step.input, Input::Tick) {
+        for id in std::mem::take(&mut outlets.behind.0) {
+            if let Some(s) = engine.service(&id) {
+                match s.last_decision() {
+                    Some(d) => show(engine, Some(s), d, false, step.at, telemetry),
+                    None => telemetry
+                        .board
+                        .update_service(s, engine.overrides().all(), step.at),
+                }
+            }
+        }
         telemetry
             .metrics
             .record_vantage_points(&engine.vantage_points(step.at));
@@ -378,6 +400,34 @@ fn publish(
         for s in engine.services() {
             telemetry.record_apply(&s.policy().service);
         }
+    }
+}
+
+/// Shows `decision` in the metrics (counted when `changed`) and, with its service's engine
+/// `s`, in the status with its velocity budget at `at`.
+fn show(
+    engine: &Engine,
+    s: Option<&ServiceEngine>,
+    decision: &Decision,
+    changed: bool,
+    at: gslb_core::model::Millis,
+    telemetry: &Telemetry,
+) {
+    let mode = s.map_or(Mode::Enforce, |s| s.policy().mode);
+    telemetry.metrics.record_decision(decision, changed, mode);
+    if engine.cluster().is_some() {
+        telemetry.metrics.record_fresh_voters(decision);
+    }
+    if let Some(s) = s {
+        telemetry
+            .board
+            .update_service(s, engine.overrides().all(), at);
+        telemetry
+            .metrics
+            .record_velocity(&decision.service, s.velocity_available(at));
+        telemetry
+            .metrics
+            .record_stale_evidence(&decision.service, s.stale_evidence());
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod builder;
 pub mod cluster;
 pub mod controller;
+pub mod dataplane;
 pub mod engine_loop;
 pub mod inbox;
 pub mod reconcile;

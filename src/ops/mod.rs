@@ -3,6 +3,7 @@
 //! observers. Nothing here drives the engine.
 
 pub mod cluster;
+pub mod endpoints;
 pub mod events;
 pub mod health;
 pub mod logging;

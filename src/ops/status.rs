@@ -22,6 +22,8 @@ use gslb_core::model::{
 };
 use gslb_core::policy::Mode;
 
+use crate::ops::endpoints::EndpointTable;
+
 /// How many recent probes each endpoint keeps in the status.
 pub const RECENT_PROBES: usize = 5;
 
@@ -107,6 +109,12 @@ pub struct ApplyStatus {
     /// applied"). Cleared when it writes or the provider matches. Not shown when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fenced: Option<String>,
+    /// Set while the binding has spent its provider call budget for the minute (`[reconcile]
+    /// provider_calls_per_minute`): how many calls and when the next is allowed. The decision
+    /// stays `pending` ("decided but not applied"). Cleared at the next call. Not shown when
+    /// unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
     /// The provider's fallback pool as of the last successful observe (Cloudflare
     /// `fallback_pool`): a drain of it is ignored. Not shown.
     #[serde(skip)]
@@ -262,18 +270,73 @@ pub struct ServiceStatus {
     pub safety: Option<SafetyState>,
 }
 
+impl ServiceStatus {
+    /// A copy, its pools' endpoints included only when `endpoints`.
+    fn clone_with_endpoints(&self, endpoints: bool) -> Self {
+        if endpoints {
+            return self.clone();
+        }
+        let pools = self
+            .pools
+            .iter()
+            .map(|p| PoolStatus {
+                pool: p.pool.clone(),
+                priority: p.priority,
+                region: p.region.clone(),
+                state: p.state.clone(),
+                endpoints: Vec::new(),
+            })
+            .collect();
+        Self {
+            service: self.service.clone(),
+            hostname: self.hostname.clone(),
+            mode: self.mode,
+            active: self.active.clone(),
+            pools,
+            holding: self.holding.clone(),
+            velocity_available: self.velocity_available,
+            stale_evidence: self.stale_evidence,
+            overrides: self.overrides.clone(),
+            last_decision: self.last_decision.clone(),
+            apply: self.apply.clone(),
+            decided: self.decided.clone(),
+            safety: self.safety.clone(),
+        }
+    }
+}
+
 /// Every service's status.
 #[derive(Debug, Default)]
 pub struct StatusBoard {
     services: RwLock<BTreeMap<ServiceId, ServiceStatus>>,
     cluster: RwLock<Option<crate::ops::cluster::ClusterStatus>>,
-    recent: RwLock<BTreeMap<(ServiceId, EndpointId, VantageId), VecDeque<RecentProbe>>>,
+    recent: RwLock<EndpointTable<VecDeque<RecentProbe>>>,
 }
 
 impl StatusBoard {
     /// A snapshot of every service, by name.
     pub fn snapshot(&self) -> BTreeMap<ServiceId, ServiceStatus> {
-        let mut services = read(&self.services).clone();
+        self.snapshot_of(None, true)
+    }
+
+    /// A snapshot of `only` that service (every service when `None`; empty when no service
+    /// has that name), each pool with its endpoints and their recent probes when `endpoints`,
+    /// with none otherwise (`GET /v1/status?endpoints=false`).
+    pub fn snapshot_of(
+        &self,
+        only: Option<&ServiceId>,
+        endpoints: bool,
+    ) -> BTreeMap<ServiceId, ServiceStatus> {
+        let mut services: BTreeMap<ServiceId, ServiceStatus> = {
+            let all = read(&self.services);
+            let picked: Box<dyn Iterator<Item = (&ServiceId, &ServiceStatus)>> = match only {
+                Some(id) => Box::new(all.get_key_value(id).into_iter()),
+                None => Box::new(all.iter()),
+            };
+            picked
+                .map(|(id, s)| (id.clone(), s.clone_with_endpoints(endpoints)))
+                .collect()
+        };
         let recent = read(&self.recent);
         for s in services.values_mut() {
             // As read: the reconciler's status, taking up the latest decision handed to it.
@@ -281,9 +344,7 @@ impl StatusBoard {
                 s.apply.take_up(d);
             }
             for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
-                if let Some(r) =
-                    recent.get(&(s.service.clone(), e.endpoint.clone(), e.vantage.clone()))
-                {
+                if let Some(r) = recent.get(&s.service.0, &e.endpoint.0, &e.vantage) {
                     e.recent = r.clone();
                 }
             }
@@ -316,12 +377,13 @@ impl StatusBoard {
             .collect()
     }
 
-    /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point.
+    /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point (allocates
+    /// only for an endpoint's first result).
     pub fn record_probe(&self, service: &ServiceId, _pool: &PoolId, obs: &Observation) {
         let mut recent = write(&self.recent);
-        let r = recent
-            .entry((service.clone(), obs.endpoint.clone(), obs.vantage.clone()))
-            .or_default();
+        let r = recent.get_or_insert_with(service, &obs.endpoint, &obs.vantage, || {
+            VecDeque::with_capacity(RECENT_PROBES + 1)
+        });
         r.push_back(RecentProbe {
             at: obs.at,
             outcome: obs.outcome.clone(),
@@ -485,7 +547,7 @@ impl StatusBoard {
     /// Drops a service and its recent probes (its policy was removed or changed by a reload).
     pub fn remove_service(&self, service: &ServiceId) {
         write(&self.services).remove(service);
-        write(&self.recent).retain(|(s, _, _), _| s != service);
+        write(&self.recent).remove_service(service);
     }
 
     /// Updates a service's apply status: the reconciler's (and the adoption read's) record.

@@ -14,6 +14,7 @@ pub mod emulators;
 pub mod etcd;
 pub mod policy;
 pub mod proxy;
+pub mod r53_model;
 pub mod reconcile;
 pub mod route53;
 pub mod sim;

@@ -1,5 +1,6 @@
 //! A counting HTTP proxy on 127.0.0.1 placed between gslb and a provider emulator, so tests
-//! count the calls gslb really sends (by method), independently of gslb's own metrics.
+//! count the calls gslb really sends (by method), independently of gslb's own metrics, or
+//! refuse every call (the provider's API unreachable).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +17,12 @@ pub struct Counts {
     pub reads: AtomicU64,
     /// POST, PUT, PATCH and DELETE requests (writes, creations included).
     pub writes: AtomicU64,
+    /// Requests refused with `503` after [`CountingProxy::refuse_all`] (not counted above).
+    pub refused: AtomicU64,
+    /// Whether every request is refused.
+    refusing: std::sync::atomic::AtomicBool,
+    /// When each request arrived, in arrival order.
+    pub arrivals: std::sync::Mutex<Vec<std::time::Instant>>,
 }
 
 impl Counts {
@@ -25,6 +32,20 @@ impl Counts {
             self.reads.load(Ordering::SeqCst),
             self.writes.load(Ordering::SeqCst),
         )
+    }
+
+    /// The most requests that arrived within any `window` (a sliding window).
+    pub fn most_within(&self, window: std::time::Duration) -> usize {
+        let times = self.arrivals.lock().expect("arrivals").clone();
+        let mut first = 0;
+        let mut most = 0;
+        for (last, t) in times.iter().enumerate() {
+            while t.duration_since(times[first]) >= window {
+                first += 1;
+            }
+            most = most.max(last + 1 - first);
+        }
+        most
     }
 }
 
@@ -51,6 +72,12 @@ struct Upstream {
 }
 
 impl CountingProxy {
+    /// From now on, answers every request `503 Service Unavailable` without forwarding it:
+    /// the provider's API is unreachable.
+    pub fn refuse_all(&self) {
+        self.counts.refusing.store(true, Ordering::SeqCst);
+    }
+
     /// Starts a proxy forwarding every request to `upstream` (a base URL).
     pub async fn start(upstream: &str) -> Self {
         let counts = Arc::new(Counts::default());
@@ -72,12 +99,24 @@ impl CountingProxy {
 }
 
 async fn forward(State(up): State<Upstream>, req: Request) -> Response {
+    if up.counts.refusing.load(Ordering::SeqCst) {
+        up.counts.refused.fetch_add(1, Ordering::SeqCst);
+        return Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body(Body::empty())
+            .unwrap_or_default();
+    }
     let counter = if req.method() == Method::GET || req.method() == Method::HEAD {
         &up.counts.reads
     } else {
         &up.counts.writes
     };
     counter.fetch_add(1, Ordering::SeqCst);
+    up.counts
+        .arrivals
+        .lock()
+        .expect("arrivals")
+        .push(std::time::Instant::now());
     let url = format!(
         "{}{}",
         up.base,

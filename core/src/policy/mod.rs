@@ -39,7 +39,7 @@ pub use error::{PolicyError, PolicyErrors, Position};
 pub use lenient::{Problem, Read, Segment, is_under, read_all, read_all_with};
 pub use observe::{Observe, ServedBy, ServedByMarker};
 pub use parts::*;
-pub use route53::{Route53Pool, Route53Target};
+pub use route53::{AliasTarget, Route53Pool, Route53Target};
 pub use source::{Source, SyntaxError};
 pub use types::{Policy, Target};
 

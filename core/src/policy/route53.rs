@@ -11,6 +11,10 @@
 //! [target.route53.pools.seoul]
 //! set_identifier = "seoul"             # default: the pool name
 //! values = ["192.0.2.10"]
+//! [target.route53.pools.tokyo.alias_target]  # instead of values: an Alias record
+//! dns_name = "tokyo-alb-1.ap-northeast-1.elb.amazonaws.com"
+//! hosted_zone_id = "Z14GRHDCWA56QT"    # the load balancer's canonical hosted zone id
+//! evaluate_target_health = false       # default false
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +52,20 @@ pub struct RawRoute53Pool {
     pub set_identifier: Option<String>,
     #[serde(default)]
     pub values: Vec<String>,
+    #[serde(default)]
+    pub alias_target: Option<RawAliasTarget>,
+}
+
+/// `[target.route53.pools.<pool>.alias_target]` as written; missing keys are reported by
+/// [`validate`], naming the key.
+#[derive(Debug, Deserialize)]
+pub struct RawAliasTarget {
+    #[serde(default)]
+    pub dns_name: Option<String>,
+    #[serde(default)]
+    pub hosted_zone_id: Option<String>,
+    #[serde(default)]
+    pub evaluate_target_health: bool,
 }
 
 /// `A`.
@@ -83,7 +101,24 @@ pub struct Route53Pool {
     /// The record's `SetIdentifier`. Default: the pool name.
     pub set_identifier: String,
     /// The record's values, used when provisioning (IP addresses, or one name for CNAME).
+    /// Empty for an Alias record.
     pub values: Vec<String>,
+    /// The Alias target, for an Alias record (then `values` is empty); `None` for a record
+    /// with values.
+    pub alias_target: Option<AliasTarget>,
+}
+
+/// An Alias record's target (Route 53 `AliasTarget`), e.g. an ALB or NLB.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasTarget {
+    /// The target's DNS name, lower-case, no trailing dot, e.g.
+    /// `seoul-alb-1.ap-northeast-2.elb.amazonaws.com`.
+    pub dns_name: String,
+    /// The target's canonical hosted zone id (the load balancer's, not the record's zone).
+    pub hosted_zone_id: String,
+    /// Route 53 `EvaluateTargetHealth`: also fail over when the target itself is unhealthy.
+    /// Default false.
+    pub evaluate_target_health: bool,
 }
 
 /// Validates `[target.route53]` against the policy's `hostname` and `pools` (in priority
@@ -189,14 +224,87 @@ fn records(
                 format!("'{set_identifier}' is used by another pool"),
             );
         }
-        values(&rp.values, &key, record_type, hostname, report);
+        let alias_target = match &rp.alias_target {
+            Some(alias) if !rp.values.is_empty() => {
+                report.add(
+                    key.clone(),
+                    "sets both values and alias_target: a record either has values or is an Alias",
+                );
+                alias_target(alias, &key, (record_type, hostname), report)
+            }
+            Some(alias) => alias_target(alias, &key, (record_type, hostname), report),
+            None => {
+                values(&rp.values, &key, record_type, hostname, report);
+                None
+            }
+        };
         out.push(Route53Pool {
             pool: pool.id.clone(),
             set_identifier,
             values: rp.values.clone(),
+            alias_target,
         });
     }
     out
+}
+
+/// Checks one pool's `alias_target` (`key` names the pool's record) and returns it when whole.
+/// `(record_type, hostname)` are the record's type (upper case) and the policy's hostname.
+fn alias_target(
+    raw: &RawAliasTarget,
+    key: &str,
+    (record_type, hostname): (&str, &str),
+    report: &mut Report,
+) -> Option<AliasTarget> {
+    let key = format!("{key}.alias_target");
+    if record_type == "CNAME" {
+        report.add(
+            key.clone(),
+            "an Alias to a load balancer is an A or AAAA record, not a CNAME: set \
+             target.route53.record_type to A (or AAAA for a dual-stack load balancer)",
+        );
+    }
+    let dns_name = raw.dns_name.as_deref().map(normalise_name);
+    match &dns_name {
+        None => report.add(
+            format!("{key}.dns_name"),
+            "must be set: the load balancer's DNS name",
+        ),
+        Some(name) if name == hostname => report.add(
+            format!("{key}.dns_name"),
+            format!("'{name}' is the policy's own name: the Alias record would point at itself"),
+        ),
+        Some(name) if !is_dns_name(name) => report.add(
+            format!("{key}.dns_name"),
+            format!("'{name}' is not a DNS name an Alias record here can point at"),
+        ),
+        Some(_) => {}
+    }
+    let zone = raw.hosted_zone_id.as_deref().map(str::trim);
+    let zone_ok = zone.is_some_and(|z| {
+        !z.is_empty() && z.len() <= 32 && z.bytes().all(|b| b.is_ascii_alphanumeric())
+    });
+    if let Some(z) = zone.filter(|z| zone_ok && z.bytes().any(|b| b.is_ascii_lowercase())) {
+        report.add(
+            format!("{key}.hosted_zone_id"),
+            format!(
+                "'{z}' has lower-case letters; hosted zone ids are upper case as AWS prints them \
+                 (write '{}')",
+                z.to_ascii_uppercase()
+            ),
+        );
+    } else if !zone_ok {
+        report.add(
+            format!("{key}.hosted_zone_id"),
+            "must be the target's canonical hosted zone id (letters and digits, e.g. \
+             Z14GRHDCWA56QT; `aws elbv2 describe-load-balancers` shows it as CanonicalHostedZoneId)",
+        );
+    }
+    Some(AliasTarget {
+        dns_name: dns_name?,
+        hosted_zone_id: zone.filter(|_| zone_ok)?.to_owned(),
+        evaluate_target_health: raw.evaluate_target_health,
+    })
 }
 
 /// Checks one record's values against its type (`key` names the pool's record).
@@ -204,7 +312,7 @@ fn values(values: &[String], key: &str, record_type: &str, hostname: &str, repor
     if values.is_empty() {
         report.add(
             format!("{key}.values"),
-            "must list the record's values (addresses, or one name for CNAME)",
+            "must list the record's values (addresses, or one name for CNAME) or set alias_target",
         );
     }
     if record_type == "CNAME" && values.len() > 1 {

@@ -77,10 +77,12 @@ impl Target {
 
     /// Whether a DNS answer for the public name tells which pool serves, so the failover
     /// observer's DNS phase can run: Route 53 `A`/`AAAA` records (the pools' addresses). Not a
-    /// Route 53 CNAME (the answer names a host) nor Cloudflare (a proxied load balancer answers
-    /// with Cloudflare's addresses whichever pool serves).
+    /// Route 53 CNAME (the answer names a host), an Alias pair (the load balancers' addresses
+    /// change) nor Cloudflare (a proxied load balancer answers with Cloudflare's addresses
+    /// whichever pool serves).
     pub fn dns_names_the_pool(&self) -> bool {
-        matches!(self, Self::Route53(r) if r.record_type != "CNAME")
+        matches!(self, Self::Route53(r)
+            if r.record_type != "CNAME" && r.pools.iter().all(|p| p.alias_target.is_none()))
     }
 
     /// The TTL of the answers the target serves: the records' TTL (Route 53) or the load

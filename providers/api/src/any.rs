@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::{FailoverStyle, ObservedState, Plan, Provider, ProviderError, Stamp};
 
@@ -15,7 +16,12 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 trait DynProvider: Send + Sync {
     fn name(&self) -> &'static str;
     fn style(&self) -> FailoverStyle;
+    fn elected(&self) -> bool;
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>>;
     fn apply_as<'a>(
         &'a self,
@@ -33,8 +39,19 @@ impl<P: Provider> DynProvider for P {
         Provider::style(self)
     }
 
+    fn elected(&self) -> bool {
+        Provider::elected(self)
+    }
+
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
         Box::pin(Provider::observe(self))
+    }
+
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
+        Box::pin(Provider::observe_within(self, max_age))
     }
 
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>> {
@@ -77,8 +94,19 @@ impl Provider for AnyProvider {
         self.0.style()
     }
 
+    fn elected(&self) -> bool {
+        self.0.elected()
+    }
+
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
         self.0.observe()
+    }
+
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
+        self.0.observe_within(max_age)
     }
 
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {

@@ -15,12 +15,16 @@ mod backoff;
 pub mod contract;
 mod error;
 mod memory;
+#[cfg(feature = "shared")]
+mod shared;
 mod state;
 
 pub use any::AnyProvider;
 pub use backoff::{Backoff, RETRY_AFTER_MAX, retry_after_secs};
 pub use error::ProviderError;
 pub use memory::{MemoryProvider, RecordedWrite};
+#[cfg(feature = "shared")]
+pub use shared::SharedRead;
 pub use state::{
     Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff,
 };
@@ -49,6 +53,23 @@ pub trait Provider: Send + Sync + 'static {
     /// when it exists but is not one gslb manages, and the transport classes otherwise.
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send;
 
+    /// As [`Provider::observe`], but may answer from a read shared with other bindings of
+    /// the same zone or account (`SharedRead`, feature `shared`) that started at most `max_age` ago: the
+    /// reconciler's periodic resync passes its resync period, so steady-state reads grow with
+    /// the zones and accounts, not with the services. `Duration::ZERO` asks for a read that
+    /// started after this call (what `observe` means). The default is [`Provider::observe`]:
+    /// a provider without shared reads reads afresh.
+    ///
+    /// # Errors
+    /// As [`Provider::observe`].
+    fn observe_within(
+        &self,
+        max_age: std::time::Duration,
+    ) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
+        let _ = max_age;
+        self.observe()
+    }
+
     /// Applies a plan computed by [`diff`] against a fresh [`Provider::observe`].
     ///
     /// # Errors
@@ -73,6 +94,13 @@ pub trait Provider: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), ProviderError>> + Send {
         let _ = stamp;
         self.apply(plan)
+    }
+    /// Whether, in a cluster (`[cluster]`), only the binding's elected writer may apply.
+    /// Default `true`. `false` for a provider that writes only this instance's own state
+    /// (Route 53 data-plane votes: every instance votes its own view, and Route 53 counts
+    /// the votes), so every instance applies its own decisions, elected or not.
+    fn elected(&self) -> bool {
+        true
     }
 }
 

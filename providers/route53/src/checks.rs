@@ -4,16 +4,14 @@
 //! A verdict check is `Type = CALCULATED` with no children and `HealthThreshold = 0`, so it is
 //! always healthy ("at least 0 of 0 children"), and `Inverted = true` makes it always
 //! unhealthy. Route 53's data plane then fails the record over on its own (AWS
-//! Well-Architected REL11-BP04: rely on the data plane). gslb marks the checks it manages with
-//! a `CallerReference` starting with `gslb-` and refuses to touch any other.
+//! Well-Architected REL11-BP04: rely on the data plane). gslb touches only checks it owns
+//! ([`crate::ownership`]).
 
 use aws_sdk_route53::types::{HealthCheck, HealthCheckConfig, HealthCheckType};
 use gslb_provider::ProviderError;
 
 use crate::api::Api;
-
-/// The `CallerReference` prefix that marks a health check as gslb's.
-pub(crate) const CALLER_REFERENCE_PREFIX: &str = "gslb-";
+use crate::ownership::{self, Owner};
 
 /// What gslb reads from a valid verdict check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +31,10 @@ pub(crate) struct VerdictCheck {
 /// gslb verdict check; [`ProviderError::Invalid`] when it is one but is `Disabled` (Route 53
 /// then treats it as healthy whatever `Inverted` says, so gslb could not take the pool out).
 pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
-    let mut wrong = Vec::new();
-    if !hc.caller_reference.starts_with(CALLER_REFERENCE_PREFIX) {
-        wrong.push(format!(
-            "CallerReference {:?} does not start with {CALLER_REFERENCE_PREFIX:?}",
-            hc.caller_reference
-        ));
+    if let Owner::Foreign(why) = ownership::check_owner(hc) {
+        return Err(ProviderError::Unowned(why));
     }
+    let mut wrong = Vec::new();
     let cfg = hc.health_check_config.as_ref();
     if cfg.map(|c| &c.r#type) != Some(&HealthCheckType::Calculated) {
         wrong.push(format!(
@@ -59,7 +54,7 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
     }
     if !wrong.is_empty() {
         return Err(ProviderError::Unowned(format!(
-            "health check {} is not a gslb verdict check: {}",
+            "health check {} is gslb's but not a valid verdict check: {}",
             hc.id,
             wrong.join("; ")
         )));
@@ -84,27 +79,88 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
 /// [`ProviderError::NotFound`] when it does not exist, the errors of [`verdict`], and those
 /// of [`Api::call`].
 pub(crate) async fn get(api: &Api, id: &str) -> Result<VerdictCheck, ProviderError> {
-    let out = api
-        .call("GetHealthCheck", |c| {
-            c.get_health_check().health_check_id(id).send()
-        })
-        .await?;
-    let hc = out.health_check.ok_or_else(|| {
-        ProviderError::Invalid(format!("GetHealthCheck {id}: response has no health check"))
-    })?;
-    verdict(&hc)
+    verdict(&ownership::read_check(api, id).await?)
 }
 
-/// Creates a verdict check, not inverted, with `CallerReference = gslb-<set_identifier>-<suffix>`.
-/// The same `caller_reference` sent twice returns the same check (Route 53's idempotency), so
-/// a retried create after a lost response makes no second check.
+/// Generations of a pool's caller reference tried when Route 53 refuses one as used before.
+const GENERATIONS_TRIED: u32 = 3;
+
+/// Route 53's largest `ListHealthChecks` page (API reference: `MaxItems` up to 1000).
+const LIST_PAGE: i32 = 1000;
+
+/// A verdict check for the pool whose caller references start with `stem`
+/// ([`ownership::caller_reference_stem`]): one of the pool's checks that no record in `in_use`
+/// points at, valid and not inverted, left behind by a run that was killed or whose change
+/// batch was refused, or else a new one. So repeated failing runs converge on one check per
+/// pool instead of leaking one each. Returns the check and whether it was reused.
+///
+/// One `ListHealthChecks` per 1000 checks, then at most one `CreateHealthCheck` per
+/// generation tried (Route 53 refuses the caller reference of a deleted check with
+/// `HealthCheckAlreadyExists`; the next generation is tried, up to 3).
 ///
 /// # Errors
 /// As [`Api::call`]; [`ProviderError::Invalid`] when Route 53 answers with no check.
-pub(crate) async fn create(
+pub(crate) async fn reuse_or_create(
     api: &Api,
-    caller_reference: &str,
-) -> Result<VerdictCheck, ProviderError> {
+    stem: &str,
+    in_use: &[&str],
+) -> Result<(VerdictCheck, bool), ProviderError> {
+    let mine: Vec<(u32, HealthCheck)> = list_all(api)
+        .await?
+        .into_iter()
+        .filter_map(|hc| Some((ownership::generation_of(stem, &hc.caller_reference)?, hc)))
+        .collect();
+    let spare = mine.iter().find_map(|(_, hc)| {
+        verdict(hc)
+            .ok()
+            .filter(|v| !v.inverted && !in_use.contains(&v.id.as_str()))
+    });
+    if let Some(check) = spare {
+        return Ok((check, true));
+    }
+    let mut generation = mine.iter().map(|(g, _)| g + 1).max().unwrap_or(1);
+    let mut tried = 1;
+    loop {
+        match create(api, &ownership::caller_reference(stem, generation)).await {
+            Err(ProviderError::Invalid(msg))
+                if msg.contains("HealthCheckAlreadyExists") && tried < GENERATIONS_TRIED =>
+            {
+                generation += 1;
+                tried += 1;
+            }
+            other => return other.map(|check| (check, false)),
+        }
+    }
+}
+
+/// Every health check of the account, `ListHealthChecks` page by page.
+async fn list_all(api: &Api) -> Result<Vec<HealthCheck>, ProviderError> {
+    let mut all = Vec::new();
+    let mut marker: Option<String> = None;
+    loop {
+        let out = api
+            .call("ListHealthChecks", |c| {
+                c.list_health_checks()
+                    .max_items(LIST_PAGE)
+                    .set_marker(marker.clone())
+                    .send()
+            })
+            .await?;
+        all.extend(out.health_checks);
+        match out.next_marker.filter(|_| out.is_truncated) {
+            Some(next) => marker = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// Creates a verdict check, not inverted, with `caller_reference`. Route 53 answers a repeated
+/// `caller_reference` with the same config with the existing check, so a retried create after
+/// a lost response makes no second check.
+///
+/// # Errors
+/// As [`Api::call`]; [`ProviderError::Invalid`] when Route 53 answers with no check.
+async fn create(api: &Api, caller_reference: &str) -> Result<VerdictCheck, ProviderError> {
     let config = HealthCheckConfig::builder()
         .r#type(HealthCheckType::Calculated)
         .health_threshold(0)
@@ -128,22 +184,6 @@ pub(crate) async fn create(
         version: hc.health_check_version,
         inverted: false,
     })
-}
-
-/// A fresh caller reference for a verdict check of pool `set_identifier`:
-/// `gslb-<set_identifier>-<16 hex digits>`, cut to Route 53's 64-character limit
-/// (CreateHealthCheck reference).
-pub(crate) fn new_caller_reference(set_identifier: &str) -> String {
-    let suffix = format!("{:016x}", rand::random::<u64>());
-    let room = 64 - CALLER_REFERENCE_PREFIX.len() - 1 - suffix.len();
-    let mut pool: String = set_identifier
-        .chars()
-        .filter(|c| c.is_ascii_graphic())
-        .collect();
-    while pool.len() > room {
-        pool.pop();
-    }
-    format!("{CALLER_REFERENCE_PREFIX}{pool}-{suffix}")
 }
 
 /// Sets `Inverted = inverted` on check `id`, fenced by `HealthCheckVersion = version`.
@@ -233,6 +273,13 @@ mod tests {
                 "HealthThreshold",
             ),
         ];
+        let Err(ProviderError::Unowned(foreign)) = verdict(&cases[0].0) else {
+            panic!("a Terraform check is foreign")
+        };
+        assert!(
+            !foreign.contains("CALCULATED") && foreign.matches("hc-1").count() == 1,
+            "says why once: {foreign}"
+        );
         for (hc, why) in cases {
             match verdict(&hc) {
                 Err(ProviderError::Unowned(msg)) => {
@@ -242,12 +289,5 @@ mod tests {
                 other => panic!("expected Unowned for {why}, got {other:?}"),
             }
         }
-    }
-
-    #[test]
-    fn caller_references_are_marked_and_fit_route53() {
-        let r = new_caller_reference(&"x".repeat(100));
-        assert!(r.starts_with("gslb-xxx") && r.len() <= 64, "{r}");
-        assert_ne!(new_caller_reference("seoul"), new_caller_reference("seoul"));
     }
 }

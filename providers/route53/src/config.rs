@@ -38,8 +38,25 @@ pub struct Route53Pool {
     /// The record's `SetIdentifier`; also the pool's [`gslb_provider::PoolRef`].
     pub set_identifier: String,
     /// The record's values (IP addresses for `A`/`AAAA`, one host name for `CNAME`), written
-    /// by [`crate::Route53Provider::provision`] only; order does not matter.
+    /// by [`crate::Route53Provider::provision`] only; order does not matter. Empty for an
+    /// Alias record.
     pub values: Vec<String>,
+    /// The Alias target when the record is an Alias record (then `values` is empty and the
+    /// record has no TTL: Route 53 uses the target's); `None` for a record with values.
+    pub alias: Option<Route53Alias>,
+}
+
+/// An Alias record's target (Route 53 `AliasTarget`), e.g. an ALB or NLB.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route53Alias {
+    /// The target's DNS name, e.g. `seoul-alb-1.ap-northeast-2.elb.amazonaws.com`; compared
+    /// like a record name (case and trailing dot ignored).
+    pub dns_name: String,
+    /// The target's canonical hosted zone id (the load balancer's, not the record's zone).
+    pub hosted_zone_id: String,
+    /// `EvaluateTargetHealth`: Route 53 also treats the record as unhealthy when the target
+    /// is.
+    pub evaluate_target_health: bool,
 }
 
 /// The record types a binding may use.
@@ -51,8 +68,9 @@ impl Route53Binding {
     /// # Errors
     /// [`ProviderError::Invalid`] listing each problem: empty zone id or record name, a record
     /// name ending in a dot, a record type other than `A`/`AAAA`/`CNAME`, not exactly two
-    /// pools, an empty or duplicate set identifier, a pool without values, or a `CNAME` pool
-    /// with more than one value.
+    /// pools, an empty or duplicate set identifier, a pool with neither values nor an Alias
+    /// target or with both, an Alias target with an empty DNS name or hosted zone id, or a
+    /// `CNAME` pool with more than one value.
     pub fn validate(&self) -> Result<(), ProviderError> {
         let mut problems = Vec::new();
         if self.hosted_zone_id.trim().is_empty() {
@@ -91,8 +109,17 @@ impl Route53Binding {
                     pool.set_identifier
                 ));
             }
-            if pool.values.is_empty() {
-                problems.push(format!("pools[{i}].values is empty"));
+            match (&pool.alias, pool.values.is_empty()) {
+                (None, true) => problems.push(format!("pools[{i}].values is empty")),
+                (Some(_), false) => {
+                    problems.push(format!("pools[{i}] has both values and an Alias target"))
+                }
+                (Some(a), true) if a.dns_name.is_empty() || a.hosted_zone_id.is_empty() => {
+                    problems.push(format!(
+                        "pools[{i}] Alias target needs a DNS name and a hosted zone id"
+                    ));
+                }
+                _ => {}
             }
             if self.record_type == "CNAME" && pool.values.len() > 1 {
                 problems.push(format!(
@@ -122,10 +149,11 @@ pub struct Route53Settings {
     /// The signing region. Default `us-east-1`, where Route 53's control plane is served
     /// (Route 53 API Reference, "Endpoints").
     pub region: String,
-    /// Upper bound on API requests per second from this binding, every operation counted,
-    /// bursts of the same size allowed. Default 2: well under the 5 requests per second per
-    /// account Route 53 historically allowed (Route 53 Developer Guide, "Quotas"), leaving
-    /// room for other bindings and tools on the account.
+    /// Upper bound on API requests per second from every binding sharing one
+    /// [`crate::Route53Account`] (the daemon makes one per AWS account), every operation
+    /// counted, no burst. Default 2: well under the 5 requests per second per account Route 53
+    /// allows (Route 53 Developer Guide, "Quotas"), leaving room for other tools on the
+    /// account.
     pub requests_per_second: NonZeroU32,
     /// How long [`crate::Route53Provider::provision`] waits for a submitted change to reach
     /// `INSYNC`. Default 120 s (AWS says changes are typically `INSYNC` within 60 s).
@@ -201,10 +229,12 @@ mod tests {
                 Route53Pool {
                     set_identifier: "seoul".into(),
                     values: vec!["192.0.2.1".into()],
+                    alias: None,
                 },
                 Route53Pool {
                     set_identifier: "tokyo".into(),
                     values: vec!["192.0.2.2".into()],
+                    alias: None,
                 },
             ],
         }

@@ -13,6 +13,7 @@ pub fn binding(zone: &str) -> Route53Binding {
     let pool = |id: &str, value: &str| Route53Pool {
         set_identifier: id.into(),
         values: vec![value.into()],
+        alias: None,
     };
     Route53Binding {
         hosted_zone_id: zone.to_owned(),

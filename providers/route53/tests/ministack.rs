@@ -21,12 +21,12 @@ use aws_sdk_route53::error::BoxError;
 use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsInput;
 use aws_sdk_route53::operation::get_change::GetChangeInput;
 use aws_sdk_route53::types::{
-    Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet,
+    AliasTarget, Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet,
     ResourceRecordSetFailover, RrType,
 };
 use emulator_support::emulators::{Emulator, Kind};
 use emulator_support::*;
-use gslb_route53::{ProvisionAction, Route53Provider};
+use gslb_route53::{ProvisionAction, ProvisionOptions, Route53Alias, Route53Provider};
 
 /// Runs `hook(op, n)` before the n-th call (from 1) of `ChangeResourceRecordSets` or
 /// `GetChange` made through the provider's client, and counts them.
@@ -136,6 +136,12 @@ async fn write(client: &Client, zone: &str, action: ChangeAction, record: Resour
         .expect("write record");
 }
 
+/// Provisioning that may replace the foreign records these tests start from.
+const ADOPT: ProvisionOptions = ProvisionOptions {
+    dry_run: false,
+    adopt: true,
+};
+
 #[tokio::test]
 async fn provision_replaces_a_drifted_record_by_delete_and_create_and_waits_for_insync() {
     let ms = Emulator::start(Kind::Ministack);
@@ -155,9 +161,18 @@ async fn provision_replaces_a_drifted_record_by_delete_and_create_and_waits_for_
         vec![SharedInterceptor::new(TapInterceptor(tap.clone()))],
     );
     let p = Route53Provider::new(watched, settings(), binding(&zone));
-    let report = p.provision().await.expect("provision");
+    // seoul's record has no gslb check: refused, naming it, nothing written.
+    let refused = p.provision().await.unwrap_err().to_string();
+    assert!(
+        refused.contains("record api.example.com A \"seoul\" has no health check")
+            && refused.contains("--adopt api.example.com"),
+        "{refused}"
+    );
+    assert_eq!(tap.count("ChangeResourceRecordSets"), 0);
+    assert_eq!(tap.count("CreateHealthCheck"), 0);
+    let report = p.provision_with(ADOPT).await.expect("provision --adopt");
 
-    let ProvisionAction::Replaced { reason } = &report.pools[0].action else {
+    let ProvisionAction::Adopted { reason } = &report.pools[0].action else {
         panic!("{report:?}")
     };
     assert!(
@@ -245,7 +260,7 @@ async fn a_stale_delete_fails_atomically_and_provision_relists() {
     );
     let p = Route53Provider::new(watched, settings(), binding(&zone));
     let report = p
-        .provision()
+        .provision_with(ADOPT)
         .await
         .expect("provision succeeds after re-listing");
 
@@ -271,7 +286,7 @@ async fn a_stale_delete_fails_atomically_and_provision_relists() {
     );
 
     assert!(
-        matches!(report.pools[0].action, ProvisionAction::Replaced { .. }),
+        matches!(report.pools[0].action, ProvisionAction::Adopted { .. }),
         "{report:?}"
     );
     assert_eq!(report.pools[1].action, ProvisionAction::Created);
@@ -301,5 +316,135 @@ async fn the_emulator_helper_resets_ministack_state() {
     assert_eq!(
         aws_sdk_route53::error::ProvideErrorMetadata::code(&err),
         Some("NoSuchHostedZone")
+    );
+}
+
+/// `set_id` as an Alias failover record to `dns_name` (EvaluateTargetHealth on), with no
+/// health check: an Alias pair as Terraform writes it.
+fn foreign_alias(
+    set_id: &str,
+    role: ResourceRecordSetFailover,
+    dns_name: &str,
+) -> ResourceRecordSet {
+    ResourceRecordSet::builder()
+        .name(NAME)
+        .r#type(RrType::A)
+        .set_identifier(set_id)
+        .failover(role)
+        .alias_target(
+            AliasTarget::builder()
+                .dns_name(dns_name)
+                .hosted_zone_id("ZELB")
+                .evaluate_target_health(true)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn adopting_an_alias_pair_is_a_compare_and_swap() {
+    let ms = Emulator::start(Kind::Ministack);
+    let raw = client(&ms.endpoint(), vec![]);
+    let zone = hosted_zone(&raw).await;
+    let primary = ResourceRecordSetFailover::Primary;
+    let secondary = ResourceRecordSetFailover::Secondary;
+    write(
+        &raw,
+        &zone,
+        ChangeAction::Create,
+        foreign_alias("seoul", primary.clone(), "old-seoul.elb.example.net"),
+    )
+    .await;
+    write(
+        &raw,
+        &zone,
+        ChangeAction::Create,
+        foreign_alias("tokyo", secondary, "tokyo.elb.example.net"),
+    )
+    .await;
+
+    // Another writer moves seoul's Alias after provisioning listed it: the first batch's
+    // DELETE no longer matches and the whole batch is refused.
+    let (endpoint, zone_for_hook) = (ms.endpoint(), zone.clone());
+    let hook = move |op: &'static str, n: usize| {
+        if (op, n) == ("ChangeResourceRecordSets", 1) {
+            let (endpoint, zone) = (endpoint.clone(), zone_for_hook.clone());
+            on_another_thread(move || async move {
+                let moved = foreign_alias(
+                    "seoul",
+                    ResourceRecordSetFailover::Primary,
+                    "moved-seoul.elb.example.net",
+                );
+                write(
+                    &client(&endpoint, vec![]),
+                    &zone,
+                    ChangeAction::Upsert,
+                    moved,
+                )
+                .await;
+            });
+        }
+    };
+    let tap = Arc::new(Tap {
+        hook: Some(Box::new(hook)),
+        ..Tap::default()
+    });
+    let watched = client(
+        &ms.endpoint(),
+        vec![SharedInterceptor::new(TapInterceptor(tap.clone()))],
+    );
+    let mut b = binding(&zone);
+    for (pool, name) in b
+        .pools
+        .iter_mut()
+        .zip(["seoul-alb.elb.example.net", "tokyo-alb.elb.example.net"])
+    {
+        pool.values.clear();
+        pool.alias = Some(Route53Alias {
+            dns_name: name.into(),
+            hosted_zone_id: "ZELB".into(),
+            evaluate_target_health: false,
+        });
+    }
+    let p = Route53Provider::new(watched, settings(), b);
+    let report = p
+        .provision_with(ADOPT)
+        .await
+        .expect("adopted after re-listing");
+
+    assert_eq!(
+        tap.count("ChangeResourceRecordSets"),
+        2,
+        "one refused batch, one accepted"
+    );
+    let ProvisionAction::Adopted { reason } = &report.pools[0].action else {
+        panic!("{report:?}")
+    };
+    assert!(
+        reason.contains("Alias to moved-seoul.elb.example.net"),
+        "planned from the second listing: {reason}"
+    );
+    let now = records(&raw, &zone).await;
+    assert_eq!(now.len(), 2, "{now:?}");
+    for (record, pool) in now.iter().zip(&report.pools) {
+        let alias = record.alias_target.as_ref().expect("an Alias record");
+        assert!(
+            alias
+                .dns_name
+                .starts_with(&format!("{}-alb.", pool.set_identifier)),
+            "{alias:?}"
+        );
+        assert_eq!(
+            record.health_check_id.as_deref(),
+            Some(pool.health_check_id.as_str())
+        );
+        assert_eq!(record.ttl, None);
+    }
+    let again = p.provision().await.expect("second provision");
+    assert!(
+        again.is_noop(),
+        "an Alias pair as the binding says is no drift: {again:?}"
     );
 }

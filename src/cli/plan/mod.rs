@@ -359,6 +359,22 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
     Ok(())
 }
 
+/// The records that differ from the policy (see [`Bind::record_drift`]), if any: `gslb run`
+/// steers through the verdict checks and never rewrites them.
+fn render_drift(drift: &[String], out: &mut impl Write) -> std::io::Result<()> {
+    if drift.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  record drift (gslb run does not rewrite records; run `gslb provision`):"
+    )?;
+    for d in drift {
+        writeln!(out, "    - {d}")?;
+    }
+    Ok(())
+}
+
 fn name_or<'a>(pool: Option<&'a PoolId>, none: &'a str) -> &'a str {
     pool.map_or(none, |p| p.0.as_str())
 }
@@ -431,22 +447,26 @@ impl Summary {
 }
 
 /// The exit code of a command-line usage error that clap gives `clap_code` (2 for bad
-/// usage), with `args` the command line (program name first): 1 for `gslb plan`, whose 2 says
-/// "changes pending"; clap's code for every other command. The subcommand is the first
-/// argument that is neither an option nor the value of `--log-format`.
+/// usage), with `args` the command line (program name first): 1 for `gslb plan` and
+/// `gslb provision --dry-run`, whose 2 says "changes pending"; clap's code for every other
+/// command. The subcommand is the first argument that is neither an option nor the value of
+/// `--log-format`.
 pub fn usage_exit_code(clap_code: i32, args: impl IntoIterator<Item = String>) -> u8 {
-    let mut args = args.into_iter().skip(1);
+    let args: Vec<String> = args.into_iter().skip(1).collect();
+    let mut rest = args.iter();
     let mut command = None;
-    while let Some(a) = args.next() {
+    while let Some(a) = rest.next() {
         if a == "--log-format" {
-            args.next();
+            rest.next();
         } else if !a.starts_with('-') {
-            command = Some(a);
+            command = Some(a.as_str());
             break;
         }
     }
-    match (clap_code, command.as_deref()) {
+    let dry_run = args.iter().any(|a| a == "--dry-run");
+    match (clap_code, command) {
         (2, Some("plan")) => 1,
+        (2, Some("provision")) if dry_run => 1,
         (c, _) => u8::try_from(c).unwrap_or(1),
     }
 }
@@ -499,7 +519,9 @@ pub async fn plan_all<B: Bind>(
     let prober = Arc::new(prober);
     let mut gathered = Vec::new();
     let mut failed = BTreeMap::new();
+    let mut drift = BTreeMap::new();
     for p in policies {
+        drift.insert(p.service.clone(), binder.record_drift(p).await);
         match read(p, binder, &prober).await {
             Ok(g) => gathered.push(g),
             Err(why) => {
@@ -545,6 +567,7 @@ pub async fn plan_all<B: Bind>(
             {
                 render(&[plans.remove(i)], out)?;
             }
+            render_drift(drift.get(&p.service).map_or(&[], Vec::as_slice), out)?;
         }
         Ok::<_, std::io::Error>(())
     })();

@@ -47,6 +47,10 @@ impl ClientKey {
 
 /// Builds a client: no idle pool, our resolver, no proxy from the environment, TLS details
 /// (the peer certificate) on responses, connections from `source` when set.
+///
+/// No TCP keepalive and no `TCP_USER_TIMEOUT` (reqwest's defaults set both, five
+/// `setsockopt` calls per connection): a probe's connection lives less than its timeout, which
+/// bounds it already, and is never kept idle. `TCP_NODELAY` stays (hyper always sets it).
 pub(crate) fn build_client(
     dns: &Dns,
     key: &ClientKey,
@@ -61,7 +65,7 @@ pub(crate) fn build_client(
     } else {
         redirect::Policy::none()
     };
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .redirect(redirects)
         .tls_danger_accept_invalid_certs(!key.tls_verify)
@@ -70,7 +74,12 @@ pub(crate) fn build_client(
         .user_agent(USER_AGENT)
         .tls_info(true)
         .local_address(source)
-        .build()
+        .tcp_keepalive(None)
+        .tcp_keepalive_interval(None)
+        .tcp_keepalive_retries(None);
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    let builder = builder.tcp_user_timeout(None);
+    builder.build()
 }
 
 /// An HTTP check, ready to run.

@@ -29,6 +29,8 @@ use prometheus::{
 use gslb_core::model::{EndpointId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
+use crate::ops::endpoints::EndpointTable;
+
 pub use cluster::CLUSTER_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
@@ -39,6 +41,8 @@ pub struct Metrics {
     registry: Registry,
     /// Name and type of every family registered, in registration order.
     declared: Arc<Mutex<Vec<(String, MetricType)>>>,
+    /// Each endpoint's probe series, resolved at its first result ([`Metrics::record_probe`]).
+    probe_series: Arc<Mutex<EndpointTable<probes::ProbeSeries>>>,
     /// `probe_success{service,pool,endpoint,vantage}`: 1 when the last probe passed.
     pub probe_success: GaugeVec,
     /// `probe_duration_seconds{...}`: duration of the last probe.
@@ -101,6 +105,10 @@ pub struct Metrics {
     /// `gslb_provider_drift_total{provider,service}`: re-applies of a state gslb had already
     /// written, because another writer changed it.
     pub provider_drift_total: IntCounterVec,
+    /// `gslb_provider_budget_exhausted_total{provider,service}`: reconcile passes held back
+    /// because the binding spent its provider call budget for the minute
+    /// (`[reconcile] provider_calls_per_minute`).
+    pub provider_budget_exhausted_total: IntCounterVec,
     /// `gslb_provider_write_fights_total{provider,service}`: write fights declared (drift over
     /// the limit per window); gslb stops writing for the window.
     pub provider_write_fights_total: IntCounterVec,
@@ -201,6 +209,7 @@ impl Metrics {
             shadow_plans_total: r.counter(&provider::SHADOW_PLANS_TOTAL),
             provider_drift_total: r.counter(&provider::PROVIDER_DRIFT_TOTAL),
             provider_write_fights_total: r.counter(&provider::PROVIDER_WRITE_FIGHTS_TOTAL),
+            provider_budget_exhausted_total: r.counter(&provider::PROVIDER_BUDGET_EXHAUSTED_TOTAL),
             plans_refused_total: r.counter(&provider::PLANS_REFUSED_TOTAL),
             switches_total: r.counter(&engine::SWITCHES_TOTAL),
             decision_unapplied_age_seconds: r.gauge(&provider::DECISION_UNAPPLIED_AGE_SECONDS),
@@ -221,6 +230,7 @@ impl Metrics {
             cluster_late_writes_total: r.counter(&writer::CLUSTER_LATE_WRITES_TOTAL),
             registry: r.registry,
             declared: r.declared,
+            probe_series: Arc::default(),
         };
         // `process_*` (CPU seconds, resident and virtual memory, open and maximum file
         // descriptors, start time) from /proc; on other systems it collects nothing.
@@ -237,6 +247,7 @@ impl Metrics {
     /// stay: they are history.
     pub fn forget_service(&self, policy: &Policy, seen: &[(EndpointId, VantageId)]) {
         let service = policy.service.0.as_str();
+        self.lock_probe_series().remove_service(&policy.service);
         for pool in &policy.pools {
             let p = pool.id.0.as_str();
             for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {

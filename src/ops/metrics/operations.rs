@@ -1,6 +1,9 @@
 //! Metrics of the controller's own operation: the running version, policy loads, webhook
 //! deliveries, and the failover timelines' phase durations.
 
+use gslb_core::model::ServiceId;
+use gslb_core::timeline::Phase;
+
 use super::{Family, Metrics};
 
 /// Buckets of the failover phase histograms, in seconds: 1 s to 30 min, covering TTLs of
@@ -66,5 +69,16 @@ impl Metrics {
         self.policy_reloads_total
             .with_label_values(&[if ok { "ok" } else { "error" }])
             .inc();
+    }
+
+    /// Creates `service`'s `gslb_failover_phase_seconds` series (every phase after the start,
+    /// reading 0) when its first failover timeline opens, so phases a switch never reaches
+    /// read 0 rather than absent. Before a service's first switch it has none: 13 buckets x 7
+    /// phases per service would otherwise be most of a scrape (issue 14). Idempotent.
+    pub fn declare_failover_phases(&self, service: &ServiceId) {
+        for phase in &Phase::ALL[1..] {
+            self.failover_phase_seconds
+                .with_label_values(&[service.0.as_str(), phase.as_str()]);
+        }
     }
 }

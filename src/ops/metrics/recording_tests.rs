@@ -37,7 +37,7 @@ fn probes_export_dns_time_and_keep_the_last_certificate_expiry() {
     let text = m.render();
     assert!(!text.contains("probe_ssl_earliest_cert_expiry{"), "{text}");
     m.record_probe(
-        "api",
+        &ServiceId::from("api"),
         "seoul",
         &observation(
             Some(Duration::from_millis(250)),
@@ -52,7 +52,7 @@ fn probes_export_dns_time_and_keep_the_last_certificate_expiry() {
         assert!(text.contains(&line), "{line} missing from\n{text}");
     }
     // An IP literal (no lookup) reads 0; a probe without a certificate keeps the last expiry.
-    m.record_probe("api", "seoul", &observation(None, None));
+    m.record_probe(&ServiceId::from("api"), "seoul", &observation(None, None));
     let text = m.render();
     for line in [
         format!("probe_dns_lookup_time_seconds{{{LABELS}}} 0\n"),

@@ -172,11 +172,15 @@ fn policy_loads_and_forgotten_services() {
             cert_expiry: None,
         },
     };
-    m.record_probe("demo-api", policy.pools[0].id.0.as_str(), &obs);
+    for _ in 0..3 {
+        m.record_probe(&policy.service, policy.pools[0].id.0.as_str(), &obs);
+    }
+    assert_eq!(m.probe_series_resolved(), 1, "resolved once per endpoint");
     m.record_velocity(&policy.service, 3);
     m.record_stale_evidence(&policy.service, 2);
     assert!(m.render().contains(r#"probe_success{"#), "recorded");
-    m.forget_service(&policy, &[(endpoint, vantage)]);
+    m.forget_service(&policy, &[(endpoint.clone(), vantage.clone())]);
+    assert_eq!(m.probe_series_resolved(), 0, "forgotten with the gauges");
     let text = m.render();
     for gone in [
         "probe_success{",
@@ -189,6 +193,14 @@ fn policy_loads_and_forgotten_services() {
     assert!(
         text.contains("gslb_decisions_total{"),
         "counters stay: {text}"
+    );
+    // A result after the service was forgotten resolves its series again: they export.
+    m.record_probe(&policy.service, policy.pools[0].id.0.as_str(), &obs);
+    let text = m.render();
+    assert!(text.contains(r#"probe_success{"#), "{text}");
+    assert!(
+        text.contains(r#"gslb_probes_total{endpoint="http://127.0.0.1:1/api/v1/health",pool="seoul",reason="ok",service="demo-api"} 4"#),
+        "the counter kept its history: {text}"
     );
 }
 

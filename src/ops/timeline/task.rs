@@ -14,12 +14,11 @@ use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 use super::observer::{self, Job};
 use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR, TIMELINE_ACTION};
 use crate::io::probe::DnsSettings;
-use crate::ops::metrics::Metrics;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::event::Event;
 use gslb_core::model::ServiceId;
 use gslb_core::policy::{Mode, Policy};
-use gslb_core::timeline::{DEFAULT_WINDOW, Expect, Phase, Recorder, Timeline, Update};
+use gslb_core::timeline::{DEFAULT_WINDOW, Expect, Recorder, Timeline, Update};
 
 /// How often open timelines are checked against their window: 1 s.
 pub const EXPIRY_TICK: Duration = Duration::from_secs(1);
@@ -52,10 +51,11 @@ impl TimelineStore {
         self.recorder().apply(event)
     }
 
-    /// Sets what each policy's timelines wait for, pre-creates its phase histograms and
-    /// forgets removed services and endpoints ([`Recorder::retain`]); returns the timelines
-    /// this closed.
-    pub fn configure(&self, policies: &[Policy], metrics: &Metrics) -> Vec<Update> {
+    /// Sets what each policy's timelines wait for and forgets removed services and endpoints
+    /// ([`Recorder::retain`]); returns the timelines this closed. A service's phase histograms
+    /// are created when its first timeline opens ([`crate::ops::metrics::Metrics::declare_failover_phases`]), not
+    /// here: a service that never switched exports none.
+    pub fn configure(&self, policies: &[Policy]) -> Vec<Update> {
         let mut r = self.recorder();
         for p in policies {
             let observe = p.observe.as_ref();
@@ -72,11 +72,6 @@ impl TimelineStore {
                     window: observe.map_or(DEFAULT_WINDOW, |o| o.window),
                 },
             );
-            for phase in &Phase::ALL[1..] {
-                metrics
-                    .failover_phase_seconds
-                    .with_label_values(&[p.service.0.as_str(), phase.as_str()]);
-            }
         }
         r.retain(policies)
     }
@@ -116,7 +111,7 @@ pub fn spawn(
     mut policies: watch::Receiver<Arc<Vec<Policy>>>,
 ) -> (TimelineStore, TimelineTask) {
     let store = TimelineStore::default();
-    store.configure(&policies.borrow_and_update(), &telemetry.metrics);
+    store.configure(&policies.borrow_and_update());
     let mut rx = telemetry.events.subscribe();
     let (stop, mut stopped) = oneshot::channel();
     let (telemetry, task_store) = (telemetry.clone(), store.clone());
@@ -153,7 +148,7 @@ pub fn spawn(
                     break;
                 }
                 changed = policies.changed(), if reloads => match changed {
-                    Ok(()) => task_store.configure(&policies.borrow_and_update(), &telemetry.metrics),
+                    Ok(()) => task_store.configure(&policies.borrow_and_update()),
                     Err(_) => {
                         reloads = false;
                         continue;
@@ -230,6 +225,7 @@ fn publish(
             .with_label_values(&[service.0.as_str(), phase.as_str()])
             .observe(seconds),
         Update::Opened(t) => {
+            telemetry.metrics.declare_failover_phases(&t.service);
             tracing::info!(service = %t.service, timeline = %t.id, from = t.from.as_ref().map(|p| p.0.as_str()), to = t.to.as_ref().map(|p| p.0.as_str()), rule = %t.rule, "failover timeline opened");
             let job = policies
                 .iter()

@@ -44,8 +44,8 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
     };
     let metrics = telemetry.metrics.render();
     assert!(
-        metrics.contains(&count("served_by_observed", 0)),
-        "{metrics}"
+        !metrics.contains("gslb_failover_phase_seconds_bucket"),
+        "no phase series before the service's first switch: {metrics}"
     );
 
     for e in [
@@ -75,6 +75,10 @@ async fn the_task_observes_phase_histograms_and_audits_closed_timelines() {
         "one second from the first failed probe: {metrics}"
     );
     assert!(metrics.contains(&count("dns_observed", 0)), "{metrics}");
+    assert!(
+        metrics.contains(&count("served_by_observed", 0)),
+        "every phase reads 0 once a timeline opened: {metrics}"
+    );
     audit.flush().await.expect("flush");
     let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
     let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one line");

@@ -1,0 +1,197 @@
+//! Data-plane failover mode: Route 53's own health checks count gslb instances' votes, so a
+//! failover needs no Route 53 API call (AWS Well-Architected REL11-BP04, "Rely on the data
+//! plane and not the control plane during recovery").
+//!
+//! Per pool: one inverted string-match *vote check* per instance on that instance's vote URL
+//! (healthy while the instance does not answer the drain string: serving, dead, unreachable
+//! or stale all count as "no vote to drain"), and one CALCULATED *tally check* over them with
+//! `HealthThreshold` = healthy children needed to keep serving, which the pool's failover
+//! record carries. A new inverted check counts as unhealthy until it has data (Route 53
+//! Developer Guide, "How Amazon Route 53 determines whether a health check is healthy"), so a
+//! new tally check is made permissive (threshold 0) and raised only by a later run once every
+//! vote check has data.
+//!
+//! Provisioning only: the vote URLs are served by the `gslb` daemon; the numbers (search
+//! string, threshold, interval) come from its settings.
+
+mod checks;
+
+use gslb_provider::ProviderError;
+
+use crate::Route53Provider;
+use crate::provision::{ProvisionOptions, ProvisionReport};
+
+/// One instance's vote URL for one pool, as Route 53's checkers reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voter {
+    /// The instance's name (goes into the check's caller reference).
+    pub instance: String,
+    /// `true`: `HTTPS_STR_MATCH` (the certificate is not validated); `false`:
+    /// `HTTP_STR_MATCH`.
+    pub https: bool,
+    /// An IP address (the check's `IPAddress`) or a host name (its
+    /// `FullyQualifiedDomainName`, sent as SNI over HTTPS).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// The vote path, e.g. `/v1/vote/api/seoul`.
+    pub path: String,
+}
+
+/// One pool's votes: every instance's URL and the drain string they answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VotePool {
+    /// The pool's record's set identifier (binding order, PRIMARY first).
+    pub set_identifier: String,
+    /// One per instance.
+    pub voters: Vec<Voter>,
+    /// The `SearchString`: what a vote URL answers while its instance votes drain (at most
+    /// 255 characters).
+    pub search_string: String,
+}
+
+/// The data-plane checks of a binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataPlaneBinding {
+    /// One per pool of the binding, in its order.
+    pub pools: Vec<VotePool>,
+    /// `RequestInterval`, seconds: 10 or 30.
+    pub request_interval: i32,
+    /// `FailureThreshold`: 1 to 10.
+    pub failure_threshold: i32,
+    /// The tally checks' `HealthThreshold` once every vote check has data.
+    pub health_threshold: i32,
+}
+
+/// What data-plane provisioning did for one pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TallyReport {
+    /// The pool's set identifier.
+    pub set_identifier: String,
+    /// The tally check its record carries.
+    pub tally_check_id: String,
+    /// Its `HealthThreshold` now: 0 (permissive) until every vote check has data.
+    pub health_threshold: i32,
+    /// Vote checks created this run.
+    pub created: usize,
+    /// Vote checks corrected this run.
+    pub updated: usize,
+}
+
+/// What [`Route53Provider::provision_data_plane`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataPlaneReport {
+    /// Per pool, binding order.
+    pub tallies: Vec<TallyReport>,
+    /// The records, as [`Route53Provider::provision`] reports them.
+    pub records: ProvisionReport,
+}
+
+impl Route53Provider {
+    /// Makes the data-plane checks of `dp` exist and points the binding's records at the tally
+    /// checks (compare-and-swap batches, ownership and `options.adopt` as
+    /// [`Route53Provider::provision_with`]; a dry run is refused before any call, the vote
+    /// and tally checks have no dry run yet).
+    ///
+    /// A tally check made by this run is permissive (threshold 0); one whose vote checks all
+    /// existed before this run and all have data (`GetHealthCheckStatus`) is raised to
+    /// `dp.health_threshold`. Run provisioning again after `RequestInterval x
+    /// FailureThreshold` to raise new ones.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] when `dp` does not have one entry per pool of the binding;
+    /// [`ProviderError::Invalid`] for a dry run; otherwise as [`Route53Provider::provision_with`].
+    pub async fn provision_data_plane(
+        &self,
+        dp: &DataPlaneBinding,
+        options: ProvisionOptions,
+    ) -> Result<DataPlaneReport, ProviderError> {
+        if options.dry_run {
+            return Err(ProviderError::Invalid(
+                "a dry run of a service in data-plane mode is not supported yet: its vote and tally \
+                 checks are created before its records; run `gslb provision` without --dry-run"
+                    .to_owned(),
+            ));
+        }
+        self.binding.validate()?;
+        let ids: Vec<&str> = self
+            .binding
+            .pools
+            .iter()
+            .map(|p| p.set_identifier.as_str())
+            .collect();
+        let given: Vec<&str> = dp.pools.iter().map(|p| p.set_identifier.as_str()).collect();
+        if ids != given {
+            return Err(ProviderError::Invalid(format!(
+                "data-plane pools {given:?} differ from the binding's {ids:?}"
+            )));
+        }
+        let mut tallies = Vec::new();
+        for pool in &dp.pools {
+            tallies.push(self.provision_tally(dp, pool).await?);
+        }
+        let fixed: Vec<String> = tallies.iter().map(|t| t.tally_check_id.clone()).collect();
+        let records = self.provision_records(options, Some(&fixed)).await?;
+        Ok(DataPlaneReport { tallies, records })
+    }
+
+    async fn provision_tally(
+        &self,
+        dp: &DataPlaneBinding,
+        pool: &VotePool,
+    ) -> Result<TallyReport, ProviderError> {
+        let listed = checks::list_all(&self.api).await?;
+        let (mut children, mut created, mut updated) = (Vec::new(), 0, 0);
+        for v in &pool.voters {
+            let timing = (dp.request_interval, dp.failure_threshold);
+            let (id, what) = checks::ensure_vote(
+                &self.api,
+                &listed,
+                v,
+                &pool.search_string,
+                timing,
+                &pool.set_identifier,
+            )
+            .await?;
+            created += usize::from(what == checks::Ensured::Created);
+            updated += usize::from(what == checks::Ensured::Updated);
+            children.push(id);
+        }
+        let (tally_check_id, health_threshold) = match checks::find_tally(&listed, &children) {
+            None => {
+                let id = checks::create_tally(&self.api, &children, &pool.set_identifier).await?;
+                tracing::info!(pool = %pool.set_identifier, check = %id, "route53 tally check created, permissive until its vote checks have data");
+                (id, 0)
+            }
+            Some(tally) => {
+                let now = tally
+                    .health_check_config()
+                    .and_then(|c| c.health_threshold())
+                    .unwrap_or(0);
+                let want = dp.health_threshold;
+                if now != want && created == 0 && self.all_have_data(&children).await? {
+                    checks::set_threshold(&self.api, tally, want).await?;
+                    (tally.id.clone(), want)
+                } else {
+                    (tally.id.clone(), now)
+                }
+            }
+        };
+        Ok(TallyReport {
+            set_identifier: pool.set_identifier.clone(),
+            tally_check_id,
+            health_threshold,
+            created,
+            updated,
+        })
+    }
+
+    async fn all_have_data(&self, children: &[String]) -> Result<bool, ProviderError> {
+        for id in children {
+            if !checks::has_data(&self.api, id).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}

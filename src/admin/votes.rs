@@ -1,0 +1,96 @@
+//! The vote listener: `GET /v1/vote/<service>/<pool>` answers `200` with the pool's drain
+//! string while this instance votes drain, `200 gslb-serve` otherwise, and `404` for a
+//! service or pool it does not know. Route 53's string-match checks read it; nothing else is
+//! served here (the admin API stays private). Over TLS when a certificate is configured
+//! (Route 53 does not validate it, see `docs/route53-data-plane.md`).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+
+use super::tls::{CertStore, TlsError, TlsListener};
+use crate::config::dataplane::DataPlaneSettings;
+use crate::daemon::dataplane::VoteRegistry;
+
+/// The vote routes over `registry`.
+pub fn router(registry: VoteRegistry) -> Router {
+    Router::new()
+        .route("/v1/vote/{service}/{pool}", get(vote))
+        .with_state(registry)
+}
+
+async fn vote(
+    State(registry): State<VoteRegistry>,
+    Path((service, pool)): Path<(String, String)>,
+) -> (StatusCode, String) {
+    match registry.answer(&service, &pool) {
+        Some(body) => (StatusCode::OK, body),
+        None => (StatusCode::NOT_FOUND, "gslb-unknown".to_owned()),
+    }
+}
+
+/// Why the vote listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum VoteServerError {
+    /// The certificate or key cannot be read.
+    #[error("route53.data_plane TLS: {0}")]
+    Tls(#[from] TlsError),
+    /// The address cannot be bound.
+    #[error("binding the vote listener on {addr}: {source}")]
+    Bind {
+        /// `route53.data_plane.listen`.
+        addr: std::net::SocketAddr,
+        /// The socket error.
+        source: std::io::Error,
+    },
+}
+
+async fn serve<L>(listener: L, app: Router)
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(error = %e, "vote listener stopped");
+    }
+}
+
+/// Binds `settings.listen` and serves the vote routes there (TLS with `tls_cert_file` and
+/// `tls_key_file`, reloaded when they change) on tasks added to `tasks`.
+///
+/// # Errors
+/// See [`VoteServerError`].
+pub async fn spawn(
+    settings: &DataPlaneSettings,
+    registry: VoteRegistry,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<std::net::SocketAddr, VoteServerError> {
+    let tls = match (&settings.tls_cert_file, &settings.tls_key_file) {
+        (Some(cert), Some(key)) => {
+            let store = Arc::new(CertStore::load(cert, key)?);
+            let acceptor = store.acceptor()?;
+            tasks.spawn(store.watch());
+            Some(acceptor)
+        }
+        _ => None,
+    };
+    let addr = settings.listen;
+    let bind = |source| VoteServerError::Bind { addr, source };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
+    let local = listener.local_addr().map_err(bind)?;
+    let app = router(registry);
+    tracing::info!(addr = %local, tls = tls.is_some(), "route53 data-plane vote listener on /v1/vote/<service>/<pool>");
+    match tls {
+        Some(acceptor) => {
+            let l = TlsListener::new(listener, acceptor).map_err(bind)?;
+            tasks.spawn(serve(l, app));
+        }
+        None => {
+            tasks.spawn(serve(listener, app));
+        }
+    }
+    Ok(local)
+}

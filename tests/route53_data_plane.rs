@@ -1,0 +1,382 @@
+//! Route 53 data-plane mode end to end: three real `gslb run` instances, moto for the
+//! provisioned records and checks, and the data-plane model (`support::r53_model`) standing in
+//! for Route 53's health checkers and failover answers.
+//!
+//! Covers: provisioning makes per pool three inverted HTTPS string-match vote checks and a
+//! CALCULATED tally check, permissive first and raised to 2 by the next run; with the Route 53
+//! API unreachable (a proxy refuses every call), one instance alone voting drain changes
+//! nothing, a dead instance changes nothing, and stopping the primary's origin makes the
+//! modelled data plane serve the secondary within the bound `gslb check` prints, with no API
+//! call attempted.
+
+mod support;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gslb::cli::check::{data_plane_detection, data_plane_line};
+use gslb::config::Settings;
+use gslb::io::origin::Origin;
+use serde_json::json;
+use support::daemon::{Daemon, log_file, read_log, status};
+use support::emulators::{Emulator, Kind};
+use support::eventually;
+use support::proxy::CountingProxy;
+use support::r53_model::{
+    CHECKER_REGIONS, CheckerView, DataPlaneModel, calculated_healthy, endpoint_healthy,
+    failover_answer, probe_succeeds,
+};
+use support::route53::{create_zone, gslb, sdk};
+
+const INTERVAL_MS: u64 = 200;
+const FALL: u64 = 3;
+const SEOUL_SECRET: &str = "s3oul-vote-secret-0123456789";
+const TOKYO_SECRET: &str = "t0kyo-vote-secret-0123456789";
+const NAMES: [&str; 3] = ["a", "b", "c"];
+
+/// A free port on `ip` (an address of this test's 127.0.90.0/24).
+fn free_port_on(ip: Ipv4Addr) -> u16 {
+    std::net::TcpListener::bind((ip, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+struct Instance {
+    name: &'static str,
+    admin: SocketAddr,
+    vote: SocketAddr,
+}
+
+fn instances() -> Vec<Instance> {
+    NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let ip = Ipv4Addr::new(127, 0, 90, 1 + u8::try_from(i).expect("small"));
+            Instance {
+                name,
+                admin: SocketAddr::new(IpAddr::V4(ip), free_port_on(ip)),
+                vote: SocketAddr::new(IpAddr::V4(ip), free_port_on(ip)),
+            }
+        })
+        .collect()
+}
+
+/// Writes the policy, secrets, TLS files and one settings file per instance into `dir`.
+fn write_files(
+    dir: &Path,
+    seoul: &Origin,
+    tokyo: &Origin,
+    zone: &str,
+    api: &str,
+    all: &[Instance],
+) {
+    let policy = format!(
+        "service = \"api\"\nhostname = \"api.example.test\"\nfailback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = {FALL}\nrise = 2\n{}",
+        support::policy::seoul_tokyo_route53(
+            &format!("http://{}/api/v1/health", seoul.addr()),
+            &format!("http://{}/api/v1/health", tokyo.addr()),
+            zone,
+        )
+    );
+    std::fs::write(dir.join("api.toml"), policy).expect("policy");
+    std::fs::create_dir_all(dir.join("secrets")).expect("secrets dir");
+    std::fs::write(dir.join("secrets/api.seoul"), format!("{SEOUL_SECRET}\n")).expect("secret");
+    std::fs::write(dir.join("secrets/api.tokyo"), TOKYO_SECRET).expect("secret");
+    std::fs::write(dir.join("vote.pem"), support::tls::CERT_PEM).expect("cert");
+    std::fs::write(dir.join("vote.key"), support::tls::KEY_PEM).expect("key");
+    let list: String = all
+        .iter()
+        .map(|i| {
+            format!(
+                "[[route53.data_plane.instances]]\nname = \"{}\"\nurl = \"https://{}\"\n",
+                i.name, i.vote
+            )
+        })
+        .collect();
+    for i in all {
+        let settings = format!(
+            "vantage = \"dp-{name}\"\npolicies = [\"api.toml\"]\n[admin]\nlisten = \"{admin}\"\n[reconcile]\nresync = \"300ms\"\n\
+             [route53]\nendpoint_url = \"{api}\"\nrequests_per_second = 50\n[route53.modes]\napi = \"data_plane\"\n\
+             [route53.data_plane]\ninstance = \"{name}\"\nlisten = \"{vote}\"\ntls_cert_file = \"vote.pem\"\ntls_key_file = \"vote.key\"\n\
+             secrets_dir = \"secrets\"\nrequest_interval = \"10s\"\nfailure_threshold = 3\n{list}",
+            name = i.name,
+            admin = i.admin,
+            vote = i.vote,
+        );
+        std::fs::write(dir.join(format!("{}.toml", i.name)), settings).expect("settings");
+    }
+}
+
+fn provision(dir: &Path) -> String {
+    let out = gslb(dir, &["provision", "--config", "a.toml"])
+        .output()
+        .expect("provision");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "provision failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// What `instance`'s seoul vote URL answers (TLS not validated, like Route 53's checkers).
+async fn vote(instance: &Instance, pool: &str) -> Option<String> {
+    let http = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .ok()?;
+    let r = http
+        .get(format!("https://{}/v1/vote/api/{pool}", instance.vote))
+        .send()
+        .await
+        .ok()?;
+    r.text().await.ok()
+}
+
+#[test]
+fn the_model_follows_route53_rules() {
+    // More than 18% of checkers: 2 of 8 (25%) is healthy, 1 of 8 (12.5%) is not.
+    let mut views = vec![
+        CheckerView {
+            healthy: false,
+            streak: 0
+        };
+        CHECKER_REGIONS.len()
+    ];
+    assert!(!endpoint_healthy(&views[..]));
+    views[0].healthy = true;
+    assert!(!endpoint_healthy(&views));
+    views[1].healthy = true;
+    assert!(endpoint_healthy(&views));
+    // FailureThreshold consecutive results flip a checker's view; a success resets the count.
+    let mut v = CheckerView::default();
+    v.observe(false, 3);
+    v.observe(false, 3);
+    v.observe(true, 3);
+    v.observe(false, 3);
+    v.observe(false, 3);
+    assert!(v.healthy, "no 3 consecutive failures yet");
+    v.observe(false, 3);
+    assert!(!v.healthy);
+    // The string must be in the first 5,120 bytes of a 2xx/3xx answer.
+    assert!(probe_succeeds(200, b"gslb-drain x", "gslb-drain x"));
+    assert!(!probe_succeeds(503, b"gslb-drain x", "gslb-drain x"));
+    let late = [vec![b' '; 5120], b"gslb-drain x".to_vec()].concat();
+    assert!(!probe_succeeds(200, &late, "gslb-drain x"));
+    // CALCULATED and failover.
+    assert!(calculated_healthy(&[true, true, false], 2));
+    assert!(!calculated_healthy(&[true, false, false], 2));
+    assert!(calculated_healthy(&[false, false, false], 0));
+    assert!(failover_answer(true, false) && failover_answer(false, false));
+    assert!(!failover_answer(false, true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let proxy = CountingProxy::start(&moto.endpoint()).await;
+    let loopback = SocketAddr::from(([127, 0, 90, 10], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances();
+    write_files(dir.path(), &seoul, &tokyo, &zone, &proxy.url, &all);
+
+    // `gslb check` prints the mode's worst-case failover and monthly cost.
+    let out = gslb(dir.path(), &["check", "--config", "a.toml"])
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let settings = Settings::load(&dir.path().join("a.toml")).expect("settings");
+    let dp = settings
+        .route53
+        .data_plane_of("api")
+        .expect("data plane")
+        .clone();
+    let policy = gslb_core::policy::load_each(&[dir.path().join("api.toml")])
+        .pop()
+        .and_then(|(_, p)| p.ok())
+        .expect("policy");
+    let line = data_plane_line(&policy, &dp);
+    assert!(text.contains(&line), "{text}\nlacks\n{line}");
+    assert!(
+        line.contains("8 health checks") && line.contains("USD/month"),
+        "{line}"
+    );
+    let detection = data_plane_detection(&policy);
+    let ttl = policy.target.ttl();
+    let bound = dp.worst_case_failover(detection, ttl);
+
+    // Provision: permissive tally checks first, raised to 2 of 3 by the next run.
+    let first = provision(dir.path());
+    assert!(first.contains("threshold 0 (permissive"), "{first}");
+    let second = provision(dir.path());
+    assert!(second.contains("threshold 2;"), "{second}");
+    let third = provision(dir.path());
+    assert_eq!(
+        third
+            .matches("record unchanged; tally check")
+            .zip(third.matches("threshold 2; vote checks 0 created, 0 corrected"))
+            .count(),
+        2,
+        "a third run changes nothing:\n{third}"
+    );
+    let model = DataPlaneModel::load(&client, &zone, "api.example.test").await;
+    for r in model.records() {
+        let tally = r.health_check.as_deref().expect("record carries a tally");
+        let (children, threshold, inverted) = model.tally(tally).expect("CALCULATED");
+        assert_eq!((children.len(), threshold, inverted), (3, 2, true));
+        for c in &children {
+            let url = model.url_of(c).expect("string match");
+            assert!(url.starts_with("https://127.0.90."), "{url}");
+        }
+    }
+    drop(model);
+
+    // From now on the Route 53 API is unreachable.
+    proxy.refuse_all();
+    let mut daemons: Vec<Option<Daemon>> = all
+        .iter()
+        .map(|i| {
+            let d = gslb(
+                dir.path(),
+                &["run", "--config", &format!("{}.toml", i.name)],
+            )
+            .stderr(log_file(dir.path(), &format!("{}.log", i.name)))
+            .spawn()
+            .expect("run");
+            Some(Daemon(d))
+        })
+        .collect();
+    for i in &all {
+        let up = eventually(Duration::from_secs(20), || async {
+            let s = status(i.admin, "api").await?;
+            let serving = vote(i, "seoul").await.filter(|v| v == "gslb-serve")?;
+            (s["active"] == "seoul").then_some(serving)
+        })
+        .await;
+        assert!(
+            up.is_some(),
+            "{} never voted: {}",
+            i.name,
+            read_log(dir.path(), &format!("{}.log", i.name))
+        );
+    }
+    let mut model = DataPlaneModel::load(&client, &zone, "api.example.test").await;
+    let settled = model
+        .run_until(10, |m| {
+            m.records().iter().all(|r| {
+                m.tally(r.health_check.as_deref().unwrap_or_default())
+                    .is_some_and(|(children, _, _)| children.iter().all(|c| m.healthy(c)))
+            })
+        })
+        .await;
+    assert!(settled.is_some(), "vote checks never got data");
+    assert_eq!(model.answer(), "seoul");
+
+    // One instance alone voting drain changes nothing.
+    let drills = format!("http://{}/v1/drills", all[0].admin);
+    let http = reqwest::Client::new();
+    let created: serde_json::Value = http
+        .post(&drills)
+        .header("content-type", "application/json")
+        .body(json!({"service": "api", "action": "drain", "pool": "seoul", "reason": "one vote", "actor": "test"}).to_string())
+        .send()
+        .await
+        .expect("drill")
+        .bytes()
+        .await
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .expect("drill answer");
+    let drain_seoul = format!("gslb-drain {SEOUL_SECRET}");
+    let voted = eventually(Duration::from_secs(10), || async {
+        vote(&all[0], "seoul").await.filter(|v| *v == drain_seoul)
+    })
+    .await;
+    assert!(voted.is_some(), "instance a does not vote drain");
+    let seen = model
+        .run_until(10, |m| {
+            let tally = m.records()[0].health_check.clone().unwrap_or_default();
+            m.tally(&tally).is_some_and(|(children, _, _)| {
+                children.iter().filter(|c| !m.healthy(c)).count() == 1
+            })
+        })
+        .await;
+    assert!(seen.is_some(), "Route 53 never saw instance a's vote");
+    model.run_until(4, |_| false).await;
+    assert_eq!(model.answer(), "seoul", "one vote of three must not drain");
+    let id = created["id"].as_str().expect("drill id");
+    let ended = http
+        .delete(format!("{drills}/{id}"))
+        .header("content-type", "application/json")
+        .body(json!({"reason": "done"}).to_string())
+        .send()
+        .await
+        .expect("end drill");
+    assert!(ended.status().is_success());
+    let back = eventually(Duration::from_secs(10), || async {
+        vote(&all[0], "seoul").await.filter(|v| v == "gslb-serve")
+    })
+    .await;
+    assert!(back.is_some(), "instance a keeps voting drain");
+
+    // A dead instance changes nothing.
+    daemons[2] = None;
+    model.run_until(5, |_| false).await;
+    assert_eq!(model.answer(), "seoul", "a dead instance is no vote");
+
+    // The primary's origin stops: a and b vote drain, the data plane serves tokyo.
+    let stopped = Instant::now();
+    seoul.stop().await;
+    let drained = eventually(Duration::from_secs(15), || async {
+        let a = vote(&all[0], "seoul").await.filter(|v| *v == drain_seoul)?;
+        vote(&all[1], "seoul")
+            .await
+            .filter(|v| *v == drain_seoul)
+            .map(|_| a)
+    })
+    .await;
+    let measured = stopped.elapsed();
+    assert!(drained.is_some(), "instances a and b never voted drain");
+    let rounds = model
+        .run_until(20, |m| m.answer() == "tokyo")
+        .await
+        .expect("the modelled data plane never served tokyo");
+    // The dead instance's vote check is healthy (no vote to drain); the two drain votes are
+    // a majority, so the tally check is unhealthy.
+    let tally = model.records()[0].health_check.clone().expect("tally");
+    let (children, _, _) = model.tally(&tally).expect("tally check");
+    let dead_url = format!("https://{}/", all[2].vote);
+    for c in &children {
+        let dead = model.url_of(c).is_some_and(|u| u.starts_with(&dead_url));
+        assert_eq!(model.healthy(c), dead, "vote check {c}");
+    }
+    assert!(!model.healthy(&tally));
+    let checkers = dp.request_interval * rounds;
+    let (ri_x_ft, aggregation) = dp.checker_delay();
+    assert!(checkers <= ri_x_ft + aggregation, "{rounds} rounds");
+    // The real detection ran on a loaded 2-core machine: 2 s of scheduling slack, as the
+    // verdict-check end-to-end test allows.
+    let total = measured + checkers + ttl;
+    assert!(
+        total <= bound + Duration::from_secs(2),
+        "failover took {total:?} (detection {measured:?}, checkers {checkers:?}), bound {bound:?}"
+    );
+    assert_eq!(
+        proxy
+            .counts
+            .refused
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "data-plane mode made a Route 53 API call after provisioning"
+    );
+    drop(daemons);
+}
