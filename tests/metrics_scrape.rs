@@ -27,6 +27,17 @@ use support::tls::{
     tls_origin_with,
 };
 
+/// Counter families whose series exist from their first count: no alert reads a first
+/// increment of them (issue 14: zero series for every rule, code and reason of every service
+/// were a third of a scrape).
+const COUNTED_FROM_FIRST: [&str; 5] = [
+    "gslb_provider_errors_total",
+    "gslb_plans_refused_total",
+    "gslb_decisions_total",
+    "gslb_holds_total",
+    "gslb_rail_holds_total",
+];
+
 /// Every metric family the daemon declares: the controller's and the prober's.
 fn declared() -> Vec<String> {
     let metrics = Metrics::new();
@@ -108,6 +119,12 @@ async fn every_declared_metric_is_exported_after_one_probe_cycle() {
         // most of a scrape at scale); `tests/timeline_e2e.rs` scrapes them after a switch and
         // `the_task_observes_phase_histograms_and_audits_closed_timelines` checks that none
         // exists before.
+        // Per service from their first count on; the metrics module's unit test
+        // `a_service_and_its_binding_declare_only_the_series_alerts_count_from_zero` checks
+        // which series a service and its binding start with.
+        if COUNTED_FROM_FIRST.contains(&name.as_str()) {
+            continue;
+        }
         if name == "gslb_failover_phase_seconds" {
             assert!(
                 !text.contains("gslb_failover_phase_seconds_bucket{"),

@@ -4,10 +4,12 @@
 //! [`Controller::reload`](crate::daemon::controller::Controller::reload)'s job; a set that
 //! fails to load is never applied (the last good set keeps running).
 //!
-//! Change detection hashes the names and contents of the policy files (as
-//! [`policy::load`] finds them), not their mtimes: a Kubernetes ConfigMap update swaps a
-//! symlink, which leaves the files' own mtimes old, and editors that write in place can keep
-//! the mtime within the same second. Only policies reload; daemon settings need a restart.
+//! Change detection hashes the names and metadata of the policy files (as
+//! [`policy::load`] finds them): device, inode, size, modification and change times, read
+//! through symlinks, not their contents (issue 14: reading and hashing 5,000 files every 5 s).
+//! A Kubernetes ConfigMap update swaps a symlink to new files (a new inode); an editor that
+//! writes in place changes the size or the nanosecond mtime and ctime. Only policies reload;
+//! daemon settings need a restart.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -16,13 +18,13 @@ use std::time::Duration;
 
 use gslb_core::policy::{self, Policy, PolicyErrors};
 
-/// How often the policy files are read for changes: 5 s. A reload costs one read of every
-/// policy file; 5 s keeps a ConfigMap update (which the kubelet itself propagates within about
+/// How often the policy files are checked for changes: 5 s. A check costs one `stat` per
+/// policy file (a reload, when one changed, reads them all); 5 s keeps a ConfigMap update (which the kubelet itself propagates within about
 /// a minute) from waiting on gslb.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Names and contents of every policy file under `paths`, hashed. An unreadable path hashes
-/// its error, so it changes when the error does.
+/// Names and metadata of every policy file under `paths`, hashed (one `stat` per file, no
+/// read). An unreadable path hashes its error, so it changes when the error does.
 fn fingerprint(paths: &[PathBuf]) -> u64 {
     let mut h = DefaultHasher::new();
     for path in paths {
@@ -31,8 +33,8 @@ fn fingerprint(paths: &[PathBuf]) -> u64 {
             Ok(files) => {
                 for f in files {
                     f.hash(&mut h);
-                    match std::fs::read(&f) {
-                        Ok(bytes) => bytes.hash(&mut h),
+                    match std::fs::metadata(&f) {
+                        Ok(meta) => stamp(&meta, &mut h),
                         Err(e) => e.kind().hash(&mut h),
                     }
                 }
@@ -41,6 +43,19 @@ fn fingerprint(paths: &[PathBuf]) -> u64 {
         }
     }
     h.finish()
+}
+
+/// Hashes what changes when a file is replaced or rewritten: size and modification time
+/// (nanoseconds where the file system keeps them), and on Unix device, inode and
+/// status-change time.
+fn stamp(meta: &std::fs::Metadata, h: &mut DefaultHasher) {
+    meta.len().hash(h);
+    meta.modified().ok().hash(h);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()).hash(h);
+    }
 }
 
 /// Why a reload was asked for.
@@ -172,5 +187,45 @@ mod tests {
             None,
             "unchanged now"
         );
+    }
+
+    #[test]
+    fn a_same_size_rewrite_in_place_is_seen() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("api.toml");
+        std::fs::write(&file, POLICY).expect("write");
+        let mut r = Reloader::new(vec![dir.path().to_path_buf()]);
+        let same_size = POLICY.replace("rise = 2", "rise = 3");
+        assert_eq!(same_size.len(), POLICY.len());
+        std::fs::write(&file, same_size).expect("write");
+        let set = r.check(Trigger::Poll).expect("loads").expect("changed");
+        assert_eq!(set[0].thresholds.rise, 3);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_configmap_style_symlink_swap_is_seen() {
+        // The kubelet's layout: `api.toml -> ..data/api.toml`, `..data -> ..v1`; an update
+        // writes `..v2` and swaps `..data`, so `api.toml` itself never changes.
+        let root = tempfile::tempdir().expect("temp dir");
+        let dir = root.path().join("policies");
+        for (version, text) in [
+            ("..v1", POLICY.to_owned()),
+            ("..v2", POLICY.replace("rise = 2", "rise = 3")),
+        ] {
+            std::fs::create_dir_all(root.path().join(version)).expect("dir");
+            std::fs::write(root.path().join(version).join("api.toml"), text).expect("write");
+        }
+        std::fs::create_dir(&dir).expect("dir");
+        std::os::unix::fs::symlink(root.path().join("..v1"), dir.join("..data")).expect("link");
+        std::os::unix::fs::symlink(dir.join("..data/api.toml"), dir.join("api.toml"))
+            .expect("link");
+        let mut r = Reloader::new(vec![dir.clone()]);
+        assert_eq!(r.check(Trigger::Poll).expect("loads"), None, "unchanged");
+
+        std::os::unix::fs::symlink(root.path().join("..v2"), dir.join("..tmp")).expect("link");
+        std::fs::rename(dir.join("..tmp"), dir.join("..data")).expect("swap");
+        let set = r.check(Trigger::Poll).expect("loads").expect("changed");
+        assert_eq!(set[0].thresholds.rise, 3);
     }
 }

@@ -68,18 +68,16 @@ pub(super) const RECONCILE_DURATION_SECONDS: Family = Family {
 
 impl Metrics {
     /// Pre-creates the label sets of a reconciler for `service` on `provider` so they read 0,
-    /// not absent: calls (observe, apply), errors by operation (observe, apply) and every
-    /// [`ProviderError::CODES`](gslb_provider::ProviderError::CODES), writes, drift, write
-    /// fights, refused plans by reason, the reconcile duration histogram and the unapplied
-    /// age (set to 0).
+    /// not absent: calls (observe, apply; the denominator of the provider-errors alert),
+    /// writes, drift, write fights, the reconcile duration histogram and the unapplied age
+    /// (set to 0): 7 series, the histogram counted once. Errors by operation and code and refused
+    /// plans by reason start at their first count: declaring 2 operations x 7 codes and 3
+    /// reasons made 17 more series per service (issue 14); the alert on errors is a ratio
+    /// over 10 minutes, which a first error not seen by `rate()` does not change.
     pub fn declare_binding(&self, provider: &str, service: &str) {
         for operation in ["observe", "apply"] {
             self.provider_calls_total
                 .with_label_values(&[provider, service, operation]);
-            for code in gslb_provider::ProviderError::CODES {
-                self.provider_errors_total
-                    .with_label_values(&[provider, service, operation, code]);
-            }
         }
         let labels = [provider, service];
         self.provider_writes_total.with_label_values(&labels);
@@ -88,14 +86,6 @@ impl Metrics {
         self.provider_budget_exhausted_total
             .with_label_values(&labels);
         self.reconcile_duration_seconds.with_label_values(&labels);
-        for reason in [
-            "fallback_disabled",
-            "fallback_unhealthy",
-            "fallback_drain_ignored",
-        ] {
-            self.plans_refused_total
-                .with_label_values(&[service, reason]);
-        }
         self.decision_unapplied_age_seconds
             .with_label_values(&[service])
             .set(0.0);

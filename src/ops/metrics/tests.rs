@@ -16,7 +16,7 @@ fn every_metric_registers_once() {
     let m = super::Metrics::new();
     let policy = demo_policy();
     m.declare_service(&policy);
-    assert!(m.render().contains("gslb_decisions_total"));
+    assert!(m.render().contains("gslb_switches_total"));
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn policy_loads_and_forgotten_services() {
         assert!(!text.contains(gone), "{gone} left:\n{text}");
     }
     assert!(
-        text.contains("gslb_decisions_total{"),
+        text.contains("gslb_switches_total{"),
         "counters stay: {text}"
     );
     // A result after the service was forgotten resolves its series again: they export.
