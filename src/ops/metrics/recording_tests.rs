@@ -234,9 +234,10 @@ fn a_service_and_its_binding_declare_only_the_series_alerts_count_from_zero() {
     let text = m.render();
     let series = series_of_api(&text);
     // 8 per service (velocity limited, shadow plans, 2 switch kinds, 3 override actions, the
-    // oldest override's age) + 7 per binding (2 call counters, writes, drift, fights, the
-    // reconcile histogram, the unapplied age): was 44 before issue 14's second round.
-    assert_eq!(series.len(), 15, "{series:#?}");
+    // oldest override's age) + 8 per binding (2 call counters, writes, drift, fights, the
+    // call budget spent, the reconcile histogram, the unapplied age): was 44 before issue 14's
+    // second round.
+    assert_eq!(series.len(), 16, "{series:#?}");
     for alerted in [
         r#"gslb_switches_total{kind="automatic",service="api"} 0"#,
         r#"gslb_velocity_limited_total{service="api"} 0"#,
