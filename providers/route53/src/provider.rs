@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use aws_sdk_route53::Client;
+use aws_sdk_route53::types::HealthCheck;
 use gslb_provider::{
     Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
 };
@@ -153,26 +154,9 @@ impl Route53Provider {
                     "{what} has no health check, so it is not gslb's; {adopt}"
                 ))
             })?;
-            let check = match &shared {
-                None => checks::get(&self.api, &id).await,
-                Some(all) => all.get(&id).map_or_else(
-                    || {
-                        Err(ProviderError::NotFound(format!(
-                            "health check {id} does not exist"
-                        )))
-                    },
-                    checks::verdict,
-                ),
-            };
-            let check = check.map_err(|e| match e {
-                ProviderError::NotFound(m) => {
-                    ProviderError::NotFound(format!("{m} (used by {what}); {adopt}"))
-                }
-                ProviderError::Unowned(m) => {
-                    ProviderError::Unowned(format!("{what}: {m}; {adopt}"))
-                }
-                other => other,
-            })?;
+            let check = self
+                .verdict_of(&id, shared.as_deref(), &what, &adopt)
+                .await?;
             if let Some((other, _)) = ids.iter().find(|(_, used)| **used == check.id) {
                 return Err(ProviderError::Invalid(format!(
                     "the {what} and pool {other}'s record share verdict check {}, so gslb cannot \
@@ -191,6 +175,36 @@ impl Route53Provider {
             ids.insert(pool.set_identifier.clone(), check.id);
         }
         Ok((state, ids))
+    }
+
+    /// The verdict check `id` that `what` carries: from `shared` (a resync's listing of the
+    /// account's checks) when given, else read on its own; a missing or foreign check's error
+    /// names the record and the `adopt` hint.
+    async fn verdict_of(
+        &self,
+        id: &str,
+        shared: Option<&BTreeMap<String, HealthCheck>>,
+        what: &str,
+        adopt: &str,
+    ) -> Result<checks::VerdictCheck, ProviderError> {
+        let check = match shared {
+            None => checks::get(&self.api, id).await,
+            Some(all) => all.get(id).map_or_else(
+                || {
+                    Err(ProviderError::NotFound(format!(
+                        "health check {id} does not exist"
+                    )))
+                },
+                checks::verdict,
+            ),
+        };
+        check.map_err(|e| match e {
+            ProviderError::NotFound(m) => {
+                ProviderError::NotFound(format!("{m} (used by {what}); {adopt}"))
+            }
+            ProviderError::Unowned(m) => ProviderError::Unowned(format!("{what}: {m}; {adopt}")),
+            other => other,
+        })
     }
 }
 
