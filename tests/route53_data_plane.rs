@@ -19,8 +19,9 @@ use gslb::cli::check::{data_plane_detection, data_plane_line};
 use gslb::config::Settings;
 use gslb::io::origin::Origin;
 use serde_json::json;
-use support::daemon::{Daemon, log_file, read_log, status};
+use support::daemon::{Daemon, log_file, read_log, status, status_all};
 use support::emulators::{Emulator, Kind};
+use support::etcd::EtcdCluster;
 use support::eventually;
 use support::proxy::CountingProxy;
 use support::r53_model::{
@@ -35,7 +36,7 @@ const SEOUL_SECRET: &str = "s3oul-vote-secret-0123456789";
 const TOKYO_SECRET: &str = "t0kyo-vote-secret-0123456789";
 const NAMES: [&str; 3] = ["a", "b", "c"];
 
-/// A free port on `ip` (an address of this test's 127.0.90.0/24).
+/// A free port on `ip` (an address of a test's 127.0.90.0/24 or 127.0.91.0/24).
 fn free_port_on(ip: Ipv4Addr) -> u16 {
     std::net::TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
@@ -49,12 +50,13 @@ struct Instance {
     vote: SocketAddr,
 }
 
-fn instances() -> Vec<Instance> {
+/// Instances a, b, c on 127.0.`net`.1-3.
+fn instances(net: u8) -> Vec<Instance> {
     NAMES
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let ip = Ipv4Addr::new(127, 0, 90, 1 + u8::try_from(i).expect("small"));
+            let ip = Ipv4Addr::new(127, 0, net, 1 + u8::try_from(i).expect("small"));
             Instance {
                 name,
                 admin: SocketAddr::new(IpAddr::V4(ip), free_port_on(ip)),
@@ -64,14 +66,15 @@ fn instances() -> Vec<Instance> {
         .collect()
 }
 
-/// Writes the policy, secrets, TLS files and one settings file per instance into `dir`.
+/// Writes the policy, secrets, TLS files and one settings file per instance into `dir`;
+/// `extra` ends each settings file (e.g. a `[cluster]` table).
 fn write_files(
     dir: &Path,
-    seoul: &Origin,
-    tokyo: &Origin,
+    (seoul, tokyo): (&Origin, &Origin),
     zone: &str,
     api: &str,
     all: &[Instance],
+    extra: &str,
 ) {
     let policy = format!(
         "service = \"api\"\nhostname = \"api.example.test\"\nfailback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = {FALL}\nrise = 2\n{}",
@@ -101,7 +104,7 @@ fn write_files(
             "vantage = \"dp-{name}\"\npolicies = [\"api.toml\"]\n[admin]\nlisten = \"{admin}\"\n[reconcile]\nresync = \"300ms\"\n\
              [route53]\nendpoint_url = \"{api}\"\nrequests_per_second = 50\n[route53.modes]\napi = \"data_plane\"\n\
              [route53.data_plane]\ninstance = \"{name}\"\nlisten = \"{vote}\"\ntls_cert_file = \"vote.pem\"\ntls_key_file = \"vote.key\"\n\
-             secrets_dir = \"secrets\"\nrequest_interval = \"10s\"\nfailure_threshold = 3\n{list}",
+             secrets_dir = \"secrets\"\nrequest_interval = \"10s\"\nfailure_threshold = 3\n{list}{extra}",
             name = i.name,
             admin = i.admin,
             vote = i.vote,
@@ -135,6 +138,51 @@ async fn vote(instance: &Instance, pool: &str) -> Option<String> {
         .await
         .ok()?;
     r.text().await.ok()
+}
+
+/// Starts `gslb run` for every instance and waits until each serves seoul and votes serve.
+async fn run_all(dir: &Path, all: &[Instance]) -> Vec<Daemon> {
+    let daemons = all
+        .iter()
+        .map(|i| {
+            let d = gslb(dir, &["run", "--config", &format!("{}.toml", i.name)])
+                .stderr(log_file(dir, &format!("{}.log", i.name)))
+                .spawn()
+                .expect("run");
+            Daemon(d)
+        })
+        .collect();
+    for i in all {
+        let up = eventually(Duration::from_secs(20), || async {
+            let s = status(i.admin, "api").await?;
+            let serving = vote(i, "seoul").await.filter(|v| v == "gslb-serve")?;
+            (s["active"] == "seoul").then_some(serving)
+        })
+        .await;
+        assert!(
+            up.is_some(),
+            "{} never voted: {}",
+            i.name,
+            read_log(dir, &format!("{}.log", i.name))
+        );
+    }
+    daemons
+}
+
+/// The model of the provisioned zone, run until every vote check has data; it serves seoul.
+async fn settled_model(client: &aws_sdk_route53::Client, zone: &str) -> DataPlaneModel {
+    let mut model = DataPlaneModel::load(client, zone, "api.example.test").await;
+    let settled = model
+        .run_until(10, |m| {
+            m.records().iter().all(|r| {
+                m.tally(r.health_check.as_deref().unwrap_or_default())
+                    .is_some_and(|(children, _, _)| children.iter().all(|c| m.healthy(c)))
+            })
+        })
+        .await;
+    assert!(settled.is_some(), "vote checks never got data");
+    assert_eq!(model.answer(), "seoul");
+    model
 }
 
 #[test]
@@ -185,8 +233,8 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
     let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
     let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
     let dir = tempfile::tempdir().expect("tempdir");
-    let all = instances();
-    write_files(dir.path(), &seoul, &tokyo, &zone, &proxy.url, &all);
+    let all = instances(90);
+    write_files(dir.path(), (&seoul, &tokyo), &zone, &proxy.url, &all, "");
 
     // `gslb check` prints the mode's worst-case failover and monthly cost.
     let out = gslb(dir.path(), &["check", "--config", "a.toml"])
@@ -242,44 +290,12 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
 
     // From now on the Route 53 API is unreachable.
     proxy.refuse_all();
-    let mut daemons: Vec<Option<Daemon>> = all
-        .iter()
-        .map(|i| {
-            let d = gslb(
-                dir.path(),
-                &["run", "--config", &format!("{}.toml", i.name)],
-            )
-            .stderr(log_file(dir.path(), &format!("{}.log", i.name)))
-            .spawn()
-            .expect("run");
-            Some(Daemon(d))
-        })
+    let mut daemons: Vec<Option<Daemon>> = run_all(dir.path(), &all)
+        .await
+        .into_iter()
+        .map(Some)
         .collect();
-    for i in &all {
-        let up = eventually(Duration::from_secs(20), || async {
-            let s = status(i.admin, "api").await?;
-            let serving = vote(i, "seoul").await.filter(|v| v == "gslb-serve")?;
-            (s["active"] == "seoul").then_some(serving)
-        })
-        .await;
-        assert!(
-            up.is_some(),
-            "{} never voted: {}",
-            i.name,
-            read_log(dir.path(), &format!("{}.log", i.name))
-        );
-    }
-    let mut model = DataPlaneModel::load(&client, &zone, "api.example.test").await;
-    let settled = model
-        .run_until(10, |m| {
-            m.records().iter().all(|r| {
-                m.tally(r.health_check.as_deref().unwrap_or_default())
-                    .is_some_and(|(children, _, _)| children.iter().all(|c| m.healthy(c)))
-            })
-        })
-        .await;
-    assert!(settled.is_some(), "vote checks never got data");
-    assert_eq!(model.answer(), "seoul");
+    let mut model = settled_model(&client, &zone).await;
 
     // One instance alone voting drain changes nothing.
     let drills = format!("http://{}/v1/drills", all[0].admin);
@@ -369,6 +385,119 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
     assert!(
         total <= bound + Duration::from_secs(2),
         "failover took {total:?} (detection {measured:?}, checkers {checkers:?}), bound {bound:?}"
+    );
+    assert_eq!(
+        proxy
+            .counts
+            .refused
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "data-plane mode made a Route 53 API call after provisioning"
+    );
+    drop(daemons);
+}
+
+/// Sends `sig` (`STOP`, `CONT`) to a running instance.
+fn signal(d: &Daemon, sig: &str) {
+    let pid = d.0.id().to_string();
+    let ok = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.clone()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {pid}");
+}
+
+/// Whether `instance`'s vote for seoul is drain.
+async fn votes_drain(instance: &Instance) -> Option<()> {
+    let drain = format!("gslb-drain {SEOUL_SECRET}");
+    vote(instance, "seoul").await.filter(|v| *v == drain)?;
+    Some(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
+    let Some(mut etcd) = EtcdCluster::start([21, 22, 23].map(|i| Ipv4Addr::new(127, 0, 91, i)))
+    else {
+        return;
+    };
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let proxy = CountingProxy::start(&moto.endpoint()).await;
+    let loopback = SocketAddr::from(([127, 0, 91, 10], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    let cluster = format!(
+        "[cluster]\nendpoints = {:?}\nvantages = [\"dp-a\", \"dp-b\", \"dp-c\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\n",
+        etcd.endpoints()
+    );
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &proxy.url,
+        &all,
+        &cluster,
+    );
+    let out = gslb(dir.path(), &["check", "--config", "a.toml"])
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("warning"), "{text}");
+    provision(dir.path());
+    let second = provision(dir.path());
+    assert!(second.contains("threshold 2;"), "{second}");
+
+    // The Route 53 API is unreachable, then etcd too.
+    proxy.refuse_all();
+    let daemons = run_all(dir.path(), &all).await;
+    let coordinated = |want: bool| {
+        let all = &all;
+        async move {
+            for i in all {
+                let s = status_all(i.admin).await?;
+                (s["cluster"]["coordinated"] == want).then_some(())?;
+            }
+            Some(())
+        }
+    };
+    let joined = eventually(Duration::from_secs(30), || coordinated(true)).await;
+    assert!(joined.is_some(), "the instances never coordinated");
+    for i in 0..3 {
+        etcd.kill(i);
+    }
+    let lost = eventually(Duration::from_secs(30), || coordinated(false)).await;
+    assert!(lost.is_some(), "the instances never lost coordination");
+    let mut model = settled_model(&client, &zone).await;
+
+    // Instance a alone (b and c paused: no answer, no vote) votes drain: nothing changes.
+    signal(&daemons[1], "STOP");
+    signal(&daemons[2], "STOP");
+    seoul.stop().await;
+    let alone = eventually(Duration::from_secs(15), || votes_drain(&all[0])).await;
+    let log = read_log(dir.path(), "a.log");
+    assert!(
+        alone.is_some(),
+        "instance a without etcd never voted drain: {log}"
+    );
+    model.run_until(4, |_| false).await;
+    assert_eq!(model.answer(), "seoul", "one vote of three must not drain");
+
+    // b and c resume, still without etcd: a majority votes drain, the data plane serves tokyo.
+    signal(&daemons[1], "CONT");
+    signal(&daemons[2], "CONT");
+    let majority = eventually(Duration::from_secs(15), || async {
+        votes_drain(&all[1]).await?;
+        votes_drain(&all[2]).await
+    })
+    .await;
+    assert!(majority.is_some(), "b and c without etcd never voted drain");
+    let served = model.run_until(20, |m| m.answer() == "tokyo").await;
+    assert!(
+        served.is_some(),
+        "the modelled data plane never served tokyo"
     );
     assert_eq!(
         proxy

@@ -194,7 +194,7 @@ pub async fn run<B: Bind>(
     attach_canaries(&mut daemon, &settings)?;
     let binder = &VotingBinder {
         inner: binder,
-        registry: vote_listener(&settings, &mut extra).await?,
+        registry: vote_listener(&settings, own_view(&daemon), &mut extra).await?,
         settings: &settings.route53,
     };
     for policy in &policies {
@@ -275,17 +275,28 @@ fn share_through_etcd(
     ));
 }
 
+/// With `[cluster]`: what a data-plane vote follows while coordination is lost (this
+/// instance's own verdicts, see [`dataplane::OwnView`]).
+fn own_view(daemon: &Daemon) -> Option<dataplane::OwnView> {
+    daemon.cluster().map(|member| dataplane::OwnView {
+        coordinated: member.coordinated(),
+        verdicts: daemon.telemetry.verdicts.subscribe(),
+    })
+}
+
 /// With a service in Route 53 data-plane mode: starts the vote listener
-/// (`[route53.data_plane] listen`) on `tasks`; the registry it reads is returned for the
-/// binder to fill. Without one: an empty registry and no listener.
+/// (`[route53.data_plane] listen`) on `tasks`; the registry it reads (votes following `own`
+/// while coordination is lost) is returned for the binder to fill. Without one: an empty
+/// registry and no listener.
 ///
 /// # Errors
 /// The listener cannot bind (exit code 1) or its TLS files cannot be read (exit code 2).
 async fn vote_listener(
     settings: &Settings,
+    own: Option<dataplane::OwnView>,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<VoteRegistry, RunError> {
-    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync));
+    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), own);
     let r53 = &settings.route53;
     let Some(dp) = r53.data_plane.as_ref().filter(|_| {
         r53.modes
