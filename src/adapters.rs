@@ -149,7 +149,7 @@ impl Adapters<'_> {
                     .any(|a| names(t, p).contains(&a.trim_end_matches('.').to_ascii_lowercase())),
             };
             if let Some(dp) = self.settings.route53.data_plane_of(&p.service.0) {
-                self.provision_votes(p, t, dp, options).await?;
+                pending |= self.provision_votes(p, t, dp, options).await?;
                 continue;
             }
             let report = self
@@ -194,6 +194,17 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
             pool.set_identifier, pool.health_check_id
         );
     }
+    print_batch_and_refusals(service, t, report, (verb, dry_run));
+}
+
+/// The tail of a provisioning report: records deleted by adoption, the change batch in a dry
+/// run, and what a real run would refuse without `--adopt`.
+fn print_batch_and_refusals(
+    service: &str,
+    t: &Route53Target,
+    report: &ProvisionReport,
+    (verb, dry_run): (&str, bool),
+) {
     for removed in &report.removed {
         println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
     }
@@ -213,7 +224,9 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
 
 impl Adapters<'_> {
     /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
-    /// then its records pointing at the tally checks.
+    /// then its records pointing at the tally checks (with `options.dry_run`: what it would
+    /// create or correct and the record batch, writing nothing). Returns whether anything was
+    /// (or would be) changed.
     ///
     /// # Errors
     /// A vote secret cannot be read, or a Route 53 call failed.
@@ -223,7 +236,7 @@ impl Adapters<'_> {
         t: &Route53Target,
         dp: &DataPlaneSettings,
         options: ProvisionOptions,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<bool> {
         let names: Vec<(String, String)> = t
             .pools
             .iter()
@@ -245,6 +258,16 @@ impl Adapters<'_> {
             .provision_data_plane(&binding, options)
             .await
             .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))?;
+        let verb = if options.dry_run {
+            "would provision"
+        } else {
+            "provisioned"
+        };
+        let (created, corrected) = if options.dry_run {
+            ("to create", "to correct")
+        } else {
+            ("created", "corrected")
+        };
         for (tally, rec) in report.tallies.iter().zip(&report.records.pools) {
             let threshold = match tally.health_threshold {
                 0 => {
@@ -253,7 +276,7 @@ impl Adapters<'_> {
                 n => n.to_string(),
             };
             println!(
-                "provisioned {} {}: record {}; tally check {} threshold {threshold}; vote checks {} created, {} corrected",
+                "{verb} {} {}: record {}; tally check {} threshold {threshold}; vote checks {} {created}, {} {corrected}",
                 p.service,
                 tally.set_identifier,
                 match &rec.action {
@@ -267,7 +290,10 @@ impl Adapters<'_> {
                 tally.updated,
             );
         }
-        Ok(())
+        let dry = (verb, options.dry_run);
+        print_batch_and_refusals(&p.service.0, t, &report.records, dry);
+        let changed = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
+        Ok(changed)
     }
 }
 

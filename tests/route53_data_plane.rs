@@ -28,7 +28,7 @@ use support::r53_model::{
     CHECKER_REGIONS, CheckerView, DataPlaneModel, calculated_healthy, endpoint_healthy,
     failover_answer, probe_succeeds,
 };
-use support::route53::{create_zone, gslb, sdk};
+use support::route53::{create_zone, gslb, sdk, snapshot};
 
 const INTERVAL_MS: u64 = 200;
 const FALL: u64 = 3;
@@ -508,4 +508,89 @@ async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
         "data-plane mode made a Route 53 API call after provisioning"
     );
     drop(daemons);
+}
+
+/// `gslb provision --dry-run --config a.toml`: its exit code and output.
+fn dry_run(dir: &Path) -> (Option<i32>, String) {
+    let out = gslb(dir, &["provision", "--dry-run", "--config", "a.toml"])
+        .output()
+        .expect("dry run");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_provision_dry_run_shows_checks_and_batch_and_writes_nothing() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let loopback = SocketAddr::from(([127, 0, 91, 11], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &moto.endpoint(),
+        &all,
+        "",
+    );
+
+    // Nothing exists: everything would be created, and nothing is.
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    for pool in ["seoul", "tokyo"] {
+        let line = format!(
+            "would provision api {pool}: record created; tally check (new tally check) threshold 0 (permissive"
+        );
+        assert!(text.contains(&line), "{text}\nlacks {line}");
+    }
+    assert!(
+        text.contains("vote checks 3 to create, 0 to correct"),
+        "{text}"
+    );
+    assert!(
+        text.contains("change batch for hosted zone") && text.contains("(new tally check)"),
+        "{text}"
+    );
+    let (records, checks) = snapshot(&client, &zone).await;
+    assert!(checks.is_empty(), "a dry run created {checks:?}");
+    assert!(
+        records.iter().all(|r| r.set_identifier.is_none()),
+        "a dry run wrote {records:?}"
+    );
+
+    // Provisioned once: the permissive thresholds would be raised.
+    provision(dir.path());
+    let (before, _) = snapshot(&client, &zone).await;
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("threshold 2;"), "{text}");
+    assert!(
+        text.contains("vote checks 0 to create, 0 to correct"),
+        "{text}"
+    );
+    let (after, checks) = snapshot(&client, &zone).await;
+    assert_eq!(before, after, "a dry run changed the records");
+    let permissive = checks.iter().filter(|c| {
+        c.health_check_config()
+            .is_some_and(|c| c.health_threshold() == Some(0))
+    });
+    assert_eq!(permissive.count(), 2, "a dry run raised a threshold");
+
+    // Provisioned twice: nothing to do.
+    provision(dir.path());
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        text.matches("record unchanged; tally check").count(),
+        2,
+        "{text}"
+    );
 }
