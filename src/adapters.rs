@@ -16,8 +16,8 @@ use gslb_cloudflare::{
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
 use gslb_route53::{
-    DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Alias,
-    Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
+    DataPlaneBinding, DataPlaneReport, ProvisionAction, ProvisionOptions, ProvisionReport,
+    Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
@@ -46,6 +46,46 @@ impl Bind for Adapters<'_> {
             Target::Route53(t) => AnyProvider::new(Arc::new(self.route53(t).await)),
             Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
         })
+    }
+
+    async fn data_plane(&self, policy: &Policy) -> Result<Option<(Vec<String>, bool)>, BoxError> {
+        let (Target::Route53(t), Some(dp)) = (
+            &policy.target,
+            self.settings.route53.data_plane_of(&policy.service.0),
+        ) else {
+            return Ok(None);
+        };
+        let options = ProvisionOptions {
+            dry_run: true,
+            adopt: false,
+        };
+        let report = self.data_plane_report(policy, t, dp, options).await?;
+        let want = health_threshold(dp.instances.len());
+        let lines = report
+            .tallies
+            .iter()
+            .zip(&report.records.pools)
+            .map(|(tally, rec)| {
+                let record = match &rec.action {
+                    ProvisionAction::Unchanged => "carries it".to_owned(),
+                    ProvisionAction::Created => "missing: provision creates it".to_owned(),
+                    ProvisionAction::Replaced { reason } | ProvisionAction::Adopted { reason } => {
+                        format!("to be corrected by provision ({reason})")
+                    }
+                };
+                format!(
+                    "record {}: tally check {} threshold {} (wanted {want} of {} vote checks), vote checks {} missing, {} to correct; record {record}",
+                    tally.set_identifier,
+                    tally.tally_check_id,
+                    tally.health_threshold,
+                    dp.instances.len(),
+                    tally.created,
+                    tally.updated,
+                )
+            })
+            .collect();
+        let pending = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
+        Ok(Some((lines, pending)))
     }
 }
 
@@ -223,20 +263,17 @@ fn print_batch_and_refusals(
 }
 
 impl Adapters<'_> {
-    /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
-    /// then its records pointing at the tally checks (with `options.dry_run`: what it would
-    /// create or correct and the record batch, writing nothing). Returns whether anything was
-    /// (or would be) changed.
+    /// What data-plane provisioning of `p` did, or with `options.dry_run` would do.
     ///
     /// # Errors
     /// A vote secret cannot be read, or a Route 53 call failed.
-    async fn provision_votes(
+    async fn data_plane_report(
         &self,
         p: &Policy,
         t: &Route53Target,
         dp: &DataPlaneSettings,
         options: ProvisionOptions,
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<DataPlaneReport> {
         let names: Vec<(String, String)> = t
             .pools
             .iter()
@@ -252,12 +289,28 @@ impl Adapters<'_> {
             health_threshold: i32::try_from(health_threshold(dp.instances.len()))
                 .unwrap_or(i32::MAX),
         };
-        let report = self
-            .route53(t)
+        self.route53(t)
             .await
             .provision_data_plane(&binding, options)
             .await
-            .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))?;
+            .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))
+    }
+
+    /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
+    /// then its records pointing at the tally checks (with `options.dry_run`: what it would
+    /// create or correct and the record batch, writing nothing). Returns whether anything was
+    /// (or would be) changed.
+    ///
+    /// # Errors
+    /// A vote secret cannot be read, or a Route 53 call failed.
+    async fn provision_votes(
+        &self,
+        p: &Policy,
+        t: &Route53Target,
+        dp: &DataPlaneSettings,
+        options: ProvisionOptions,
+    ) -> anyhow::Result<bool> {
+        let report = self.data_plane_report(p, t, dp, options).await?;
         let verb = if options.dry_run {
             "would provision"
         } else {

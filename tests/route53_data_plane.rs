@@ -594,3 +594,72 @@ async fn data_plane_provision_dry_run_shows_checks_and_batch_and_writes_nothing(
         "{text}"
     );
 }
+
+/// `gslb plan --config a.toml`: its exit code and output.
+fn plan(dir: &Path) -> (Option<i32>, String) {
+    let out = gslb(dir, &["plan", "--config", "a.toml"])
+        .output()
+        .expect("plan");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_plan_shows_votes_tally_checks_and_records() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let loopback = SocketAddr::from(([127, 0, 91, 12], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &moto.endpoint(),
+        &all,
+        "",
+    );
+
+    // Not provisioned: provision has work, so the plan is pending.
+    let (code, text) = plan(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("record seoul: tally check (new tally check) threshold 0"),
+        "{text}"
+    );
+    assert!(!text.contains("not a gslb verdict check"), "{text}");
+
+    // Provisioned (twice: thresholds raised): both pools serve, nothing to do.
+    provision(dir.path());
+    provision(dir.path());
+    let (code, text) = plan(dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("    seoul: serve\n    tokyo: serve\n"),
+        "{text}"
+    );
+    let (_, checks) = snapshot(&client, &zone).await;
+    let record = support::route53::record(&client, &zone, "seoul").await;
+    let tally = record.health_check_id().expect("tally check");
+    assert!(checks.iter().any(|c| c.id == tally));
+    let line = format!(
+        "record seoul: tally check {tally} threshold 2 (wanted 2 of 3 vote checks), vote checks 0 missing, 0 to correct; record carries it"
+    );
+    assert!(text.contains(&line), "{text}\nlacks {line}");
+
+    // The primary's origin is down: this instance would vote to drain it.
+    seoul.stop().await;
+    let (code, text) = plan(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("    seoul: drain\n    tokyo: serve\n"),
+        "{text}"
+    );
+}

@@ -68,6 +68,19 @@ pub trait Bind: Sync {
     /// # Errors
     /// The provider cannot be set up from the settings (a settings problem, exit code 2).
     fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BoxError>> + Send;
+
+    /// For `gslb plan` of a Route 53 data-plane service: per pool, a line saying its tally
+    /// check, threshold and record state, and whether `gslb provision` has something to do;
+    /// read only. `None` (the default) for any other service.
+    ///
+    /// # Errors
+    /// Route 53 could not be read, or a vote secret not be read.
+    fn data_plane(
+        &self,
+        _policy: &Policy,
+    ) -> impl Future<Output = Result<Option<(Vec<String>, bool)>, BoxError>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// `gslb run` failed; [`RunError::exit_code`] is the process's exit code. Displayed as its
