@@ -345,6 +345,12 @@ impl Adapters<'_> {
         }
         let dry = (verb, options.dry_run);
         print_batch_and_refusals(&p.service.0, t, &report.records, dry);
+        for (set_id, id) in &report.unused {
+            println!(
+                "{verb} {} {set_id}: gslb's health check {id} is no longer carried by the record (a verdict check from verdict_check mode?); left in place: delete it once no other record uses it",
+                p.service
+            );
+        }
         let changed = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
         Ok(changed)
     }

@@ -663,3 +663,61 @@ async fn data_plane_plan_shows_votes_tally_checks_and_records() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_provision_reports_verdict_checks_left_unused() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let loopback = SocketAddr::from(([127, 0, 91, 13], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &moto.endpoint(),
+        &all,
+        "",
+    );
+    // The same service in verdict_check mode first.
+    let a = std::fs::read_to_string(dir.path().join("a.toml")).expect("a.toml");
+    let verdict = a.replace("api = \"data_plane\"", "api = \"verdict_check\"");
+    std::fs::write(dir.path().join("v.toml"), verdict).expect("v.toml");
+    let out = gslb(dir.path(), &["provision", "--config", "v.toml"])
+        .output()
+        .expect("provision");
+    assert!(out.status.success(), "{out:?}");
+    let mut old = Vec::new();
+    for pool in ["seoul", "tokyo"] {
+        let r = support::route53::record(&client, &zone, pool).await;
+        old.push(r.health_check_id().expect("verdict check").to_owned());
+    }
+
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    let first = provision(dir.path());
+    for (pool, id) in ["seoul", "tokyo"].iter().zip(&old) {
+        let line =
+            format!("api {pool}: gslb's health check {id} is no longer carried by the record");
+        assert!(
+            text.contains(&format!("would provision {line}")),
+            "{text}\nlacks {line}"
+        );
+        assert!(
+            first.contains(&format!("provisioned {line}")),
+            "{first}\nlacks {line}"
+        );
+    }
+    let (_, checks) = snapshot(&client, &zone).await;
+    for id in &old {
+        assert!(checks.iter().any(|c| &c.id == id), "{id} was deleted");
+    }
+    let again = provision(dir.path());
+    assert!(
+        !again.contains("no longer carried"),
+        "reported once: {again}"
+    );
+}

@@ -25,7 +25,9 @@ use crate::io::clock::Clock;
 use crate::io::probe::{ProbeTarget, Prober};
 use crate::io::state_file::StateFile;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
-use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId};
+use gslb_core::model::{
+    EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId,
+};
 use gslb_core::planner::{self, FightGuard, ProviderPools, Request};
 use gslb_core::policy::{Mode, Policy};
 
@@ -547,35 +549,7 @@ pub async fn plan_all<B: Bind>(
     let prober = Prober::with_limits(&settings.dns, &settings.probing)
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     let prober = Arc::new(prober);
-    let mut gathered = Vec::new();
-    let mut failed = BTreeMap::new();
-    // A data-plane service is read as `gslb run` binds it: a vote board, all serving.
-    let voting = VotingBinder {
-        inner: binder,
-        registry: VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), None),
-        settings: &settings.route53,
-    };
-    let mut data_plane = BTreeMap::new();
-    for p in policies {
-        let read = match read(p, &voting, &prober).await {
-            Ok(g) => binder.data_plane(p).await.map(|dp| (g, dp)).map_err(|e| {
-                format!(
-                    "reading the Route 53 data-plane checks of service {}: {e:#}",
-                    p.service
-                )
-            }),
-            Err(why) => Err(why),
-        };
-        match read {
-            Ok((g, dp)) => {
-                data_plane.insert(p.service.clone(), dp);
-                gathered.push(g);
-            }
-            Err(why) => {
-                failed.insert(p.service.clone(), why);
-            }
-        }
-    }
+    let (gathered, failed, mut data_plane) = read_all(settings, policies, binder, &prober).await;
     let now = Clock::system().now();
     let engine = settings.engine.engine_settings();
     let me = &settings.vantage;
@@ -622,6 +596,48 @@ pub async fn plan_all<B: Bind>(
     })();
     written.map_err(|e| RunError::runtime(e).context("writing the plan"))?;
     Ok(summary)
+}
+
+/// Every policy's provider read and probes (a data-plane service read as `gslb run` binds it:
+/// a vote board, all serving) and its data-plane state ([`Bind::data_plane`]); or, by
+/// service, why it cannot be had.
+async fn read_all<B: Bind>(
+    settings: &Settings,
+    policies: &[Policy],
+    binder: &B,
+    prober: &Arc<Prober>,
+) -> (
+    Vec<Gathered>,
+    BTreeMap<ServiceId, String>,
+    BTreeMap<ServiceId, Option<(Vec<String>, bool)>>,
+) {
+    let voting = VotingBinder {
+        inner: binder,
+        registry: VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), None),
+        settings: &settings.route53,
+    };
+    let (mut gathered, mut failed, mut data_plane) = (Vec::new(), BTreeMap::new(), BTreeMap::new());
+    for p in policies {
+        let read = match read(p, &voting, prober).await {
+            Ok(g) => binder.data_plane(p).await.map(|dp| (g, dp)).map_err(|e| {
+                format!(
+                    "reading the Route 53 data-plane checks of service {}: {e:#}",
+                    p.service
+                )
+            }),
+            Err(why) => Err(why),
+        };
+        match read {
+            Ok((g, dp)) => {
+                data_plane.insert(p.service.clone(), dp);
+                gathered.push(g);
+            }
+            Err(why) => {
+                failed.insert(p.service.clone(), why);
+            }
+        }
+    }
+    (gathered, failed, data_plane)
 }
 
 /// One service's provider read and probes, or why it cannot be had.

@@ -31,7 +31,8 @@ pub(crate) async fn list_all(api: &Api) -> Result<Vec<HealthCheck>, ProviderErro
     }
 }
 
-fn ours(hc: &HealthCheck) -> bool {
+/// Whether `hc` is gslb's (its `CallerReference` has gslb's prefix).
+pub(crate) fn ours(hc: &HealthCheck) -> bool {
     hc.caller_reference.starts_with(CALLER_REFERENCE_PREFIX)
 }
 

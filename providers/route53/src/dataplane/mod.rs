@@ -91,6 +91,10 @@ pub struct DataPlaneReport {
     pub tallies: Vec<TallyReport>,
     /// The records, as [`Route53Provider::provision`] reports them.
     pub records: ProvisionReport,
+    /// gslb-owned checks (e.g. verdict checks from `verdict_check` mode) that the pair's
+    /// records carried before this run and no longer do (in a dry run: would no longer),
+    /// as `(set identifier, check id)`. Left in place: another record may still use them.
+    pub unused: Vec<(String, String)>,
 }
 
 impl Route53Provider {
@@ -138,8 +142,42 @@ impl Route53Provider {
             }
         }
         let fixed: Vec<String> = tallies.iter().map(|t| t.tally_check_id.clone()).collect();
+        let before = crate::records::list_name_and_type(&self.api, &self.binding).await?;
         let records = self.provision_records(options, Some(&fixed)).await?;
-        Ok(DataPlaneReport { tallies, records })
+        let unused = self.left_unused(&before, &fixed).await?;
+        Ok(DataPlaneReport {
+            tallies,
+            records,
+            unused,
+        })
+    }
+
+    /// The gslb-owned checks the pair's records in `before` carried that are not among the
+    /// tally checks `fixed` (no vote check is ever a record's check).
+    async fn left_unused(
+        &self,
+        before: &[aws_sdk_route53::types::ResourceRecordSet],
+        fixed: &[String],
+    ) -> Result<Vec<(String, String)>, ProviderError> {
+        let pair: Vec<(String, String)> = before
+            .iter()
+            .filter_map(|r| Some((r.set_identifier.clone()?, r.health_check_id.clone()?)))
+            .filter(|(set_id, id)| {
+                self.binding
+                    .pools
+                    .iter()
+                    .any(|p| &p.set_identifier == set_id)
+                    && !fixed.contains(id)
+            })
+            .collect();
+        if pair.is_empty() {
+            return Ok(pair);
+        }
+        let listed = checks::list_all(&self.api).await?;
+        Ok(pair
+            .into_iter()
+            .filter(|(_, id)| listed.iter().any(|hc| &hc.id == id && checks::ours(hc)))
+            .collect())
     }
 
     async fn provision_tally(
