@@ -7,7 +7,9 @@
 //! API unreachable (a proxy refuses every call), one instance alone voting drain changes
 //! nothing, a dead instance changes nothing, and stopping the primary's origin makes the
 //! modelled data plane serve the secondary within the bound `gslb check` prints, with no API
-//! call attempted.
+//! call attempted. The same with `[cluster]` on a real etcd that is then killed. And the
+//! read-only commands: `provision --dry-run` and `plan` of a data-plane service, and the
+//! verdict checks a switch from `verdict_check` mode leaves unused.
 
 mod support;
 
