@@ -36,14 +36,16 @@ COPY core/Cargo.toml core/
 COPY providers/api/Cargo.toml providers/api/
 COPY providers/route53/Cargo.toml providers/route53/
 COPY providers/cloudflare/Cargo.toml providers/cloudflare/
+COPY bench/Cargo.toml bench/
 # Stub sources: every target the manifests declare, empty.
-RUN mkdir -p src benches core/src providers/api/src providers/route53/src providers/cloudflare/src \
+RUN mkdir -p src benches bench/src core/src providers/api/src providers/route53/src providers/cloudflare/src \
     && echo 'fn main() {}' > src/main.rs \
+    && echo 'fn main() {}' > bench/src/main.rs \
     && echo 'fn main() {}' > benches/engine.rs \
     && touch src/lib.rs core/src/lib.rs providers/api/src/lib.rs \
         providers/route53/src/lib.rs providers/cloudflare/src/lib.rs \
     && cargo build --release --locked --bin gslb \
-    && rm -rf src benches core/src providers/*/src
+    && rm -rf src benches bench/src core/src providers/*/src
 COPY . .
 # COPY keeps the files' own times, which can be older than the stubs: touch the crate roots so
 # cargo rebuilds every workspace crate from the real sources.

@@ -3,41 +3,43 @@
 //! `gslb_route53` and `gslb_cloudflare` (`tests/layout.rs` checks it). Also `gslb provision`,
 //! which is Route 53's alone.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
 use gslb::cli::run::{Bind, BoxError};
 use gslb::config::Settings;
 use gslb::config::dataplane::{DataPlaneSettings, PoolVotes, health_threshold};
 use gslb_cloudflare::{
-    ApiToken, CloudflareBinding, CloudflarePool, CloudflareProvider, CloudflareSettings,
-    LoadBalancerRef,
+    ApiToken, CloudflareAccount, CloudflareBinding, CloudflarePool, CloudflareProvider,
+    CloudflareSettings, LoadBalancerRef,
 };
 use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
+use gslb_route53::NEW_CHECK;
 use gslb_route53::{
     DataPlaneBinding, DataPlaneReport, ProvisionAction, ProvisionOptions, ProvisionReport,
-    Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
+    Route53Account, Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings,
+    VotePool, Voter,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
-/// tables. Every Route 53 binding shares one SDK client, built at the first.
+/// tables. Every binding shares one client and rate limiter per AWS account (the credential
+/// chain's) and per Cloudflare token, and with it the shared reads (issue 14, item 5).
 pub struct Adapters<'a> {
     /// The daemon settings.
-    settings: &'a Settings,
-    /// The Route 53 client of `[route53]`, loaded once (a load per binding cost about 5 ms of
-    /// CPU and 300 kB each: 34 s and 1.4 GB at 5,000 services, issue 14).
-    route53: tokio::sync::OnceCell<gslb_route53::Client>,
+    pub settings: &'a Settings,
+    /// The Route 53 account of the credential chain, made on first use.
+    route53: tokio::sync::OnceCell<Route53Account>,
+    /// Cloudflare accounts by API base and token, made on first use (a rotated token file
+    /// read at a reload gets its own).
+    cloudflare: Mutex<Vec<CloudflareShared>>,
 }
 
-impl<'a> Adapters<'a> {
-    /// Adapters for `settings`.
-    pub fn new(settings: &'a Settings) -> Self {
-        Self {
-            settings,
-            route53: tokio::sync::OnceCell::new(),
-        }
-    }
+/// One Cloudflare account shared by the bindings on its API base and token.
+struct CloudflareShared {
+    api_base: String,
+    token: ApiToken,
+    account: Arc<CloudflareAccount>,
 }
 
 impl Bind for Adapters<'_> {
@@ -87,9 +89,49 @@ impl Bind for Adapters<'_> {
         let pending = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
         Ok(Some((lines, pending)))
     }
+
+    /// A Route 53 target's records as a dry, adopting provision sees them: one line per pool
+    /// whose record it would replace or adopt, with how it differs.
+    async fn record_drift(&self, policy: &Policy) -> Vec<String> {
+        let Target::Route53(t) = &policy.target else {
+            return Vec::new();
+        };
+        let options = ProvisionOptions {
+            dry_run: true,
+            adopt: true,
+        };
+        let Ok(report) = self.route53(t).await.provision_with(options).await else {
+            return Vec::new();
+        };
+        report
+            .pools
+            .iter()
+            .filter_map(|p| match &p.action {
+                ProvisionAction::Replaced { reason } | ProvisionAction::Adopted { reason } => {
+                    Some(format!("pool {}'s record: {reason}", p.set_identifier))
+                }
+                ProvisionAction::Unchanged | ProvisionAction::Created => None,
+            })
+            .chain(
+                report
+                    .removed
+                    .iter()
+                    .map(|r| format!("{r} is no pool's record")),
+            )
+            .collect()
+    }
 }
 
-impl Adapters<'_> {
+impl<'a> Adapters<'a> {
+    /// Adapters for `settings`; no client is made yet.
+    pub fn new(settings: &'a Settings) -> Self {
+        Self {
+            settings,
+            route53: tokio::sync::OnceCell::new(),
+            cloudflare: Mutex::new(Vec::new()),
+        }
+    }
+
     async fn route53(&self, t: &Route53Target) -> Route53Provider {
         let binding = Route53Binding {
             hosted_zone_id: t.hosted_zone_id.clone(),
@@ -117,11 +159,11 @@ impl Adapters<'_> {
             s.requests_per_second,
             s.change_timeout,
         );
-        let client = self
+        let account = self
             .route53
-            .get_or_init(|| Route53Provider::client_from_env(&r53))
+            .get_or_init(|| Route53Account::from_env(&r53))
             .await;
-        Route53Provider::new(client.clone(), r53, binding)
+        Route53Provider::with_account(account, r53, binding)
     }
 
     fn cloudflare(&self, t: &CloudflareTarget) -> Result<CloudflareProvider, BoxError> {
@@ -140,40 +182,65 @@ impl Adapters<'_> {
                 })
                 .collect(),
         };
-        let cf = CloudflareSettings::configured(s.api_base.clone(), s.requests_per_window, token);
-        Ok(CloudflareProvider::new(cf, binding)?)
+        let account = {
+            let mut accounts = self
+                .cloudflare
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let known = accounts
+                .iter()
+                .find(|a| a.api_base == s.api_base && a.token == token);
+            match known {
+                Some(a) => a.account.clone(),
+                None => {
+                    let cf = CloudflareSettings::configured(
+                        s.api_base.clone(),
+                        s.requests_per_window,
+                        token.clone(),
+                    );
+                    let account = Arc::new(CloudflareAccount::new(cf)?);
+                    accounts.push(CloudflareShared {
+                        api_base: s.api_base.clone(),
+                        token,
+                        account: account.clone(),
+                    });
+                    account
+                }
+            }
+        };
+        Ok(CloudflareProvider::with_account(account, binding)?)
     }
 
     /// `gslb provision`: creates or corrects each Route 53 policy's failover records and
     /// verdict checks and waits for INSYNC, printing what it did (with `dry_run`, what it would
     /// do and the exact change batch, writing nothing); Cloudflare objects are made by their
     /// owners. Records gslb does not own are replaced only for a policy whose record name or
-    /// service is in `adopt`. Returns whether anything was (or, in a dry run, would be) changed.
+    /// service is in `adopt`. Every service is planned (reads only) before any is written, so
+    /// a refusal writes nothing for any service. Returns whether anything was (or, in a dry
+    /// run, would be) changed.
     ///
     /// # Errors
     /// An `adopt` name that is no Route 53 policy's record name or service (before any call);
-    /// a Route 53 call failed or provisioning refused a foreign record (the service is named).
+    /// a Route 53 call failed (the service is named); some service has records or checks gslb
+    /// does not own and `adopt` does not name it (each service, record and why is named, with
+    /// the `--adopt` to run; a dry run prints its plan first).
     pub async fn provision(
         &self,
         policies: &[Policy],
         dry_run: bool,
         adopt: &[String],
     ) -> anyhow::Result<bool> {
-        let names = |t: &Route53Target, p: &Policy| {
-            [t.record_name.to_ascii_lowercase(), p.service.0.clone()]
-        };
         for name in adopt {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
-            let known = policies.iter().any(|p| match &p.target {
-                Target::Route53(t) => names(t, p).contains(&name),
-                Target::Cloudflare(_) => false,
-            });
             anyhow::ensure!(
-                known,
+                policies.iter().any(|p| adopt_names(p).contains(&name)),
                 "--adopt {name}: no Route 53 policy has that record name or service"
             );
         }
         let mut pending = false;
+        let mut refused = Vec::new();
+        let mut planned = Vec::new();
+        let mut voting = Vec::new();
         for p in policies {
             let Target::Route53(t) = &p.target else {
                 println!(
@@ -182,27 +249,80 @@ impl Adapters<'_> {
                 );
                 continue;
             };
-            let options = ProvisionOptions {
-                dry_run,
-                adopt: adopt
-                    .iter()
-                    .any(|a| names(t, p).contains(&a.trim_end_matches('.').to_ascii_lowercase())),
-            };
+            let adopt = adopt
+                .iter()
+                .any(|a| adopt_names(p).contains(&a.trim_end_matches('.').to_ascii_lowercase()));
             if let Some(dp) = self.settings.route53.data_plane_of(&p.service.0) {
-                pending |= self.provision_votes(p, t, dp, options).await?;
+                voting.push((p, t, dp, adopt));
                 continue;
             }
-            let report = self
-                .route53(t)
+            let provider = self.route53(t).await;
+            let plan = provider
+                .provision_with(ProvisionOptions {
+                    dry_run: true,
+                    adopt,
+                })
                 .await
+                .with_context(|| format!("provisioning service {}", p.service))?;
+            if !plan.needs_adopt.is_empty() {
+                refused.push(refusal(&p.service.0, t, &plan.needs_adopt));
+            }
+            if dry_run {
+                pending |= !plan.is_noop();
+                print_report(&p.service.0, t, &plan, true);
+            } else {
+                planned.push((p, t, provider, adopt));
+            }
+        }
+        anyhow::ensure!(
+            refused.is_empty(),
+            "{}\nnothing was {}",
+            refused.join("\n"),
+            if dry_run {
+                "written (dry run)"
+            } else {
+                "changed, for any service: every service is checked before any is written"
+            }
+        );
+        for (p, t, dp, adopt) in voting {
+            pending |= self
+                .provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
+                .await?;
+        }
+        for (p, t, provider, adopt) in planned {
+            let options = ProvisionOptions {
+                dry_run: false,
+                adopt,
+            };
+            let report = provider
                 .provision_with(options)
                 .await
                 .with_context(|| format!("provisioning service {}", p.service))?;
             pending |= !report.is_noop();
-            print_report(&p.service.0, t, &report, dry_run);
+            print_report(&p.service.0, t, &report, false);
         }
         Ok(pending)
     }
+}
+
+/// The names `--adopt` may give for policy `p`: its Route 53 record name (lowercase) and its
+/// service; none for a Cloudflare policy.
+fn adopt_names(p: &Policy) -> Vec<String> {
+    match &p.target {
+        Target::Route53(t) => vec![t.record_name.to_ascii_lowercase(), p.service.0.clone()],
+        Target::Cloudflare(_) => Vec::new(),
+    }
+}
+
+/// Why provisioning refuses `service` without `--adopt`: each object on its own line, then the
+/// command that adopts them.
+fn refusal(service: &str, t: &Route53Target, why: &[String]) -> String {
+    format!(
+        "service {service}: provision refuses to replace what gslb does not own without --adopt:\n  {}\n  \
+         run `gslb provision --adopt {}` to replace them",
+        why.join("\n  "),
+        t.record_name
+    )
 }
 
 /// Prints what provisioning did, or in a dry run would do, for `service`: one line per pool,
@@ -217,48 +337,56 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
         println!("{verb} {service}: nothing to change");
         return;
     }
+    // A dry run without --adopt plans adoptions a real run would refuse.
+    let refused = !report.needs_adopt.is_empty();
     for pool in &report.pools {
         let action = match &pool.action {
             ProvisionAction::Unchanged => "unchanged".to_owned(),
             ProvisionAction::Created => "record created".to_owned(),
             ProvisionAction::Replaced { reason } => format!("record replaced ({reason})"),
+            ProvisionAction::Adopted { reason } if refused => {
+                format!("would refuse without --adopt ({reason})")
+            }
             ProvisionAction::Adopted { reason } => format!("record adopted ({reason})"),
         };
-        let check = if pool.created_health_check {
-            "new verdict check"
+        let check = if pool.health_check_id == NEW_CHECK {
+            "new verdict check".to_owned()
+        } else if pool.created_health_check {
+            format!("new verdict check {}", pool.health_check_id)
         } else {
-            "verdict check"
+            format!("verdict check {}", pool.health_check_id)
         };
         println!(
-            "{verb} {service} {}: {action}; {check} {}",
-            pool.set_identifier, pool.health_check_id
+            "{verb} {service} {}: {action}; {check}",
+            pool.set_identifier
         );
     }
     print_batch_and_refusals(service, t, report, (verb, dry_run));
 }
 
-/// The tail of a provisioning report: records deleted by adoption, the change batch in a dry
-/// run, and what a real run would refuse without `--adopt`.
+/// The tail of a provisioning report: records deleted by adoption (or that would be, with
+/// `--adopt`) and the change batch in a dry run.
 fn print_batch_and_refusals(
     service: &str,
     t: &Route53Target,
     report: &ProvisionReport,
     (verb, dry_run): (&str, bool),
 ) {
+    let refused = !report.needs_adopt.is_empty();
     for removed in &report.removed {
-        println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+        if refused {
+            println!(
+                "{verb} {service}: {removed} would be deleted only with --adopt (it is no pool's record)"
+            );
+        } else {
+            println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+        }
     }
     if let Some(batch) = report.batch.as_ref().filter(|_| dry_run) {
         println!(
             "change batch for hosted zone {}:\n{batch}",
             t.hosted_zone_id
         );
-    }
-    if !report.needs_adopt.is_empty() {
-        println!("provision would refuse without --adopt {}:", t.record_name);
-        for why in &report.needs_adopt {
-            println!("  {why}");
-        }
     }
 }
 

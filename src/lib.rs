@@ -26,8 +26,8 @@
 //!   binary supplies providers), check, plan, replay, demo, drill/rearm/events, healthcheck.
 //!
 //! The `gslb` binary (`src/main.rs` and `src/adapters.rs`) is the only code that names the
-//! concrete providers (`gslb-route53`, `gslb-cloudflare`). Besides it, `src/bin/gslb-bench/`
-//! is the probe benchmark; see `docs/benchmarks.md`, "Probe benchmark".
+//! concrete providers (`gslb-route53`, `gslb-cloudflare`). The product benchmark, which drives
+//! this binary, is the workspace package `gslb-bench` (`bench/`); see `docs/benchmarks.md`.
 
 pub mod admin;
 pub mod cli;

@@ -71,6 +71,7 @@ enum Command {
         config: Option<PathBuf>,
     },
     /// Create or correct the failover records and verdict checks gslb owns, then exit.
+    #[command(override_usage = "gslb provision --config <CONFIG> [--dry-run] [--adopt <NAME>]...")]
     Provision {
         /// Daemon settings file (TOML).
         #[arg(long, short, env = "GSLB_CONFIG")]

@@ -935,14 +935,15 @@ fn the_iam_policy_allows_exactly_the_route53_calls_of_the_adapter() {
                 "{action}"
             );
             let wanted: &[&str] = match action.as_str() {
-                "route53:ListResourceRecordSets" | "route53:ChangeResourceRecordSets" => {
-                    &["hostedzone"]
-                }
+                "route53:ListResourceRecordSets"
+                | "route53:ChangeResourceRecordSets"
+                | "route53:GetHostedZone" => &["hostedzone"],
                 "route53:GetHealthCheck"
                 | "route53:UpdateHealthCheck"
                 | "route53:GetHealthCheckStatus" => &["healthcheck"],
                 "route53:GetChange" => &["change"],
-                // Route 53 has no resource-level permission for creating or listing health checks.
+                // Route 53 has no resource-level permission for creating or listing health
+                // checks.
                 "route53:CreateHealthCheck" | "route53:ListHealthChecks" => &[],
                 other => panic!("{other}: not a call of the adapter"),
             };

@@ -232,6 +232,15 @@ fn settings(admin: SocketAddr, endpoint: &str) -> String {
     )
 }
 
+/// Writes `api.toml` (`policy`) and `gslb.toml` (Route 53 at `endpoint`, an admin address on a
+/// free port) into `dir`; returns the admin address.
+fn write_config(dir: &std::path::Path, policy: &str, endpoint: &str) -> SocketAddr {
+    std::fs::write(dir.join("api.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(dir.join("gslb.toml"), settings(admin, endpoint)).expect("settings");
+    admin
+}
+
 /// `gslb provision` in `dir` with `extra` arguments: (exit code, stdout, stderr).
 fn provision(dir: &std::path::Path, extra: &[&str]) -> (Option<i32>, String, String) {
     let mut args = vec!["provision", "--config", "gslb.toml"];
@@ -271,13 +280,7 @@ async fn alias_failover_pair_is_provisioned_failed_over_and_failed_back() {
         &format!("http://{}/api/v1/health", tokyo.addr()),
         &zone_id,
     );
-    std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::fs::write(
-        dir.path().join("gslb.toml"),
-        settings(admin, &moto.endpoint()),
-    )
-    .expect("settings");
+    let admin = write_config(dir.path(), &policy, &moto.endpoint());
 
     let (code, stdout, stderr) = provision(dir.path(), &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -468,18 +471,18 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
     .await;
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
-    std::fs::write(dir.path().join("api.toml"), &policy).expect("policy");
-    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::fs::write(
-        dir.path().join("gslb.toml"),
-        settings(admin, &moto.endpoint()),
-    )
-    .expect("settings");
+    write_config(dir.path(), &policy, &moto.endpoint());
     let before = snapshot(&client, &zone_id).await;
 
-    // Dry run: the exact batch, what a real run would refuse, exit 2, nothing written.
+    // Dry run: the exact batch, what a real run would refuse, exit 1 as the real run would,
+    // nothing written.
     let (code, stdout, stderr) = provision(dir.path(), &["--dry-run"]);
-    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains("record adopted"), "{stdout}");
+    assert!(
+        stdout.contains("would provision api seoul: would refuse without --adopt"),
+        "{stdout}"
+    );
     let json = &stdout
         [stdout.find("{\n").expect("a change batch")..stdout.rfind("\n}").expect("its end") + 2];
     let batch: serde_json::Value = serde_json::from_str(json).expect("the batch is JSON");
@@ -514,8 +517,10 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
         gslb_route53::NEW_CHECK
     );
     assert!(
-        stdout.contains("provision would refuse without --adopt api.example.test"),
-        "{stdout}"
+        stderr.contains("service api: provision refuses")
+            && stderr.contains("run `gslb provision --adopt api.example.test`")
+            && stderr.contains("nothing was written (dry run)"),
+        "{stderr}"
     );
     assert_eq!(
         snapshot(&client, &zone_id).await,
@@ -584,6 +589,10 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
     let (code, _, stderr) = provision(dir.path(), &[]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("record api.example.test A \"tokyo\" is an Alias record to tokyo-alb.elb.example.net, the policy asks for a record with values; converting needs --adopt"), "{stderr}");
+    assert!(
+        !stderr.contains("does not manage"),
+        "gslb's own record: {stderr}"
+    );
     assert_eq!(snapshot(&client, &zone_id).await, owned);
     let (code, stdout, stderr) = provision(dir.path(), &["--adopt", "api"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -653,4 +662,214 @@ async fn provision_dry_run_errors_exit_1_never_2() {
         "{stderr}"
     );
     assert_eq!(snapshot(&client, &zone_id).await, before, "nothing written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provision_checks_every_service_before_writing_any_and_plan_names_the_adopt() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone_id = create_zone(&client, "example.test.").await;
+    // Service zz's pair was made by Terraform without health checks; api's is not there yet.
+    let zz_record = |set_id, role| {
+        let mut r = terraform_alias(set_id, role, None);
+        r.name = "zz.example.test".into();
+        r
+    };
+    create_records(
+        &client,
+        &zone_id,
+        vec![
+            zz_record("seoul", ResourceRecordSetFailover::Primary),
+            zz_record("tokyo", ResourceRecordSetFailover::Secondary),
+        ],
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
+    std::fs::write(dir.path().join("api.toml"), &policy).expect("policy");
+    let zz = policy
+        .replace("service = \"api\"", "service = \"zz\"")
+        .replace("api.example.test", "zz.example.test");
+    std::fs::write(dir.path().join("zz.toml"), zz).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        settings(admin, &moto.endpoint()).replace(
+            "policies = [\"api.toml\"]",
+            "policies = [\"api.toml\", \"zz.toml\"]",
+        ),
+    )
+    .expect("settings");
+    let before = snapshot(&client, &zone_id).await;
+
+    // api comes first and could be written, but zz is refused: nothing is written for either.
+    let (code, stdout, stderr) = provision(dir.path(), &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains("provisioned api"), "{stdout}");
+    for needle in [
+        "service zz: provision refuses",
+        "record zz.example.test A \"seoul\" has no health check",
+        "run `gslb provision --adopt zz.example.test`",
+        "nothing was changed, for any service",
+    ] {
+        assert!(stderr.contains(needle), "{needle} in {stderr}");
+    }
+    assert!(!stderr.contains("service api:"), "{stderr}");
+    assert_eq!(snapshot(&client, &zone_id).await, before, "nothing written");
+
+    // Once api is provisioned, plan says which command makes zz gslb's: --adopt, naming it.
+    let (code, stdout, stderr) = provision(dir.path(), &["--adopt", "zz"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    // (Another target than before: moto refuses a CREATE it has journalled as existing.)
+    let mut tf = zz_record("tokyo", ResourceRecordSetFailover::Secondary);
+    if let Some(a) = tf.alias_target.as_mut() {
+        a.dns_name = "tokyo-alb-2.elb.example.net".into();
+    }
+    // Terraform takes zz's tokyo record back without a health check.
+    let listed = client
+        .list_resource_record_sets()
+        .hosted_zone_id(&zone_id)
+        .send()
+        .await
+        .expect("list")
+        .resource_record_sets;
+    let zz_tokyo = listed
+        .into_iter()
+        .find(|r| r.name.starts_with("zz.") && r.set_identifier() == Some("tokyo"))
+        .expect("zz tokyo");
+    client
+        .change_resource_record_sets()
+        .hosted_zone_id(&zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                .changes(
+                    Change::builder()
+                        .action(ChangeAction::Delete)
+                        .resource_record_set(zz_tokyo)
+                        .build()
+                        .expect("delete"),
+                )
+                .changes(
+                    Change::builder()
+                        .action(ChangeAction::Create)
+                        .resource_record_set(tf)
+                        .build()
+                        .expect("create"),
+                )
+                .build()
+                .expect("batch"),
+        )
+        .send()
+        .await
+        .expect("terraform writes zz's tokyo record back");
+    let out = gslb(dir.path(), &["plan", "--config", "gslb.toml"])
+        .output()
+        .expect("plan");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("record zz.example.test A with set identifier \"tokyo\"")
+            && text.contains("has no health check")
+            && text.contains("gslb provision --adopt zz.example.test"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provision_without_credentials_says_where_it_looked_in_plain_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", "ZTEST");
+    std::fs::write(dir.path().join("api.toml"), policy).expect("policy");
+    let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    // No emulator: the credential chain fails before any request.
+    std::fs::write(
+        dir.path().join("gslb.toml"),
+        settings(admin, "http://127.0.0.1:9"),
+    )
+    .expect("settings");
+    // The instance-metadata provider is tried against a closed loopback port, so the chain
+    // fails fast and logs what each provider said.
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let out = gslb(
+        dir.path(),
+        &["provision", "--config", "gslb.toml", "--dry-run"],
+    )
+    .env_remove("AWS_ACCESS_KEY_ID")
+    .env_remove("AWS_SECRET_ACCESS_KEY")
+    .env_remove("AWS_EC2_METADATA_DISABLED")
+    .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", closed)
+    .output()
+    .expect("provision");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no usable AWS credentials")
+            && stderr.contains("AWS_ACCESS_KEY_ID")
+            && stderr.contains("AWS_PROFILE"),
+        "{stderr}"
+    );
+    for debug in ["ProviderError(", "Some(", "{ source"] {
+        assert!(!stderr.contains(debug), "Rust debug text {debug}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_reports_a_record_that_drifted_from_the_policy_and_says_to_provision() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone_id = create_zone(&client, "example.test.").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = alias_policy("http://127.0.80.1:9/h", "http://127.0.80.2:9/h", &zone_id);
+    write_config(dir.path(), &policy, &moto.endpoint());
+    let (code, stdout, stderr) = provision(dir.path(), &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let plan = || {
+        let out = gslb(dir.path(), &["plan", "--config", "gslb.toml"])
+            .output()
+            .expect("plan");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!plan().contains("record drift"), "{}", plan());
+
+    // Someone moves seoul's Alias to another load balancer, keeping gslb's check.
+    let seoul = record(&client, &zone_id, "seoul").await;
+    let mut moved = seoul.clone();
+    if let Some(a) = moved.alias_target.as_mut() {
+        a.dns_name = "other-alb.elb.example.net".into();
+    }
+    let change = |action, r| {
+        Change::builder()
+            .action(action)
+            .resource_record_set(r)
+            .build()
+            .expect("change")
+    };
+    client
+        .change_resource_record_sets()
+        .hosted_zone_id(&zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                .changes(change(ChangeAction::Delete, seoul))
+                .changes(change(ChangeAction::Create, moved.clone()))
+                .build()
+                .expect("batch"),
+        )
+        .send()
+        .await
+        .expect("move seoul");
+    let text = plan();
+    assert!(
+        text.contains("record drift (gslb run does not rewrite records; run `gslb provision`):")
+            && text.contains("pool seoul's record:")
+            && text.contains("other-alb.elb.example.net"),
+        "{text}"
+    );
+    assert_eq!(
+        record(&client, &zone_id, "seoul").await,
+        moved,
+        "plan writes nothing"
+    );
 }

@@ -206,13 +206,33 @@ fn alias_target_errors_name_the_key_and_reason() {
     assert_error(
         &errors(&itself),
         "target.route53.pools.tokyo.alias_target.dns_name",
-        "is not a DNS name an Alias record here can point at",
+        "'api.example.com' is the policy's own name: the Alias record would point at itself",
     );
     let neither = with("values = [\"198.51.100.20\"]", "");
     assert_error(
         &errors(&neither),
         "target.route53.pools.tokyo.values",
         "must list the record's values",
+    );
+}
+
+#[test]
+fn alias_targets_are_a_or_aaaa_records_with_upper_case_zone_ids() {
+    let cname = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO)
+        .replace("record_type = \"A\"", "record_type = \"CNAME\"");
+    assert_error(
+        &errors(&cname),
+        "target.route53.pools.tokyo.alias_target",
+        "an Alias to a load balancer is an A or AAAA record, not a CNAME",
+    );
+    let lower = with(
+        "values = [\"198.51.100.20\"]",
+        &ALIAS_TOKYO.replace("Z14GRHDCWA56QT", "z14grhdcwa56qt"),
+    );
+    assert_error(
+        &errors(&lower),
+        "target.route53.pools.tokyo.alias_target.hosted_zone_id",
+        "'z14grhdcwa56qt' has lower-case letters; hosted zone ids are upper case as AWS prints them (write 'Z14GRHDCWA56QT')",
     );
 }
 
@@ -702,6 +722,36 @@ fn check_warns_when_observe_watches_nothing() {
         "",
     ));
     assert!(!stdout.contains("warning"), "{stdout}");
+}
+
+#[test]
+fn check_warns_when_an_all_alias_pair_has_a_ttl_below_the_load_balancers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("alias.toml");
+    let seoul = ALIAS_TOKYO
+        .replace("tokyo", "seoul")
+        .replace("Tokyo", "Seoul");
+    let both = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO)
+        .replace("values = [\"203.0.113.10\"]", &seoul);
+    let check = |text: String| {
+        std::fs::write(&file, text).expect("write");
+        let out = gslb().arg("check").arg(&file).output().expect("check");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "a warning is not an error: {stdout}");
+        stdout
+    };
+    let stdout = check(both.replace("ttl = \"60s\"", "ttl = \"5s\""));
+    assert!(
+        stdout.contains(&format!(
+            "warning: {}: target.route53.ttl: 5s is below the 1m an Alias answer for a load balancer is cached",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    assert!(!check(both).contains("warning"));
+    // One pool with values: its records carry this TTL, no warning.
+    let one = with("values = [\"198.51.100.20\"]", ALIAS_TOKYO);
+    assert!(!check(one.replace("ttl = \"60s\"", "ttl = \"5s\"")).contains("warning"));
 }
 
 /// The 1-based line of `text` holding `needle`.

@@ -45,6 +45,7 @@ fn binding() -> Steering {
         health_votes: None,
         seat: None,
         follow: None,
+        calls_per_minute: gslb::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE,
     }
 }
 
@@ -412,4 +413,141 @@ async fn a_drained_fallback_pool_does_not_block_a_failover() {
     );
     assert_eq!(ignored("fallback_disabled"), 0);
     assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+}
+
+/// Issue 14, item 3: a burst of decisions that do not change the desired state (the
+/// `hold_unknown` / `stay` churn of an overloaded daemon, new reasons, another verdict of a pool
+/// that does not serve) makes no provider call, neither read nor write, counted at the fake;
+/// each is still reported on the status. A decision that does change it is read and written at
+/// once.
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_decisions_that_do_not_change_the_desired_state_makes_no_provider_call() {
+    let mut h = start(failover(), |_| {}).await;
+    h.reconciler.read_back().await;
+    let before = h.fake.requests().len();
+    for i in 1..=300_u64 {
+        let mut d = failover();
+        d.at = Millis(i * 10);
+        d.rule = if i % 2 == 0 {
+            Rule::Stay
+        } else {
+            Rule::HoldUnknown
+        };
+        d.reasons = vec![format!("churn {i}")];
+        d.pools.get_mut(&PoolId("ncp".into())).expect("ncp").verdict = match i % 3 {
+            0 => Verdict::Unknown,
+            1 => Verdict::Unhealthy,
+            _ => Verdict::Healthy,
+        };
+        h.reconciler.decide(&d);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let s = status(&h.sinks);
+        assert_eq!(s.decision_at, Some(d.at), "decision {i} taken up: {s:?}");
+        let want = if d.rule.pushes() {
+            ApplyState::Applied
+        } else {
+            ApplyState::NotPushed
+        };
+        assert_eq!(s.state, want, "decision {i}: {s:?}");
+    }
+    let calls = h.fake.requests().len() - before;
+    assert_eq!(calls, 0, "{:?}", &h.fake.requests()[before..]);
+
+    // A decision that changes the desired state is read and written at once.
+    let mut back = decision("ncp", Verdict::Healthy, Verdict::Healthy);
+    back.at = Millis(10_000);
+    h.reconciler.decide(&back);
+    h.reconciler.next_applied().await;
+    assert_eq!(
+        h.fake.default_pools(),
+        vec![ids::NCP.to_owned(), ids::GCP.to_owned()]
+    );
+}
+
+/// Issue 14, item 3: decision churn (the active pool flipping every 500 ms for three minutes)
+/// never makes more provider calls than the binding's budget per minute, besides the resync
+/// read, counted at the fake (each call is at most two requests: two lists, or a PATCH and
+/// its read-back). Exhaustion is visible: "decided but not applied" with the reason, and
+/// `gslb_provider_budget_exhausted_total`. Once the churn stops, the last decision is applied.
+#[tokio::test(start_paused = true)]
+async fn decision_churn_never_exceeds_the_provider_call_budget() {
+    const BUDGET: u32 = 6;
+    let fake = Fake::start().await;
+    let provider = provider(&fake);
+    let steering = Steering {
+        calls_per_minute: BUDGET,
+        ..binding()
+    };
+    let h = start_on(fake, provider, steering, failover());
+    let mut seen_budget = false;
+    let mut flip = 0_u64;
+    for minute in 0..3 {
+        let before = h.fake.requests().len();
+        for _ in 0..120 {
+            flip += 1;
+            let active = if flip % 2 == 0 { "gcp" } else { "ncp" };
+            let mut d = decision(active, Verdict::Healthy, Verdict::Healthy);
+            d.at = Millis(flip * 500);
+            h.reconciler.decide(&d);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let s = status(&h.sinks);
+            if let Some(reason) = &s.budget {
+                assert_eq!(s.state, ApplyState::Pending, "{s:?}");
+                assert!(reason.contains("budget spent"), "{reason}");
+                seen_budget = true;
+            }
+        }
+        let requests = h.fake.requests().len() - before;
+        let most = 2 * (BUDGET as usize + 1);
+        assert!(
+            requests <= most,
+            "minute {minute}: {requests} requests (at most {most})"
+        );
+    }
+    assert!(seen_budget, "the status never showed the spent budget");
+    let held = h
+        .sinks
+        .metrics
+        .provider_budget_exhausted_total
+        .with_label_values(&["cloudflare", "web"])
+        .get();
+    assert!(held > 0);
+    // The churn stops on gcp: applied within a minute, the budget shown no more.
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let s = status(&h.sinks);
+    assert_eq!(s.state, ApplyState::Applied, "{s:?}");
+    assert_eq!(s.budget, None);
+    assert_eq!(h.fake.default_pools(), failed_over());
+}
+
+/// Issue 15, item 4: a decision that comes while the reconciler reads (here a `stay` right
+/// after the failover, as the engine makes one) is judged against that read, never discarded:
+/// the switch is written after one read and one write (the lists, then the PATCH), counted at
+/// the fake, whose answers take 2 s each.
+#[tokio::test(start_paused = true)]
+async fn a_decision_during_a_read_is_judged_against_that_read() {
+    let mut h = start(failover(), |f| f.slow(Some(Duration::from_secs(2)))).await;
+    // A second into the first read, the engine confirms the failover with a `stay`.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut stay = failover();
+    stay.at = Millis(1_000);
+    stay.rule = Rule::Stay;
+    h.reconciler.decide(&stay);
+    h.reconciler.next_applied().await;
+    let requests = h.fake.requests();
+    let until_write: Vec<String> = requests
+        .iter()
+        .take_while(|r| r.method != "PATCH")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        until_write,
+        vec![
+            format!("GET /zones/{}/load_balancers", ids::ZONE),
+            format!("GET /accounts/{}/load_balancers/pools", ids::ACCOUNT),
+        ],
+        "one read before the write"
+    );
+    assert_eq!(h.fake.default_pools(), failed_over());
+    assert_eq!(status(&h.sinks).decision_at, Some(Millis(1_000)));
 }

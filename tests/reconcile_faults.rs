@@ -108,6 +108,7 @@ fn binding() -> Steering {
         health_votes: None,
         seat: None,
         follow: None,
+        calls_per_minute: gslb::daemon::reconcile::DEFAULT_CALLS_PER_MINUTE,
         resync: Duration::from_secs(60),
     }
 }

@@ -107,6 +107,9 @@ fn report(file: &Path, p: &Policy, out: &mut impl Write) -> std::io::Result<()> 
     if let Some(w) = p.observe_warning() {
         writeln!(out, "warning: {}: observe: {w}", file.display())?;
     }
+    if let Some(w) = alias_ttl_warning(p) {
+        writeln!(out, "warning: {}: target.route53.ttl: {w}", file.display())?;
+    }
     let route = |ip| route_to(SocketAddr::new(ip, 53));
     for w in family_warnings(p, route, family_routable) {
         writeln!(out, "warning: {}: {w}", file.display())?;
@@ -144,6 +147,30 @@ pub fn data_plane_detection(p: &Policy) -> std::time::Duration {
         p.worst_case_failover().saturating_sub(p.target.ttl()),
         |t, (_, w)| t.saturating_add(*w),
     )
+}
+
+/// The TTL of an Alias answer for a load balancer: the target's TTL, 60 s for Elastic Load
+/// Balancing names (Route 53 developer guide: an Alias record answers with its target's TTL;
+/// Elastic Load Balancing names are served with 60 s).
+const ALIAS_TARGET_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A warning when every pool of a Route 53 target is an Alias record and `ttl` is below
+/// [`ALIAS_TARGET_TTL`]: resolvers cache the answer for the target's TTL, while the failover
+/// bound and the 2 x TTL spacing of writes are computed from `ttl`.
+fn alias_ttl_warning(p: &Policy) -> Option<String> {
+    let policy::Target::Route53(t) = &p.target else {
+        return None;
+    };
+    let all_alias = t.pools.iter().all(|r| r.alias_target.is_some());
+    (all_alias && t.ttl < ALIAS_TARGET_TTL).then(|| {
+        format!(
+            "{} is below the {} an Alias answer for a load balancer is cached (the target's \
+             TTL, not this one); the worst-case failover and the 2 x TTL spacing of writes use \
+             ttl, so they are understated: set ttl = \"60s\"",
+            humantime::format_duration(t.ttl),
+            humantime::format_duration(ALIAS_TARGET_TTL)
+        )
+    })
 }
 
 /// One warning per endpoint whose host is an IP literal this host has no route to

@@ -81,6 +81,16 @@ pub trait Bind: Sync {
     ) -> impl Future<Output = Result<Option<(Vec<String>, bool)>, BoxError>> + Send {
         async { Ok(None) }
     }
+
+    /// Read-only: how the records `policy`'s target names differ from what the policy says
+    /// (values or Alias target, TTL, role, health check), one line per record, for `gslb plan`
+    /// to show (`gslb run` never rewrites records: `gslb provision` does). Empty when they
+    /// match, cannot be read (observe reports that), or the provider has no such records.
+    /// Default: empty.
+    fn record_drift(&self, policy: &Policy) -> impl Future<Output = Vec<String>> + Send {
+        let _ = policy;
+        async { Vec::new() }
+    }
 }
 
 /// `gslb run` failed; [`RunError::exit_code`] is the process's exit code. Displayed as its
@@ -186,6 +196,7 @@ pub async fn run<B: Bind>(
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
         .resync(settings.reconcile.resync)
+        .calls_per_minute(settings.reconcile.provider_calls_per_minute)
         .journal(journal, saved)
         .telemetry(telemetry.clone())
         .prober(prober)

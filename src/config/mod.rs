@@ -186,12 +186,21 @@ pub struct ReconcileSettings {
     /// Period of the resync read when nothing changes. Default 60 s; at least 100 ms.
     #[serde(default = "default_resync", with = "humantime_serde")]
     pub resync: Duration,
+    /// Each binding's provider call budget: at most this many calls that decisions cause (a
+    /// read woken by a changed decision, and every write) in any minute, whatever the
+    /// decisions do; a pass over it waits and shows "decided but not applied" with the reason.
+    /// Reads on a timer (the resync, a backoff) are paced by it and not counted. Default 20
+    /// ([`DEFAULT_CALLS_PER_MINUTE`]); at least 3 (a switch is a
+    /// read, a write and a read-back).
+    #[serde(default = "default_calls_per_minute")]
+    pub provider_calls_per_minute: u32,
 }
 
 impl Default for ReconcileSettings {
     fn default() -> Self {
         Self {
             resync: default_resync(),
+            provider_calls_per_minute: default_calls_per_minute(),
         }
     }
 }
@@ -211,6 +220,14 @@ fn default_state_dir() -> PathBuf {
 fn default_resync() -> Duration {
     Duration::from_secs(60)
 }
+fn default_calls_per_minute() -> u32 {
+    DEFAULT_CALLS_PER_MINUTE
+}
+
+/// Default `[reconcile] provider_calls_per_minute`: 20. A switch costs three calls (read,
+/// write, read-back), so a failover and a failback within the same minute, each retried
+/// twice, fit; a binding that makes more is churning.
+pub const DEFAULT_CALLS_PER_MINUTE: u32 = 20;
 
 /// The environment variable holding the admin API's bearer token (daemon and CLI).
 pub const ADMIN_TOKEN_ENV: &str = "GSLB_ADMIN_TOKEN";
@@ -294,6 +311,12 @@ impl Settings {
         }
         if self.reconcile.resync < Duration::from_millis(100) {
             problems.push("reconcile.resync: must be at least 100ms".to_owned());
+        }
+        if self.reconcile.provider_calls_per_minute < 3 {
+            problems.push(
+                "reconcile.provider_calls_per_minute: must be at least 3 (a switch is a read, a write and a read-back)"
+                    .to_owned(),
+            );
         }
         for section in [
             self.route53.check(),

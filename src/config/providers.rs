@@ -31,8 +31,9 @@ pub struct Route53Settings {
     /// Signing region. Default `us-east-1` (Route 53's control plane lives there).
     #[serde(default = "default_region")]
     pub region: String,
-    /// Calls per second through the rate limiter. Default 2, well under the historical
-    /// 5 requests/second per account.
+    /// Calls per second through the account's one rate limiter, shared by every Route 53
+    /// binding (no burst). Default 2, well under Route 53's 5 requests per second per AWS
+    /// account.
     #[serde(default = "default_rps")]
     pub requests_per_second: NonZeroU32,
     /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
@@ -115,8 +116,9 @@ pub struct CloudflareSettings {
     /// set; relative to the settings file.
     #[serde(default)]
     pub token_file: Option<PathBuf>,
-    /// Requests per 5 minutes per load balancer binding through the rate limiter. Default 300,
-    /// a quarter of Cloudflare's 1,200 requests per 5 minutes per token; at most 1,200.
+    /// Requests per 5 minutes through the token's one rate limiter, shared by every binding on
+    /// the token. Default 300, a quarter of Cloudflare's 1,200 requests per 5 minutes per
+    /// token; at most 1,200.
     #[serde(default = "default_cloudflare_requests")]
     pub requests_per_window: NonZeroU32,
 }

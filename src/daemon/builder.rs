@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use super::cluster::Cluster;
 use super::controller::{self, Controller};
 use super::inbox::MessageSender;
+use super::reconcile;
 use crate::io::clock::Clock;
 use crate::io::journal::Journal;
 use crate::io::probe::{DnsSettings, ProbeError, ProbeTarget, Prober};
@@ -38,6 +39,7 @@ pub struct Builder {
     engine: EngineSettings,
     vantage: VantageId,
     resync: Duration,
+    calls_per_minute: u32,
     journal: Journal,
     saved: Vec<Override>,
     telemetry: Option<Telemetry>,
@@ -53,6 +55,7 @@ impl Builder {
             engine: EngineSettings::default(),
             vantage: VantageId("local".into()),
             resync: DEFAULT_RESYNC,
+            calls_per_minute: reconcile::DEFAULT_CALLS_PER_MINUTE,
             journal: Journal::default(),
             saved: Vec::new(),
             telemetry: None,
@@ -84,6 +87,13 @@ impl Builder {
     /// How often each reconciler reads its provider when nothing else wakes it.
     pub fn resync(mut self, resync: Duration) -> Self {
         self.resync = resync;
+        self
+    }
+
+    /// Each binding's budget of provider calls that decisions cause, per minute (`[reconcile]
+    /// provider_calls_per_minute`; default [`reconcile::DEFAULT_CALLS_PER_MINUTE`]).
+    pub fn calls_per_minute(mut self, calls: u32) -> Self {
+        self.calls_per_minute = calls;
         self
     }
 
@@ -134,6 +144,7 @@ impl Builder {
             prober,
             vantage: self.vantage,
             resync: self.resync,
+            calls_per_minute: self.calls_per_minute,
             cluster: self.cluster,
         })
     }
@@ -150,6 +161,7 @@ pub struct Daemon {
     prober: Arc<Prober>,
     vantage: VantageId,
     resync: Duration,
+    calls_per_minute: u32,
     cluster: Option<Arc<Cluster>>,
 }
 
@@ -167,6 +179,7 @@ impl Daemon {
         provider: Arc<P>,
     ) -> Result<(), ProbeError> {
         let mut steering = controller::steering(policy, self.resync);
+        steering.calls_per_minute = self.calls_per_minute;
         // A provider that writes only this instance's own state (data-plane votes) applies
         // every decision itself: no election.
         let cluster = self.cluster.as_ref().filter(|_| provider.elected());

@@ -41,6 +41,7 @@ pub fn steering(policy: &Policy, resync: Duration) -> Steering {
         health_votes: None,
         seat: None,
         follow: None,
+        calls_per_minute: reconcile::DEFAULT_CALLS_PER_MINUTE,
     }
 }
 
@@ -356,7 +357,10 @@ async fn adopt<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
-        match reconcile::observe(provider.as_ref(), &steering.pools.service, &telemetry).await {
+        // A fresh read, shared with the adoption reads of the other bindings of the zone or
+        // account that start with it.
+        let service = &steering.pools.service;
+        match reconcile::observe(provider.as_ref(), service, &telemetry, Duration::ZERO).await {
             Ok(observed) => {
                 let _ = tx
                     .send(

@@ -17,8 +17,14 @@ use tracing_subscriber::registry::LookupSpan;
 /// Directives added to every default filter: `rustls-platform-verifier` logs one ERROR line
 /// per refused certificate (`failed to verify TLS certificate: ...`), i.e. one per failed
 /// probe of a broken origin; the probe's own reason (`tls_expired`, `tls_unknown_issuer`, ...)
-/// says the same once, in status, metrics and the decision's reasons.
-pub const QUIET_TARGETS: &str = "rustls_platform_verifier=off";
+/// says the same once, in status, metrics and the decision's reasons. `aws-config`'s
+/// credential chain logs a WARN per provider it tried, in Rust debug text
+/// (`ProviderError(ProviderError { source: ...`); the Route 53 adapter's own error says once
+/// that no credentials were found and where it looked.
+pub const QUIET_TARGETS: [&str; 2] = [
+    "rustls_platform_verifier=off",
+    "aws_config::meta::credentials::chain=error",
+];
 
 /// Fields whose value is a list, logged with [`List`]: written as JSON arrays by [`JsonLines`].
 pub const LIST_FIELDS: [&str; 6] = [
@@ -35,9 +41,15 @@ pub const LIST_FIELDS: [&str; 6] = [
 /// [`QUIET_TARGETS`] unless `gslb_log` names them itself. Returns the filter and, when
 /// `gslb_log` is set but not a valid filter, that value (the default is used instead).
 pub fn filter(default: &str, gslb_log: Option<&str>) -> (EnvFilter, Option<String>) {
-    let quiet = |directives: &str| match gslb_log {
-        Some(v) if v.contains("rustls_platform_verifier") => directives.to_owned(),
-        _ => format!("{directives},{QUIET_TARGETS}"),
+    let quiet = |directives: &str| {
+        let mut out = directives.to_owned();
+        for quiet in QUIET_TARGETS {
+            let target = quiet.split('=').next().unwrap_or(quiet);
+            if !gslb_log.is_some_and(|v| v.contains(target)) {
+                out = format!("{out},{quiet}");
+            }
+        }
+        out
     };
     match gslb_log {
         Some(v) if !v.trim().is_empty() => match EnvFilter::try_new(quiet(v)) {
@@ -177,7 +189,8 @@ mod tests {
         assert!(!text.contains("Some(") && !text.contains("None"), "{text}");
     }
 
-    /// What `filter` lets through of a verifier ERROR line and a gslb INFO line.
+    /// What `filter` lets through of a verifier ERROR line, an `aws-config` credential-chain
+    /// WARN line and a gslb INFO line.
     fn logged(gslb_log: Option<&str>) -> String {
         let buf = Buf::default();
         let out = buf.clone();
@@ -188,6 +201,7 @@ mod tests {
             .finish();
         tracing::subscriber::with_default(subscriber, || {
             tracing::error!(target: "rustls_platform_verifier::verification::others", "failed to verify TLS certificate: invalid peer certificate: Expired");
+            tracing::warn!(target: "aws_config::meta::credentials::chain", "provider failed: ProviderError(ProviderError {{ source: FailedToLoadToken }})");
             tracing::info!(target: "gslb::daemon", "decision");
         });
         String::from_utf8(buf.0.lock().unwrap().clone()).unwrap()
@@ -199,6 +213,7 @@ mod tests {
             let text = logged(gslb_log);
             assert!(text.contains("decision"), "{gslb_log:?}: {text}");
             assert!(!text.contains("failed to verify"), "{gslb_log:?}: {text}");
+            assert!(!text.contains("ProviderError("), "{gslb_log:?}: {text}");
         }
         let asked = logged(Some("info,rustls_platform_verifier=error"));
         assert!(

@@ -109,6 +109,12 @@ pub struct ApplyStatus {
     /// applied"). Cleared when it writes or the provider matches. Not shown when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fenced: Option<String>,
+    /// Set while the binding has spent its provider call budget for the minute (`[reconcile]
+    /// provider_calls_per_minute`): how many calls and when the next is allowed. The decision
+    /// stays `pending` ("decided but not applied"). Cleared at the next call. Not shown when
+    /// unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
     /// The provider's fallback pool as of the last successful observe (Cloudflare
     /// `fallback_pool`): a drain of it is ignored. Not shown.
     #[serde(skip)]

@@ -21,6 +21,8 @@ pub struct Counts {
     pub refused: AtomicU64,
     /// Whether every request is refused.
     refusing: std::sync::atomic::AtomicBool,
+    /// When each request arrived, in arrival order.
+    pub arrivals: std::sync::Mutex<Vec<std::time::Instant>>,
 }
 
 impl Counts {
@@ -30,6 +32,20 @@ impl Counts {
             self.reads.load(Ordering::SeqCst),
             self.writes.load(Ordering::SeqCst),
         )
+    }
+
+    /// The most requests that arrived within any `window` (a sliding window).
+    pub fn most_within(&self, window: std::time::Duration) -> usize {
+        let times = self.arrivals.lock().expect("arrivals").clone();
+        let mut first = 0;
+        let mut most = 0;
+        for (last, t) in times.iter().enumerate() {
+            while t.duration_since(times[first]) >= window {
+                first += 1;
+            }
+            most = most.max(last + 1 - first);
+        }
+        most
     }
 }
 
@@ -96,6 +112,11 @@ async fn forward(State(up): State<Upstream>, req: Request) -> Response {
         &up.counts.writes
     };
     counter.fetch_add(1, Ordering::SeqCst);
+    up.counts
+        .arrivals
+        .lock()
+        .expect("arrivals")
+        .push(std::time::Instant::now());
     let url = format!(
         "{}{}",
         up.base,

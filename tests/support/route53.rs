@@ -136,3 +136,24 @@ pub async fn caller_reference(client: &Client, id: &str) -> String {
         .expect("a check")
         .caller_reference
 }
+/// Runs `gslb provision --config gslb.toml` in `dir`, then starts `gslb run` with the same
+/// settings, its stderr in `dir/<log>`.
+///
+/// # Panics
+/// When provisioning fails (its stderr is shown) or the binary cannot start.
+pub fn provision_and_run(dir: &Path, log: &str) -> super::daemon::Daemon {
+    let out = gslb(dir, &["provision", "--config", "gslb.toml"])
+        .output()
+        .expect("provision");
+    assert!(
+        out.status.success(),
+        "provision failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    super::daemon::Daemon(
+        gslb(dir, &["run", "--config", "gslb.toml"])
+            .stderr(super::daemon::log_file(dir, log))
+            .spawn()
+            .expect("run"),
+    )
+}

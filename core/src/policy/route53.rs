@@ -230,9 +230,9 @@ fn records(
                     key.clone(),
                     "sets both values and alias_target: a record either has values or is an Alias",
                 );
-                alias_target(alias, &key, hostname, report)
+                alias_target(alias, &key, (record_type, hostname), report)
             }
-            Some(alias) => alias_target(alias, &key, hostname, report),
+            Some(alias) => alias_target(alias, &key, (record_type, hostname), report),
             None => {
                 values(&rp.values, &key, record_type, hostname, report);
                 None
@@ -249,20 +249,32 @@ fn records(
 }
 
 /// Checks one pool's `alias_target` (`key` names the pool's record) and returns it when whole.
+/// `(record_type, hostname)` are the record's type (upper case) and the policy's hostname.
 fn alias_target(
     raw: &RawAliasTarget,
     key: &str,
-    hostname: &str,
+    (record_type, hostname): (&str, &str),
     report: &mut Report,
 ) -> Option<AliasTarget> {
     let key = format!("{key}.alias_target");
+    if record_type == "CNAME" {
+        report.add(
+            key.clone(),
+            "an Alias to a load balancer is an A or AAAA record, not a CNAME: set \
+             target.route53.record_type to A (or AAAA for a dual-stack load balancer)",
+        );
+    }
     let dns_name = raw.dns_name.as_deref().map(normalise_name);
     match &dns_name {
         None => report.add(
             format!("{key}.dns_name"),
             "must be set: the load balancer's DNS name",
         ),
-        Some(name) if !is_dns_name(name) || name == hostname => report.add(
+        Some(name) if name == hostname => report.add(
+            format!("{key}.dns_name"),
+            format!("'{name}' is the policy's own name: the Alias record would point at itself"),
+        ),
+        Some(name) if !is_dns_name(name) => report.add(
             format!("{key}.dns_name"),
             format!("'{name}' is not a DNS name an Alias record here can point at"),
         ),
@@ -272,7 +284,16 @@ fn alias_target(
     let zone_ok = zone.is_some_and(|z| {
         !z.is_empty() && z.len() <= 32 && z.bytes().all(|b| b.is_ascii_alphanumeric())
     });
-    if !zone_ok {
+    if let Some(z) = zone.filter(|z| zone_ok && z.bytes().any(|b| b.is_ascii_lowercase())) {
+        report.add(
+            format!("{key}.hosted_zone_id"),
+            format!(
+                "'{z}' has lower-case letters; hosted zone ids are upper case as AWS prints them \
+                 (write '{}')",
+                z.to_ascii_uppercase()
+            ),
+        );
+    } else if !zone_ok {
         report.add(
             format!("{key}.hosted_zone_id"),
             "must be the target's canonical hosted zone id (letters and digits, e.g. \

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::{FailoverStyle, ObservedState, Plan, Provider, ProviderError, Stamp};
 
@@ -17,6 +18,10 @@ trait DynProvider: Send + Sync {
     fn style(&self) -> FailoverStyle;
     fn elected(&self) -> bool;
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>>;
     fn apply_as<'a>(
         &'a self,
@@ -40,6 +45,13 @@ impl<P: Provider> DynProvider for P {
 
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
         Box::pin(Provider::observe(self))
+    }
+
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
+        Box::pin(Provider::observe_within(self, max_age))
     }
 
     fn apply<'a>(&'a self, plan: &'a Plan) -> BoxFuture<'a, Result<(), ProviderError>> {
@@ -88,6 +100,13 @@ impl Provider for AnyProvider {
 
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
         self.0.observe()
+    }
+
+    fn observe_within(
+        &self,
+        max_age: Duration,
+    ) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
+        self.0.observe_within(max_age)
     }
 
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {

@@ -15,12 +15,16 @@ mod backoff;
 pub mod contract;
 mod error;
 mod memory;
+#[cfg(feature = "shared")]
+mod shared;
 mod state;
 
 pub use any::AnyProvider;
 pub use backoff::{Backoff, RETRY_AFTER_MAX, retry_after_secs};
 pub use error::ProviderError;
 pub use memory::{MemoryProvider, RecordedWrite};
+#[cfg(feature = "shared")]
+pub use shared::SharedRead;
 pub use state::{
     Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff,
 };
@@ -48,6 +52,23 @@ pub trait Provider: Send + Sync + 'static {
     /// [`ProviderError::NotFound`] when a named object is missing, [`ProviderError::Unowned`]
     /// when it exists but is not one gslb manages, and the transport classes otherwise.
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send;
+
+    /// As [`Provider::observe`], but may answer from a read shared with other bindings of
+    /// the same zone or account (`SharedRead`, feature `shared`) that started at most `max_age` ago: the
+    /// reconciler's periodic resync passes its resync period, so steady-state reads grow with
+    /// the zones and accounts, not with the services. `Duration::ZERO` asks for a read that
+    /// started after this call (what `observe` means). The default is [`Provider::observe`]:
+    /// a provider without shared reads reads afresh.
+    ///
+    /// # Errors
+    /// As [`Provider::observe`].
+    fn observe_within(
+        &self,
+        max_age: std::time::Duration,
+    ) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {
+        let _ = max_age;
+        self.observe()
+    }
 
     /// Applies a plan computed by [`diff`] against a fresh [`Provider::observe`].
     ///

@@ -43,8 +43,8 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
 
-/// The HTTP client plus the rate limiter, `Retry-After` block and retry policy every call of
-/// one binding shares.
+/// The HTTP client plus the rate limiter, `Retry-After` block and retry policy every call on
+/// one API token shares (one per [`crate::CloudflareAccount`]).
 #[derive(Debug)]
 pub(crate) struct Api {
     http: reqwest::Client,

@@ -198,7 +198,8 @@ pub struct CloudflareSettings {
     pub api_base: String,
     /// The API token (permissions: see `docs/providers.md`).
     pub token: ApiToken,
-    /// Requests per [`RATE_LIMIT_WINDOW`] (5 minutes) from this binding, every call counted,
+    /// Requests per [`RATE_LIMIT_WINDOW`] (5 minutes) from every binding sharing one
+    /// [`crate::CloudflareAccount`] (the daemon makes one per token), every call counted,
     /// spread evenly with a burst of 10. Default [`DEFAULT_REQUESTS_PER_WINDOW`] (300), well
     /// under Cloudflare's 1,200 per token.
     pub requests_per_window: NonZeroU32,

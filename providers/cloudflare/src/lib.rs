@@ -21,10 +21,13 @@
 //!   kept), the response envelope;
 //! - `client`: rate limiter, `Retry-After` block, retries and the envelope around every call;
 //!   `classify`: HTTP status and Cloudflare error codes → [`gslb_provider::ProviderError`];
+//! - `account`: [`CloudflareAccount`], the client, rate limiter and shared reads of every
+//!   binding on one token;
 //! - `provider`: [`CloudflareProvider`], `observe` and `apply` with read-back;
 //! - [`epoch`]: a cluster writer's epoch stamped in the load balancer's `description`;
 //! - `fake` (feature `test-util`): a stateful fake of the API on 127.0.0.1.
 
+mod account;
 mod classify;
 mod client;
 mod config;
@@ -34,6 +37,7 @@ pub mod fake;
 mod models;
 mod provider;
 
+pub use account::CloudflareAccount;
 pub use config::{
     ApiToken, CloudflareBinding, CloudflarePool, CloudflareSettings, DEFAULT_API_BASE,
     DEFAULT_REQUESTS_PER_WINDOW, LoadBalancerRef, MANAGED_TAG, RATE_LIMIT_WINDOW, TokenError,

@@ -1,14 +1,16 @@
 //! [`CloudflareProvider`]: the [`Provider`] for one Cloudflare load balancer.
 //!
-//! `observe` is two calls whatever the number of pools: GET the load balancer and one List
-//! Pools. `apply` PATCHes the load balancer's `default_pools` (with `steering_policy: "off"`)
-//! or one pool's `enabled`, and reads the object back: Cloudflare has no ETag or If-Match, so
+//! `observe` reads the zone's load balancers and the account's pools, each list shared by every
+//! binding on the token ([`CloudflareAccount`]). `apply` PATCHes the load balancer's
+//! `default_pools` (with `steering_policy: "off"`) or one pool's `enabled`, and reads the
+//! object back: Cloudflare has no ETag or If-Match, so
 //! a read-back that does not show the write is the only fence and is reported as
 //! [`ProviderError::Conflict`]. Nothing else is ever written: no origins, no monitors, no other
 //! field of the load balancer.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use gslb_provider::{
     Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
@@ -17,17 +19,19 @@ use gslb_provider::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::account::{CloudflareAccount, ZoneLoadBalancers};
 use crate::client::Api;
-use crate::models::{LoadBalancer, Pool, SteeringPolicy, parse_pools};
+use crate::models::{LoadBalancer, Pool, SteeringPolicy};
 use crate::{CloudflareBinding, CloudflareSettings, LoadBalancerRef, MANAGED_TAG, epoch};
 
 /// Steers one Cloudflare load balancer through its `default_pools` order.
 ///
-/// Pool references are Cloudflare pool ids. Every call is paced by one rate limiter
-/// ([`CloudflareSettings::requests_per_window`]); see [`crate`] for what is written.
+/// Pool references are Cloudflare pool ids. Every call is paced by the token's one rate limiter
+/// ([`CloudflareSettings::requests_per_window`], in its [`CloudflareAccount`]); see [`crate`]
+/// for what is written.
 #[derive(Debug)]
 pub struct CloudflareProvider {
-    api: Api,
+    account: Arc<CloudflareAccount>,
     binding: CloudflareBinding,
     /// The load balancer's id once resolved from its name.
     lb_id: Mutex<Option<String>>,
@@ -52,8 +56,9 @@ fn parse<T: serde::de::DeserializeOwned>(op: &str, v: Value) -> Result<T, Provid
 }
 
 impl CloudflareProvider {
-    /// A provider for `binding`. Nothing is sent yet: a bad token surfaces as
-    /// [`ProviderError::Auth`] on the first call.
+    /// A provider for `binding` with its own client and rate limiter. Nothing is sent yet: a
+    /// bad token surfaces as [`ProviderError::Auth`] on the first call. Bindings on one token
+    /// should share one [`CloudflareAccount`] instead ([`CloudflareProvider::with_account`]).
     ///
     /// # Errors
     /// [`ProviderError::Invalid`] when the binding is malformed or the HTTP client cannot be
@@ -62,13 +67,25 @@ impl CloudflareProvider {
         settings: CloudflareSettings,
         binding: CloudflareBinding,
     ) -> Result<Self, ProviderError> {
+        Self::with_account(Arc::new(CloudflareAccount::new(settings)?), binding)
+    }
+
+    /// A provider for `binding` sharing `account`'s client, rate limiter and reads with every
+    /// other binding on the same token.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] when the binding is malformed.
+    pub fn with_account(
+        account: Arc<CloudflareAccount>,
+        binding: CloudflareBinding,
+    ) -> Result<Self, ProviderError> {
         binding.validate()?;
         let lb_id = match &binding.load_balancer {
             LoadBalancerRef::Id(id) => Some(id.clone()),
             LoadBalancerRef::Name(_) => None,
         };
         Ok(Self {
-            api: Api::new(settings)?,
+            account,
             binding,
             lb_id: Mutex::new(lb_id),
             fallback: Mutex::new(None),
@@ -81,8 +98,42 @@ impl CloudflareProvider {
         &self.binding
     }
 
+    fn api(&self) -> &Api {
+        &self.account.api
+    }
+
     fn pools_path(&self) -> String {
         format!("/accounts/{}/load_balancers/pools", self.binding.account_id)
+    }
+
+    /// The binding's load balancer in `listed` (by id, or by name when named so).
+    fn find_lb<'a>(&self, listed: &'a ZoneLoadBalancers) -> Option<&'a LoadBalancer> {
+        let known = lock(&self.lb_id).clone();
+        listed
+            .items
+            .iter()
+            .find(|lb| match (&known, &self.binding.load_balancer) {
+                (Some(id), _) => lb.id.as_deref() == Some(id),
+                (None, LoadBalancerRef::Name(name)) => lb
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(name)),
+                (None, LoadBalancerRef::Id(_)) => false,
+            })
+    }
+
+    fn not_found(&self) -> ProviderError {
+        let zone = &self.binding.zone_id;
+        match &self.binding.load_balancer {
+            LoadBalancerRef::Name(name) => {
+                // A renamed or recreated load balancer: resolve the name again next time.
+                *lock(&self.lb_id) = None;
+                ProviderError::NotFound(format!("no load balancer named {name} in zone {zone}"))
+            }
+            LoadBalancerRef::Id(id) => {
+                ProviderError::NotFound(format!("no load balancer {id} in zone {zone}"))
+            }
+        }
     }
 
     async fn lb_path(&self) -> Result<String, ProviderError> {
@@ -91,33 +142,12 @@ impl CloudflareProvider {
         let id = match known {
             Some(id) => id,
             None => {
-                let LoadBalancerRef::Name(name) = &self.binding.load_balancer else {
-                    return Err(ProviderError::Invalid("load balancer without id".into()));
-                };
-                let listed = self
-                    .api
-                    .call(
-                        "list load balancers",
-                        Method::GET,
-                        &format!("/zones/{zone}/load_balancers"),
-                        None,
-                    )
-                    .await?;
-                let items: Vec<Value> = parse("list load balancers", listed)?;
-                let id = items
-                    .iter()
-                    .filter(|lb| {
-                        lb.get("name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(name))
-                    })
-                    .find_map(|lb| lb.get("id").and_then(Value::as_str))
-                    .ok_or_else(|| {
-                        ProviderError::NotFound(format!(
-                            "no load balancer named {name} in zone {zone}"
-                        ))
-                    })?
-                    .to_owned();
+                // Any kept list will do to learn an id; a stale one shows as NotFound later.
+                let listed = self.account.load_balancers(zone, Duration::MAX).await?;
+                let id = self
+                    .find_lb(&listed)
+                    .and_then(|lb| lb.id.clone())
+                    .ok_or_else(|| self.not_found())?;
                 *lock(&self.lb_id) = Some(id.clone());
                 id
             }
@@ -125,21 +155,8 @@ impl CloudflareProvider {
         Ok(format!("/zones/{zone}/load_balancers/{id}"))
     }
 
-    async fn get_lb(&self) -> Result<LoadBalancer, ProviderError> {
-        let path = self.lb_path().await?;
-        let v = self
-            .api
-            .call("get load balancer", Method::GET, &path, None)
-            .await
-            .inspect_err(|e| {
-                if matches!(e, ProviderError::NotFound(_)) {
-                    // A renamed or recreated load balancer: resolve the name again next time.
-                    if matches!(self.binding.load_balancer, LoadBalancerRef::Name(_)) {
-                        *lock(&self.lb_id) = None;
-                    }
-                }
-            })?;
-        let lb: LoadBalancer = parse("get load balancer", v)?;
+    /// Keeps `lb`'s description (for a stamped write) and refuses it unless gslb manages it.
+    fn owned(&self, lb: &LoadBalancer, path: &str) -> Result<(), ProviderError> {
         lock(&self.description).clone_from(&lb.description);
         if !managed(lb.description.as_deref()) {
             return Err(ProviderError::Unowned(format!(
@@ -147,32 +164,57 @@ impl CloudflareProvider {
                 lb.name.as_deref().unwrap_or("?")
             )));
         }
+        Ok(())
+    }
+
+    /// GET the load balancer (a write's read-back).
+    async fn get_lb(&self) -> Result<LoadBalancer, ProviderError> {
+        let path = self.lb_path().await?;
+        let v = self
+            .api()
+            .call("get load balancer", Method::GET, &path, None)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, ProviderError::NotFound(_)) {
+                    let _ = self.not_found();
+                }
+            })?;
+        let lb: LoadBalancer = parse("get load balancer", v)?;
+        self.owned(&lb, &path)?;
         Ok(lb)
     }
 
-    async fn list_pools(&self) -> Result<BTreeMap<String, Pool>, ProviderError> {
-        let v = self
-            .api
-            .call("list pools", Method::GET, &self.pools_path(), None)
-            .await?;
-        let items: Vec<Value> = parse("list pools", v)?;
-        let (pools, skipped) = parse_pools(items);
-        let mut by_id: BTreeMap<String, Pool> = pools
-            .into_iter()
-            .filter_map(|p| p.id.clone().map(|id| (id, p)))
-            .collect();
+    /// The binding's load balancer from the zone's shared list (at most `max_age` old).
+    async fn read_lb(&self, max_age: Duration) -> Result<LoadBalancer, ProviderError> {
+        let zone = &self.binding.zone_id;
+        let listed = self.account.load_balancers(zone, max_age).await?;
+        let lb = self
+            .find_lb(&listed)
+            .cloned()
+            .ok_or_else(|| self.not_found())?;
+        let id = lb.id.clone().unwrap_or_default();
+        *lock(&self.lb_id) = Some(id.clone());
+        self.owned(&lb, &format!("/zones/{zone}/load_balancers/{id}"))?;
+        Ok(lb)
+    }
+
+    /// The binding's pools from the account's shared list (at most `max_age` old).
+    async fn list_pools(&self, max_age: Duration) -> Result<BTreeMap<String, Pool>, ProviderError> {
+        let account = &self.binding.account_id;
+        let listed = self.account.pools(account, max_age).await?;
         let mut out = BTreeMap::new();
         for id in self.binding.pool_ids() {
-            if let Some((_, why)) = skipped.iter().find(|(s, _)| s.as_deref() == Some(&id)) {
+            if let Some((_, why)) = listed
+                .skipped
+                .iter()
+                .find(|(s, _)| s.as_deref() == Some(&id))
+            {
                 return Err(ProviderError::Invalid(format!(
                     "pool {id} is listed but cannot be read: {why}"
                 )));
             }
-            let pool = by_id.remove(&id).ok_or_else(|| {
-                ProviderError::NotFound(format!(
-                    "pool {id} is not in account {}",
-                    self.binding.account_id
-                ))
+            let pool = listed.by_id.get(&id).cloned().ok_or_else(|| {
+                ProviderError::NotFound(format!("pool {id} is not in account {account}"))
             })?;
             if !managed(pool.description.as_deref()) {
                 return Err(ProviderError::Unowned(format!(
@@ -220,7 +262,7 @@ impl CloudflareProvider {
             body["description"] = json!(epoch::stamp(description.as_deref(), s.epoch));
             before_deadline(s)?;
         }
-        self.api
+        self.api()
             .call("patch load balancer", Method::PATCH, &path, Some(&body))
             .await?;
         let back = self.get_lb().await?;
@@ -272,12 +314,14 @@ impl CloudflareProvider {
         if let Some(s) = stamp {
             before_deadline(s)?;
         }
-        self.api
+        self.api()
             .call("patch pool", Method::PATCH, &path, Some(&body))
             .await?;
         let back: Pool = parse(
             "get pool",
-            self.api.call("get pool", Method::GET, &path, None).await?,
+            self.api()
+                .call("get pool", Method::GET, &path, None)
+                .await?,
         )?;
         if back.is_enabled() != enabled {
             return Err(ProviderError::Conflict(format!(
@@ -299,8 +343,17 @@ impl Provider for CloudflareProvider {
         FailoverStyle::Order
     }
 
-    /// GET the load balancer (plus one list of the zone's load balancers the first time, when
-    /// it is named by name) and one List Pools. `order` is `default_pools` (empty when
+    /// A fresh read: [`Provider::observe_within`] with `Duration::ZERO`.
+    ///
+    /// # Errors
+    /// As [`Provider::observe_within`].
+    async fn observe(&self) -> Result<ObservedState, ProviderError> {
+        self.observe_within(Duration::ZERO).await
+    }
+
+    /// The binding's load balancer from one List Load Balancers of its zone and its pools
+    /// from one List Pools of its account, both shared with every binding on the token's
+    /// [`CloudflareAccount`] and at most `max_age` old. `order` is `default_pools` (empty when
     /// `steering_policy` is not `off`), `fallback` the `fallback_pool`, each pool's `version`
     /// its `modified_on`.
     ///
@@ -309,9 +362,9 @@ impl Provider for CloudflareProvider {
     /// [`MANAGED_TAG`], or `default_pools` lists a pool the binding does not name;
     /// [`ProviderError::NotFound`] when one is missing; [`ProviderError::Invalid`] when a
     /// named pool cannot be read; transport classes otherwise.
-    async fn observe(&self) -> Result<ObservedState, ProviderError> {
-        let lb = self.get_lb().await?;
-        let pools = self.list_pools().await?;
+    async fn observe_within(&self, max_age: Duration) -> Result<ObservedState, ProviderError> {
+        let lb = self.read_lb(max_age).await?;
+        let pools = self.list_pools(max_age).await?;
         let order = Self::serving_order(&lb);
         if let Some(foreign) = order.iter().find(|p| !pools.contains_key(*p)) {
             return Err(ProviderError::Unowned(format!(
@@ -366,15 +419,24 @@ impl Provider for CloudflareProvider {
 
 impl CloudflareProvider {
     async fn write(&self, plan: &Plan, stamp: Option<Stamp>) -> Result<(), ProviderError> {
+        let mut written = Ok(());
         for change in plan {
-            match change {
-                Change::SetOrder { to, .. } => self.set_order(to, stamp).await?,
+            written = match change {
+                Change::SetOrder { to, .. } => self.set_order(to, stamp).await,
                 Change::SetEnabled { pool, enabled, .. } => {
-                    self.set_enabled(pool, *enabled, stamp).await?
+                    self.set_enabled(pool, *enabled, stamp).await
                 }
+            };
+            if written.is_err() {
+                break;
             }
         }
-        Ok(())
+        if !plan.is_empty() {
+            // Whatever happened, the shared reads of the zone and account may be stale now.
+            let b = &self.binding;
+            self.account.wrote(&b.zone_id, &b.account_id);
+        }
+        written
     }
 }
 

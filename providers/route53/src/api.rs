@@ -7,6 +7,7 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use aws_sdk_route53::Client;
@@ -42,7 +43,18 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
 
-/// The SDK client plus the rate limiter and retry policy every call shares.
+/// A quota that never lets more than `per_second` requests into any one-second window, the
+/// way Route 53 counts its per-account limit: a burst of `b` = a fifth of the rate (at least 1:
+/// no burst at Route 53's 5 per second and below), then an even pace of `per_second - b + 1`
+/// per second, so `b + (per_second - b + 1) - 1 = per_second` at most in any second.
+fn account_quota(per_second: NonZeroU32) -> Quota {
+    let burst = NonZeroU32::new(per_second.get() / 5).unwrap_or(NonZeroU32::MIN);
+    let pace = NonZeroU32::new(per_second.get() - burst.get() + 1).unwrap_or(NonZeroU32::MIN);
+    Quota::per_second(pace).allow_burst(burst)
+}
+
+/// The SDK client plus the rate limiter and retry policy every call of one AWS account
+/// shares (one per [`crate::Route53Account`]).
 #[derive(Debug)]
 pub(crate) struct Api {
     client: Client,
@@ -71,7 +83,7 @@ impl Api {
             start: tokio::time::Instant::now(),
         };
         let limiter = RateLimiter::direct_with_clock(
-            Quota::per_second(settings.requests_per_second),
+            account_quota(settings.requests_per_second),
             clock.clone(),
         );
         Self {

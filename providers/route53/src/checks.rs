@@ -31,10 +31,10 @@ pub(crate) struct VerdictCheck {
 /// gslb verdict check; [`ProviderError::Invalid`] when it is one but is `Disabled` (Route 53
 /// then treats it as healthy whatever `Inverted` says, so gslb could not take the pool out).
 pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
-    let mut wrong = Vec::new();
     if let Owner::Foreign(why) = ownership::check_owner(hc) {
-        wrong.push(why);
+        return Err(ProviderError::Unowned(why));
     }
+    let mut wrong = Vec::new();
     let cfg = hc.health_check_config.as_ref();
     if cfg.map(|c| &c.r#type) != Some(&HealthCheckType::Calculated) {
         wrong.push(format!(
@@ -54,7 +54,7 @@ pub(crate) fn verdict(hc: &HealthCheck) -> Result<VerdictCheck, ProviderError> {
     }
     if !wrong.is_empty() {
         return Err(ProviderError::Unowned(format!(
-            "health check {} is not a gslb verdict check: {}",
+            "health check {} is gslb's but not a valid verdict check: {}",
             hc.id,
             wrong.join("; ")
         )));
@@ -82,17 +82,85 @@ pub(crate) async fn get(api: &Api, id: &str) -> Result<VerdictCheck, ProviderErr
     verdict(&ownership::read_check(api, id).await?)
 }
 
-/// Creates a verdict check, not inverted, with `caller_reference`
-/// ([`ownership::new_caller_reference`]).
-/// The same `caller_reference` sent twice returns the same check (Route 53's idempotency), so
-/// a retried create after a lost response makes no second check.
+/// Generations of a pool's caller reference tried when Route 53 refuses one as used before.
+const GENERATIONS_TRIED: u32 = 3;
+
+/// Route 53's largest `ListHealthChecks` page (API reference: `MaxItems` up to 1000).
+const LIST_PAGE: i32 = 1000;
+
+/// A verdict check for the pool whose caller references start with `stem`
+/// ([`ownership::caller_reference_stem`]): one of the pool's checks that no record in `in_use`
+/// points at, valid and not inverted, left behind by a run that was killed or whose change
+/// batch was refused, or else a new one. So repeated failing runs converge on one check per
+/// pool instead of leaking one each. Returns the check and whether it was reused.
+///
+/// One `ListHealthChecks` per 1000 checks, then at most one `CreateHealthCheck` per
+/// generation tried (Route 53 refuses the caller reference of a deleted check with
+/// `HealthCheckAlreadyExists`; the next generation is tried, up to 3).
 ///
 /// # Errors
 /// As [`Api::call`]; [`ProviderError::Invalid`] when Route 53 answers with no check.
-pub(crate) async fn create(
+pub(crate) async fn reuse_or_create(
     api: &Api,
-    caller_reference: &str,
-) -> Result<VerdictCheck, ProviderError> {
+    stem: &str,
+    in_use: &[&str],
+) -> Result<(VerdictCheck, bool), ProviderError> {
+    let mine: Vec<(u32, HealthCheck)> = list_all(api)
+        .await?
+        .into_iter()
+        .filter_map(|hc| Some((ownership::generation_of(stem, &hc.caller_reference)?, hc)))
+        .collect();
+    let spare = mine.iter().find_map(|(_, hc)| {
+        verdict(hc)
+            .ok()
+            .filter(|v| !v.inverted && !in_use.contains(&v.id.as_str()))
+    });
+    if let Some(check) = spare {
+        return Ok((check, true));
+    }
+    let mut generation = mine.iter().map(|(g, _)| g + 1).max().unwrap_or(1);
+    let mut tried = 1;
+    loop {
+        match create(api, &ownership::caller_reference(stem, generation)).await {
+            Err(ProviderError::Invalid(msg))
+                if msg.contains("HealthCheckAlreadyExists") && tried < GENERATIONS_TRIED =>
+            {
+                generation += 1;
+                tried += 1;
+            }
+            other => return other.map(|check| (check, false)),
+        }
+    }
+}
+
+/// Every health check of the account, `ListHealthChecks` page by page.
+async fn list_all(api: &Api) -> Result<Vec<HealthCheck>, ProviderError> {
+    let mut all = Vec::new();
+    let mut marker: Option<String> = None;
+    loop {
+        let out = api
+            .call("ListHealthChecks", |c| {
+                c.list_health_checks()
+                    .max_items(LIST_PAGE)
+                    .set_marker(marker.clone())
+                    .send()
+            })
+            .await?;
+        all.extend(out.health_checks);
+        match out.next_marker.filter(|_| out.is_truncated) {
+            Some(next) => marker = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// Creates a verdict check, not inverted, with `caller_reference`. Route 53 answers a repeated
+/// `caller_reference` with the same config with the existing check, so a retried create after
+/// a lost response makes no second check.
+///
+/// # Errors
+/// As [`Api::call`]; [`ProviderError::Invalid`] when Route 53 answers with no check.
+async fn create(api: &Api, caller_reference: &str) -> Result<VerdictCheck, ProviderError> {
     let config = HealthCheckConfig::builder()
         .r#type(HealthCheckType::Calculated)
         .health_threshold(0)
@@ -205,6 +273,13 @@ mod tests {
                 "HealthThreshold",
             ),
         ];
+        let Err(ProviderError::Unowned(foreign)) = verdict(&cases[0].0) else {
+            panic!("a Terraform check is foreign")
+        };
+        assert!(
+            !foreign.contains("CALCULATED") && foreign.matches("hc-1").count() == 1,
+            "says why once: {foreign}"
+        );
         for (hc, why) in cases {
             match verdict(&hc) {
                 Err(ProviderError::Unowned(msg)) => {

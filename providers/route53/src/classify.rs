@@ -54,6 +54,11 @@ const AUTH: &[&str] = &[
     "OptInRequired",
 ];
 
+/// What an operator reads when the SDK's default credential chain found nothing usable.
+const NO_CREDENTIALS: &str = "no usable AWS credentials (set AWS_ACCESS_KEY_ID and \
+    AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile in ~/.aws/config or \
+    ~/.aws/credentials, or run with a web identity, container or instance role)";
+
 /// Classifies a failed call to operation `op` (used in the message, e.g. `"GetHealthCheck"`).
 ///
 /// - `Throttling` and friends, HTTP 429 → [`ProviderError::RateLimited`] (with the
@@ -104,9 +109,7 @@ where
             Some(CredentialsError::ProviderTimedOut(_)) => {
                 ProviderError::Transient(format!("{op}: credential provider timed out"))
             }
-            Some(creds) => {
-                ProviderError::Auth(format!("{op}: no usable AWS credentials: {}", chain(creds)))
-            }
+            Some(creds) => ProviderError::Auth(format!("{op}: {NO_CREDENTIALS}: {}", chain(creds))),
             None if failure.is_user() => {
                 ProviderError::Invalid(format!("{op}: request rejected: {}", chain(err)))
             }

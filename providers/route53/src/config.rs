@@ -149,10 +149,11 @@ pub struct Route53Settings {
     /// The signing region. Default `us-east-1`, where Route 53's control plane is served
     /// (Route 53 API Reference, "Endpoints").
     pub region: String,
-    /// Upper bound on API requests per second from this binding, every operation counted,
-    /// bursts of the same size allowed. Default 2: well under the 5 requests per second per
-    /// account Route 53 historically allowed (Route 53 Developer Guide, "Quotas"), leaving
-    /// room for other bindings and tools on the account.
+    /// Upper bound on API requests per second from every binding sharing one
+    /// [`crate::Route53Account`] (the daemon makes one per AWS account), every operation
+    /// counted, no burst. Default 2: well under the 5 requests per second per account Route 53
+    /// allows (Route 53 Developer Guide, "Quotas"), leaving room for other tools on the
+    /// account.
     pub requests_per_second: NonZeroU32,
     /// How long [`crate::Route53Provider::provision`] waits for a submitted change to reach
     /// `INSYNC`. Default 120 s (AWS says changes are typically `INSYNC` within 60 s).

@@ -22,10 +22,12 @@
 //! - `records`, `checks`: the pair's records and verdict checks;
 //! - `dataplane`: [`Route53Provider::provision_data_plane`], the data-plane mode's vote and
 //!   tally checks;
+//! - `account`: [`Route53Account`], the client and the one rate limiter of an AWS account;
 //! - `api`: rate limiter and retries around every SDK call; `classify`: SDK error →
 //!   [`gslb_provider::ProviderError`];
 //! - `testing` (feature `test-util`): SDK clients for local emulators.
 
+mod account;
 mod api;
 mod batch;
 mod checks;
@@ -39,6 +41,7 @@ mod records;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use account::Route53Account;
 pub use aws_sdk_route53::Client;
 pub use config::{Route53Alias, Route53Binding, Route53Pool, Route53Settings, default_region};
 pub use dataplane::{DataPlaneBinding, DataPlaneReport, TallyReport, VotePool, Voter};

@@ -31,17 +31,41 @@ pub(crate) enum Owner {
     Foreign(String),
 }
 
-/// A fresh caller reference marking a check gslb creates: `gslb-<label>-<16 hex digits>`,
-/// `label` cut (and stripped of non-printing characters) to fit Route 53's 64 characters.
-/// `label` says what the check is for, e.g. the pool's set identifier.
-pub(crate) fn new_caller_reference(label: &str) -> String {
-    let suffix = format!("{:016x}", rand::random::<u64>());
-    let room = CALLER_REFERENCE_MAX - CALLER_REFERENCE_PREFIX.len() - 1 - suffix.len();
+/// Room kept after the stem for the generation suffix `-g<u32>` (at most 12 characters).
+const GENERATION_ROOM: usize = 12;
+
+/// The stem of the caller references of one pool's verdict checks:
+/// `gslb-<label>-<16 hex digits>`, the digits an FNV-1a 64 hash of `key` (the pool's zone,
+/// record name, type and set identifier), `label` (e.g. the set identifier) cut and stripped
+/// of non-printing characters so that stem plus [`caller_reference`]'s generation fit Route 53's
+/// 64 characters. The same pool always gets the same stem, so a run that was killed or whose
+/// change batch was refused finds the checks it created instead of making more.
+pub(crate) fn caller_reference_stem(label: &str, key: &str) -> String {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let room = CALLER_REFERENCE_MAX - CALLER_REFERENCE_PREFIX.len() - 1 - 16 - GENERATION_ROOM;
     let mut label: String = label.chars().filter(|c| c.is_ascii_graphic()).collect();
     while label.len() > room {
         label.pop();
     }
-    format!("{CALLER_REFERENCE_PREFIX}{label}-{suffix}")
+    format!("{CALLER_REFERENCE_PREFIX}{label}-{hash:016x}")
+}
+
+/// Generation `generation` of `stem`: `<stem>-g<generation>`. A new generation is needed
+/// only when Route 53 refuses an earlier one (`HealthCheckAlreadyExists`: the caller
+/// reference of a deleted check cannot be used again).
+pub(crate) fn caller_reference(stem: &str, generation: u32) -> String {
+    format!("{stem}-g{generation}")
+}
+
+/// The generation of `reference` when it is one of `stem`'s, else `None`.
+pub(crate) fn generation_of(stem: &str, reference: &str) -> Option<u32> {
+    reference
+        .strip_prefix(stem)?
+        .strip_prefix("-g")?
+        .parse()
+        .ok()
 }
 
 /// Whether gslb made health check `hc` (its `CallerReference` prefix).
@@ -147,10 +171,20 @@ mod tests {
     }
 
     #[test]
-    fn caller_references_are_marked_and_fit_route53() {
-        let r = new_caller_reference(&"x".repeat(100));
+    fn caller_references_are_marked_stable_and_fit_route53() {
+        let stem = caller_reference_stem(&"x".repeat(100), "Z1|api.example.com|A|seoul");
+        let r = caller_reference(&stem, u32::MAX);
         assert!(r.starts_with("gslb-xxx") && r.len() <= 64, "{r}");
         assert_eq!(check_owner(&check(&r)), Owner::Gslb);
-        assert_ne!(new_caller_reference("seoul"), new_caller_reference("seoul"));
+        assert_eq!(generation_of(&stem, &r), Some(u32::MAX));
+        assert_eq!(
+            caller_reference_stem("seoul", "Z1|api.example.com|A|seoul"),
+            caller_reference_stem("seoul", "Z1|api.example.com|A|seoul")
+        );
+        assert_ne!(
+            caller_reference_stem("seoul", "Z1|api.example.com|A|seoul"),
+            caller_reference_stem("seoul", "Z2|api.example.com|A|seoul")
+        );
+        assert_eq!(generation_of(&stem, "gslb-other-g1"), None);
     }
 }

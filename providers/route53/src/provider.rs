@@ -6,26 +6,27 @@
 //! failover needs only health-check updates, which Route 53's data plane acts on.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use aws_config::BehaviorVersion;
 use aws_sdk_route53::Client;
-use aws_sdk_route53::config::Region;
 use gslb_provider::{
     Change, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Provider, ProviderError,
 };
 
+use crate::account::Route53Account;
 use crate::api::Api;
 use crate::records::{list_pair, role};
 use crate::{Route53Binding, Route53Settings, checks};
 
 /// Steers one Route 53 failover pair through gslb verdict checks.
 ///
-/// Every API call is paced by one rate limiter and retried with jittered backoff as
-/// [`Route53Settings`] says. Pool references are the records' set identifiers.
+/// Every API call is paced by its [`Route53Account`]'s one rate limiter and retried with
+/// jittered backoff as [`Route53Settings`] says. Pool references are the records' set identifiers.
 #[derive(Debug)]
 pub struct Route53Provider {
-    pub(crate) api: Api,
+    pub(crate) api: Arc<Api>,
+    account: Route53Account,
     pub(crate) settings: Route53Settings,
     pub(crate) binding: Route53Binding,
     /// Verdict check id per pool, as learned by the last successful `observe`.
@@ -33,15 +34,15 @@ pub struct Route53Provider {
 }
 
 impl Route53Provider {
-    /// A provider using the standard AWS credential chain (environment, shared config and
-    /// credentials files, web identity, ECS and EC2 instance metadata) through `aws-config`,
-    /// signing for `settings.region` and sending to `settings.endpoint_url` when set.
+    /// A provider using the standard AWS credential chain (see [`Route53Account::from_env`])
+    /// with its own rate limiter. Bindings on one AWS account should share one
+    /// [`Route53Account`] instead ([`Route53Provider::with_account`]).
     ///
     /// Credentials are not checked here: a missing or bad credential surfaces as
     /// [`ProviderError::Auth`] on the first call.
     pub async fn from_env(settings: Route53Settings, binding: Route53Binding) -> Self {
-        let client = Self::client_from_env(&settings).await;
-        Self::new(client, settings, binding)
+        let account = Route53Account::from_env(&settings).await;
+        Self::with_account(&account, settings, binding)
     }
 
     /// The client [`Route53Provider::from_env`] builds: the standard credential chain,
@@ -55,9 +56,11 @@ impl Route53Provider {
     /// [`Route53Provider::new`] would build its own, each with its own copy of the root
     /// certificates (about 130 kB per binding).
     pub async fn client_from_env(settings: &Route53Settings) -> Client {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .http_client(shared_https_client())
-            .region(Region::new(settings.region.clone()));
+            .region(aws_sdk_route53::config::Region::new(
+                settings.region.clone(),
+            ));
         if let Some(url) = &settings.endpoint_url {
             loader = loader.endpoint_url(url);
         }
@@ -65,15 +68,28 @@ impl Route53Provider {
     }
 
     /// A provider around an existing client (tests pass one with static credentials and an
-    /// emulator's endpoint, or an `aws-smithy-mocks` client).
+    /// emulator's endpoint, or an `aws-smithy-mocks` client), with its own rate limiter.
     ///
     /// The client's configuration is kept except that its own retries are turned off (every
     /// attempt must pass this provider's rate limiter) and each attempt gets
     /// `settings.attempt_timeout`. `settings.endpoint_url` and `settings.region` are not
     /// applied: they are the client's business.
     pub fn new(client: Client, settings: Route53Settings, binding: Route53Binding) -> Self {
+        let account = Route53Account::new(&client, &settings);
+        Self::with_account(&account, settings, binding)
+    }
+
+    /// A provider for `binding` whose every call goes through `account`'s client and its one
+    /// rate limiter, shared with every other binding on the account. `settings` gives the
+    /// provisioning waits; its pacing and retry fields are the account's.
+    pub fn with_account(
+        account: &Route53Account,
+        settings: Route53Settings,
+        binding: Route53Binding,
+    ) -> Self {
         Self {
-            api: Api::new(&client, &settings),
+            api: account.api.clone(),
+            account: account.clone(),
             settings,
             binding,
             check_ids: Mutex::new(BTreeMap::new()),
@@ -92,10 +108,21 @@ impl Route53Provider {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn read(&self) -> Result<(ObservedState, BTreeMap<PoolRef, String>), ProviderError> {
+    /// Reads the pair: afresh (`max_age` zero: one `ListResourceRecordSets` from the pair's
+    /// name and one `GetHealthCheck` per pool), or from the account's shared listings of the
+    /// zone and the health checks, at most `max_age` old.
+    async fn read(
+        &self,
+        max_age: Duration,
+    ) -> Result<(ObservedState, BTreeMap<PoolRef, String>), ProviderError> {
         self.binding.validate()?;
         let b = &self.binding;
-        let listed = list_pair(&self.api, b).await?;
+        let (listed, shared) = if max_age.is_zero() {
+            (list_pair(&self.api, b).await?, None)
+        } else {
+            let listed = self.account.pair(b, max_age).await?;
+            (listed, Some(self.account.health_checks(max_age).await?))
+        };
         let mut state = ObservedState::default();
         let mut ids = BTreeMap::new();
         for (index, (pool, record)) in b.pools.iter().zip(listed).enumerate() {
@@ -108,26 +135,51 @@ impl Route53Provider {
                 pool.set_identifier,
                 b.hosted_zone_id
             );
-            let record = record
-                .ok_or_else(|| ProviderError::NotFound(format!("no {what}; run provisioning")))?;
+            let record = record.ok_or_else(|| {
+                ProviderError::NotFound(format!("no {what}; run `gslb provision`"))
+            })?;
             if record.failover.as_ref() != Some(&want) {
                 let got = record
                     .failover
                     .as_ref()
                     .map_or("not a failover record", |f| f.as_str());
                 return Err(ProviderError::NotFound(format!(
-                    "no {what} (found: {got}); run provisioning"
+                    "no {what} (found: {got}); run `gslb provision`"
                 )));
             }
+            let adopt = format!("run `gslb provision --adopt {}`", b.record_name);
             let id = record.health_check_id.ok_or_else(|| {
-                ProviderError::NotFound(format!("{what} has no health check; run provisioning"))
+                ProviderError::Unowned(format!(
+                    "{what} has no health check, so it is not gslb's; {adopt}"
+                ))
             })?;
-            let check = checks::get(&self.api, &id).await.map_err(|e| match e {
+            let check = match &shared {
+                None => checks::get(&self.api, &id).await,
+                Some(all) => all.get(&id).map_or_else(
+                    || {
+                        Err(ProviderError::NotFound(format!(
+                            "health check {id} does not exist"
+                        )))
+                    },
+                    checks::verdict,
+                ),
+            };
+            let check = check.map_err(|e| match e {
                 ProviderError::NotFound(m) => {
-                    ProviderError::NotFound(format!("{m} (used by {what}); run provisioning"))
+                    ProviderError::NotFound(format!("{m} (used by {what}); {adopt}"))
+                }
+                ProviderError::Unowned(m) => {
+                    ProviderError::Unowned(format!("{what}: {m}; {adopt}"))
                 }
                 other => other,
             })?;
+            if let Some((other, _)) = ids.iter().find(|(_, used)| **used == check.id) {
+                return Err(ProviderError::Invalid(format!(
+                    "the {what} and pool {other}'s record share verdict check {}, so gslb cannot \
+                     move one pool without the other; run `gslb provision` to give each pool its own",
+                    check.id
+                )));
+            }
             state.pools.insert(
                 pool.set_identifier.clone(),
                 ObservedPool {
@@ -174,12 +226,24 @@ impl Provider for Route53Provider {
     /// `GetHealthCheck` per pool. `order` is `None`: the order is fixed by PRIMARY/SECONDARY.
     ///
     /// # Errors
-    /// [`ProviderError::NotFound`] when a record is missing, has the wrong role or no health
-    /// check, or its check is gone (run provisioning); [`ProviderError::Unowned`] when a
-    /// record's check is not a gslb verdict check; [`ProviderError::Invalid`] when the binding
-    /// is malformed or a verdict check is `Disabled`; transport classes otherwise.
+    /// [`ProviderError::NotFound`] when a record is missing or has the wrong role (run `gslb
+    /// provision`), or its check is gone; [`ProviderError::Unowned`] when a record has no
+    /// health check or one that is not gslb's (run `gslb provision --adopt <record name>`);
+    /// [`ProviderError::Invalid`] when the binding is malformed, a verdict check is
+    /// `Disabled`, or two pools' records share one verdict check (naming both); transport
+    /// classes otherwise.
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
-        match self.read().await {
+        self.observe_within(Duration::ZERO).await
+    }
+
+    /// As `observe` for `max_age` zero; otherwise from the account's shared listings (one
+    /// `ListResourceRecordSets` of the whole zone, all pages, and one `ListHealthChecks`,
+    /// shared by every binding of the [`Route53Account`]) at most `max_age` old.
+    ///
+    /// # Errors
+    /// As `observe`.
+    async fn observe_within(&self, max_age: Duration) -> Result<ObservedState, ProviderError> {
+        match self.read(max_age).await {
             Ok((state, ids)) => {
                 *self.ids() = ids;
                 Ok(state)
@@ -235,7 +299,9 @@ impl Provider for Route53Provider {
                     "pool {pool}: {version:?} is not a HealthCheckVersion"
                 ))
             })?;
-            checks::set_inverted(&self.api, &id, version, !enabled).await?;
+            let set = checks::set_inverted(&self.api, &id, version, !enabled).await;
+            self.account.wrote(&self.binding.hosted_zone_id);
+            set?;
             tracing::info!(pool, enabled, check = %id, version, "route53 verdict check updated");
         }
         Ok(())

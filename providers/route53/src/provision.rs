@@ -24,7 +24,7 @@ use crate::Route53Provider;
 use crate::batch::{self, change};
 use crate::checks;
 use crate::ownership::{self, Owner};
-use crate::records::{desired_record, drift, kind, list_name_and_type, split_pair};
+use crate::records::{desired_record, drift, kind, list_name_and_type, normalize_name, split_pair};
 
 /// Change batches tried per [`Route53Provider::provision`] call before a lost race is
 /// reported as [`ProviderError::Conflict`].
@@ -176,8 +176,25 @@ impl Route53Provider {
         fixed: Option<&[String]>,
     ) -> Result<ProvisionReport, ProviderError> {
         self.binding.validate()?;
+        self.check_in_zone().await?;
         // Checks this run created, per pool, reused by later attempts instead of making more.
         let mut created: Vec<Option<String>> = vec![None; self.binding.pools.len()];
+        let result = self.provision_attempts(options, &mut created, fixed).await;
+        match &result {
+            Ok(report) => warn_orphans(&created, &report.pools),
+            Err(_) => warn_failed(&created),
+        }
+        result
+    }
+
+    /// The list / plan / write loop of [`Route53Provider::provision_with`], recording in
+    /// `created` the verdict checks it creates or reuses.
+    async fn provision_attempts(
+        &self,
+        options: ProvisionOptions,
+        created: &mut [Option<String>],
+        fixed: Option<&[String]>,
+    ) -> Result<ProvisionReport, ProviderError> {
         // What the last refused batch was planned from, and why it was refused.
         let mut previous: Option<(Vec<ResourceRecordSet>, String)> = None;
         let mut batches = 0;
@@ -192,7 +209,7 @@ impl Route53Provider {
                 )));
             }
             let attempt = self
-                .plan_attempt(&seen, &mut created, options.dry_run, fixed)
+                .plan_attempt(&seen, created, options.dry_run, fixed)
                 .await?;
             let mut report = ProvisionReport {
                 batch: (!attempt.changes.is_empty())
@@ -203,7 +220,6 @@ impl Route53Provider {
                 needs_adopt: if options.adopt { Vec::new() } else { foreign },
             };
             if options.dry_run || attempt.changes.is_empty() {
-                warn_orphans(&created, &report.pools);
                 return Ok(report);
             }
             if let Some((_, refusal)) = previous.as_ref().filter(|(all, _)| *all == seen.all) {
@@ -217,19 +233,43 @@ impl Route53Provider {
                 Ok(info) => {
                     report.change_id = Some(info.id.clone());
                     self.wait_insync(info).await?;
-                    warn_orphans(&created, &report.pools);
                     return Ok(report);
                 }
                 Err(ProviderError::Conflict(msg)) if batches < CAS_ATTEMPTS => {
                     tracing::warn!(error = %msg, "route53 change batch lost a race; listing again");
                     previous = Some((seen.all, msg));
                 }
-                Err(e) => {
-                    warn_failed(&created);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Refuses a record name outside the binding's hosted zone, for which Route 53 would refuse
+    /// every change batch (so a dry run would report changes pending forever). One
+    /// `GetHostedZone`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] naming the record name, the zone id and the zone's name; as
+    /// `Api::call` otherwise (`NoSuchHostedZone` is [`ProviderError::NotFound`]).
+    async fn check_in_zone(&self) -> Result<(), ProviderError> {
+        let zone = &self.binding.hosted_zone_id;
+        let out = self
+            .api
+            .call("GetHostedZone", |c| c.get_hosted_zone().id(zone).send())
+            .await?;
+        let Some(hosted) = out.hosted_zone else {
+            return Ok(());
+        };
+        let zone_name = normalize_name(&hosted.name);
+        let name = normalize_name(&self.binding.record_name);
+        if name == zone_name || name.ends_with(&format!(".{zone_name}")) {
+            return Ok(());
+        }
+        Err(ProviderError::Invalid(format!(
+            "record name {name} is not in hosted zone {zone} ({zone_name}), so Route 53 would \
+             refuse every change batch; fix target.route53.record_name (or the policy's \
+             hostname) or hosted_zone_id"
+        )))
     }
 
     /// Lists the pair's name and type and reads each pool record's health check: who owns
@@ -253,6 +293,10 @@ impl Route53Provider {
                 (Owner::Gslb, Some(Ok(v))) => (Some(v.id), None),
                 (Owner::Gslb, Some(Err(e))) => (None, Some(e.to_string())),
                 _ => (None, None),
+            };
+            let (usable, unusable_why) = match shared_with(&pools, usable.as_deref()) {
+                Some(first) => (None, Some(first)),
+                None => (usable, unusable_why),
             };
             pools.push(Seen {
                 record,
@@ -326,11 +370,9 @@ impl Route53Provider {
                 (None, Some(id)) => (id.clone(), true),
                 (None, None) if dry_run => (NEW_CHECK.to_owned(), true),
                 (None, None) => {
-                    let reference = ownership::new_caller_reference(&pool.set_identifier);
-                    let check = checks::create(&self.api, &reference).await?;
-                    tracing::info!(pool = %pool.set_identifier, check = %check.id, "route53 verdict check created");
-                    created[index] = Some(check.id.clone());
-                    (check.id, true)
+                    let check = self.verdict_check_for(index, seen).await?;
+                    created[index] = Some(check.clone());
+                    (check, true)
                 }
             };
             let desired = desired_record(b, index, &check_id)?;
@@ -349,6 +391,38 @@ impl Route53Provider {
             });
         }
         Ok(Attempt { changes, pools })
+    }
+
+    /// A verdict check for pool `index`: one this pool's earlier runs left unattached, or a
+    /// new one ([`checks::reuse_or_create`]).
+    async fn verdict_check_for(
+        &self,
+        index: usize,
+        seen: &Inspection,
+    ) -> Result<String, ProviderError> {
+        let b = &self.binding;
+        let pool = &b.pools[index];
+        let key = format!(
+            "{}|{}|{}|{}",
+            b.hosted_zone_id.trim_start_matches("/hostedzone/"),
+            normalize_name(&b.record_name),
+            b.record_type,
+            pool.set_identifier
+        );
+        let stem = ownership::caller_reference_stem(&pool.set_identifier, &key);
+        let in_use: Vec<&str> = seen
+            .all
+            .iter()
+            .filter_map(|r| r.health_check_id.as_deref())
+            .collect();
+        let (check, reused) = checks::reuse_or_create(&self.api, &stem, &in_use).await?;
+        let what = if reused {
+            "reused (left by an earlier run)"
+        } else {
+            "created"
+        };
+        tracing::info!(pool = %pool.set_identifier, check = %check.id, "route53 verdict check {what}");
+        Ok(check.id)
     }
 
     fn comment(&self) -> String {
@@ -427,16 +501,27 @@ fn warn_orphans(created: &[Option<String>], used: &[PoolProvision]) {
     }
 }
 
-/// Logs the verdict checks a failed run created (the next run reuses any a record points at).
+/// Logs the verdict checks a failed run created or reused (the next run reuses them).
 fn warn_failed(created: &[Option<String>]) {
-    let ids: Vec<&String> = created.iter().flatten().collect();
+    let ids: Vec<&str> = created.iter().flatten().map(String::as_str).collect();
     if !ids.is_empty() {
         tracing::warn!(
-            checks = ?ids,
-            "route53 provisioning failed after creating verdict checks; the next run lists the \
-             records again and reuses any check a record points at"
+            checks = %ids.join(", "),
+            "route53 provisioning failed after creating verdict checks; they are left in place and \
+             the next run reuses them instead of creating more"
         );
     }
+}
+
+/// Why verdict check `id` cannot also be this pool's: an earlier pool of `pools` uses it
+/// (one check per pool, or disabling one pool would disable both).
+fn shared_with(pools: &[Seen], id: Option<&str>) -> Option<String> {
+    let id = id?;
+    let first = pools.iter().find(|p| p.usable.as_deref() == Some(id))?;
+    let record = first.record.as_ref().map(ownership::describe)?;
+    Some(format!(
+        "verdict check {id} is also the check of {record}; each pool needs its own"
+    ))
 }
 
 /// What provisioning does to a pool's record, seen as `s`, to make it `desired`.

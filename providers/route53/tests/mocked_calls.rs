@@ -245,7 +245,7 @@ async fn observe_without_records_says_to_provision() {
     );
     let err = p.observe().await.unwrap_err();
     assert!(
-        matches!(&err, ProviderError::NotFound(m) if m.contains("PRIMARY") && m.contains("provisioning")),
+        matches!(&err, ProviderError::NotFound(m) if m.contains("PRIMARY") && m.contains("run `gslb provision`")),
         "{err:?}"
     );
 }
@@ -355,14 +355,80 @@ async fn the_rate_limiter_paces_every_call() {
     let start = tokio::time::Instant::now();
     p.observe().await.unwrap();
     p.observe().await.unwrap();
-    // 6 calls at 2/s with a burst of 2: the last 4 wait 0.5 s each.
+    // 6 calls at 2/s with no burst: the last 5 wait 0.5 s each.
     let elapsed = start.elapsed();
     assert!(
-        elapsed >= std::time::Duration::from_millis(2000),
+        elapsed >= std::time::Duration::from_millis(2500),
         "{elapsed:?}"
     );
     assert!(
-        elapsed < std::time::Duration::from_millis(2100),
+        elapsed < std::time::Duration::from_millis(2600),
         "{elapsed:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bindings_on_one_account_share_its_one_rate_limiter() {
+    let (list, get) = (list_ok(), get_ok());
+    let s = gslb_route53::Route53Settings {
+        requests_per_second: std::num::NonZeroU32::new(2).unwrap(),
+        ..settings()
+    };
+    let client = mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &get]);
+    let account = gslb_route53::Route53Account::new(&client, &s);
+    let (a, b) = (
+        gslb_route53::Route53Provider::with_account(&account, s.clone(), binding()),
+        gslb_route53::Route53Provider::with_account(&account, s, binding()),
+    );
+    let start = tokio::time::Instant::now();
+    let (ra, rb) = tokio::join!(a.observe(), b.observe());
+    ra.unwrap();
+    rb.unwrap();
+    // 6 calls through one limiter at 2/s: 2.5 s (two limiters would take 1 s).
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= std::time::Duration::from_millis(2500),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn resync_reads_of_bindings_on_one_account_share_one_listing_each() {
+    use aws_sdk_route53::operation::list_health_checks::ListHealthChecksOutput;
+    let list = list_ok();
+    let checks = mock!(Client::list_health_checks).then_output(|| {
+        ListHealthChecksOutput::builder()
+            .set_health_checks(Some(
+                (0..2)
+                    .map(|i| health_check(&check_id(i), &format!("gslb-{i}-0"), false, 7))
+                    .collect(),
+            ))
+            .marker("")
+            .is_truncated(false)
+            .max_items(100)
+            .build()
+            .unwrap()
+    });
+    let get = get_ok();
+    let client = mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list, &checks, &get]);
+    let account = gslb_route53::Route53Account::new(&client, &settings());
+    let bindings: Vec<_> = (0..6)
+        .map(|_| gslb_route53::Route53Provider::with_account(&account, settings(), binding()))
+        .collect();
+    let max_age = std::time::Duration::from_secs(30);
+    for _ in 0..3 {
+        for p in &bindings {
+            let o = p.observe_within(max_age).await.expect("shared read");
+            assert!(o.pools.values().all(|p| p.enabled));
+        }
+        tokio::time::advance(std::time::Duration::from_secs(10)).await;
+    }
+    // 18 resync reads within 30 s: one listing of the zone and one of the checks.
+    assert_eq!(
+        (list.num_calls(), checks.num_calls(), get.num_calls()),
+        (1, 1, 0)
+    );
+    // A fresh read (a decision's) does not use them: the pair and its two checks.
+    bindings[0].observe().await.expect("fresh read");
+    assert_eq!((list.num_calls(), get.num_calls()), (2, 2));
 }

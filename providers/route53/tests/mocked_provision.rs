@@ -10,7 +10,9 @@ use aws_sdk_route53::Client;
 use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsOutput;
 use aws_sdk_route53::operation::create_health_check::CreateHealthCheckOutput;
 use aws_sdk_route53::operation::get_change::GetChangeOutput;
-use aws_sdk_route53::types::{ChangeAction, ChangeStatus, ResourceRecordSetFailover};
+use aws_sdk_route53::operation::get_hosted_zone::GetHostedZoneOutput;
+use aws_sdk_route53::operation::list_health_checks::ListHealthChecksOutput;
+use aws_sdk_route53::types::{ChangeAction, ChangeStatus, HostedZone, ResourceRecordSetFailover};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use gslb_provider::ProviderError;
 use gslb_route53::{ProvisionAction, Route53Settings};
@@ -19,6 +21,35 @@ use mock_support::*;
 /// Nothing listed, so both records and both checks must be created.
 fn empty_listing() -> Rule {
     mock!(Client::list_resource_record_sets).then_output(|| listing(vec![]))
+}
+
+/// Hosted zone `Z0TEST` is `example.com`.
+fn zone() -> Rule {
+    mock!(Client::get_hosted_zone).then_output(|| {
+        GetHostedZoneOutput::builder()
+            .hosted_zone(
+                HostedZone::builder()
+                    .id("/hostedzone/Z0TEST")
+                    .name("example.com.")
+                    .caller_reference("test")
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+    })
+}
+
+/// No health check in the account yet, so none is left over to reuse.
+fn no_checks() -> Rule {
+    mock!(Client::list_health_checks).then_output(|| {
+        ListHealthChecksOutput::builder()
+            .set_health_checks(Some(vec![]))
+            .marker("")
+            .is_truncated(false)
+            .max_items(1000)
+            .build()
+            .unwrap()
+    })
 }
 
 fn create_check() -> Rule {
@@ -49,7 +80,8 @@ fn get_change(status: ChangeStatus) -> GetChangeOutput {
 
 #[tokio::test(start_paused = true)]
 async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
-    let (list, create) = (empty_listing(), create_check());
+    let zone = zone();
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let change = mock!(Client::change_resource_record_sets)
         .match_requests(|req| {
             let changes = req.change_batch().unwrap().changes();
@@ -72,7 +104,7 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
         .times(2)
         .output(|| get_change(ChangeStatus::Insync))
         .build();
-    let rules = [&list, &create, &change, &poll];
+    let rules = [&zone, &list, &checks, &create, &change, &poll];
     let p = provider(
         mock_client!(aws_sdk_route53, RuleMode::MatchAny, rules),
         settings(),
@@ -93,7 +125,8 @@ async fn provision_creates_both_records_in_one_batch_and_waits_for_insync() {
 
 #[tokio::test(start_paused = true)]
 async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
-    let (list, create) = (empty_listing(), create_check());
+    let zone = zone();
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let change = mock!(Client::change_resource_record_sets)
         .then_output(|| change_output(ChangeStatus::Pending));
     let poll = mock!(Client::get_change).then_output(|| get_change(ChangeStatus::Pending));
@@ -106,7 +139,7 @@ async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &create, &change, &poll]
+            [&zone, &list, &checks, &create, &change, &poll]
         ),
         s,
     );
@@ -126,7 +159,8 @@ async fn provision_fails_when_the_change_stays_pending_past_the_deadline() {
 
 #[tokio::test(start_paused = true)]
 async fn prior_request_not_complete_is_retried() {
-    let (list, create) = (empty_listing(), create_check());
+    let zone = zone();
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let busy = error_body(
         "PriorRequestNotComplete",
         "The request was rejected because Route 53 was still processing a prior request.",
@@ -140,7 +174,7 @@ async fn prior_request_not_complete_is_retried() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &create, &change]
+            [&zone, &list, &checks, &create, &change]
         ),
         settings(),
     );
@@ -159,6 +193,7 @@ async fn prior_request_not_complete_is_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
+    let zone = zone();
     // seoul is listed with an old value; tokyo is as the binding says.
     let mut old_seoul = listed_record(0);
     old_seoul.resource_records = Some(vec![
@@ -189,7 +224,7 @@ async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &get, &change, &create]
+            [&zone, &list, &get, &change, &create]
         ),
         settings(),
     );
@@ -208,6 +243,7 @@ async fn a_drifted_record_is_replaced_by_delete_as_listed_then_create() {
 
 #[tokio::test(start_paused = true)]
 async fn provision_with_nothing_to_do_makes_no_write() {
+    let zone = zone();
     let list = mock!(Client::list_resource_record_sets)
         .then_output(|| listing(vec![listed_record(0), listed_record(1)]));
     let get = mock!(Client::get_health_check)
@@ -219,7 +255,7 @@ async fn provision_with_nothing_to_do_makes_no_write() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &get, &change, &create]
+            [&zone, &list, &get, &change, &create]
         ),
         settings(),
     );
@@ -230,7 +266,8 @@ async fn provision_with_nothing_to_do_makes_no_write() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
-    let (list, create) = (empty_listing(), create_check());
+    let zone = zone();
+    let (list, create, checks) = (empty_listing(), create_check(), no_checks());
     let refused = error_body(
         "InvalidChangeBatch",
         "RRSet of type CNAME with DNS name api.example.com. is not permitted",
@@ -244,7 +281,7 @@ async fn a_batch_refused_without_any_race_is_invalid_not_retried_forever() {
         mock_client!(
             aws_sdk_route53,
             RuleMode::MatchAny,
-            [&list, &create, &change]
+            [&zone, &list, &checks, &create, &change]
         ),
         settings(),
     );

@@ -404,6 +404,22 @@ fn render_data_plane(
     Ok(())
 }
 
+/// The records that differ from the policy (see [`Bind::record_drift`]), if any: `gslb run`
+/// steers through the verdict checks and never rewrites them.
+fn render_drift(drift: &[String], out: &mut impl Write) -> std::io::Result<()> {
+    if drift.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  record drift (gslb run does not rewrite records; run `gslb provision`):"
+    )?;
+    for d in drift {
+        writeln!(out, "    - {d}")?;
+    }
+    Ok(())
+}
+
 fn name_or<'a>(pool: Option<&'a PoolId>, none: &'a str) -> &'a str {
     pool.map_or(none, |p| p.0.as_str())
 }
@@ -550,6 +566,13 @@ pub async fn plan_all<B: Bind>(
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     let prober = Arc::new(prober);
     let (gathered, failed, mut data_plane) = read_all(settings, policies, binder, &prober).await;
+    // Data-plane records carry tally checks: their drift is the data-plane lines' business.
+    let mut drift = BTreeMap::new();
+    for p in policies {
+        if !matches!(data_plane.get(&p.service), Some(Some(_))) {
+            drift.insert(p.service.clone(), binder.record_drift(p).await);
+        }
+    }
     let now = Clock::system().now();
     let engine = settings.engine.engine_settings();
     let me = &settings.vantage;
@@ -591,6 +614,7 @@ pub async fn plan_all<B: Bind>(
             {
                 render(&[plans.remove(i)], out)?;
             }
+            render_drift(drift.get(&p.service).map_or(&[], Vec::as_slice), out)?;
         }
         Ok::<_, std::io::Error>(())
     })();

@@ -27,10 +27,14 @@ use gslb_core::event::Event;
 use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_core::planner::{self, FightGuard, Outcome, ProviderPools, Request};
 
+mod budget;
 mod fenced;
 mod follow;
 mod report;
+mod settled;
 
+pub use crate::config::DEFAULT_CALLS_PER_MINUTE;
+pub use budget::BUDGET_WINDOW;
 pub use follow::Follow;
 
 /// How long the reconciler and the adoption read wait for one provider call (`observe` or
@@ -69,6 +73,11 @@ pub struct Steering {
     /// `[cluster]` only: where the provider's serving pool goes when another writer chose it
     /// (see [`Follow`]); `None` alone.
     pub follow: Option<Follow>,
+    /// The binding's provider call budget: at most this many calls not paced by a timer (reads
+    /// after a changed decision, a write or a role change; writes) in any minute, whatever the
+    /// decisions do (`[reconcile] provider_calls_per_minute`, default
+    /// [`DEFAULT_CALLS_PER_MINUTE`]; see the `budget` module).
+    pub calls_per_minute: u32,
 }
 
 /// Called with a gslb pool and the provider's verdict of it (`true` = healthy).
@@ -100,6 +109,8 @@ enum Pass {
     /// The cluster fence refused the write: try again after this long, or when the role or
     /// the decision changes.
     Wait(Duration),
+    /// The binding's provider call budget is spent: try again after this long.
+    Budget(Duration),
 }
 
 /// Runs until the decision sender is dropped.
@@ -136,6 +147,8 @@ pub async fn run<P: Provider>(
         stamped: None,
         late: None,
         following: follow::Following::default(),
+        budget: budget::CallBudget::new(steering.calls_per_minute),
+        settled: None,
     };
     let bound = health::reconciler_bound(CALL_DEADLINE);
     let heartbeat = telemetry
@@ -150,37 +163,51 @@ pub async fn run<P: Provider>(
             return;
         }
     }
+    // Whether the next pass is paced by a timer (the resync, a backoff, a fence's wait) rather
+    // than caused by a decision, a write or a role change: only the latter spend the budget.
+    let mut on_timer = false;
     loop {
-        let decision = decisions.borrow_and_update().clone();
-        heartbeat.beat(bound);
-        let started = tokio::time::Instant::now();
-        let passed = reconciler.pass(decision.as_ref(), &decisions).await;
-        took.observe(started.elapsed().as_secs_f64());
-        let wait = match passed {
-            Pass::Settled => {
-                backoff.reset();
-                steering.resync
+        // A decision that asks what the provider was found doing needs no provider call.
+        let (wait, paced) = match reconciler.unchanged(&mut decisions) {
+            Some(left) => (left, true),
+            None => {
+                heartbeat.beat(bound);
+                let started = tokio::time::Instant::now();
+                let passed = reconciler.pass(&mut decisions, !on_timer).await;
+                took.observe(started.elapsed().as_secs_f64());
+                let paced = !matches!(passed, Pass::Wrote | Pass::Budget(_));
+                (next_wait(passed, &mut backoff, steering.resync), paced)
             }
-            Pass::Wrote => {
-                backoff.reset();
-                Duration::ZERO
-            }
-            Pass::Retry(e) => {
-                let hint = match e {
-                    ProviderError::RateLimited { retry_after } => retry_after,
-                    _ => None,
-                };
-                backoff.next_delay(rand::random::<f64>(), hint)
-            }
-            Pass::Fatal => steering.resync,
-            Pass::Stopped(d) | Pass::Wait(d) => d,
         };
         heartbeat.idle(wait, bound);
-        tokio::select! {
-            changed = decisions.changed() => if changed.is_err() { return },
-            () = tokio::time::sleep(wait) => {}
-            () = role_changed(roles.as_mut()) => {}
+        on_timer = tokio::select! {
+            changed = decisions.changed() => if changed.is_err() { return } else { false },
+            () = tokio::time::sleep(wait) => paced,
+            () = role_changed(roles.as_mut()) => false,
+        };
+    }
+}
+
+/// How long to wait after a pass that ended as `passed`.
+fn next_wait(passed: Pass, backoff: &mut Backoff, resync: Duration) -> Duration {
+    match passed {
+        Pass::Settled => {
+            backoff.reset();
+            resync
         }
+        Pass::Wrote => {
+            backoff.reset();
+            Duration::ZERO
+        }
+        Pass::Retry(e) => {
+            let hint = match e {
+                ProviderError::RateLimited { retry_after } => retry_after,
+                _ => None,
+            };
+            backoff.next_delay(rand::random::<f64>(), hint)
+        }
+        Pass::Fatal => resync,
+        Pass::Stopped(d) | Pass::Wait(d) | Pass::Budget(d) => d,
     }
 }
 
@@ -239,9 +266,11 @@ pub fn send(
     tx.send_replace(Some(decision.clone()));
 }
 
-/// Reads `provider` afresh within [`CALL_DEADLINE`], counted in
-/// `gslb_provider_calls_total{provider,service,operation="observe"}`: the reconciler's read and the
-/// adoption read at start, the same way.
+/// Reads `provider` within [`CALL_DEADLINE`], from a read shared with other bindings of its
+/// zone or account that started at most `max_age` ago ([`Provider::observe_within`];
+/// `Duration::ZERO`: afresh), counted in
+/// `gslb_provider_calls_total{provider,service,operation="observe"}`: the reconciler's read and
+/// the adoption read at start, the same way.
 ///
 /// # Errors
 /// The provider's own, untouched, or `Transient` at the deadline; the caller reports it.
@@ -249,13 +278,14 @@ pub(crate) async fn observe<P: Provider>(
     provider: &P,
     service: &ServiceId,
     telemetry: &Telemetry,
+    max_age: Duration,
 ) -> Result<ObservedState, ProviderError> {
     telemetry
         .metrics
         .provider_calls_total
         .with_label_values(&[provider.name(), &service.0, "observe"])
         .inc();
-    within_deadline(provider.observe()).await
+    within_deadline(provider.observe_within(max_age)).await
 }
 
 /// One reconciler's state across passes.
@@ -273,6 +303,10 @@ struct Reconciler<'a, P> {
     late: Option<u64>,
     /// `[cluster]`: what following the writer remembers between passes.
     following: follow::Following,
+    /// The binding's provider call budget.
+    budget: budget::CallBudget,
+    /// The last pass that found the provider matching its decision, if the last pass did.
+    settled: Option<settled::Settled>,
 }
 
 impl<P: Provider> Reconciler<'_, P> {
@@ -284,16 +318,31 @@ impl<P: Provider> Reconciler<'_, P> {
         self.provider.name()
     }
 
-    /// One pass: observe -> plan -> report -> apply.
+    /// One pass: observe -> plan -> report -> apply, on the latest decision. A decision that
+    /// comes while the pass reads is judged against that read: a read in flight is never
+    /// discarded, so a switch is written within one read and one write of its decision.
+    /// `spends`: the read spends the budget (it is not paced by a timer: the resync, a backoff
+    /// or a fence's wait).
     async fn pass(
         &mut self,
-        decision: Option<&Decision>,
-        decisions: &watch::Receiver<Option<Decision>>,
+        decisions: &mut watch::Receiver<Option<Decision>>,
+        spends: bool,
     ) -> Pass {
-        let observed = match self.observe(decision).await {
+        let mut decision = decisions.borrow_and_update().clone();
+        let max_age = self.read_max_age(decision.as_ref());
+        self.settled = None;
+        if spends && let Err(pass) = self.spend(decision.as_ref()) {
+            return pass;
+        }
+        let read_at = tokio::time::Instant::now();
+        let observed = match self.observe(decision.as_ref(), max_age).await {
             Ok(o) => o,
             Err(e) => return self.fail("observe", &e),
         };
+        if decisions.has_changed().unwrap_or(false) {
+            decision = decisions.borrow_and_update().clone();
+        }
+        let decision = decision.as_ref();
         if let Some(seat) = self.steering.seat.clone() {
             self.show_seat(&seat);
             self.check_late_write(&seat, &observed);
@@ -303,23 +352,28 @@ impl<P: Provider> Reconciler<'_, P> {
         self.telemetry
             .board
             .update_apply(self.service(), |a| a.fallback_pool = fallback);
-        if decisions.has_changed().unwrap_or(false) {
-            // A newer decision came while this pass read (and shows `pending` since it was
-            // made, see [`send`]): this pass's verdict on the older one would hide it. The next
-            // pass, at once, judges the newer one.
-            self.status(decision, |a| a.observed_active = observed_active);
-            return Pass::Settled;
-        }
         if let Some(pass) = self.follow(decision, observed_active.as_ref()).await {
             self.status(decision, |a| a.observed_active = observed_active);
             return pass;
         }
+        self.judge(decision, &observed, observed_active, read_at)
+            .await
+    }
+
+    /// Plans `decision` against `observed` (read at `read_at`), reports, and writes a plan.
+    async fn judge(
+        &mut self,
+        decision: Option<&Decision>,
+        observed: &ObservedState,
+        observed_active: Option<PoolId>,
+        read_at: tokio::time::Instant,
+    ) -> Pass {
         let request = Request {
             pools: &self.steering.pools,
             style: self.provider.style(),
             shadow: self.steering.shadow,
             decision,
-            observed: &observed,
+            observed,
         };
         let now = self.telemetry.clock.now();
         let planned = match planner::plan(&request, &mut self.fight, now) {
@@ -329,37 +383,64 @@ impl<P: Provider> Reconciler<'_, P> {
         if planned.outcome != Outcome::NotPushed {
             self.report_ignored_drain(decision, planned.ignored_drain);
         }
-        match planned.outcome {
-            Outcome::NotPushed => self.not_pushed(decision, observed_active),
-            Outcome::InSync => self.in_sync(decision, observed_active),
-            Outcome::Refused(r) => self.refused(decision, r),
-            Outcome::Stopped { until, declared } => self.stopped(decision, until, declared),
-            Outcome::Shadow(plan) => self.shadow(decision, observed_active, plan),
+        let seen = observed_active.clone();
+        let (found, pass) = match planned.outcome {
+            Outcome::NotPushed => (Some(seen), self.not_pushed(decision, observed_active)),
+            Outcome::InSync => (Some(seen), self.in_sync(decision, observed_active)),
+            Outcome::Refused(r) => (None, self.refused(decision, r)),
+            Outcome::Stopped { until, declared } => (None, self.stopped(decision, until, declared)),
+            Outcome::Shadow(plan) => (None, self.shadow(decision, observed_active, plan)),
             Outcome::Write {
                 plan,
                 desired,
                 drift,
-            } => {
-                if drift {
-                    self.drifted(decision);
-                }
-                self.mark_pending(decision, |a| a.observed_active = observed_active);
-                let stamp = match self.steering.seat.clone() {
-                    Some(seat) => match self.admit(&seat, decision, &plan, &desired).await {
-                        Ok(stamp) => Some(stamp),
-                        Err(pass) => return pass,
-                    },
-                    None => None,
-                };
-                self.apply(decision, plan, &desired, stamp).await
-            }
-        }
+            } => (
+                None,
+                self.write(decision, observed_active, plan, &desired, drift)
+                    .await,
+            ),
+        };
+        self.settle(decision, read_at, found, &pass);
+        pass
     }
 
-    /// Reads the provider afresh (within [`CALL_DEADLINE`]) and hands its pool health to the
-    /// health votes. A failed read while a decision waits marks it decided but not applied.
-    async fn observe(&self, decision: Option<&Decision>) -> Result<ObservedState, ProviderError> {
-        let observed = match observe(self.provider, self.service(), self.telemetry).await {
+    /// The write step of a pass: drift reported, the cluster fence passed, the budget spent,
+    /// then [`Reconciler::apply`].
+    async fn write(
+        &mut self,
+        decision: Option<&Decision>,
+        observed_active: Option<PoolId>,
+        plan: Plan,
+        desired: &DesiredState,
+        drift: bool,
+    ) -> Pass {
+        if drift {
+            self.drifted(decision);
+        }
+        self.mark_pending(decision, |a| a.observed_active = observed_active);
+        let stamp = match self.steering.seat.clone() {
+            Some(seat) => match self.admit(&seat, decision, &plan, desired).await {
+                Ok(stamp) => Some(stamp),
+                Err(pass) => return pass,
+            },
+            None => None,
+        };
+        if let Err(pass) = self.spend(decision) {
+            return pass;
+        }
+        self.apply(decision, plan, desired, stamp).await
+    }
+
+    /// Reads the provider (within [`CALL_DEADLINE`], a shared read at most `max_age` old) and
+    /// hands its pool health to the health votes. A failed read while a decision waits marks
+    /// it decided but not applied.
+    async fn observe(
+        &self,
+        decision: Option<&Decision>,
+        max_age: Duration,
+    ) -> Result<ObservedState, ProviderError> {
+        let read = observe(self.provider, self.service(), self.telemetry, max_age);
+        let observed = match read.await {
             Ok(o) => o,
             Err(e) => {
                 if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {

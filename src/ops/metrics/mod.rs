@@ -102,6 +102,10 @@ pub struct Metrics {
     /// `gslb_provider_drift_total{provider,service}`: re-applies of a state gslb had already
     /// written, because another writer changed it.
     pub provider_drift_total: IntCounterVec,
+    /// `gslb_provider_budget_exhausted_total{provider,service}`: reconcile passes held back
+    /// because the binding spent its provider call budget for the minute
+    /// (`[reconcile] provider_calls_per_minute`).
+    pub provider_budget_exhausted_total: IntCounterVec,
     /// `gslb_provider_write_fights_total{provider,service}`: write fights declared (drift over
     /// the limit per window); gslb stops writing for the window.
     pub provider_write_fights_total: IntCounterVec,
@@ -201,6 +205,7 @@ impl Metrics {
             shadow_plans_total: r.counter(&provider::SHADOW_PLANS_TOTAL),
             provider_drift_total: r.counter(&provider::PROVIDER_DRIFT_TOTAL),
             provider_write_fights_total: r.counter(&provider::PROVIDER_WRITE_FIGHTS_TOTAL),
+            provider_budget_exhausted_total: r.counter(&provider::PROVIDER_BUDGET_EXHAUSTED_TOTAL),
             plans_refused_total: r.counter(&provider::PLANS_REFUSED_TOTAL),
             switches_total: r.counter(&engine::SWITCHES_TOTAL),
             decision_unapplied_age_seconds: r.gauge(&provider::DECISION_UNAPPLIED_AGE_SECONDS),

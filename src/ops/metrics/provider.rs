@@ -40,6 +40,11 @@ pub(super) const PROVIDER_DRIFT_TOTAL: Family = Family {
     help: "Re-applies of a state gslb had already written, because another writer changed it.",
     labels: &["provider", "service"],
 };
+pub(super) const PROVIDER_BUDGET_EXHAUSTED_TOTAL: Family = Family {
+    name: "gslb_provider_budget_exhausted_total",
+    help: "Reconcile passes held back because the binding spent its provider call budget for the minute.",
+    labels: &["provider", "service"],
+};
 pub(super) const PROVIDER_WRITE_FIGHTS_TOTAL: Family = Family {
     name: "gslb_provider_write_fights_total",
     help: "Write fights declared: another writer kept reverting gslb, which stopped writing for a window.",
@@ -80,6 +85,8 @@ impl Metrics {
         self.provider_writes_total.with_label_values(&labels);
         self.provider_drift_total.with_label_values(&labels);
         self.provider_write_fights_total.with_label_values(&labels);
+        self.provider_budget_exhausted_total
+            .with_label_values(&labels);
         self.reconcile_duration_seconds.with_label_values(&labels);
         for reason in [
             "fallback_disabled",

@@ -103,6 +103,8 @@ struct Inner {
     clock: u64,
     writes: Vec<Write>,
     held: u32,
+    /// Whether response bodies are checked against the schema ([`Fake::check_responses`]).
+    check_responses: bool,
 }
 
 struct Shared {
@@ -170,6 +172,7 @@ impl Fake {
             clock: 0,
             writes: Vec::new(),
             held: 0,
+            check_responses: true,
         };
         for (id, name, addr) in [
             (ids::NCP, "ncp", "192.0.2.10"),
@@ -182,14 +185,7 @@ impl Fake {
         inner.pools.insert(ids::OTHER.into(), other);
         inner.lbs.insert(
             ids::LB.into(),
-            json!({
-                "id": ids::LB, "name": ids::LB_NAME,
-                "description": format!("web LB [{MANAGED_TAG}]"),
-                "enabled": true, "proxied": false, "ttl": 30,
-                "default_pools": [ids::NCP, ids::GCP], "fallback_pool": ids::GCP,
-                "steering_policy": "off", "session_affinity": "none",
-                "created_on": "2026-01-01T00:00:00Z", "modified_on": "2026-01-01T00:00:00Z"
-            }),
+            managed_load_balancer(ids::LB, ids::LB_NAME, "web LB", &[ids::NCP, ids::GCP]),
         );
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
@@ -217,6 +213,29 @@ impl Fake {
     /// Every request answered so far, oldest first.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
+    }
+
+    /// The requests answered after the first `from`, oldest first (what a poller that has
+    /// seen `from` of them has not seen yet).
+    pub fn requests_from(&self, from: usize) -> Vec<Request> {
+        self.lock()
+            .requests
+            .get(from..)
+            .unwrap_or_default()
+            .to_vec()
+    }
+
+    /// Whether every response body is checked against the schema (on by default). A
+    /// benchmark serving thousands of objects turns it off: the check of one pool list of
+    /// 10,000 pools costs more than the answer. Request bodies are always checked.
+    pub fn check_responses(&self, on: bool) {
+        self.lock().check_responses = on;
+    }
+
+    /// Replaces or adds load balancer `id` with `value` verbatim (a benchmark's thousands of
+    /// services, each with its own load balancer).
+    pub fn put_load_balancer(&self, id: &str, value: Value) {
+        self.lock().lbs.insert(id.into(), value);
     }
 
     /// PATCH requests accepted (status 200) so far.
@@ -288,6 +307,23 @@ impl Fake {
         self.lock().pools.insert(id.into(), value);
     }
 
+    /// Adds `n` copies of the fixture's load balancer to the zone (one per service of a
+    /// large deployment), named `svc<i>.example.com`; returns their ids (32 hex digits).
+    pub fn add_load_balancers(&self, n: usize) -> Vec<String> {
+        let mut inner = self.lock();
+        let template = inner.lbs[ids::LB].clone();
+        (1..=n)
+            .map(|i| {
+                let id = format!("{i:032x}");
+                let mut lb = template.clone();
+                lb["id"] = json!(id);
+                lb["name"] = json!(format!("svc{i}.example.com"));
+                inner.lbs.insert(id.clone(), lb);
+                id
+            })
+            .collect()
+    }
+
     /// Changes the load balancer as another writer would (e.g. `{"default_pools": [...]}`);
     /// fields in `patch` replace the stored ones.
     pub fn edit_load_balancer(&self, patch: Value) {
@@ -333,7 +369,23 @@ fn lock(shared: &Shared) -> MutexGuard<'_, Inner> {
     shared.inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn pool(id: &str, name: &str, address: &str, managed: bool) -> Value {
+/// A managed DNS-only load balancer `id` named `name` as the fixture's: description `label`
+/// and the [`MANAGED_TAG`], TTL 30, `default_pools` `pools` in that order, the last one the
+/// fallback pool, steering `off`.
+pub fn managed_load_balancer(id: &str, name: &str, label: &str, pools: &[&str]) -> Value {
+    json!({
+        "id": id, "name": name,
+        "description": format!("{label} [{MANAGED_TAG}]"),
+        "enabled": true, "proxied": false, "ttl": 30,
+        "default_pools": pools, "fallback_pool": pools.last(),
+        "steering_policy": "off", "session_affinity": "none",
+        "created_on": "2026-01-01T00:00:00Z", "modified_on": "2026-01-01T00:00:00Z"
+    })
+}
+
+/// Pool `id` named `name` as the fixture's: enabled, one origin at `address`, tagged
+/// [`MANAGED_TAG`] when `managed`.
+pub fn pool(id: &str, name: &str, address: &str, managed: bool) -> Value {
     let description = if managed {
         format!("{name} [{MANAGED_TAG}]")
     } else {

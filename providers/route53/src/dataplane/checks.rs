@@ -8,7 +8,7 @@ use gslb_provider::ProviderError;
 
 use super::Voter;
 use crate::api::Api;
-use crate::ownership::{CALLER_REFERENCE_PREFIX, new_caller_reference};
+use crate::ownership::{CALLER_REFERENCE_PREFIX, caller_reference, caller_reference_stem};
 
 /// Every health check in the account (`ListHealthChecks`, all pages).
 ///
@@ -245,6 +245,19 @@ pub(crate) async fn has_data(api: &Api, id: &str) -> Result<bool, ProviderError>
         })
         .await?;
     Ok(!out.health_check_observations.is_empty())
+}
+
+/// A fresh caller reference for a data-plane check labelled `label`: gslb's prefix (so the
+/// ownership rules cover it), the label, and a hash of the label and the current time. Vote
+/// and tally checks are found again by listing and comparing their configuration, not by
+/// reference, so each creation gets a new one (Route 53 refuses a reference used before by a
+/// check since deleted).
+fn new_caller_reference(label: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    caller_reference(&caller_reference_stem(label, &format!("{label}|{now}")), 0)
 }
 
 #[cfg(test)]

@@ -15,8 +15,56 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
 
-use crate::report::{Figures, spread};
-use crate::{Measured, Workload};
+use crate::workload::{Measured, Workload};
+
+/// What blackbox_exporter did in the measured window.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// Probes answered.
+    pub probes: u64,
+    /// Length of the window.
+    pub elapsed: Duration,
+    /// CPU time (user + system) of the exporter's process in the window.
+    pub cpu: Option<Duration>,
+    /// The scrape loop's lateness (start minus plan): p50, p99, max.
+    pub lateness: (Duration, Duration, Duration),
+    /// Scrapes that started more than 50 ms late.
+    pub late: u64,
+    /// Probes that failed for any reason.
+    pub failed: u64,
+    /// Failures by kind.
+    pub failures: Vec<String>,
+    /// Peak resident set size of the exporter's process, bytes.
+    pub peak_rss: Option<u64>,
+    /// CPU used in the window by processes other than the exporter and the origins (the
+    /// scrape loop included).
+    pub others: Option<Duration>,
+}
+
+impl Figures {
+    /// Probes per second.
+    pub fn rate(&self) -> f64 {
+        self.probes as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// CPU milliseconds per probe.
+    pub fn cpu_ms_per_probe(&self) -> Option<f64> {
+        let cpu = self.cpu?;
+        (self.probes > 0).then(|| cpu.as_secs_f64() * 1000.0 / self.probes as f64)
+    }
+}
+
+/// p50, p99 and max of sorted `values` (zero when empty), nearest rank.
+fn spread(sorted: &[Duration]) -> (Duration, Duration, Duration) {
+    let q = |q: f64| {
+        if sorted.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    };
+    (q(0.5), q(0.99), sorted.last().copied().unwrap_or_default())
+}
 
 /// Where to look for the exporter when `--blackbox` is not given.
 pub const CANDIDATES: [&str; 2] = ["prometheus-blackbox-exporter", "blackbox_exporter"];
@@ -85,7 +133,7 @@ impl Exporter {
             .no_proxy()
             .pool_max_idle_per_host(w.max_in_flight)
             .build()?;
-        let dir = std::env::temp_dir().join(format!("gslb-bench-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("gslb-bench-blackbox-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let config = dir.join("blackbox.yml");
         std::fs::write(
@@ -191,7 +239,6 @@ struct Shared {
     /// Scrapes not answered.
     errors: AtomicU64,
     lateness: Mutex<Vec<Duration>>,
-    durations: Mutex<Vec<Duration>>,
 }
 
 impl Shared {
@@ -207,9 +254,6 @@ impl Shared {
         };
         self.done.fetch_add(1, Ordering::Relaxed);
         let took = duration(&body);
-        if let Some(d) = took {
-            lock(&self.durations).push(d);
-        }
         if !body.contains("\nprobe_success 1") {
             self.failed.fetch_add(1, Ordering::Relaxed);
             if took.is_some_and(|d| d >= timeout.mul_f64(0.95)) {
@@ -222,8 +266,6 @@ impl Shared {
     fn figures(&self, m: Measured) -> Figures {
         let mut lateness = std::mem::take(&mut *lock(&self.lateness));
         lateness.sort_unstable();
-        let mut durations = std::mem::take(&mut *lock(&self.durations));
-        durations.sort_unstable();
         let failed = self.failed.load(Ordering::Relaxed);
         let timeouts = self.timeouts.load(Ordering::Relaxed);
         let errors = self.errors.load(Ordering::Relaxed);
@@ -242,11 +284,8 @@ impl Shared {
             elapsed: m.elapsed,
             cpu: m.cpu,
             others: m.others,
-            late: Some(lateness.iter().filter(|l| **l > late_after).count() as u64),
-            lateness: Some(spread(&lateness)),
-            durations: Some(spread(&durations)),
-            skipped: None,
-            timeouts,
+            late: lateness.iter().filter(|l| **l > late_after).count() as u64,
+            lateness: spread(&lateness),
             failed: failed + errors,
             failures,
             peak_rss: m.peak_rss,

@@ -87,38 +87,50 @@ pub fn machine_busy(ticks: u64) -> Option<Duration> {
     Some(Duration::from_secs_f64(busy as f64 / ticks as f64))
 }
 
-/// CPU of one window: the prober's, the origins', and everything else on the machine.
-#[derive(Debug, Clone, Copy)]
+/// CPU counters at the start of a window: each watched process's and the whole machine's.
+#[derive(Debug, Clone)]
 pub struct Window {
-    prober: Option<Duration>,
-    origins: Option<Duration>,
+    pids: Vec<String>,
+    cpu: Vec<Option<Duration>>,
     machine: Option<Duration>,
+    ticks: u64,
+}
+
+/// What a window used: CPU of each watched process (in the order given), and what every other
+/// process on the machine used meanwhile (the machine's load).
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    /// Per watched process.
+    pub cpu: Vec<Option<Duration>>,
+    /// Every other process.
+    pub others: Option<Duration>,
 }
 
 impl Window {
-    /// Reads the counters at the start of a window.
-    pub fn start(prober: &str, origins: &str, ticks: u64) -> Window {
+    /// Reads the counters of `pids` and of the machine now.
+    pub fn start(pids: &[String], ticks: u64) -> Window {
         Window {
-            prober: cpu_time(prober, ticks),
-            origins: cpu_time(origins, ticks),
+            pids: pids.to_vec(),
+            cpu: pids.iter().map(|p| cpu_time(p, ticks)).collect(),
             machine: machine_busy(ticks),
+            ticks,
         }
     }
 
-    /// `(prober, others)`: the prober's CPU in the window, and what processes other than the
-    /// prober and the origins used meanwhile (contention from the rest of the machine).
-    pub fn end(
-        &self,
-        prober: &str,
-        origins: &str,
-        ticks: u64,
-    ) -> (Option<Duration>, Option<Duration>) {
+    /// The CPU used since [`Window::start`].
+    pub fn end(&self) -> Usage {
         let delta =
             |a: Option<Duration>, b: Option<Duration>| a.zip(b).map(|(a, b)| a.saturating_sub(b));
-        let p = delta(cpu_time(prober, ticks), self.prober);
-        let o = delta(cpu_time(origins, ticks), self.origins);
-        let m = delta(machine_busy(ticks), self.machine);
-        let others = m.zip(p).zip(o).map(|((m, p), o)| m.saturating_sub(p + o));
-        (p, others)
+        let cpu: Vec<Option<Duration>> = self
+            .pids
+            .iter()
+            .zip(&self.cpu)
+            .map(|(p, before)| delta(cpu_time(p, self.ticks), *before))
+            .collect();
+        let watched: Option<Duration> = cpu.iter().copied().sum();
+        let others = delta(machine_busy(self.ticks), self.machine)
+            .zip(watched)
+            .map(|(m, w)| m.saturating_sub(w));
+        Usage { cpu, others }
     }
 }

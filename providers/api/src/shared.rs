@@ -1,0 +1,183 @@
+//! [`SharedRead`]: one read of a listing that many bindings need (a Cloudflare zone's load
+//! balancers, an account's pools, a Route 53 zone's records), shared by every binding that
+//! asks for it, so provider reads grow with the number of zones and accounts, not with the
+//! number of services.
+//!
+//! A caller says how old a shared read may be (`max_age`): the reconciler's periodic resync
+//! accepts a read made within its resync period; a read for a new decision, a read-back or an
+//! adoption after a write accepts only a read that *started after it asked* (`max_age` zero),
+//! so it never sees state older than its own request. Concurrent callers wait for one read
+//! instead of each sending their own. A failed read is not kept: each waiting caller then tries
+//! its own (the adapters' rate limiter and `Retry-After` block pace them). A write through any
+//! binding drops the shared read ([`SharedRead::invalidate`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use crate::ProviderError;
+
+/// One kept read: when it started and what it returned.
+#[derive(Debug)]
+struct Snapshot<T> {
+    /// Sequence number of the read (1, 2, ...), in the order reads started.
+    seq: u64,
+    /// When the read started (tokio's clock, so paused test time applies).
+    started: Instant,
+    value: Arc<T>,
+}
+
+/// A read of type `T` shared by every binding of one zone or account; see the [module
+/// documentation](self).
+#[derive(Debug)]
+pub struct SharedRead<T> {
+    /// The last successful read; the lock is held while a read is in flight, so concurrent
+    /// callers wait for it rather than send their own.
+    slot: Mutex<Option<Snapshot<T>>>,
+    /// Reads started so far.
+    started: AtomicU64,
+    /// Reads numbered up to this one are dropped ([`SharedRead::invalidate`]).
+    floor: AtomicU64,
+}
+
+impl<T> Default for SharedRead<T> {
+    fn default() -> Self {
+        Self {
+            slot: Mutex::new(None),
+            started: AtomicU64::new(0),
+            floor: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T> SharedRead<T> {
+    /// The kept read when it started at most `max_age` before this call or after this call
+    /// began, otherwise a new read by `fetch`, kept for the next callers.
+    ///
+    /// # Errors
+    /// The error of `fetch` (nothing is kept then).
+    pub async fn get<F, Fut>(&self, max_age: Duration, fetch: F) -> Result<Arc<T>, ProviderError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, ProviderError>>,
+    {
+        let asked = Instant::now();
+        let seen = self.started.load(Ordering::SeqCst);
+        let mut slot = self.slot.lock().await;
+        if let Some(s) = slot.as_ref() {
+            let recent =
+                !max_age.is_zero() && asked.saturating_duration_since(s.started) <= max_age;
+            let dropped = s.seq <= self.floor.load(Ordering::SeqCst);
+            if !dropped && (recent || s.seq > seen) {
+                return Ok(s.value.clone());
+            }
+        }
+        let seq = self.started.fetch_add(1, Ordering::SeqCst) + 1;
+        let started = Instant::now();
+        let value = Arc::new(fetch().await?);
+        *slot = Some(Snapshot {
+            seq,
+            started,
+            value: value.clone(),
+        });
+        Ok(value)
+    }
+
+    /// Drops the kept read (after a write): the next caller reads afresh. A read in flight is
+    /// dropped too (its callers still get it: they asked before the write ended). Never waits.
+    pub fn invalidate(&self) {
+        self.floor
+            .store(self.started.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use super::*;
+
+    async fn read(shared: &SharedRead<u32>, calls: &AtomicU32, max_age: Duration) -> u32 {
+        let v = shared
+            .get(max_age, || async {
+                Ok::<_, ProviderError>(calls.fetch_add(1, Ordering::SeqCst) + 1)
+            })
+            .await
+            .expect("reads");
+        *v
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_within_max_age_is_shared_and_an_older_one_is_not() {
+        let (shared, calls) = (SharedRead::default(), AtomicU32::new(0));
+        let minute = Duration::from_secs(60);
+        for _ in 0..100 {
+            assert_eq!(read(&shared, &calls, minute).await, 1);
+        }
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert_eq!(read(&shared, &calls, minute).await, 2, "older than max_age");
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fresh_read_never_returns_one_started_before_it_asked() {
+        let (shared, calls) = (SharedRead::default(), AtomicU32::new(0));
+        assert_eq!(read(&shared, &calls, Duration::ZERO).await, 1);
+        // Same instant (paused clock): still a new read, by sequence.
+        assert_eq!(read(&shared, &calls, Duration::ZERO).await, 2);
+        shared.invalidate();
+        assert_eq!(read(&shared, &calls, Duration::from_secs(60)).await, 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_fresh_reads_wait_for_one_read() {
+        let shared = Arc::new(SharedRead::<u32>::default());
+        let calls = Arc::new(AtomicU32::new(0));
+        // The first read is slow; twenty callers asking while it runs share the next one.
+        let slow = {
+            let (shared, calls) = (shared.clone(), calls.clone());
+            tokio::spawn(async move {
+                shared
+                    .get(Duration::ZERO, || async {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        Ok::<_, ProviderError>(calls.fetch_add(1, Ordering::SeqCst) + 1)
+                    })
+                    .await
+                    .map(|v| *v)
+            })
+        };
+        tokio::task::yield_now().await;
+        let waiters: Vec<_> = (0..20)
+            .map(|_| {
+                let (shared, calls) = (shared.clone(), calls.clone());
+                tokio::spawn(async move { read(&shared, &calls, Duration::ZERO).await })
+            })
+            .collect();
+        assert_eq!(slow.await.expect("joins").expect("reads"), 1);
+        for w in waiters {
+            assert_eq!(
+                w.await.expect("joins"),
+                2,
+                "each waiter shares the second read"
+            );
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_is_not_kept() {
+        let shared = SharedRead::<u32>::default();
+        let failed = shared
+            .get(Duration::from_secs(60), || async {
+                Err(ProviderError::Transient("502".into()))
+            })
+            .await;
+        assert!(failed.is_err());
+        let calls = AtomicU32::new(0);
+        assert_eq!(read(&shared, &calls, Duration::from_secs(60)).await, 1);
+    }
+}

@@ -1,0 +1,122 @@
+//! [`CloudflareAccount`]: what every binding on one API token shares: the HTTP client with its
+//! one rate limiter (Cloudflare counts 1,200 requests per 5 minutes per token, Cloudflare API
+//! docs, "Rate limits"), and one shared read of each zone's load balancers and of each
+//! account's pools ([`SharedRead`]). With it, a resync of every binding on the token costs one
+//! List Load Balancers per zone and one List Pools per account, whatever the number of
+//! services, and the adoption reads at start-up are one such pair too.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use gslb_provider::{ProviderError, SharedRead};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::CloudflareSettings;
+use crate::client::Api;
+use crate::models::{LoadBalancer, Pool, parse_pools};
+
+/// A zone's load balancers, as one List Load Balancers returned them.
+#[derive(Debug)]
+pub(crate) struct ZoneLoadBalancers {
+    /// Every load balancer that parsed, in listed order.
+    pub(crate) items: Vec<LoadBalancer>,
+}
+
+/// An account's pools, as one List Pools returned them.
+#[derive(Debug)]
+pub(crate) struct AccountPools {
+    /// Pools that parsed, by id.
+    pub(crate) by_id: BTreeMap<String, Pool>,
+    /// Listed pools that did not parse: their id (when readable) and why.
+    pub(crate) skipped: Vec<(Option<String>, String)>,
+}
+
+/// Shared reads by zone or account id.
+type Reads<T> = Mutex<BTreeMap<String, Arc<SharedRead<T>>>>;
+
+/// Everything the bindings on one API token share; make one per token and hand it to each
+/// [`crate::CloudflareProvider::with_account`].
+#[derive(Debug)]
+pub struct CloudflareAccount {
+    pub(crate) api: Api,
+    zones: Reads<ZoneLoadBalancers>,
+    accounts: Reads<AccountPools>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(op: &str, v: Value) -> Result<T, ProviderError> {
+    serde_json::from_value(v).map_err(|e| ProviderError::Invalid(format!("{op}: {e}")))
+}
+
+fn read_of<T>(reads: &Reads<T>, key: &str) -> Arc<SharedRead<T>> {
+    // A poisoned lock only means a panic elsewhere; the map itself is always whole.
+    let mut map = reads.lock().unwrap_or_else(PoisonError::into_inner);
+    map.entry(key.to_owned()).or_default().clone()
+}
+
+impl CloudflareAccount {
+    /// The client (and rate limiter) for `settings`' token. Nothing is sent yet.
+    ///
+    /// # Errors
+    /// [`ProviderError::Invalid`] when the HTTP client cannot be built.
+    pub fn new(settings: CloudflareSettings) -> Result<Self, ProviderError> {
+        Ok(Self {
+            api: Api::new(settings)?,
+            zones: Mutex::default(),
+            accounts: Mutex::default(),
+        })
+    }
+
+    /// `zone`'s load balancers from a List Load Balancers started at most `max_age` ago (or
+    /// after this call, for `Duration::ZERO`).
+    pub(crate) async fn load_balancers(
+        &self,
+        zone: &str,
+        max_age: Duration,
+    ) -> Result<Arc<ZoneLoadBalancers>, ProviderError> {
+        let path = format!("/zones/{zone}/load_balancers");
+        read_of(&self.zones, zone)
+            .get(max_age, || async {
+                let op = "list load balancers";
+                let listed = self.api.call(op, Method::GET, &path, None).await?;
+                let items: Vec<Value> = parse(op, listed)?;
+                let items = items
+                    .into_iter()
+                    .filter_map(|lb| serde_json::from_value(lb).ok())
+                    .collect();
+                Ok(ZoneLoadBalancers { items })
+            })
+            .await
+    }
+
+    /// `account`'s pools from a List Pools started at most `max_age` ago (or after this
+    /// call, for `Duration::ZERO`).
+    pub(crate) async fn pools(
+        &self,
+        account: &str,
+        max_age: Duration,
+    ) -> Result<Arc<AccountPools>, ProviderError> {
+        let path = format!("/accounts/{account}/load_balancers/pools");
+        read_of(&self.accounts, account)
+            .get(max_age, || async {
+                let listed = self
+                    .api
+                    .call("list pools", Method::GET, &path, None)
+                    .await?;
+                let (pools, skipped) = parse_pools(parse("list pools", listed)?);
+                let by_id = pools
+                    .into_iter()
+                    .filter_map(|p| p.id.clone().map(|id| (id, p)))
+                    .collect();
+                Ok(AccountPools { by_id, skipped })
+            })
+            .await
+    }
+
+    /// Drops the shared reads of `zone` and `account` after a write there.
+    pub(crate) fn wrote(&self, zone: &str, account: &str) {
+        read_of(&self.zones, zone).invalidate();
+        read_of(&self.accounts, account).invalidate();
+    }
+}
