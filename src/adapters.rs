@@ -17,8 +17,9 @@ use gslb_core::policy::{CloudflareTarget, Policy, Route53Target, Target};
 use gslb_provider::AnyProvider;
 use gslb_route53::NEW_CHECK;
 use gslb_route53::{
-    DataPlaneBinding, ProvisionAction, ProvisionOptions, ProvisionReport, Route53Account,
-    Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings, VotePool, Voter,
+    DataPlaneBinding, DataPlaneReport, ProvisionAction, ProvisionOptions, ProvisionReport,
+    Route53Account, Route53Alias, Route53Binding, Route53Pool, Route53Provider, Route53Settings,
+    VotePool, Voter,
 };
 
 /// Binds policies to the adapters, with the daemon settings' `[route53]` and `[cloudflare]`
@@ -47,6 +48,46 @@ impl Bind for Adapters<'_> {
             Target::Route53(t) => AnyProvider::new(Arc::new(self.route53(t).await)),
             Target::Cloudflare(t) => AnyProvider::new(Arc::new(self.cloudflare(t)?)),
         })
+    }
+
+    async fn data_plane(&self, policy: &Policy) -> Result<Option<(Vec<String>, bool)>, BoxError> {
+        let (Target::Route53(t), Some(dp)) = (
+            &policy.target,
+            self.settings.route53.data_plane_of(&policy.service.0),
+        ) else {
+            return Ok(None);
+        };
+        let options = ProvisionOptions {
+            dry_run: true,
+            adopt: false,
+        };
+        let report = self.data_plane_report(policy, t, dp, options).await?;
+        let want = health_threshold(dp.instances.len());
+        let lines = report
+            .tallies
+            .iter()
+            .zip(&report.records.pools)
+            .map(|(tally, rec)| {
+                let record = match &rec.action {
+                    ProvisionAction::Unchanged => "carries it".to_owned(),
+                    ProvisionAction::Created => "missing: provision creates it".to_owned(),
+                    ProvisionAction::Replaced { reason } | ProvisionAction::Adopted { reason } => {
+                        format!("to be corrected by provision ({reason})")
+                    }
+                };
+                format!(
+                    "record {}: tally check {} threshold {} (wanted {want} of {} vote checks), vote checks {} missing, {} to correct; record {record}",
+                    tally.set_identifier,
+                    tally.tally_check_id,
+                    tally.health_threshold,
+                    dp.instances.len(),
+                    tally.created,
+                    tally.updated,
+                )
+            })
+            .collect();
+        let pending = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
+        Ok(Some((lines, pending)))
     }
 
     /// A Route 53 target's records as a dry, adopting provision sees them: one line per pool
@@ -244,7 +285,8 @@ impl<'a> Adapters<'a> {
             }
         );
         for (p, t, dp, adopt) in voting {
-            self.provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
+            pending |= self
+                .provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
                 .await?;
         }
         for (p, t, provider, adopt) in planned {
@@ -319,6 +361,18 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
             pool.set_identifier
         );
     }
+    print_batch_and_refusals(service, t, report, (verb, dry_run));
+}
+
+/// The tail of a provisioning report: records deleted by adoption (or that would be, with
+/// `--adopt`) and the change batch in a dry run.
+fn print_batch_and_refusals(
+    service: &str,
+    t: &Route53Target,
+    report: &ProvisionReport,
+    (verb, dry_run): (&str, bool),
+) {
+    let refused = !report.needs_adopt.is_empty();
     for removed in &report.removed {
         if refused {
             println!(
@@ -337,18 +391,17 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
 }
 
 impl Adapters<'_> {
-    /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
-    /// then its records pointing at the tally checks.
+    /// What data-plane provisioning of `p` did, or with `options.dry_run` would do.
     ///
     /// # Errors
     /// A vote secret cannot be read, or a Route 53 call failed.
-    async fn provision_votes(
+    async fn data_plane_report(
         &self,
         p: &Policy,
         t: &Route53Target,
         dp: &DataPlaneSettings,
         options: ProvisionOptions,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<DataPlaneReport> {
         let names: Vec<(String, String)> = t
             .pools
             .iter()
@@ -364,12 +417,38 @@ impl Adapters<'_> {
             health_threshold: i32::try_from(health_threshold(dp.instances.len()))
                 .unwrap_or(i32::MAX),
         };
-        let report = self
-            .route53(t)
+        self.route53(t)
             .await
             .provision_data_plane(&binding, options)
             .await
-            .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))?;
+            .with_context(|| format!("provisioning service {} (data-plane mode)", p.service))
+    }
+
+    /// `gslb provision` of a service in Route 53 data-plane mode: its vote and tally checks,
+    /// then its records pointing at the tally checks (with `options.dry_run`: what it would
+    /// create or correct and the record batch, writing nothing). Returns whether anything was
+    /// (or would be) changed.
+    ///
+    /// # Errors
+    /// A vote secret cannot be read, or a Route 53 call failed.
+    async fn provision_votes(
+        &self,
+        p: &Policy,
+        t: &Route53Target,
+        dp: &DataPlaneSettings,
+        options: ProvisionOptions,
+    ) -> anyhow::Result<bool> {
+        let report = self.data_plane_report(p, t, dp, options).await?;
+        let verb = if options.dry_run {
+            "would provision"
+        } else {
+            "provisioned"
+        };
+        let (created, corrected) = if options.dry_run {
+            ("to create", "to correct")
+        } else {
+            ("created", "corrected")
+        };
         for (tally, rec) in report.tallies.iter().zip(&report.records.pools) {
             let threshold = match tally.health_threshold {
                 0 => {
@@ -378,7 +457,7 @@ impl Adapters<'_> {
                 n => n.to_string(),
             };
             println!(
-                "provisioned {} {}: record {}; tally check {} threshold {threshold}; vote checks {} created, {} corrected",
+                "{verb} {} {}: record {}; tally check {} threshold {threshold}; vote checks {} {created}, {} {corrected}",
                 p.service,
                 tally.set_identifier,
                 match &rec.action {
@@ -392,7 +471,16 @@ impl Adapters<'_> {
                 tally.updated,
             );
         }
-        Ok(())
+        let dry = (verb, options.dry_run);
+        print_batch_and_refusals(&p.service.0, t, &report.records, dry);
+        for (set_id, id) in &report.unused {
+            println!(
+                "{verb} {} {set_id}: gslb's health check {id} is no longer carried by the record (a verdict check from verdict_check mode?); left in place: delete it once no other record uses it",
+                p.service
+            );
+        }
+        let changed = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
+        Ok(changed)
     }
 }
 

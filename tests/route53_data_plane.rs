@@ -7,7 +7,9 @@
 //! API unreachable (a proxy refuses every call), one instance alone voting drain changes
 //! nothing, a dead instance changes nothing, and stopping the primary's origin makes the
 //! modelled data plane serve the secondary within the bound `gslb check` prints, with no API
-//! call attempted.
+//! call attempted. The same with `[cluster]` on a real etcd that is then killed. And the
+//! read-only commands: `provision --dry-run` and `plan` of a data-plane service, and the
+//! verdict checks a switch from `verdict_check` mode leaves unused.
 
 mod support;
 
@@ -19,15 +21,16 @@ use gslb::cli::check::{data_plane_detection, data_plane_line};
 use gslb::config::Settings;
 use gslb::io::origin::Origin;
 use serde_json::json;
-use support::daemon::{Daemon, log_file, read_log, status};
+use support::daemon::{Daemon, log_file, read_log, status, status_all};
 use support::emulators::{Emulator, Kind};
+use support::etcd::EtcdCluster;
 use support::eventually;
 use support::proxy::CountingProxy;
 use support::r53_model::{
     CHECKER_REGIONS, CheckerView, DataPlaneModel, calculated_healthy, endpoint_healthy,
     failover_answer, probe_succeeds,
 };
-use support::route53::{create_zone, gslb, sdk};
+use support::route53::{create_zone, gslb, sdk, snapshot};
 
 const INTERVAL_MS: u64 = 200;
 const FALL: u64 = 3;
@@ -35,7 +38,7 @@ const SEOUL_SECRET: &str = "s3oul-vote-secret-0123456789";
 const TOKYO_SECRET: &str = "t0kyo-vote-secret-0123456789";
 const NAMES: [&str; 3] = ["a", "b", "c"];
 
-/// A free port on `ip` (an address of this test's 127.0.90.0/24).
+/// A free port on `ip` (an address of a test's 127.0.90.0/24 or 127.0.91.0/24).
 fn free_port_on(ip: Ipv4Addr) -> u16 {
     std::net::TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
@@ -49,12 +52,13 @@ struct Instance {
     vote: SocketAddr,
 }
 
-fn instances() -> Vec<Instance> {
+/// Instances a, b, c on 127.0.`net`.1-3.
+fn instances(net: u8) -> Vec<Instance> {
     NAMES
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let ip = Ipv4Addr::new(127, 0, 90, 1 + u8::try_from(i).expect("small"));
+            let ip = Ipv4Addr::new(127, 0, net, 1 + u8::try_from(i).expect("small"));
             Instance {
                 name,
                 admin: SocketAddr::new(IpAddr::V4(ip), free_port_on(ip)),
@@ -64,14 +68,15 @@ fn instances() -> Vec<Instance> {
         .collect()
 }
 
-/// Writes the policy, secrets, TLS files and one settings file per instance into `dir`.
+/// Writes the policy, secrets, TLS files and one settings file per instance into `dir`;
+/// `extra` ends each settings file (e.g. a `[cluster]` table).
 fn write_files(
     dir: &Path,
-    seoul: &Origin,
-    tokyo: &Origin,
+    (seoul, tokyo): (&Origin, &Origin),
     zone: &str,
     api: &str,
     all: &[Instance],
+    extra: &str,
 ) {
     let policy = format!(
         "service = \"api\"\nhostname = \"api.example.test\"\nfailback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = {FALL}\nrise = 2\n{}",
@@ -101,7 +106,7 @@ fn write_files(
             "vantage = \"dp-{name}\"\npolicies = [\"api.toml\"]\n[admin]\nlisten = \"{admin}\"\n[reconcile]\nresync = \"300ms\"\n\
              [route53]\nendpoint_url = \"{api}\"\nrequests_per_second = 50\n[route53.modes]\napi = \"data_plane\"\n\
              [route53.data_plane]\ninstance = \"{name}\"\nlisten = \"{vote}\"\ntls_cert_file = \"vote.pem\"\ntls_key_file = \"vote.key\"\n\
-             secrets_dir = \"secrets\"\nrequest_interval = \"10s\"\nfailure_threshold = 3\n{list}",
+             secrets_dir = \"secrets\"\nrequest_interval = \"10s\"\nfailure_threshold = 3\n{list}{extra}",
             name = i.name,
             admin = i.admin,
             vote = i.vote,
@@ -135,6 +140,51 @@ async fn vote(instance: &Instance, pool: &str) -> Option<String> {
         .await
         .ok()?;
     r.text().await.ok()
+}
+
+/// Starts `gslb run` for every instance and waits until each serves seoul and votes serve.
+async fn run_all(dir: &Path, all: &[Instance]) -> Vec<Daemon> {
+    let daemons = all
+        .iter()
+        .map(|i| {
+            let d = gslb(dir, &["run", "--config", &format!("{}.toml", i.name)])
+                .stderr(log_file(dir, &format!("{}.log", i.name)))
+                .spawn()
+                .expect("run");
+            Daemon(d)
+        })
+        .collect();
+    for i in all {
+        let up = eventually(Duration::from_secs(20), || async {
+            let s = status(i.admin, "api").await?;
+            let serving = vote(i, "seoul").await.filter(|v| v == "gslb-serve")?;
+            (s["active"] == "seoul").then_some(serving)
+        })
+        .await;
+        assert!(
+            up.is_some(),
+            "{} never voted: {}",
+            i.name,
+            read_log(dir, &format!("{}.log", i.name))
+        );
+    }
+    daemons
+}
+
+/// The model of the provisioned zone, run until every vote check has data; it serves seoul.
+async fn settled_model(client: &aws_sdk_route53::Client, zone: &str) -> DataPlaneModel {
+    let mut model = DataPlaneModel::load(client, zone, "api.example.test").await;
+    let settled = model
+        .run_until(10, |m| {
+            m.records().iter().all(|r| {
+                m.tally(r.health_check.as_deref().unwrap_or_default())
+                    .is_some_and(|(children, _, _)| children.iter().all(|c| m.healthy(c)))
+            })
+        })
+        .await;
+    assert!(settled.is_some(), "vote checks never got data");
+    assert_eq!(model.answer(), "seoul");
+    model
 }
 
 #[test]
@@ -185,8 +235,8 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
     let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
     let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
     let dir = tempfile::tempdir().expect("tempdir");
-    let all = instances();
-    write_files(dir.path(), &seoul, &tokyo, &zone, &proxy.url, &all);
+    let all = instances(90);
+    write_files(dir.path(), (&seoul, &tokyo), &zone, &proxy.url, &all, "");
 
     // `gslb check` prints the mode's worst-case failover and monthly cost.
     let out = gslb(dir.path(), &["check", "--config", "a.toml"])
@@ -242,44 +292,12 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
 
     // From now on the Route 53 API is unreachable.
     proxy.refuse_all();
-    let mut daemons: Vec<Option<Daemon>> = all
-        .iter()
-        .map(|i| {
-            let d = gslb(
-                dir.path(),
-                &["run", "--config", &format!("{}.toml", i.name)],
-            )
-            .stderr(log_file(dir.path(), &format!("{}.log", i.name)))
-            .spawn()
-            .expect("run");
-            Some(Daemon(d))
-        })
+    let mut daemons: Vec<Option<Daemon>> = run_all(dir.path(), &all)
+        .await
+        .into_iter()
+        .map(Some)
         .collect();
-    for i in &all {
-        let up = eventually(Duration::from_secs(20), || async {
-            let s = status(i.admin, "api").await?;
-            let serving = vote(i, "seoul").await.filter(|v| v == "gslb-serve")?;
-            (s["active"] == "seoul").then_some(serving)
-        })
-        .await;
-        assert!(
-            up.is_some(),
-            "{} never voted: {}",
-            i.name,
-            read_log(dir.path(), &format!("{}.log", i.name))
-        );
-    }
-    let mut model = DataPlaneModel::load(&client, &zone, "api.example.test").await;
-    let settled = model
-        .run_until(10, |m| {
-            m.records().iter().all(|r| {
-                m.tally(r.health_check.as_deref().unwrap_or_default())
-                    .is_some_and(|(children, _, _)| children.iter().all(|c| m.healthy(c)))
-            })
-        })
-        .await;
-    assert!(settled.is_some(), "vote checks never got data");
-    assert_eq!(model.answer(), "seoul");
+    let mut model = settled_model(&client, &zone).await;
 
     // One instance alone voting drain changes nothing.
     let drills = format!("http://{}/v1/drills", all[0].admin);
@@ -379,4 +397,329 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
         "data-plane mode made a Route 53 API call after provisioning"
     );
     drop(daemons);
+}
+
+/// Sends `sig` (`STOP`, `CONT`) to a running instance.
+fn signal(d: &Daemon, sig: &str) {
+    let pid = d.0.id().to_string();
+    let ok = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.clone()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {pid}");
+}
+
+/// Whether `instance`'s vote for seoul is drain.
+async fn votes_drain(instance: &Instance) -> Option<()> {
+    let drain = format!("gslb-drain {SEOUL_SECRET}");
+    vote(instance, "seoul").await.filter(|v| *v == drain)?;
+    Some(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
+    let Some(mut etcd) = EtcdCluster::start([21, 22, 23].map(|i| Ipv4Addr::new(127, 0, 91, i)))
+    else {
+        return;
+    };
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let proxy = CountingProxy::start(&moto.endpoint()).await;
+    let loopback = SocketAddr::from(([127, 0, 91, 10], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    let cluster = format!(
+        "[cluster]\nendpoints = {:?}\nvantages = [\"dp-a\", \"dp-b\", \"dp-c\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\n",
+        etcd.endpoints()
+    );
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &proxy.url,
+        &all,
+        &cluster,
+    );
+    let out = gslb(dir.path(), &["check", "--config", "a.toml"])
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("warning"), "{text}");
+    provision(dir.path());
+    let second = provision(dir.path());
+    assert!(second.contains("threshold 2;"), "{second}");
+
+    // The Route 53 API is unreachable, then etcd too.
+    proxy.refuse_all();
+    let daemons = run_all(dir.path(), &all).await;
+    let coordinated = |want: bool| {
+        let all = &all;
+        async move {
+            for i in all {
+                let s = status_all(i.admin).await?;
+                (s["cluster"]["coordinated"] == want).then_some(())?;
+            }
+            Some(())
+        }
+    };
+    let joined = eventually(Duration::from_secs(30), || coordinated(true)).await;
+    assert!(joined.is_some(), "the instances never coordinated");
+    for i in 0..3 {
+        etcd.kill(i);
+    }
+    let lost = eventually(Duration::from_secs(30), || coordinated(false)).await;
+    assert!(lost.is_some(), "the instances never lost coordination");
+    let mut model = settled_model(&client, &zone).await;
+
+    // Instance a alone (b and c paused: no answer, no vote) votes drain: nothing changes.
+    signal(&daemons[1], "STOP");
+    signal(&daemons[2], "STOP");
+    seoul.stop().await;
+    let alone = eventually(Duration::from_secs(15), || votes_drain(&all[0])).await;
+    let log = read_log(dir.path(), "a.log");
+    assert!(
+        alone.is_some(),
+        "instance a without etcd never voted drain: {log}"
+    );
+    model.run_until(4, |_| false).await;
+    assert_eq!(model.answer(), "seoul", "one vote of three must not drain");
+
+    // b and c resume, still without etcd: a majority votes drain, the data plane serves tokyo.
+    signal(&daemons[1], "CONT");
+    signal(&daemons[2], "CONT");
+    let majority = eventually(Duration::from_secs(15), || async {
+        votes_drain(&all[1]).await?;
+        votes_drain(&all[2]).await
+    })
+    .await;
+    assert!(majority.is_some(), "b and c without etcd never voted drain");
+    let served = model.run_until(20, |m| m.answer() == "tokyo").await;
+    assert!(
+        served.is_some(),
+        "the modelled data plane never served tokyo"
+    );
+    assert_eq!(
+        proxy
+            .counts
+            .refused
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "data-plane mode made a Route 53 API call after provisioning"
+    );
+    drop(daemons);
+}
+
+/// `gslb provision --dry-run --config a.toml`: its exit code and output.
+fn dry_run(dir: &Path) -> (Option<i32>, String) {
+    let out = gslb(dir, &["provision", "--dry-run", "--config", "a.toml"])
+        .output()
+        .expect("dry run");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_provision_dry_run_shows_checks_and_batch_and_writes_nothing() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let loopback = SocketAddr::from(([127, 0, 91, 11], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &moto.endpoint(),
+        &all,
+        "",
+    );
+
+    // Nothing exists: everything would be created, and nothing is.
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    for pool in ["seoul", "tokyo"] {
+        let line = format!(
+            "would provision api {pool}: record created; tally check (new tally check) threshold 0 (permissive"
+        );
+        assert!(text.contains(&line), "{text}\nlacks {line}");
+    }
+    assert!(
+        text.contains("vote checks 3 to create, 0 to correct"),
+        "{text}"
+    );
+    assert!(
+        text.contains("change batch for hosted zone") && text.contains("(new tally check)"),
+        "{text}"
+    );
+    let (records, checks) = snapshot(&client, &zone).await;
+    assert!(checks.is_empty(), "a dry run created {checks:?}");
+    assert!(
+        records.iter().all(|r| r.set_identifier.is_none()),
+        "a dry run wrote {records:?}"
+    );
+
+    // Provisioned once: the permissive thresholds would be raised.
+    provision(dir.path());
+    let (before, _) = snapshot(&client, &zone).await;
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("threshold 2;"), "{text}");
+    assert!(
+        text.contains("vote checks 0 to create, 0 to correct"),
+        "{text}"
+    );
+    let (after, checks) = snapshot(&client, &zone).await;
+    assert_eq!(before, after, "a dry run changed the records");
+    let permissive = checks.iter().filter(|c| {
+        c.health_check_config()
+            .is_some_and(|c| c.health_threshold() == Some(0))
+    });
+    assert_eq!(permissive.count(), 2, "a dry run raised a threshold");
+
+    // Provisioned twice: nothing to do.
+    provision(dir.path());
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        text.matches("record unchanged; tally check").count(),
+        2,
+        "{text}"
+    );
+}
+
+/// `gslb plan --config a.toml`: its exit code and output.
+fn plan(dir: &Path) -> (Option<i32>, String) {
+    let out = gslb(dir, &["plan", "--config", "a.toml"])
+        .output()
+        .expect("plan");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_plan_shows_votes_tally_checks_and_records() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let loopback = SocketAddr::from(([127, 0, 91, 12], 0));
+    let mut seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &moto.endpoint(),
+        &all,
+        "",
+    );
+
+    // Not provisioned: provision has work, so the plan is pending.
+    let (code, text) = plan(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("record seoul: tally check (new tally check) threshold 0"),
+        "{text}"
+    );
+    assert!(!text.contains("not a gslb verdict check"), "{text}");
+
+    // Provisioned (twice: thresholds raised): both pools serve, nothing to do.
+    provision(dir.path());
+    provision(dir.path());
+    let (code, text) = plan(dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("    seoul: serve\n    tokyo: serve\n"),
+        "{text}"
+    );
+    let (_, checks) = snapshot(&client, &zone).await;
+    let record = support::route53::record(&client, &zone, "seoul").await;
+    let tally = record.health_check_id().expect("tally check");
+    assert!(checks.iter().any(|c| c.id == tally));
+    let line = format!(
+        "record seoul: tally check {tally} threshold 2 (wanted 2 of 3 vote checks), vote checks 0 missing, 0 to correct; record carries it"
+    );
+    assert!(text.contains(&line), "{text}\nlacks {line}");
+
+    // The primary's origin is down: this instance would vote to drain it.
+    seoul.stop().await;
+    let (code, text) = plan(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("    seoul: drain\n    tokyo: serve\n"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_plane_provision_reports_verdict_checks_left_unused() {
+    let moto = Emulator::start(Kind::Moto);
+    let client = sdk(&moto.endpoint());
+    let zone = create_zone(&client, "example.test.").await;
+    let loopback = SocketAddr::from(([127, 0, 91, 13], 0));
+    let seoul = Origin::start(loopback, "seoul").await.expect("seoul");
+    let tokyo = Origin::start(loopback, "tokyo").await.expect("tokyo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let all = instances(91);
+    write_files(
+        dir.path(),
+        (&seoul, &tokyo),
+        &zone,
+        &moto.endpoint(),
+        &all,
+        "",
+    );
+    // The same service in verdict_check mode first.
+    let a = std::fs::read_to_string(dir.path().join("a.toml")).expect("a.toml");
+    let verdict = a.replace("api = \"data_plane\"", "api = \"verdict_check\"");
+    std::fs::write(dir.path().join("v.toml"), verdict).expect("v.toml");
+    let out = gslb(dir.path(), &["provision", "--config", "v.toml"])
+        .output()
+        .expect("provision");
+    assert!(out.status.success(), "{out:?}");
+    let mut old = Vec::new();
+    for pool in ["seoul", "tokyo"] {
+        let r = support::route53::record(&client, &zone, pool).await;
+        old.push(r.health_check_id().expect("verdict check").to_owned());
+    }
+
+    let (code, text) = dry_run(dir.path());
+    assert_eq!(code, Some(2), "{text}");
+    let first = provision(dir.path());
+    for (pool, id) in ["seoul", "tokyo"].iter().zip(&old) {
+        let line =
+            format!("api {pool}: gslb's health check {id} is no longer carried by the record");
+        assert!(
+            text.contains(&format!("would provision {line}")),
+            "{text}\nlacks {line}"
+        );
+        assert!(
+            first.contains(&format!("provisioned {line}")),
+            "{first}\nlacks {line}"
+        );
+    }
+    let (_, checks) = snapshot(&client, &zone).await;
+    for id in &old {
+        assert!(checks.iter().any(|c| &c.id == id), "{id} was deleted");
+    }
+    let again = provision(dir.path());
+    assert!(
+        !again.contains("no longer carried"),
+        "reported once: {again}"
+    );
 }

@@ -51,9 +51,6 @@ pub fn run(
         match Settings::load(file) {
             Ok(settings) => {
                 writeln!(out, "ok: {} (settings)", file.display())?;
-                if let Some(w) = cluster_warning(&settings) {
-                    writeln!(out, "warning: {}: {w}", file.display())?;
-                }
                 default = settings.policies;
                 route53 = Some(settings.route53);
             }
@@ -143,18 +140,6 @@ pub fn data_plane_line(p: &Policy, dp: &DataPlaneSettings) -> String {
     )
 }
 
-/// A warning when a Route 53 service is in data-plane mode and `[cluster]` is set: an
-/// instance that loses etcd fails static, so its votes freeze and a pool that goes down
-/// meanwhile is not drained by it.
-pub fn cluster_warning(settings: &Settings) -> Option<String> {
-    settings.cluster.as_ref()?;
-    let r53 = &settings.route53;
-    let service = r53.modes.keys().find(|s| r53.data_plane_of(s).is_some())?;
-    Some(format!(
-        "route53.modes.{service}: data_plane with [cluster]: an instance that loses etcd fails static and its votes freeze, so a pool that goes down during an etcd outage is not drained; run data-plane instances without [cluster] to fail over without etcd (docs/route53-data-plane.md)"
-    ))
-}
-
 /// gslb's share of a data-plane failover, up to this instance's decision: the policy's
 /// worst-case failover without the TTL, plus the engine's waits (`confirm_target`).
 pub fn data_plane_detection(p: &Policy) -> std::time::Duration {
@@ -242,9 +227,8 @@ mod tests {
     }
 
     #[test]
-    fn data_plane_settings_are_checked_and_warned_about_with_a_cluster() {
+    fn data_plane_settings_are_checked_and_accepted_with_a_cluster() {
         let alone = load(DATA_PLANE).expect("valid");
-        assert_eq!(cluster_warning(&alone), None);
         assert!(alone.route53.data_plane_of("api").is_some());
         assert!(
             alone.route53.data_plane_of("web").is_none(),
@@ -253,10 +237,17 @@ mod tests {
         let cluster = format!(
             "vantage = \"a\"\n{DATA_PLANE}[cluster]\nendpoints = [\"http://127.0.0.1:2379\"]\nvantages = [\"a\", \"b\"]\n"
         );
-        let w = cluster_warning(&load(&cluster).expect("valid")).expect("warning");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gslb.toml");
+        std::fs::create_dir(dir.path().join("p")).expect("policies folder");
+        std::fs::write(&file, format!("policies = [\"p\"]\n{cluster}")).expect("write");
+        let mut out = Vec::new();
+        // The empty policy folder is an error of its own; the settings line is what counts.
+        let _ = run(&[], Some(&file), &mut out);
+        let text = String::from_utf8_lossy(&out);
         assert!(
-            w.starts_with("route53.modes.api: data_plane with [cluster]"),
-            "{w}"
+            text.contains("(settings)") && !text.contains("warning"),
+            "data-plane votes work without etcd, no warning: {text}"
         );
         let e = load("[route53.modes]\napi = \"data_plane\"\n").unwrap_err();
         assert!(

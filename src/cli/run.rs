@@ -69,6 +69,19 @@ pub trait Bind: Sync {
     /// The provider cannot be set up from the settings (a settings problem, exit code 2).
     fn bind(&self, policy: &Policy) -> impl Future<Output = Result<AnyProvider, BoxError>> + Send;
 
+    /// For `gslb plan` of a Route 53 data-plane service: per pool, a line saying its tally
+    /// check, threshold and record state, and whether `gslb provision` has something to do;
+    /// read only. `None` (the default) for any other service.
+    ///
+    /// # Errors
+    /// Route 53 could not be read, or a vote secret not be read.
+    fn data_plane(
+        &self,
+        _policy: &Policy,
+    ) -> impl Future<Output = Result<Option<(Vec<String>, bool)>, BoxError>> + Send {
+        async { Ok(None) }
+    }
+
     /// Read-only: how the records `policy`'s target names differ from what the policy says
     /// (values or Alias target, TTL, role, health check), one line per record, for `gslb plan`
     /// to show (`gslb run` never rewrites records: `gslb provision` does). Empty when they
@@ -205,7 +218,7 @@ pub async fn run<B: Bind>(
     attach_canaries(&mut daemon, &settings)?;
     let binder = &VotingBinder {
         inner: binder,
-        registry: vote_listener(&settings, &mut extra).await?,
+        registry: vote_listener(&settings, own_view(&daemon), &mut extra).await?,
         settings: &settings.route53,
     };
     for policy in &policies {
@@ -286,17 +299,28 @@ fn share_through_etcd(
     ));
 }
 
+/// With `[cluster]`: what a data-plane vote follows while coordination is lost (this
+/// instance's own verdicts, see [`dataplane::OwnView`]).
+fn own_view(daemon: &Daemon) -> Option<dataplane::OwnView> {
+    daemon.cluster().map(|member| dataplane::OwnView {
+        coordinated: member.coordinated(),
+        verdicts: daemon.telemetry.verdicts.subscribe(),
+    })
+}
+
 /// With a service in Route 53 data-plane mode: starts the vote listener
-/// (`[route53.data_plane] listen`) on `tasks`; the registry it reads is returned for the
-/// binder to fill. Without one: an empty registry and no listener.
+/// (`[route53.data_plane] listen`) on `tasks`; the registry it reads (votes following `own`
+/// while coordination is lost) is returned for the binder to fill. Without one: an empty
+/// registry and no listener.
 ///
 /// # Errors
 /// The listener cannot bind (exit code 1) or its TLS files cannot be read (exit code 2).
 async fn vote_listener(
     settings: &Settings,
+    own: Option<dataplane::OwnView>,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<VoteRegistry, RunError> {
-    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync));
+    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), own);
     let r53 = &settings.route53;
     let Some(dp) = r53.data_plane.as_ref().filter(|_| {
         r53.modes

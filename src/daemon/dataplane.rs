@@ -4,21 +4,28 @@
 //! what this instance's URLs answer; Route 53's health checks count the instances' votes.
 //!
 //! No Route 53 API call and no etcd call is made here: the mode works with both unreachable.
+//! With `[cluster]`, a vote follows the engine's decision while coordination through etcd
+//! holds, and this instance's own rise/fall verdicts ([`OwnView`]) while it is lost (the
+//! engine then fails static, and its frozen decisions must not freeze the votes).
 //! See `docs/route53-data-plane.md`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-use gslb_core::policy::{Policy, Target};
+use gslb_core::engine::pool_verdict;
+use gslb_core::model::{EndpointId, ServiceId, Verdict};
+use gslb_core::policy::{Failback, Mode, Policy, Target};
 use gslb_provider::{
     FailoverStyle, MemoryProvider, ObservedState, Plan, PoolRef, Provider, ProviderError,
 };
 
 use crate::config::Route53Settings;
 use crate::config::dataplane::{SERVE_TEXT, drain_text};
+use crate::io::coordination::LocalVerdicts;
 
 /// This instance's votes for one service: per pool (by set identifier) whether it may serve.
 /// Starts with every pool serving. A [`Provider`] (`"route53-votes"`) that writes nothing
@@ -50,9 +57,14 @@ impl VoteBoard {
     /// the last decision and read within `stale_after`. `None` for a pool the board does not
     /// have.
     pub fn drains(&self, pool: &PoolRef) -> Option<bool> {
-        let fresh = self.read_at().elapsed() <= self.stale_after;
+        let fresh = self.fresh();
         let snapshot = self.votes.snapshot();
         snapshot.pools.get(pool).map(|p| !p.enabled && fresh)
+    }
+
+    /// Whether the reconciler read the board within `stale_after`.
+    fn fresh(&self) -> bool {
+        self.read_at().elapsed() <= self.stale_after
     }
 
     fn read_at(&self) -> Instant {
@@ -92,44 +104,84 @@ impl Provider for VoteBoard {
     }
 }
 
-/// One pool's vote: its set identifier and the string its URL answers while draining.
+/// One pool's vote: its set identifier, the string its URL answers while draining, and the
+/// pool's endpoints (for this instance's own view).
 #[derive(Debug, Clone)]
 struct Ballot {
     set_identifier: PoolRef,
     drain: String,
+    endpoints: Vec<EndpointId>,
 }
 
-/// One service's board and ballots by pool name.
+/// One service's board and ballots by pool name; `own_view`: whether this instance's own
+/// verdicts may vote (the policy enforces), and `latch` for `failback = "manual"`.
 #[derive(Debug, Clone)]
 struct Entry {
     board: Arc<VoteBoard>,
     ballots: BTreeMap<String, Ballot>,
+    own_view: bool,
+    manual_failback: bool,
+    /// Pools this instance's own view drained while coordination was lost, kept drained with
+    /// `failback = "manual"` until coordination is back.
+    latched: std::collections::BTreeSet<String>,
+}
+
+/// With `[cluster]`: whether coordination through etcd holds, and this instance's own
+/// rise/fall verdicts per endpoint (the engine loop keeps them, with or without etcd).
+#[derive(Debug, Clone)]
+pub struct OwnView {
+    /// `true` while coordinated ([`crate::daemon::cluster::Cluster::coordinated`]).
+    pub coordinated: watch::Receiver<bool>,
+    /// This instance's verdicts ([`crate::ops::telemetry::Telemetry::verdicts`]).
+    pub verdicts: watch::Receiver<LocalVerdicts>,
 }
 
 /// Every data-plane service's board, shared by the binder (which fills it) and the vote
 /// listener (which reads it). Cloning shares it.
 #[derive(Debug, Clone)]
-pub struct VoteRegistry(Arc<Mutex<BTreeMap<String, Entry>>>, Duration);
+pub struct VoteRegistry {
+    entries: Arc<Mutex<BTreeMap<String, Entry>>>,
+    stale_after: Duration,
+    own: Option<OwnView>,
+}
 
 impl VoteRegistry {
     /// An empty registry whose boards' drain votes go stale after `stale_after` without a
-    /// read (see [`VoteBoard`]; `gslb run` uses [`stale_after`]).
-    pub fn new(stale_after: Duration) -> Self {
-        Self(Arc::default(), stale_after)
+    /// read (see [`VoteBoard`]; `gslb run` uses [`stale_after`]). `own`: with `[cluster]`,
+    /// the source of the votes while coordination is lost; `None` without `[cluster]` (the
+    /// engine's decisions are then this instance's own view).
+    pub fn new(stale_after: Duration, own: Option<OwnView>) -> Self {
+        Self {
+            entries: Arc::default(),
+            stale_after,
+            own,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
         // A poisoned lock only means a panic elsewhere; the map itself is always whole.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What `service`'s `pool` vote URL answers: `Some(body)` ([`drain_text`] while this
     /// instance votes drain, else [`SERVE_TEXT`]), `None` for an unknown service or pool.
+    /// The vote is the engine's decision, or, with `[cluster]` while coordination is lost,
+    /// this instance's own view ([`own_drains`]).
     pub fn answer(&self, service: &str, pool: &str) -> Option<String> {
-        let map = self.lock();
-        let entry = map.get(service)?;
+        let mut map = self.lock();
+        let entry = map.get_mut(service)?;
         let ballot = entry.ballots.get(pool)?;
-        let drains = entry.board.drains(&ballot.set_identifier)?;
+        let engine = entry.board.drains(&ballot.set_identifier)?;
+        let drains = match &self.own {
+            Some(own) if !*own.coordinated.borrow() => {
+                entry.own_view && entry.board.fresh() && own.drains(service, pool, entry)
+            }
+            _ => {
+                entry.latched.clear();
+                engine
+            }
+        };
+        let ballot = entry.ballots.get(pool)?;
         Some(if drains {
             ballot.drain.clone()
         } else {
@@ -161,11 +213,18 @@ impl VoteRegistry {
         let mut ballots = BTreeMap::new();
         for p in &t.pools {
             let secret = dp.secret(&policy.service.0, &p.pool.0)?;
+            let endpoints = policy
+                .pools
+                .iter()
+                .filter(|pool| pool.id == p.pool)
+                .flat_map(|pool| pool.endpoints.iter().map(|e| e.id.clone()))
+                .collect();
             ballots.insert(
                 p.pool.0.clone(),
                 Ballot {
                     set_identifier: p.set_identifier.clone(),
                     drain: drain_text(&secret),
+                    endpoints,
                 },
             );
         }
@@ -173,17 +232,58 @@ impl VoteRegistry {
         let mut map = self.lock();
         let board = match map.get(&policy.service.0) {
             Some(e) if e.board.pools() == sorted(&ids) => e.board.clone(),
-            _ => Arc::new(VoteBoard::new(&ids, self.1)),
+            _ => Arc::new(VoteBoard::new(&ids, self.stale_after)),
         };
         map.insert(
             policy.service.0.clone(),
             Entry {
                 board: board.clone(),
                 ballots,
+                own_view: policy.mode == Mode::Enforce,
+                manual_failback: policy.failback == Failback::Manual,
+                latched: std::collections::BTreeSet::new(),
             },
         );
         Ok(board)
     }
+}
+
+impl OwnView {
+    /// Whether this instance's own view drains `pool` of `service` ([`own_drains`] on its
+    /// pools' verdicts), keeping a pool drained once it was with `failback = "manual"`.
+    fn drains(&self, service: &str, pool: &str, entry: &mut Entry) -> bool {
+        let verdicts = self.verdicts.borrow();
+        let service = ServiceId(service.to_owned());
+        let pools: BTreeMap<&str, Verdict> = entry
+            .ballots
+            .iter()
+            .map(|(name, b)| {
+                let of = b.endpoints.iter().map(|e| {
+                    let key = (service.clone(), e.clone());
+                    verdicts.get(&key).copied().unwrap_or(Verdict::Unknown)
+                });
+                (name.as_str(), pool_verdict(of))
+            })
+            .collect();
+        let latched = entry.manual_failback && entry.latched.contains(pool);
+        let drains = own_drains(pool, &pools, latched);
+        if drains && entry.manual_failback {
+            entry.latched.insert(pool.to_owned());
+        }
+        drains
+    }
+}
+
+/// This instance's own vote for `pool`, from its own pool verdicts `pools` (by pool name):
+/// drain while the pool is unhealthy (or `latched`: drained before, `failback = "manual"`)
+/// and another pool is healthy; never every pool (Route 53 answers the PRIMARY when every
+/// record is unhealthy, and the engine fails static rather than drain every pool).
+pub fn own_drains(pool: &str, pools: &BTreeMap<&str, Verdict>, latched: bool) -> bool {
+    let down = latched || pools.get(pool) == Some(&Verdict::Unhealthy);
+    let elsewhere = pools
+        .iter()
+        .any(|(name, v)| *name != pool && *v == Verdict::Healthy);
+    down && elsewhere
 }
 
 /// How long a drain vote lasts without a read: 3 reconciler resyncs, at least 30 s (a loaded
@@ -224,5 +324,25 @@ mod tests {
         board.observe().await.expect("observe");
         assert_eq!(board.drains(&"seoul".into()), Some(true), "read again");
         assert!(!board.elected());
+    }
+
+    #[test]
+    fn the_own_view_drains_a_down_pool_only_while_another_is_healthy() {
+        use Verdict::{Healthy, Unhealthy, Unknown};
+        let of = |s: Verdict, t: Verdict| BTreeMap::from([("seoul", s), ("tokyo", t)]);
+        assert!(own_drains("seoul", &of(Unhealthy, Healthy), false));
+        assert!(!own_drains("tokyo", &of(Unhealthy, Healthy), false));
+        assert!(
+            !own_drains("seoul", &of(Unhealthy, Unhealthy), false),
+            "never every pool"
+        );
+        assert!(!own_drains("seoul", &of(Unhealthy, Unknown), false));
+        assert!(!own_drains("seoul", &of(Unknown, Healthy), false));
+        assert!(!own_drains("seoul", &of(Healthy, Healthy), false));
+        assert!(
+            own_drains("seoul", &of(Healthy, Healthy), true),
+            "manual failback latch"
+        );
+        assert!(!own_drains("seoul", &of(Healthy, Unhealthy), true));
     }
 }

@@ -17,14 +17,17 @@ use std::sync::Arc;
 
 use gslb_provider::{Change, FailoverStyle, ObservedState, Plan, Provider, ProviderError};
 
-use crate::cli::run::{Bind, RunError};
+use crate::cli::run::{Bind, RunError, VotingBinder};
 use crate::config::{ClusterSettings, Settings};
 use crate::daemon::controller;
+use crate::daemon::dataplane::{self, VoteRegistry};
 use crate::io::clock::Clock;
 use crate::io::probe::{ProbeTarget, Prober};
 use crate::io::state_file::StateFile;
 use gslb_core::engine::{Decision, Engine, EngineSettings, Input, Override};
-use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ProbeOutcome, VantageId};
+use gslb_core::model::{
+    EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId,
+};
 use gslb_core::planner::{self, FightGuard, ProviderPools, Request};
 use gslb_core::policy::{Mode, Policy};
 
@@ -103,6 +106,9 @@ pub struct ServicePlan {
     pub cluster: Option<String>,
     /// `[cluster]` only: each pool's votes per vantage point ([`votes::lines`]).
     pub votes: Vec<String>,
+    /// Route 53 data-plane mode only ([`Bind::data_plane`]): per pool its tally check,
+    /// threshold and record state, and whether `gslb provision` has something to do.
+    pub data_plane: Option<(Vec<String>, bool)>,
 }
 
 /// Evaluates every gathered service with one engine at `now` from `vantage` (see the module
@@ -190,6 +196,7 @@ pub fn evaluate_in(
                 outcome,
                 cluster: None,
                 votes: Vec::new(),
+                data_plane: None,
             }
         })
         .collect()
@@ -336,6 +343,10 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
         if let Some(role) = &p.cluster {
             writeln!(out, "  cluster: {role}")?;
         }
+        if let Some((lines, _)) = &p.data_plane {
+            render_data_plane(p, lines, out)?;
+            continue;
+        }
         match &p.outcome {
             Outcome::NoChange => writeln!(out, "  would change: no change")?,
             Outcome::Refused(why) => writeln!(
@@ -355,6 +366,40 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A data-plane service's votes (what this instance's vote URLs would answer: the plan's
+/// writes are to its in-memory vote board, which starts serving every pool) and its Route 53
+/// state per pool.
+fn render_data_plane(
+    p: &ServicePlan,
+    lines: &[String],
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let drained = |pool: &str| match &p.outcome {
+        Outcome::Changes(plan) => plan
+            .iter()
+            .any(|c| matches!(c, Change::SetEnabled { pool: x, enabled: false, .. } if x == pool)),
+        _ => false,
+    };
+    writeln!(
+        out,
+        "  this instance's votes (Route 53 data-plane mode, no API call):"
+    )?;
+    for (pool, set_id) in p.gathered.policy.target.pool_refs() {
+        let vote = if drained(&set_id) { "drain" } else { "serve" };
+        writeln!(out, "    {pool}: {vote}")?;
+    }
+    match &p.outcome {
+        Outcome::Refused(why) => writeln!(out, "    (the vote would be refused: {why})")?,
+        Outcome::Error(why) => writeln!(out, "    (cannot plan the vote: {why})")?,
+        Outcome::NoChange | Outcome::Changes(_) => {}
+    }
+    writeln!(out, "  route53:")?;
+    for line in lines {
+        writeln!(out, "    {line}")?;
     }
     Ok(())
 }
@@ -429,7 +474,10 @@ impl Summary {
     pub fn of(plans: &[ServicePlan], failed: usize) -> Self {
         if failed > 0 || plans.iter().any(|p| matches!(p.outcome, Outcome::Error(_))) {
             Self::Failed
-        } else if plans.iter().any(|p| p.outcome != Outcome::NoChange) {
+        } else if plans.iter().any(|p| {
+            p.outcome != Outcome::NoChange
+                || p.data_plane.as_ref().is_some_and(|(_, pending)| *pending)
+        }) {
             Self::Pending
         } else {
             Self::NoChange
@@ -517,16 +565,12 @@ pub async fn plan_all<B: Bind>(
     let prober = Prober::with_limits(&settings.dns, &settings.probing)
         .map_err(|e| RunError::runtime(e).context("building the prober"))?;
     let prober = Arc::new(prober);
-    let mut gathered = Vec::new();
-    let mut failed = BTreeMap::new();
+    let (gathered, failed, mut data_plane) = read_all(settings, policies, binder, &prober).await;
+    // Data-plane records carry tally checks: their drift is the data-plane lines' business.
     let mut drift = BTreeMap::new();
     for p in policies {
-        drift.insert(p.service.clone(), binder.record_drift(p).await);
-        match read(p, binder, &prober).await {
-            Ok(g) => gathered.push(g),
-            Err(why) => {
-                failed.insert(p.service.clone(), why);
-            }
+        if !matches!(data_plane.get(&p.service), Some(Some(_))) {
+            drift.insert(p.service.clone(), binder.record_drift(p).await);
         }
     }
     let now = Clock::system().now();
@@ -538,6 +582,9 @@ pub async fn plan_all<B: Bind>(
     };
     let cluster_peers = peers.as_ref().map(|(c, p)| (*c, p));
     let mut plans = evaluate_in(gathered, &engine, drills, (me, cluster_peers), now, rounds);
+    for plan in &mut plans {
+        plan.data_plane = data_plane.remove(&plan.gathered.policy.service).flatten();
+    }
     if let Some((_, peers)) = &peers {
         for plan in &mut plans {
             if let Some(d) = &plan.decision {
@@ -573,6 +620,48 @@ pub async fn plan_all<B: Bind>(
     })();
     written.map_err(|e| RunError::runtime(e).context("writing the plan"))?;
     Ok(summary)
+}
+
+/// Every policy's provider read and probes (a data-plane service read as `gslb run` binds it:
+/// a vote board, all serving) and its data-plane state ([`Bind::data_plane`]); or, by
+/// service, why it cannot be had.
+async fn read_all<B: Bind>(
+    settings: &Settings,
+    policies: &[Policy],
+    binder: &B,
+    prober: &Arc<Prober>,
+) -> (
+    Vec<Gathered>,
+    BTreeMap<ServiceId, String>,
+    BTreeMap<ServiceId, Option<(Vec<String>, bool)>>,
+) {
+    let voting = VotingBinder {
+        inner: binder,
+        registry: VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), None),
+        settings: &settings.route53,
+    };
+    let (mut gathered, mut failed, mut data_plane) = (Vec::new(), BTreeMap::new(), BTreeMap::new());
+    for p in policies {
+        let read = match read(p, &voting, prober).await {
+            Ok(g) => binder.data_plane(p).await.map(|dp| (g, dp)).map_err(|e| {
+                format!(
+                    "reading the Route 53 data-plane checks of service {}: {e:#}",
+                    p.service
+                )
+            }),
+            Err(why) => Err(why),
+        };
+        match read {
+            Ok((g, dp)) => {
+                data_plane.insert(p.service.clone(), dp);
+                gathered.push(g);
+            }
+            Err(why) => {
+                failed.insert(p.service.clone(), why);
+            }
+        }
+    }
+    (gathered, failed, data_plane)
 }
 
 /// One service's provider read and probes, or why it cannot be had.

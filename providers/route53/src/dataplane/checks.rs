@@ -31,7 +31,8 @@ pub(crate) async fn list_all(api: &Api) -> Result<Vec<HealthCheck>, ProviderErro
     }
 }
 
-fn ours(hc: &HealthCheck) -> bool {
+/// Whether `hc` is gslb's (its `CallerReference` has gslb's prefix).
+pub(crate) fn ours(hc: &HealthCheck) -> bool {
     hc.caller_reference.starts_with(CALLER_REFERENCE_PREFIX)
 }
 
@@ -89,11 +90,34 @@ pub(crate) enum Ensured {
     Created,
 }
 
+/// `v`'s vote check among `listed`, read only: `Some((check, as_desired))` for the gslb
+/// check of `v`'s URL with `interval` (`as_desired`: its search string, failure threshold and
+/// inversion are right), `None` when there is none.
+pub(crate) fn find_vote<'a>(
+    listed: &'a [HealthCheck],
+    v: &Voter,
+    search: &str,
+    (interval, threshold): (i32, i32),
+) -> Option<(&'a HealthCheck, bool)> {
+    let found = listed.iter().find(|hc| {
+        ours(hc)
+            && hc
+                .health_check_config()
+                .is_some_and(|c| probes(c, v) && c.request_interval() == Some(interval))
+    })?;
+    let same = found.health_check_config().is_some_and(|c| {
+        c.search_string() == Some(search)
+            && c.failure_threshold() == Some(threshold)
+            && c.inverted() == Some(true)
+    });
+    Some((found, same))
+}
+
 /// Makes `v`'s inverted vote check exist as desired among `listed`; returns its id.
 ///
 /// A gslb check of the same URL with another `RequestInterval` (fixed at creation) is left
 /// alone and a new one made; one with another search string, failure threshold or inversion
-/// is updated in place, fenced by its `HealthCheckVersion`.
+/// is updated in place, fenced by its `HealthCheckVersion` ([`find_vote`] says which).
 ///
 /// # Errors
 /// Those of [`Api::call`].
@@ -105,19 +129,7 @@ pub(crate) async fn ensure_vote(
     (interval, threshold): (i32, i32),
     set_identifier: &str,
 ) -> Result<(String, Ensured), ProviderError> {
-    let found = listed.iter().find(|hc| {
-        ours(hc)
-            && hc
-                .health_check_config()
-                .is_some_and(|c| probes(c, v) && c.request_interval() == Some(interval))
-    });
-    if let Some(hc) = found {
-        let c = hc.health_check_config();
-        let same = c.is_some_and(|c| {
-            c.search_string() == Some(search)
-                && c.failure_threshold() == Some(threshold)
-                && c.inverted() == Some(true)
-        });
+    if let Some((hc, same)) = find_vote(listed, v, search, (interval, threshold)) {
         if same {
             return Ok((hc.id.clone(), Ensured::Kept));
         }

@@ -76,7 +76,13 @@ pub struct TallyReport {
     pub created: usize,
     /// Vote checks corrected this run.
     pub updated: usize,
+    /// Whether this pool's checks were (in a dry run: would be) created or changed: a vote
+    /// check created or corrected, the tally check created or its threshold raised.
+    pub changed: bool,
 }
+
+/// The tally check id a dry run shows for a tally check it would create (it has no id yet).
+pub const NEW_TALLY: &str = "(new tally check)";
 
 /// What [`Route53Provider::provision_data_plane`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,13 +91,18 @@ pub struct DataPlaneReport {
     pub tallies: Vec<TallyReport>,
     /// The records, as [`Route53Provider::provision`] reports them.
     pub records: ProvisionReport,
+    /// gslb-owned checks (e.g. verdict checks from `verdict_check` mode) that the pair's
+    /// records carried before this run and no longer do (in a dry run: would no longer),
+    /// as `(set identifier, check id)`. Left in place: another record may still use them.
+    pub unused: Vec<(String, String)>,
 }
 
 impl Route53Provider {
     /// Makes the data-plane checks of `dp` exist and points the binding's records at the tally
     /// checks (compare-and-swap batches, ownership and `options.adopt` as
-    /// [`Route53Provider::provision_with`]; a dry run is refused before any call, the vote
-    /// and tally checks have no dry run yet).
+    /// [`Route53Provider::provision_with`]). A dry run only reads (`ListHealthChecks`,
+    /// `GetHealthCheckStatus`, the records) and reports what a run would create or correct,
+    /// with the record batch; a tally check it would create is named [`NEW_TALLY`].
     ///
     /// A tally check made by this run is permissive (threshold 0); one whose vote checks all
     /// existed before this run and all have data (`GetHealthCheckStatus`) is raised to
@@ -100,19 +111,12 @@ impl Route53Provider {
     ///
     /// # Errors
     /// [`ProviderError::Invalid`] when `dp` does not have one entry per pool of the binding;
-    /// [`ProviderError::Invalid`] for a dry run; otherwise as [`Route53Provider::provision_with`].
+    /// otherwise as [`Route53Provider::provision_with`].
     pub async fn provision_data_plane(
         &self,
         dp: &DataPlaneBinding,
         options: ProvisionOptions,
     ) -> Result<DataPlaneReport, ProviderError> {
-        if options.dry_run {
-            return Err(ProviderError::Invalid(
-                "a dry run of a service in data-plane mode is not supported yet: its vote and tally \
-                 checks are created before its records; run `gslb provision` without --dry-run"
-                    .to_owned(),
-            ));
-        }
         self.binding.validate()?;
         let ids: Vec<&str> = self
             .binding
@@ -127,12 +131,53 @@ impl Route53Provider {
             )));
         }
         let mut tallies = Vec::new();
-        for pool in &dp.pools {
-            tallies.push(self.provision_tally(dp, pool).await?);
+        if options.dry_run {
+            let listed = checks::list_all(&self.api).await?;
+            for pool in &dp.pools {
+                tallies.push(self.plan_tally(dp, pool, &listed).await?);
+            }
+        } else {
+            for pool in &dp.pools {
+                tallies.push(self.provision_tally(dp, pool).await?);
+            }
         }
         let fixed: Vec<String> = tallies.iter().map(|t| t.tally_check_id.clone()).collect();
+        let before = crate::records::list_name_and_type(&self.api, &self.binding).await?;
         let records = self.provision_records(options, Some(&fixed)).await?;
-        Ok(DataPlaneReport { tallies, records })
+        let unused = self.left_unused(&before, &fixed).await?;
+        Ok(DataPlaneReport {
+            tallies,
+            records,
+            unused,
+        })
+    }
+
+    /// The gslb-owned checks the pair's records in `before` carried that are not among the
+    /// tally checks `fixed` (no vote check is ever a record's check).
+    async fn left_unused(
+        &self,
+        before: &[aws_sdk_route53::types::ResourceRecordSet],
+        fixed: &[String],
+    ) -> Result<Vec<(String, String)>, ProviderError> {
+        let pair: Vec<(String, String)> = before
+            .iter()
+            .filter_map(|r| Some((r.set_identifier.clone()?, r.health_check_id.clone()?)))
+            .filter(|(set_id, id)| {
+                self.binding
+                    .pools
+                    .iter()
+                    .any(|p| &p.set_identifier == set_id)
+                    && !fixed.contains(id)
+            })
+            .collect();
+        if pair.is_empty() {
+            return Ok(pair);
+        }
+        let listed = checks::list_all(&self.api).await?;
+        Ok(pair
+            .into_iter()
+            .filter(|(_, id)| listed.iter().any(|hc| &hc.id == id && checks::ours(hc)))
+            .collect())
     }
 
     async fn provision_tally(
@@ -157,24 +202,21 @@ impl Route53Provider {
             updated += usize::from(what == checks::Ensured::Updated);
             children.push(id);
         }
-        let (tally_check_id, health_threshold) = match checks::find_tally(&listed, &children) {
+        let (tally_check_id, health_threshold, tally_changed) = match checks::find_tally(
+            &listed, &children,
+        ) {
             None => {
                 let id = checks::create_tally(&self.api, &children, &pool.set_identifier).await?;
                 tracing::info!(pool = %pool.set_identifier, check = %id, "route53 tally check created, permissive until its vote checks have data");
-                (id, 0)
+                (id, 0, true)
             }
             Some(tally) => {
-                let now = tally
-                    .health_check_config()
-                    .and_then(|c| c.health_threshold())
-                    .unwrap_or(0);
-                let want = dp.health_threshold;
-                if now != want && created == 0 && self.all_have_data(&children).await? {
-                    checks::set_threshold(&self.api, tally, want).await?;
-                    (tally.id.clone(), want)
-                } else {
-                    (tally.id.clone(), now)
+                let (now, raise) = self.raise(dp, tally, &children, created).await?;
+                if raise {
+                    checks::set_threshold(&self.api, tally, dp.health_threshold).await?;
                 }
+                let threshold = if raise { dp.health_threshold } else { now };
+                (tally.id.clone(), threshold, raise)
             }
         };
         Ok(TallyReport {
@@ -183,7 +225,65 @@ impl Route53Provider {
             health_threshold,
             created,
             updated,
+            changed: tally_changed || created + updated > 0,
         })
+    }
+
+    /// A dry run of [`Self::provision_tally`] on the checks `listed`: reads only.
+    async fn plan_tally(
+        &self,
+        dp: &DataPlaneBinding,
+        pool: &VotePool,
+        listed: &[aws_sdk_route53::types::HealthCheck],
+    ) -> Result<TallyReport, ProviderError> {
+        let timing = (dp.request_interval, dp.failure_threshold);
+        let (mut children, mut created, mut updated) = (Vec::new(), 0, 0);
+        for v in &pool.voters {
+            match checks::find_vote(listed, v, &pool.search_string, timing) {
+                Some((hc, same)) => {
+                    updated += usize::from(!same);
+                    children.push(hc.id.clone());
+                }
+                None => created += 1,
+            }
+        }
+        let found = (created == 0)
+            .then(|| checks::find_tally(listed, &children))
+            .flatten();
+        let (tally_check_id, health_threshold, tally_changed) = match found {
+            None => (NEW_TALLY.to_owned(), 0, true),
+            Some(tally) => {
+                let (now, raise) = self.raise(dp, tally, &children, created).await?;
+                let threshold = if raise { dp.health_threshold } else { now };
+                (tally.id.clone(), threshold, raise)
+            }
+        };
+        Ok(TallyReport {
+            set_identifier: pool.set_identifier.clone(),
+            tally_check_id,
+            health_threshold,
+            created,
+            updated,
+            changed: tally_changed || created + updated > 0,
+        })
+    }
+
+    /// `tally`'s threshold now, and whether a run raises it to `dp.health_threshold`: when it
+    /// differs, no vote check was `created` this run and every child has data.
+    async fn raise(
+        &self,
+        dp: &DataPlaneBinding,
+        tally: &aws_sdk_route53::types::HealthCheck,
+        children: &[String],
+        created: usize,
+    ) -> Result<(i32, bool), ProviderError> {
+        let now = tally
+            .health_check_config()
+            .and_then(|c| c.health_threshold())
+            .unwrap_or(0);
+        let raise =
+            now != dp.health_threshold && created == 0 && self.all_have_data(children).await?;
+        Ok((now, raise))
     }
 
     async fn all_have_data(&self, children: &[String]) -> Result<bool, ProviderError> {
