@@ -274,16 +274,24 @@ impl<'a> Adapters<'a> {
                 planned.push((p, t, provider, adopt));
             }
         }
-        anyhow::ensure!(
-            refused.is_empty(),
-            "{}\nnothing was {}",
-            refused.join("\n"),
-            if dry_run {
-                "written (dry run)"
-            } else {
-                "changed, for any service: every service is checked before any is written"
+        // A dry run shows the changes, refusals included, and exits 2 (changes pending) as
+        // `terraform plan -detailed-exitcode` does; a real run refuses before any write.
+        if dry_run {
+            for why in &refused {
+                eprintln!("{why}");
             }
-        );
+            if !refused.is_empty() {
+                eprintln!(
+                    "a real run refuses these without --adopt; nothing was written (dry run)"
+                );
+            }
+        } else {
+            anyhow::ensure!(
+                refused.is_empty(),
+                "{}\nnothing was changed, for any service: every service is checked before any is written",
+                refused.join("\n"),
+            );
+        }
         for (p, t, dp, adopt) in voting {
             pending |= self
                 .provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })

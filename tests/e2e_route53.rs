@@ -474,10 +474,10 @@ async fn provision_refuses_foreign_records_until_adopted_and_dry_run_shows_the_b
     write_config(dir.path(), &policy, &moto.endpoint());
     let before = snapshot(&client, &zone_id).await;
 
-    // Dry run: the exact batch, what a real run would refuse, exit 1 as the real run would,
-    // nothing written.
+    // Dry run: the exact batch and what a real run would refuse, exit 2 (changes pending, as
+    // `terraform plan -detailed-exitcode`), nothing written.
     let (code, stdout, stderr) = provision(dir.path(), &["--dry-run"]);
-    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(!stdout.contains("record adopted"), "{stdout}");
     assert!(
         stdout.contains("would provision api seoul: would refuse without --adopt"),
