@@ -270,7 +270,18 @@ async fn restarting_every_instance_after_two_switches_keeps_the_velocity_budget_
             .ok()?;
         let state: gslb_core::engine::SafetyState =
             serde_json::from_slice(got.kvs().first()?.value()).ok()?;
-        (state.consecutive_failovers >= 1 && state.last_failover.is_some()).then_some(())
+        let now = gslb_core::model::Millis(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_millis()
+                .try_into()
+                .ok()?,
+        );
+        (state.consecutive_failovers >= 1
+            && state.last_failover.is_some()
+            && state.bucket.available(now) == 0)
+            .then_some(())
     })
     .await
     .expect("the safety state is in etcd");

@@ -104,9 +104,11 @@ impl Cluster {
 
 /// Keeps `services`' safety state shared through etcd, forever: first reads the saved states
 /// (retrying every `lease_ttl / 4` until etcd answers) and feeds them to the engine as
-/// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, puts each
-/// service's state from `board` that changed since it was last put. Restoring before the
-/// first put means a restarted instance never overwrites a spent budget with a full one.
+/// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, merges what
+/// other instances put since (as `RestoreSafety` again) and puts each service's state from
+/// `board` that changed since it was last put. Restoring before the first put means a
+/// restarted instance never overwrites a spent budget with a full one; merging before each
+/// put means an instance that spent less never overwrites one that spent more.
 pub async fn keep_safety(
     cluster: Arc<Cluster>,
     services: Vec<ServiceId>,
@@ -137,8 +139,31 @@ pub async fn keep_safety(
     let mut put: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
     loop {
         tokio::time::sleep(period).await;
+        // Every instance puts its own state (the last put wins in etcd), so first merge what
+        // the others put into the engine (a merge only ever keeps the more spent budget, the
+        // higher penalty, the later switch); a service whose saved state was merged now is put
+        // at the next round, once the board shows the merge. So a budget one instance spent is
+        // never carried back by another's put, and a restart of every instance continues it.
+        let merging = match safety::load(client, keys, &services).await {
+            Ok(saved) => saved
+                .into_iter()
+                .filter(|(service, state)| put.get(service) != Some(state))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut merged = Vec::new();
+        for (service, state) in merging {
+            merged.push(service.clone());
+            let restore = Input::RestoreSafety {
+                service,
+                safety: state,
+            };
+            if commands.send(restore.into()).await.is_err() {
+                return;
+            }
+        }
         for (service, state) in board.safety() {
-            if put.get(&service) == Some(&state) {
+            if put.get(&service) == Some(&state) || merged.contains(&service) {
                 continue;
             }
             match safety::save(client, keys, &service, &state).await {
