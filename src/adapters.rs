@@ -274,24 +274,7 @@ impl<'a> Adapters<'a> {
                 planned.push((p, t, provider, adopt));
             }
         }
-        // A dry run shows the changes, refusals included, and exits 2 (changes pending) as
-        // `terraform plan -detailed-exitcode` does; a real run refuses before any write.
-        if dry_run {
-            for why in &refused {
-                eprintln!("{why}");
-            }
-            if !refused.is_empty() {
-                eprintln!(
-                    "a real run refuses these without --adopt; nothing was written (dry run)"
-                );
-            }
-        } else {
-            anyhow::ensure!(
-                refused.is_empty(),
-                "{}\nnothing was changed, for any service: every service is checked before any is written",
-                refused.join("\n"),
-            );
-        }
+        settle_refusals(&refused, dry_run)?;
         for (p, t, dp, adopt) in voting {
             pending |= self
                 .provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
@@ -311,6 +294,30 @@ impl<'a> Adapters<'a> {
         }
         Ok(pending)
     }
+}
+
+/// What provisioning does with the services it would refuse (`refused`, one text each): a dry
+/// run prints them and goes on (exit 2 for the changes pending, as `terraform plan
+/// -detailed-exitcode`); a real run refuses before any write.
+///
+/// # Errors
+/// Not a dry run and some service refused (each is named).
+fn settle_refusals(refused: &[String], dry_run: bool) -> anyhow::Result<()> {
+    if dry_run {
+        for why in refused {
+            eprintln!("{why}");
+        }
+        if !refused.is_empty() {
+            eprintln!("a real run refuses these without --adopt; nothing was written (dry run)");
+        }
+        return Ok(());
+    }
+    anyhow::ensure!(
+        refused.is_empty(),
+        "{}\nnothing was changed, for any service: every service is checked before any is written",
+        refused.join("\n"),
+    );
+    Ok(())
 }
 
 /// The names `--adopt` may give for policy `p`: its Route 53 record name (lowercase) and its

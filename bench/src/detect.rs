@@ -59,7 +59,9 @@ pub async fn run(
         &shape,
         &urls,
         &provider.base_url,
-        "[reconcile]\nresync = \"5s\"",
+        // A switch and its failback every round: more calls than the default budget of 20 a
+        // minute allows (the budget would hold the next round's write, not measure detection).
+        "[reconcile]\nresync = \"5s\"\nprovider_calls_per_minute = 600",
     )?;
     let mut daemon = Daemon::spawn(gslb, &folder, None)?;
     daemon.ready(Duration::from_secs(60)).await?;
