@@ -512,17 +512,22 @@ async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
     drop(daemons);
 }
 
-/// `gslb provision --dry-run --config a.toml`: its exit code and output.
-fn dry_run(dir: &Path) -> (Option<i32>, String) {
-    let out = gslb(dir, &["provision", "--dry-run", "--config", "a.toml"])
-        .output()
-        .expect("dry run");
+/// `gslb <args> --config a.toml` in `dir`: its exit code and output (stdout, then stderr).
+fn gslb_a(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = args.to_vec();
+    all.extend(["--config", "a.toml"]);
+    let out = gslb(dir, &all).output().expect("gslb");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.code(), text)
+}
+
+/// `gslb provision --dry-run --config a.toml`: its exit code and output.
+fn dry_run(dir: &Path) -> (Option<i32>, String) {
+    gslb_a(dir, &["provision", "--dry-run"])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -598,16 +603,9 @@ async fn data_plane_provision_dry_run_shows_checks_and_batch_and_writes_nothing(
 }
 
 /// `gslb plan --config a.toml`: its exit code and output.
+/// `gslb plan --config a.toml`: its exit code and output.
 fn plan(dir: &Path) -> (Option<i32>, String) {
-    let out = gslb(dir, &["plan", "--config", "a.toml"])
-        .output()
-        .expect("plan");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    gslb_a(dir, &["plan"])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

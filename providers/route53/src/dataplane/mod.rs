@@ -81,6 +81,26 @@ pub struct TallyReport {
     pub changed: bool,
 }
 
+impl TallyReport {
+    /// The report of `pool`: its tally check `(id, threshold, created or raised)` and the vote
+    /// checks `(created, corrected)`; `changed` when any of them was (or would be).
+    fn new(
+        pool: &VotePool,
+        tally: (String, i32, bool),
+        (created, updated): (usize, usize),
+    ) -> Self {
+        let (tally_check_id, health_threshold, tally_changed) = tally;
+        Self {
+            set_identifier: pool.set_identifier.clone(),
+            tally_check_id,
+            health_threshold,
+            created,
+            updated,
+            changed: tally_changed || created + updated > 0,
+        }
+    }
+}
+
 /// The tally check id a dry run shows for a tally check it would create (it has no id yet).
 pub const NEW_TALLY: &str = "(new tally check)";
 
@@ -219,14 +239,11 @@ impl Route53Provider {
                 (tally.id.clone(), threshold, raise)
             }
         };
-        Ok(TallyReport {
-            set_identifier: pool.set_identifier.clone(),
-            tally_check_id,
-            health_threshold,
-            created,
-            updated,
-            changed: tally_changed || created + updated > 0,
-        })
+        Ok(TallyReport::new(
+            pool,
+            (tally_check_id, health_threshold, tally_changed),
+            (created, updated),
+        ))
     }
 
     /// A dry run of [`Self::provision_tally`] on the checks `listed`: reads only.
@@ -258,14 +275,11 @@ impl Route53Provider {
                 (tally.id.clone(), threshold, raise)
             }
         };
-        Ok(TallyReport {
-            set_identifier: pool.set_identifier.clone(),
-            tally_check_id,
-            health_threshold,
-            created,
-            updated,
-            changed: tally_changed || created + updated > 0,
-        })
+        Ok(TallyReport::new(
+            pool,
+            (tally_check_id, health_threshold, tally_changed),
+            (created, updated),
+        ))
     }
 
     /// `tally`'s threshold now, and whether a run raises it to `dp.health_threshold`: when it
