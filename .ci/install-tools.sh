@@ -41,7 +41,8 @@ else
         apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 promtool --version
-etcd --version | head -1
+# All of it: `| head -1` would end etcd with SIGPIPE, which pipefail turns into exit 141.
+etcd --version
 protoc --version
 
 if [ ! -x "$venv/bin/python" ]; then
