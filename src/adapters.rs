@@ -3,6 +3,7 @@
 //! `gslb_route53` and `gslb_cloudflare` (`tests/layout.rs` checks it). Also `gslb provision`,
 //! which is Route 53's alone.
 
+use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
@@ -229,6 +230,7 @@ impl<'a> Adapters<'a> {
         policies: &[Policy],
         dry_run: bool,
         adopt: &[String],
+        out: &mut dyn Write,
     ) -> anyhow::Result<bool> {
         for name in adopt {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
@@ -243,10 +245,11 @@ impl<'a> Adapters<'a> {
         let mut voting = Vec::new();
         for p in policies {
             let Target::Route53(t) = &p.target else {
-                println!(
+                writeln!(
+                    out,
                     "provisioned {}: nothing to do (Cloudflare pools and load balancers are made by their owners; gslb needs the gslb-managed tag in their descriptions)",
                     p.service
-                );
+                )?;
                 continue;
             };
             let adopt = adopt
@@ -269,7 +272,7 @@ impl<'a> Adapters<'a> {
             }
             if dry_run {
                 pending |= !plan.is_noop();
-                print_report(&p.service.0, t, &plan, true);
+                print_report(out, &p.service.0, t, &plan, true)?;
             } else {
                 planned.push((p, t, provider, adopt));
             }
@@ -277,7 +280,7 @@ impl<'a> Adapters<'a> {
         settle_refusals(&refused, dry_run)?;
         for (p, t, dp, adopt) in voting {
             pending |= self
-                .provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt })
+                .provision_votes(p, t, dp, ProvisionOptions { dry_run, adopt }, out)
                 .await?;
         }
         for (p, t, provider, adopt) in planned {
@@ -290,7 +293,7 @@ impl<'a> Adapters<'a> {
                 .await
                 .with_context(|| format!("provisioning service {}", p.service))?;
             pending |= !report.is_noop();
-            print_report(&p.service.0, t, &report, false);
+            print_report(out, &p.service.0, t, &report, false)?;
         }
         Ok(pending)
     }
@@ -342,15 +345,23 @@ fn refusal(service: &str, t: &Route53Target, why: &[String]) -> String {
 
 /// Prints what provisioning did, or in a dry run would do, for `service`: one line per pool,
 /// the change batch in a dry run, and what a real run would refuse without `--adopt`.
-fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_run: bool) {
+///
+/// # Errors
+/// `out` cannot be written (e.g. a closed pipe).
+fn print_report(
+    out: &mut dyn Write,
+    service: &str,
+    t: &Route53Target,
+    report: &ProvisionReport,
+    dry_run: bool,
+) -> io::Result<()> {
     let verb = if dry_run {
         "would provision"
     } else {
         "provisioned"
     };
     if report.is_noop() {
-        println!("{verb} {service}: nothing to change");
-        return;
+        return writeln!(out, "{verb} {service}: nothing to change");
     }
     // A dry run without --adopt plans adoptions a real run would refuse.
     let refused = !report.needs_adopt.is_empty();
@@ -371,38 +382,49 @@ fn print_report(service: &str, t: &Route53Target, report: &ProvisionReport, dry_
         } else {
             format!("verdict check {}", pool.health_check_id)
         };
-        println!(
+        writeln!(
+            out,
             "{verb} {service} {}: {action}; {check}",
             pool.set_identifier
-        );
+        )?;
     }
-    print_batch_and_refusals(service, t, report, (verb, dry_run));
+    print_batch_and_refusals(out, service, t, report, (verb, dry_run))
 }
 
 /// The tail of a provisioning report: records deleted by adoption (or that would be, with
 /// `--adopt`) and the change batch in a dry run.
+///
+/// # Errors
+/// `out` cannot be written.
 fn print_batch_and_refusals(
+    out: &mut dyn Write,
     service: &str,
     t: &Route53Target,
     report: &ProvisionReport,
     (verb, dry_run): (&str, bool),
-) {
+) -> io::Result<()> {
     let refused = !report.needs_adopt.is_empty();
     for removed in &report.removed {
         if refused {
-            println!(
+            writeln!(
+                out,
                 "{verb} {service}: {removed} would be deleted only with --adopt (it is no pool's record)"
-            );
+            )?;
         } else {
-            println!("{verb} {service}: {removed} deleted (adopted: it was no pool's record)");
+            writeln!(
+                out,
+                "{verb} {service}: {removed} deleted (adopted: it was no pool's record)"
+            )?;
         }
     }
     if let Some(batch) = report.batch.as_ref().filter(|_| dry_run) {
-        println!(
+        writeln!(
+            out,
             "change batch for hosted zone {}:\n{batch}",
             t.hosted_zone_id
-        );
+        )?;
     }
+    Ok(())
 }
 
 impl Adapters<'_> {
@@ -452,6 +474,7 @@ impl Adapters<'_> {
         t: &Route53Target,
         dp: &DataPlaneSettings,
         options: ProvisionOptions,
+        out: &mut dyn Write,
     ) -> anyhow::Result<bool> {
         let report = self.data_plane_report(p, t, dp, options).await?;
         let verb = if options.dry_run {
@@ -471,7 +494,8 @@ impl Adapters<'_> {
                 }
                 n => n.to_string(),
             };
-            println!(
+            writeln!(
+                out,
                 "{verb} {} {}: record {}; tally check {} threshold {threshold}; vote checks {} {created}, {} {corrected}",
                 p.service,
                 tally.set_identifier,
@@ -484,15 +508,16 @@ impl Adapters<'_> {
                 tally.tally_check_id,
                 tally.created,
                 tally.updated,
-            );
+            )?;
         }
         let dry = (verb, options.dry_run);
-        print_batch_and_refusals(&p.service.0, t, &report.records, dry);
+        print_batch_and_refusals(out, &p.service.0, t, &report.records, dry)?;
         for (set_id, id) in &report.unused {
-            println!(
+            writeln!(
+                out,
                 "{verb} {} {set_id}: gslb's health check {id} is no longer carried by the record (a verdict check from verdict_check mode?); left in place: delete it once no other record uses it",
                 p.service
-            );
+            )?;
         }
         let changed = report.tallies.iter().any(|t| t.changed) || !report.records.is_noop();
         Ok(changed)

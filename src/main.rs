@@ -6,6 +6,7 @@
 
 mod adapters;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -187,6 +188,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(dispatch(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
+        // Whoever read the output stopped reading (`gslb plan | head`): nothing to report to.
+        Err(f) if gslb::cli::closed_pipe(&f.error) => ExitCode::SUCCESS,
         Err(f) => {
             if cli.log_format == LogFormat::Json {
                 // Every stderr line stays JSON for the log shipper.
@@ -238,12 +241,10 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
         Command::Rearm(args) => print(gslb::cli::drill::rearm(args).await),
         Command::Events(args) => print(gslb::cli::drill::events(args).await),
         Command::Healthcheck { url, config } => {
-            let url = match url {
-                Some(u) => u,
-                None => gslb::cli::healthcheck::default_url(config.as_deref())?,
-            };
-            println!("healthy: {}", gslb::cli::healthcheck::check(&url).await?);
-            Ok(())
+            let default = || gslb::cli::healthcheck::default_url(config.as_deref());
+            let url = url.map_or_else(default, Ok)?;
+            let healthy = gslb::cli::healthcheck::check(&url).await?;
+            Ok(writeln!(out, "healthy: {healthy}")?)
         }
         Command::Replay {
             policy,
@@ -259,7 +260,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             let (settings, policies, _) = run::load(&config)
                 .map_err(|e| run_failure(if dry_run { e.with_exit_code(1) } else { e }))?;
             let adapters = Adapters::new(&settings);
-            let pending = adapters.provision(&policies, dry_run, &adopt).await?;
+            let pending = adapters.provision(&policies, dry_run, &adopt, out).await?;
             (!(pending && dry_run))
                 .then_some(())
                 .ok_or_else(|| Failure {
@@ -282,7 +283,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             let (settings, policies, reloader) = run::load(&config).map_err(run_failure)?;
             let adapters = Adapters::new(&settings);
             if provision {
-                adapters.provision(&policies, false, &[]).await?;
+                adapters.provision(&policies, false, &[], out).await?;
             }
             run::run(settings.clone(), policies, &adapters, reloader, hangup)
                 .await

@@ -296,6 +296,27 @@ fn check_command_passes_every_shipped_policy() {
 }
 
 #[test]
+fn a_reader_that_stops_reading_ends_check_quietly() {
+    // stdout is a socket whose reader is already gone: the first write fails with a broken
+    // pipe, as `gslb check policies/ | head -0` would.
+    let (stdout, reader) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+    drop(reader);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let out = gslb()
+        .arg("check")
+        .arg(&dir)
+        .stdout(std::os::fd::OwnedFd::from(stdout))
+        .output()
+        .expect("run gslb check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    assert!(
+        stderr.is_empty(),
+        "nothing to report to a closed pipe: {stderr}"
+    );
+}
+
+#[test]
 fn check_and_run_refuse_a_bad_policy_with_exit_2_and_the_same_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.toml");

@@ -13,3 +13,12 @@ pub mod healthcheck;
 pub mod plan;
 pub mod replay;
 pub mod run;
+
+/// Whether `error` is, somewhere in its chain, a write to a reader that went away (a closed
+/// pipe: `gslb plan | head`). The binary then exits quietly with 0, as `head`'s writer would.
+pub fn closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
