@@ -154,7 +154,7 @@ async fn serve<P: Provider>(
         .with_label_values(&[provider.name(), service]);
     let mut reconciler = Reconciler {
         provider: provider.as_ref(),
-        steering: &*steering,
+        steering: &steering,
         telemetry: &telemetry,
         fight: FightGuard::default(),
         announced: None,
