@@ -260,7 +260,8 @@ impl Controller {
         while adoptions.try_join_next().is_some() {}
         handles.push(adoptions.spawn(adopt(
             provider.clone(),
-            steering.clone(),
+            steering.pools.clone(),
+            steering.resync,
             self.messages.clone(),
             self.telemetry.clone(),
         )));
@@ -360,12 +361,15 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Reads the provider until it answers, then reports which pool it serves. Writes nothing.
-/// Failed reads (a read unanswered within [`reconcile::CALL_DEADLINE`] included) are recorded
-/// like the reconciler's, so the status shows why no decision is made yet.
+/// Reads the provider until it answers, then reports which of `pools` it serves. Writes
+/// nothing. Failed reads (a read unanswered within [`reconcile::CALL_DEADLINE`] included) are
+/// recorded like the reconciler's, so the status shows why no decision is made yet; a read that
+/// retrying will not fix is tried again after `resync`. Takes only the pools, not the whole
+/// [`Steering`] (with a cluster seat about 4 kB): every service's read runs at once at start.
 async fn adopt<P: Provider>(
     provider: Arc<P>,
-    steering: Steering,
+    pools: ProviderPools,
+    resync: Duration,
     tx: MessageSender,
     telemetry: Telemetry,
 ) {
@@ -373,14 +377,14 @@ async fn adopt<P: Provider>(
     while !tx.is_closed() {
         // A fresh read, shared with the adoption reads of the other bindings of the zone or
         // account that start with it.
-        let service = &steering.pools.service;
+        let service = &pools.service;
         match reconcile::observe(provider.as_ref(), service, &telemetry, Duration::ZERO).await {
             Ok(observed) => {
                 let _ = tx
                     .send(
                         Input::Adopt {
-                            service: steering.pools.service.clone(),
-                            pool: steering.pools.serving(&observed),
+                            service: pools.service.clone(),
+                            pool: pools.serving(&observed),
                         }
                         .into(),
                     )
@@ -388,11 +392,11 @@ async fn adopt<P: Provider>(
                 return;
             }
             Err(e) => {
-                telemetry.provider_failed(&steering.pools.service, provider.name(), "observe", &e);
+                telemetry.provider_failed(&pools.service, provider.name(), "observe", &e);
                 let delay = if e.is_retryable() {
                     backoff.next_delay(rand::random::<f64>(), None)
                 } else {
-                    steering.resync
+                    resync
                 };
                 tokio::time::sleep(delay).await;
             }

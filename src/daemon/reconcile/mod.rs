@@ -122,9 +122,23 @@ enum Pass {
 /// label set of the binding exists from the start
 /// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The apply
 /// gauges follow the status it keeps ([`Telemetry::record_apply`]).
-pub async fn run<P: Provider>(
+///
+/// Memory: the task keeps this future for as long as the service is attached, so it holds
+/// `steering` boxed (with a cluster seat it is about 4 kB, the etcd client inline) and boxes
+/// each pass while it runs (issue 14; `tests/task_sizes.rs` bounds its size).
+pub fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
+    decisions: watch::Receiver<Option<Decision>>,
+    telemetry: Telemetry,
+) -> impl Future<Output = ()> + Send {
+    serve(provider, Box::new(steering), decisions, telemetry)
+}
+
+/// [`run`], with `steering` boxed.
+async fn serve<P: Provider>(
+    provider: Arc<P>,
+    steering: Box<Steering>,
     mut decisions: watch::Receiver<Option<Decision>>,
     telemetry: Telemetry,
 ) {
@@ -173,7 +187,10 @@ pub async fn run<P: Provider>(
             None => {
                 heartbeat.beat(bound);
                 let started = tokio::time::Instant::now();
-                let passed = reconciler.pass(&mut decisions, !on_timer).await;
+                // Boxed while it runs: the pass (provider calls, the plan, the write) is most
+                // of the reconciler's future, and the task keeps its future for as long as the
+                // service is attached; between passes only the wait stays (issue 14).
+                let passed = Box::pin(reconciler.pass(&mut decisions, !on_timer)).await;
                 took.observe(started.elapsed().as_secs_f64());
                 let paced = !matches!(passed, Pass::Wrote | Pass::Budget(_));
                 (next_wait(passed, &mut backoff, steering.resync), paced)
@@ -352,12 +369,14 @@ impl<P: Provider> Reconciler<'_, P> {
         self.telemetry
             .board
             .update_apply(self.service(), |a| a.fallback_pool = fallback);
-        if let Some(pass) = self.follow(decision, observed_active.as_ref()).await {
+        // Following (a cluster's) and judging (planning and writing: the fence, the write)
+        // are boxed, so a pass waiting for its read does not hold their futures' room.
+        let followed = Box::pin(self.follow(decision, observed_active.as_ref())).await;
+        if let Some(pass) = followed {
             self.status(decision, |a| a.observed_active = observed_active);
             return pass;
         }
-        self.judge(decision, &observed, observed_active, read_at)
-            .await
+        Box::pin(self.judge(decision, &observed, observed_active, read_at)).await
     }
 
     /// Plans `decision` against `observed` (read at `read_at`), reports, and writes a plan.
