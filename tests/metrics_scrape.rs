@@ -84,7 +84,11 @@ fn promtool_problems(text: &str) -> Option<String> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(if out.status.success() { String::new() } else { said })
+    Some(if out.status.success() {
+        String::new()
+    } else {
+        said
+    })
 }
 
 async fn scrape(admin: SocketAddr) -> Option<String> {
@@ -131,7 +135,10 @@ async fn every_declared_metric_is_exported_after_one_probe_cycle() {
 
     let parsed = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("parses");
     if let Some(problems) = promtool_problems(&text) {
-        assert!(problems.is_empty(), "promtool check metrics:\n{problems}\n{text}");
+        assert!(
+            problems.is_empty(),
+            "promtool check metrics:\n{problems}\n{text}"
+        );
     }
     let present: BTreeSet<&str> = parsed.samples.iter().map(|s| s.metric.as_str()).collect();
     let histograms: BTreeSet<&str> = parsed
@@ -318,7 +325,7 @@ async fn an_expired_certificate_is_a_tls_expired_probe_with_its_expiry_exported(
 #[test]
 fn promtool_accepts_a_render_with_escaped_label_values() {
     let metrics = Metrics::new();
-    for i in 0..50 {
+    for i in 0..50_u16 {
         let service = format!("svc-{i} \"quoted\" back\\slash\nline");
         metrics.declare_binding("cloudflare", &service);
         metrics
@@ -338,7 +345,7 @@ fn promtool_accepts_a_render_with_escaped_label_values() {
             metrics
                 .probes_total
                 .with_label_values(&[&service, pool, &endpoint, "ok"])
-                .inc_by(u64::from(i.unsigned_abs()));
+                .inc_by(u64::from(i));
         }
     }
     metrics
@@ -347,8 +354,14 @@ fn promtool_accepts_a_render_with_escaped_label_values() {
         .inc();
     let text = metrics.render();
     let line = r#"gslb_probes_total{endpoint="http://127.0.0.7:80/health?pool=to\"kyo",pool="to\"kyo",reason="ok",service="svc-7 \"quoted\" back\\slash\nline"} 7"#;
-    assert!(text.contains(&format!("{line}\n")), "{line} missing from\n{text}");
+    assert!(
+        text.contains(&format!("{line}\n")),
+        "{line} missing from\n{text}"
+    );
     if let Some(problems) = promtool_problems(&text) {
-        assert!(problems.is_empty(), "promtool check metrics:\n{problems}\n{text}");
+        assert!(
+            problems.is_empty(),
+            "promtool check metrics:\n{problems}\n{text}"
+        );
     }
 }

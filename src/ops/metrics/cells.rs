@@ -161,7 +161,11 @@ impl Cell for HistogramCell {
         let h = self.lock();
         let mut cumulative = 0;
         let bounds = layout.le.iter().map(String::as_str).chain(["+Inf"]);
-        let counts = h.buckets.iter().copied().chain([h.count - h.buckets.iter().sum::<u64>()]);
+        let counts = h
+            .buckets
+            .iter()
+            .copied()
+            .chain([h.count - h.buckets.iter().sum::<u64>()]);
         for (le, n) in bounds.zip(counts) {
             cumulative += n;
             layout.start(out, "_bucket", values);

@@ -40,10 +40,10 @@ use gslb_core::policy::Policy;
 
 use crate::ops::endpoints::EndpointTable;
 
+pub use cells::{Cell, CounterCell, GaugeCell, HistogramCell, Layout};
 pub use cluster::CLUSTER_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
-pub use cells::{Cell, CounterCell, GaugeCell, HistogramCell, Layout};
 pub use table::Table;
 
 /// The metric set of one controller process.
@@ -226,7 +226,8 @@ impl Metrics {
             decision_unapplied_age_seconds: r.gauges(&provider::DECISION_UNAPPLIED_AGE_SECONDS),
             reconcile_duration_seconds: r
                 .histograms(&provider::RECONCILE_DURATION_SECONDS, RECONCILE_BUCKETS),
-            failover_phase_seconds: r.histograms(&operations::FAILOVER_PHASE_SECONDS, PHASE_BUCKETS),
+            failover_phase_seconds: r
+                .histograms(&operations::FAILOVER_PHASE_SECONDS, PHASE_BUCKETS),
             policy_reload_success: r.plain_gauge(&operations::POLICY_RELOAD_SUCCESS),
             policy_reload_timestamp_seconds: r
                 .plain_gauge(&operations::POLICY_RELOAD_TIMESTAMP_SECONDS),
@@ -327,7 +328,11 @@ impl Metrics {
     pub fn register_prober(&self, prober: &crate::io::probe::Prober) -> prometheus::Result<()> {
         let collector =
             probing::ProbeStatsCollector::new(prober.stats().clone(), prober.max_in_flight())?;
-        register_named(&self.export.registry, &self.export.declared, Box::new(collector))
+        register_named(
+            &self.export.registry,
+            &self.export.declared,
+            Box::new(collector),
+        )
     }
 
     /// The Prometheus text exposition (format 0.0.4) of every metric: families sorted by

@@ -50,7 +50,10 @@ impl Strings {
     /// How many distinct label values are kept.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.set.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.set
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -206,8 +209,13 @@ impl<C: Cell> Table<C> {
             if let Some(c) = series.get(&lookup as &dyn Labels) {
                 return c.clone();
             }
-            let key = Key((0..lookup.count()).map(|i| s.strings.intern(lookup.at(i))).collect());
-            series.entry(key).or_insert_with(|| C::new(s.buckets)).clone()
+            let key = Key((0..lookup.count())
+                .map(|i| s.strings.intern(lookup.at(i)))
+                .collect());
+            series
+                .entry(key)
+                .or_insert_with(|| C::new(s.buckets))
+                .clone()
         })
     }
 

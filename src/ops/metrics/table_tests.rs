@@ -157,12 +157,19 @@ fn a_label_value_is_stored_once_and_dropped_when_no_series_holds_it() {
         a.with_label_values(&["api", pool, "http://a/h"]).set(1.0);
         b.with_label_values(&["api", pool, "http://a/h"]).inc();
     }
-    assert_eq!(strings.len(), 4, "api, seoul, tokyo, the endpoint: once each");
+    assert_eq!(
+        strings.len(),
+        4,
+        "api, seoul, tokyo, the endpoint: once each"
+    );
     for pool in ["seoul", "tokyo"] {
         assert!(a.remove_label_values(&["api", pool, "http://a/h"]));
         assert!(b.remove_label_values(&["api", pool, "http://a/h"]));
     }
-    assert!(!a.remove_label_values(&["api", "seoul", "http://a/h"]), "gone");
+    assert!(
+        !a.remove_label_values(&["api", "seoul", "http://a/h"]),
+        "gone"
+    );
     assert_eq!(strings.len(), 0, "no series holds them");
     assert!(a.is_empty() && b.is_empty());
     assert_eq!(ours(&a), "", "an empty family is left out");
@@ -186,6 +193,9 @@ fn a_cell_resolved_once_updates_the_exported_series() {
         format!("gslb_test_series_sum{{{labels}}} 12.5"),
         format!("gslb_test_series_count{{{labels}}} 3"),
     ] {
-        assert!(text.contains(&format!("{line}\n")), "{line} missing from\n{text}");
+        assert!(
+            text.contains(&format!("{line}\n")),
+            "{line} missing from\n{text}"
+        );
     }
 }

@@ -253,8 +253,12 @@ fn families_are_written_once_each_sorted_by_name_tables_and_registry_interleaved
     m.declare_binding("route53", "demo-api");
     m.declare_failover_phases(&ServiceId::from("demo-api"));
     m.record_policy_load(true, 1_000.0);
-    m.vantage_suspect.with_label_values(&["here", "flapping"]).set(0.0);
-    m.webhook_deliveries_total.with_label_values(&["ops", "delivered"]).inc();
+    m.vantage_suspect
+        .with_label_values(&["here", "flapping"])
+        .set(0.0);
+    m.webhook_deliveries_total
+        .with_label_values(&["ops", "delivered"])
+        .inc();
     let text = m.render();
     let families: Vec<&str> = text
         .lines()

@@ -81,7 +81,17 @@ fn escaped(out: &mut String, v: &str, quote: bool) {
 mod tests {
     #[test]
     fn values_are_written_as_the_crate_writes_finite_ones() {
-        for v in [0.0, 1.0, -3.0, 0.25, 4_949_565_165.0, 1e21, 1.5e-7, -0.0, 1800000000.5] {
+        for v in [
+            0.0,
+            1.0,
+            -3.0,
+            0.25,
+            4_949_565_165.0,
+            1e21,
+            1.5e-7,
+            -0.0,
+            1800000000.5,
+        ] {
             let mut out = String::new();
             super::value(&mut out, v);
             assert_eq!(out, format!(" {v}\n"), "{v}");
