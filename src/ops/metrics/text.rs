@@ -57,7 +57,7 @@ pub(super) fn value(out: &mut String, v: f64) {
 
 /// Writes ` n\n` for a count.
 pub(super) fn count(out: &mut String, n: u64) {
-    let _ = write!(out, " {n}\n");
+    let _ = writeln!(out, " {n}");
 }
 
 /// Appends `v`, escaping `\` as `\\`, a line feed as `\n` and, when `quote`, `"` as `\"`.
