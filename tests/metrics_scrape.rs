@@ -3,7 +3,9 @@
 //! cycle and one reconcile, `/metrics` parses as the Prometheus text format and holds a sample
 //! of every metric the controller declares ([`Metrics::families`], the prober's
 //! included); histograms as `_bucket`, `_sum` and `_count`. Every stderr line is a JSON object
-//! with a level and fields.
+//! with a level and fields. `promtool check metrics` (the Prometheus server's own parser and
+//! linter) accepts the scrape, and the render of many series with label values that need
+//! escaping.
 
 mod support;
 
@@ -57,6 +59,38 @@ fn declared() -> Vec<String> {
         .collect()
 }
 
+/// Problems `promtool check metrics` finds in `text` (a parse error, or a lint: a counter
+/// without `_total`, a family without help, ...); empty when it accepts it. `None` when
+/// promtool is missing (the test skips, or fails under `GSLB_REQUIRE_TOOLS=1`).
+fn promtool_problems(text: &str) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let promtool = support::emulators::tool("promtool")?;
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = text.to_owned();
+    // Written from another thread: promtool may answer before reading everything.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("promtool runs");
+    let _ = writer.join();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(if out.status.success() {
+        String::new()
+    } else {
+        said
+    })
+}
+
 async fn scrape(admin: SocketAddr) -> Option<String> {
     let r = reqwest::get(format!("http://{admin}/metrics")).await.ok()?;
     r.status().is_success().then_some(())?;
@@ -100,6 +134,12 @@ async fn every_declared_metric_is_exported_after_one_probe_cycle() {
     .unwrap_or_else(|| panic!("no certificate expiry exported:\n{}", web.log()));
 
     let parsed = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("parses");
+    if let Some(problems) = promtool_problems(&text) {
+        assert!(
+            problems.is_empty(),
+            "promtool check metrics:\n{problems}\n{text}"
+        );
+    }
     let present: BTreeSet<&str> = parsed.samples.iter().map(|s| s.metric.as_str()).collect();
     let histograms: BTreeSet<&str> = parsed
         .samples
@@ -276,4 +316,52 @@ async fn an_expired_certificate_is_a_tls_expired_probe_with_its_expiry_exported(
     );
     let probes = sample("gslb_probes_total").expect("counted");
     assert_eq!(probes.labels.get("reason"), Some("tls_expired"), "{text}");
+}
+
+/// Series of many services whose names and pools need escaping (`"`, `\\`, a line feed) in
+/// every kind of family (gauges, counters, histograms; our tables and the crate's registry):
+/// promtool (the Prometheus server's parser, which unescapes label values) parses the render
+/// and finds nothing to lint.
+#[test]
+fn promtool_accepts_a_render_with_escaped_label_values() {
+    let metrics = Metrics::new();
+    for i in 0..50_u16 {
+        let service = format!("svc-{i} \"quoted\" back\\slash\nline");
+        metrics.declare_binding("cloudflare", &service);
+        metrics
+            .reconcile_duration_seconds
+            .with_label_values(&["cloudflare", &service])
+            .observe(0.03 * f64::from(i));
+        metrics
+            .failover_phase_seconds
+            .with_label_values(&[&service, "decided"])
+            .observe(f64::from(i));
+        for pool in ["seoul", "to\"kyo"] {
+            let endpoint = format!("http://127.0.0.{i}:80/health?pool={pool}");
+            metrics
+                .probe_success
+                .with_label_values(&[&service, pool, &endpoint, "vp-1"])
+                .set(1.0);
+            metrics
+                .probes_total
+                .with_label_values(&[&service, pool, &endpoint, "ok"])
+                .inc_by(u64::from(i));
+        }
+    }
+    metrics
+        .webhook_deliveries_total
+        .with_label_values(&["ops \"sink\"", "delivered"])
+        .inc();
+    let text = metrics.render();
+    let line = r#"gslb_probes_total{endpoint="http://127.0.0.7:80/health?pool=to\"kyo",pool="to\"kyo",reason="ok",service="svc-7 \"quoted\" back\\slash\nline"} 7"#;
+    assert!(
+        text.contains(&format!("{line}\n")),
+        "{line} missing from\n{text}"
+    );
+    if let Some(problems) = promtool_problems(&text) {
+        assert!(
+            problems.is_empty(),
+            "promtool check metrics:\n{problems}\n{text}"
+        );
+    }
 }

@@ -8,127 +8,137 @@
 //! metrics (lateness, late and skipped probes) are in `probing`. The process's own
 //! (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`, ...) come
 //! from the `prometheus` crate's process collector (Linux only).
+//!
+//! The families with a series per endpoint, pool, service or provider binding are kept in our
+//! own [`Table`]s (label values stored once, values in atomics, written straight into the
+//! scrape's buffer: `table`, `cells`, `text`); the low-cardinality rest (per vantage point,
+//! webhook sink or etcd call, the plain gauges, the process's and the probe loops' metrics)
+//! stays in the crate's registry. [`Metrics::render`] writes both, families sorted by name as
+//! the crate's registry sorts them.
 
+mod cells;
 mod cluster;
 mod engine;
 mod operations;
 mod probes;
 mod probing;
 mod provider;
+mod table;
+mod text;
 mod writer;
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use prometheus::core::Collector;
 use prometheus::proto::MetricType;
-use prometheus::{
-    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
-    TextEncoder,
-};
+use prometheus::{Gauge, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
 
 use gslb_core::model::{EndpointId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
 use crate::ops::endpoints::EndpointTable;
 
+pub use cells::{Cell, CounterCell, GaugeCell, HistogramCell, Layout};
 pub use cluster::CLUSTER_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
+pub use table::Table;
 
 /// The metric set of one controller process.
 #[derive(Debug, Clone)]
 pub struct Metrics {
-    registry: Registry,
-    /// Name and type of every family registered, in registration order.
-    declared: Arc<Mutex<Vec<(String, MetricType)>>>,
+    /// What renders and lists the families.
+    export: Export,
     /// Each endpoint's probe series, resolved at its first result ([`Metrics::record_probe`]).
     probe_series: Arc<Mutex<EndpointTable<probes::ProbeSeries>>>,
     /// `probe_success{service,pool,endpoint,vantage}`: 1 when the last probe passed.
-    pub probe_success: GaugeVec,
+    pub probe_success: Table<GaugeCell>,
     /// `probe_duration_seconds{...}`: duration of the last probe.
-    pub probe_duration_seconds: GaugeVec,
+    pub probe_duration_seconds: Table<GaugeCell>,
     /// `probe_http_status_code{...}`: HTTP status of the last probe, 0 without a response.
-    pub probe_http_status_code: GaugeVec,
+    pub probe_http_status_code: Table<GaugeCell>,
     /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the peer's leaf certificate
     /// of the last TLS handshake expires (reqwest exposes only the leaf, so an intermediate
     /// expiring first is not seen, unlike blackbox_exporter); absent for endpoints without TLS.
-    pub probe_ssl_earliest_cert_expiry: GaugeVec,
+    pub probe_ssl_earliest_cert_expiry: Table<GaugeCell>,
     /// `probe_dns_lookup_time_seconds{...}`: time the last probe spent resolving the endpoint's
     /// name; 0 for IP literals.
-    pub probe_dns_lookup_time_seconds: GaugeVec,
+    pub probe_dns_lookup_time_seconds: Table<GaugeCell>,
     /// `gslb_probes_total{service,pool,endpoint,reason}`: probes by outcome reason.
-    pub probes_total: IntCounterVec,
+    pub probes_total: Table<CounterCell>,
     /// `gslb_pool_verdict{service,pool,verdict}`: 1 for the pool's current verdict, 0 for the others.
-    pub pool_verdict: GaugeVec,
+    pub pool_verdict: Table<GaugeCell>,
     /// `gslb_active_pool{service,pool}`: 1 for the pool the engine wants serving.
-    pub active_pool: GaugeVec,
+    pub active_pool: Table<GaugeCell>,
     /// `gslb_decisions_total{service,rule}`: decisions that changed the rule or the active pool.
-    pub decisions_total: IntCounterVec,
+    pub decisions_total: Table<CounterCell>,
     /// `gslb_decision_applied{service}`: 1 when the status reads the latest decision applied,
     /// 0 while it reads `pending` or `shadow`; set only by
     /// [`Telemetry::record_apply`](crate::ops::telemetry::Telemetry::record_apply).
-    pub decision_applied: GaugeVec,
+    pub decision_applied: Table<GaugeCell>,
     /// `gslb_provider_calls_total{provider,service,operation}`: observe and apply calls.
-    pub provider_calls_total: IntCounterVec,
+    pub provider_calls_total: Table<CounterCell>,
     /// `gslb_provider_errors_total{provider,service,operation,code}`: failed calls by error
     /// class.
-    pub provider_errors_total: IntCounterVec,
+    pub provider_errors_total: Table<CounterCell>,
     /// `gslb_provider_writes_total{provider,service}`: changes written to a provider.
-    pub provider_writes_total: IntCounterVec,
+    pub provider_writes_total: Table<CounterCell>,
     /// `gslb_holds_total{service,rule}`: decisions that entered a hold, by rule.
-    pub holds_total: IntCounterVec,
+    pub holds_total: Table<CounterCell>,
     /// `gslb_velocity_limited_total{service}`: switches blocked by a velocity limit.
-    pub velocity_limited_total: IntCounterVec,
+    pub velocity_limited_total: Table<CounterCell>,
     /// `gslb_velocity_available{service}`: automatic switches left in the budget.
-    pub velocity_available: GaugeVec,
+    pub velocity_available: Table<GaugeCell>,
     /// `gslb_stale_evidence{service}`: results older than the freshness window at the last
     /// decision (probes running late).
-    pub stale_evidence: GaugeVec,
+    pub stale_evidence: Table<GaugeCell>,
     /// `gslb_rail_holds_total{service,rule}`: switches refused by a safety rail, drills' included.
-    pub rail_holds_total: IntCounterVec,
+    pub rail_holds_total: Table<CounterCell>,
     /// `gslb_pool_flap_percent{service,pool}`: weighted state-change percentage.
-    pub pool_flap_percent: GaugeVec,
+    pub pool_flap_percent: Table<GaugeCell>,
     /// `gslb_pool_flapping{service,pool}`: 1 while the pool flaps.
-    pub pool_flapping: GaugeVec,
+    pub pool_flapping: Table<GaugeCell>,
     /// `gslb_pool_damping_penalty{service,pool}`: flap-damping penalty.
-    pub pool_damping_penalty: GaugeVec,
+    pub pool_damping_penalty: Table<GaugeCell>,
     /// `gslb_pool_suppressed{service,pool}`: 1 while flap damping suppresses the pool.
-    pub pool_suppressed: GaugeVec,
+    pub pool_suppressed: Table<GaugeCell>,
     /// `gslb_vantage_suspect{vantage,reason}`: 1 while the vantage point is suspect.
     pub vantage_suspect: GaugeVec,
     /// `gslb_overrides_active{service,action}`: active drill overrides.
-    pub overrides_active: GaugeVec,
+    pub overrides_active: Table<GaugeCell>,
     /// `gslb_override_oldest_age_seconds{service}`: age of the oldest active override.
-    pub override_oldest_age_seconds: GaugeVec,
+    pub override_oldest_age_seconds: Table<GaugeCell>,
     /// `gslb_shadow_plans_total{service}`: plans shadow mode did not write.
-    pub shadow_plans_total: IntCounterVec,
+    pub shadow_plans_total: Table<CounterCell>,
     /// `gslb_provider_drift_total{provider,service}`: re-applies of a state gslb had already
     /// written, because another writer changed it.
-    pub provider_drift_total: IntCounterVec,
+    pub provider_drift_total: Table<CounterCell>,
     /// `gslb_provider_budget_exhausted_total{provider,service}`: reconcile passes held back
     /// because the binding spent its provider call budget for the minute
     /// (`[reconcile] provider_calls_per_minute`).
-    pub provider_budget_exhausted_total: IntCounterVec,
+    pub provider_budget_exhausted_total: Table<CounterCell>,
     /// `gslb_provider_write_fights_total{provider,service}`: write fights declared (drift over
     /// the limit per window); gslb stops writing for the window.
-    pub provider_write_fights_total: IntCounterVec,
+    pub provider_write_fights_total: Table<CounterCell>,
     /// `gslb_plans_refused_total{service,reason}`: plans a safety guard refused
     /// (`fallback_disabled`, `fallback_unhealthy`), counted per reconcile pass; and
     /// `fallback_drain_ignored`: a drain of the fallback pool dropped from an otherwise
     /// applied plan, counted once when it starts.
-    pub plans_refused_total: IntCounterVec,
+    pub plans_refused_total: Table<CounterCell>,
     /// `gslb_switches_total{service,kind}`: changes of the serving pool, `kind` = `automatic`
     /// or `drill`.
-    pub switches_total: IntCounterVec,
+    pub switches_total: Table<CounterCell>,
     /// `gslb_decision_unapplied_age_seconds{service}`: how long the latest decision has waited
     /// for the provider; 0 while the provider matches it.
-    pub decision_unapplied_age_seconds: GaugeVec,
+    pub decision_unapplied_age_seconds: Table<GaugeCell>,
     /// `gslb_reconcile_duration_seconds{provider,service}`: duration of one reconcile pass
     /// (read, plan, write when needed).
-    pub reconcile_duration_seconds: HistogramVec,
+    pub reconcile_duration_seconds: Table<HistogramCell>,
     /// `gslb_failover_phase_seconds{service,phase}`: time from the start of a switch (first
     /// failed probe, or the drill's decision) to each timeline phase.
-    pub failover_phase_seconds: HistogramVec,
+    pub failover_phase_seconds: Table<HistogramCell>,
     /// `gslb_policy_reload_success`: 1 when the last policy (re)load succeeded, 0 when it failed
     /// and the previous set is still in use.
     pub policy_reload_success: Gauge,
@@ -147,24 +157,25 @@ pub struct Metrics {
     /// `gslb_cluster_vantage_fresh{vantage}`: 1 while the vantage point's heartbeat is fresh.
     pub cluster_vantage_fresh: GaugeVec,
     /// `gslb_cluster_fresh_voters{service,pool}`: vantage points whose votes on the pool count.
-    pub cluster_fresh_voters: GaugeVec,
+    pub cluster_fresh_voters: Table<GaugeCell>,
     /// `gslb_cluster_etcd_errors_total{op}`: failed etcd calls (handed to
     /// [`crate::io::coordination::ErrorCounter`]).
     pub cluster_etcd_errors_total: IntCounterVec,
     /// `gslb_cluster_writer{binding}`: 1 while this instance is the binding's elected writer,
     /// 0 otherwise (`[cluster]` only).
-    pub cluster_writer: GaugeVec,
+    pub cluster_writer: Table<GaugeCell>,
     /// `gslb_cluster_fenced_write_refusals_total{binding,reason}`: writes the fence refused
     /// this instance as writer; `reason` is a [`Refusal::reason`] label.
     ///
     /// [`Refusal::reason`]: crate::io::coordination::fence::Refusal::reason
-    pub cluster_fenced_write_refusals_total: IntCounterVec,
+    pub cluster_fenced_write_refusals_total: Table<CounterCell>,
     /// `gslb_cluster_late_writes_total{binding}`: writes of an older writer seen after this
     /// writer's own (Cloudflare's epoch stamp), each corrected.
-    pub cluster_late_writes_total: IntCounterVec,
+    pub cluster_late_writes_total: Table<CounterCell>,
 }
 
 /// One metric family as declared: name, help text and label names (none for a plain gauge).
+#[derive(Debug, Clone, Copy)]
 struct Family {
     name: &'static str,
     help: &'static str,
@@ -181,61 +192,62 @@ impl Metrics {
         let metrics = Self {
             build_info: r.gauge(&operations::BUILD_INFO),
             policy_reloads_total: r.counter(&operations::POLICY_RELOADS_TOTAL),
-            probe_success: r.gauge(&probes::PROBE_SUCCESS),
-            probe_duration_seconds: r.gauge(&probes::PROBE_DURATION_SECONDS),
-            probe_http_status_code: r.gauge(&probes::PROBE_HTTP_STATUS_CODE),
-            probe_ssl_earliest_cert_expiry: r.gauge(&probes::PROBE_SSL_EARLIEST_CERT_EXPIRY),
-            probe_dns_lookup_time_seconds: r.gauge(&probes::PROBE_DNS_LOOKUP_TIME_SECONDS),
-            probes_total: r.counter(&probes::PROBES_TOTAL),
-            pool_verdict: r.gauge(&engine::POOL_VERDICT),
-            active_pool: r.gauge(&engine::ACTIVE_POOL),
-            decisions_total: r.counter(&engine::DECISIONS_TOTAL),
-            decision_applied: r.gauge(&provider::DECISION_APPLIED),
-            provider_calls_total: r.counter(&provider::PROVIDER_CALLS_TOTAL),
-            provider_errors_total: r.counter(&provider::PROVIDER_ERRORS_TOTAL),
-            provider_writes_total: r.counter(&provider::PROVIDER_WRITES_TOTAL),
-            holds_total: r.counter(&engine::HOLDS_TOTAL),
-            velocity_limited_total: r.counter(&engine::VELOCITY_LIMITED_TOTAL),
-            velocity_available: r.gauge(&engine::VELOCITY_AVAILABLE),
-            stale_evidence: r.gauge(&engine::STALE_EVIDENCE),
-            rail_holds_total: r.counter(&engine::RAIL_HOLDS_TOTAL),
-            pool_flap_percent: r.gauge(&engine::POOL_FLAP_PERCENT),
-            pool_flapping: r.gauge(&engine::POOL_FLAPPING),
-            pool_damping_penalty: r.gauge(&engine::POOL_DAMPING_PENALTY),
-            pool_suppressed: r.gauge(&engine::POOL_SUPPRESSED),
+            probe_success: r.gauges(&probes::PROBE_SUCCESS),
+            probe_duration_seconds: r.gauges(&probes::PROBE_DURATION_SECONDS),
+            probe_http_status_code: r.gauges(&probes::PROBE_HTTP_STATUS_CODE),
+            probe_ssl_earliest_cert_expiry: r.gauges(&probes::PROBE_SSL_EARLIEST_CERT_EXPIRY),
+            probe_dns_lookup_time_seconds: r.gauges(&probes::PROBE_DNS_LOOKUP_TIME_SECONDS),
+            probes_total: r.counters(&probes::PROBES_TOTAL),
+            pool_verdict: r.gauges(&engine::POOL_VERDICT),
+            active_pool: r.gauges(&engine::ACTIVE_POOL),
+            decisions_total: r.counters(&engine::DECISIONS_TOTAL),
+            decision_applied: r.gauges(&provider::DECISION_APPLIED),
+            provider_calls_total: r.counters(&provider::PROVIDER_CALLS_TOTAL),
+            provider_errors_total: r.counters(&provider::PROVIDER_ERRORS_TOTAL),
+            provider_writes_total: r.counters(&provider::PROVIDER_WRITES_TOTAL),
+            holds_total: r.counters(&engine::HOLDS_TOTAL),
+            velocity_limited_total: r.counters(&engine::VELOCITY_LIMITED_TOTAL),
+            velocity_available: r.gauges(&engine::VELOCITY_AVAILABLE),
+            stale_evidence: r.gauges(&engine::STALE_EVIDENCE),
+            rail_holds_total: r.counters(&engine::RAIL_HOLDS_TOTAL),
+            pool_flap_percent: r.gauges(&engine::POOL_FLAP_PERCENT),
+            pool_flapping: r.gauges(&engine::POOL_FLAPPING),
+            pool_damping_penalty: r.gauges(&engine::POOL_DAMPING_PENALTY),
+            pool_suppressed: r.gauges(&engine::POOL_SUPPRESSED),
             vantage_suspect: r.gauge(&engine::VANTAGE_SUSPECT),
-            overrides_active: r.gauge(&engine::OVERRIDES_ACTIVE),
-            override_oldest_age_seconds: r.gauge(&engine::OVERRIDE_OLDEST_AGE_SECONDS),
-            shadow_plans_total: r.counter(&provider::SHADOW_PLANS_TOTAL),
-            provider_drift_total: r.counter(&provider::PROVIDER_DRIFT_TOTAL),
-            provider_write_fights_total: r.counter(&provider::PROVIDER_WRITE_FIGHTS_TOTAL),
-            provider_budget_exhausted_total: r.counter(&provider::PROVIDER_BUDGET_EXHAUSTED_TOTAL),
-            plans_refused_total: r.counter(&provider::PLANS_REFUSED_TOTAL),
-            switches_total: r.counter(&engine::SWITCHES_TOTAL),
-            decision_unapplied_age_seconds: r.gauge(&provider::DECISION_UNAPPLIED_AGE_SECONDS),
+            overrides_active: r.gauges(&engine::OVERRIDES_ACTIVE),
+            override_oldest_age_seconds: r.gauges(&engine::OVERRIDE_OLDEST_AGE_SECONDS),
+            shadow_plans_total: r.counters(&provider::SHADOW_PLANS_TOTAL),
+            provider_drift_total: r.counters(&provider::PROVIDER_DRIFT_TOTAL),
+            provider_write_fights_total: r.counters(&provider::PROVIDER_WRITE_FIGHTS_TOTAL),
+            provider_budget_exhausted_total: r.counters(&provider::PROVIDER_BUDGET_EXHAUSTED_TOTAL),
+            plans_refused_total: r.counters(&provider::PLANS_REFUSED_TOTAL),
+            switches_total: r.counters(&engine::SWITCHES_TOTAL),
+            decision_unapplied_age_seconds: r.gauges(&provider::DECISION_UNAPPLIED_AGE_SECONDS),
             reconcile_duration_seconds: r
-                .histogram(&provider::RECONCILE_DURATION_SECONDS, RECONCILE_BUCKETS),
-            failover_phase_seconds: r.histogram(&operations::FAILOVER_PHASE_SECONDS, PHASE_BUCKETS),
+                .histograms(&provider::RECONCILE_DURATION_SECONDS, RECONCILE_BUCKETS),
+            failover_phase_seconds: r
+                .histograms(&operations::FAILOVER_PHASE_SECONDS, PHASE_BUCKETS),
             policy_reload_success: r.plain_gauge(&operations::POLICY_RELOAD_SUCCESS),
             policy_reload_timestamp_seconds: r
                 .plain_gauge(&operations::POLICY_RELOAD_TIMESTAMP_SECONDS),
             webhook_deliveries_total: r.counter(&operations::WEBHOOK_DELIVERIES_TOTAL),
             cluster_coordinated: r.plain_gauge(&cluster::CLUSTER_COORDINATED),
             cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
-            cluster_fresh_voters: r.gauge(&cluster::CLUSTER_FRESH_VOTERS),
+            cluster_fresh_voters: r.gauges(&cluster::CLUSTER_FRESH_VOTERS),
             cluster_etcd_errors_total: r.counter(&cluster::CLUSTER_ETCD_ERRORS_TOTAL),
-            cluster_writer: r.gauge(&writer::CLUSTER_WRITER),
+            cluster_writer: r.gauges(&writer::CLUSTER_WRITER),
             cluster_fenced_write_refusals_total: r
-                .counter(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
-            cluster_late_writes_total: r.counter(&writer::CLUSTER_LATE_WRITES_TOTAL),
-            registry: r.registry,
-            declared: r.declared,
+                .counters(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
+            cluster_late_writes_total: r.counters(&writer::CLUSTER_LATE_WRITES_TOTAL),
             probe_series: Arc::default(),
+            export: r.finish(),
         };
         // `process_*` (CPU seconds, resident and virtual memory, open and maximum file
         // descriptors, start time) from /proc; on other systems it collects nothing.
         let process = prometheus::process_collector::ProcessCollector::for_self();
-        register_named(&metrics.registry, &metrics.declared, Box::new(process))
+        let export = &metrics.export;
+        register_named(&export.registry, &export.declared, Box::new(process))
             .expect("unique metric name");
         metrics.declare_process();
         metrics.cluster_coordinated.set(1.0);
@@ -251,8 +263,7 @@ impl Metrics {
         for pool in &policy.pools {
             let p = pool.id.0.as_str();
             for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
-                let _ = self
-                    .pool_verdict
+                self.pool_verdict
                     .remove_label_values(&[service, p, verdict.as_str()]);
             }
             for g in [
@@ -263,7 +274,7 @@ impl Metrics {
                 &self.pool_suppressed,
                 &self.cluster_fresh_voters,
             ] {
-                let _ = g.remove_label_values(&[service, p]);
+                g.remove_label_values(&[service, p]);
             }
             for (e, v) in seen
                 .iter()
@@ -277,7 +288,7 @@ impl Metrics {
                     &self.probe_ssl_earliest_cert_expiry,
                     &self.probe_dns_lookup_time_seconds,
                 ] {
-                    let _ = g.remove_label_values(&labels);
+                    g.remove_label_values(&labels);
                 }
             }
         }
@@ -288,11 +299,10 @@ impl Metrics {
             &self.decision_applied,
             &self.decision_unapplied_age_seconds,
         ] {
-            let _ = g.remove_label_values(&[service]);
+            g.remove_label_values(&[service]);
         }
         for action in engine::OVERRIDE_ACTIONS {
-            let _ = self
-                .overrides_active
+            self.overrides_active
                 .remove_label_values(&[service, action.as_str()]);
         }
     }
@@ -301,7 +311,8 @@ impl Metrics {
     /// declared here plus those of [`Metrics::register_prober`] once called. A histogram `x`
     /// is exported as `x_bucket`, `x_sum` and `x_count`.
     pub fn families(&self) -> Vec<(String, MetricType)> {
-        self.declared
+        self.export
+            .declared
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -317,26 +328,97 @@ impl Metrics {
     pub fn register_prober(&self, prober: &crate::io::probe::Prober) -> prometheus::Result<()> {
         let collector =
             probing::ProbeStatsCollector::new(prober.stats().clone(), prober.max_in_flight())?;
-        register_named(&self.registry, &self.declared, Box::new(collector))
+        register_named(
+            &self.export.registry,
+            &self.export.declared,
+            Box::new(collector),
+        )
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The Prometheus text exposition (format 0.0.4) of every metric: families sorted by
+    /// name, each family's series sorted by label values, empty families left out; the
+    /// tables' families interleaved with the registry's. Written into one buffer sized by the
+    /// last render.
     pub fn render(&self) -> String {
-        let mut buf = Vec::new();
-        // Encoding into a Vec cannot fail for well-formed metric families.
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
-        String::from_utf8(buf).unwrap_or_default()
+        let e = &self.export;
+        let last = e.last_len.load(Ordering::Relaxed);
+        let mut out = String::with_capacity(last + last / 16);
+        let gathered = e.registry.gather();
+        let mut tables = e.tables.iter().peekable();
+        for family in &gathered {
+            while let Some(t) = tables.next_if(|t| t.name() < family.name()) {
+                t.encode(&mut out);
+            }
+            // Fails only for a family without a sample, which `gather` leaves out.
+            let _ = TextEncoder::new().encode_utf8(std::slice::from_ref(family), &mut out);
+        }
+        tables.for_each(|t| t.encode(&mut out));
+        e.last_len.store(out.len(), Ordering::Relaxed);
+        out
     }
 }
 
-/// The registry being filled by [`Metrics::new`] and the families declared so far.
+/// What renders and lists a metric set's families: the crate's registry, our tables (sorted
+/// by name) and every family's name and type in registration order.
+#[derive(Debug, Clone)]
+struct Export {
+    registry: Registry,
+    declared: Arc<Mutex<Vec<(String, MetricType)>>>,
+    tables: Arc<[Box<dyn table::Encode>]>,
+    /// Length of the last render, the next one's initial capacity.
+    last_len: Arc<AtomicUsize>,
+}
+
+/// The registry and tables being filled by [`Metrics::new`] and the families declared so far.
 #[derive(Default)]
 struct Registrar {
     registry: Registry,
     declared: Arc<Mutex<Vec<(String, MetricType)>>>,
+    strings: Arc<table::Strings>,
+    tables: RefCell<Vec<Box<dyn table::Encode>>>,
 }
 
 impl Registrar {
+    /// A table of `f` (see [`Table::new`]), declared.
+    fn table<C: Cell + std::fmt::Debug>(&self, f: &Family, buckets: &'static [f64]) -> Table<C> {
+        let t = Table::new(f, buckets, self.strings.clone());
+        self.tables.borrow_mut().push(Box::new(t.clone()));
+        let kind = match C::KIND {
+            "counter" => MetricType::COUNTER,
+            "histogram" => MetricType::HISTOGRAM,
+            _ => MetricType::GAUGE,
+        };
+        self.declared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((f.name.to_owned(), kind));
+        t
+    }
+
+    fn gauges(&self, f: &Family) -> Table<GaugeCell> {
+        self.table(f, &[])
+    }
+
+    fn counters(&self, f: &Family) -> Table<CounterCell> {
+        self.table(f, &[])
+    }
+
+    fn histograms(&self, f: &Family, buckets: &'static [f64]) -> Table<HistogramCell> {
+        self.table(f, buckets)
+    }
+
+    /// The registry, the tables sorted by name, the families declared.
+    fn finish(self) -> Export {
+        let mut tables = self.tables.into_inner();
+        tables.sort_by_key(|t| t.name());
+        Export {
+            registry: self.registry,
+            declared: self.declared,
+            tables: tables.into(),
+            last_len: Arc::default(),
+        }
+    }
+
     /// Registers `c` (see [`register_named`]) and hands it back.
     fn register<C: Collector + Clone + 'static>(&self, c: C) -> C {
         register_named(&self.registry, &self.declared, Box::new(c.clone()))
@@ -355,11 +437,6 @@ impl Registrar {
             IntCounterVec::new(Opts::new(f.name, f.help), f.labels)
                 .expect("static metric definition"),
         )
-    }
-
-    fn histogram(&self, f: &Family, buckets: &[f64]) -> HistogramVec {
-        let opts = HistogramOpts::new(f.name, f.help).buckets(buckets.to_vec());
-        self.register(HistogramVec::new(opts, f.labels).expect("static metric definition"))
     }
 
     /// A gauge without labels (`f.labels` is empty).
@@ -396,5 +473,7 @@ impl Default for Metrics {
 
 #[cfg(test)]
 mod recording_tests;
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;

@@ -2,11 +2,9 @@
 //! `probe_duration_seconds`, ...), and the reason counter: one series per service, pool,
 //! endpoint and vantage point. The probe loops' own statistics are in `probing`.
 
-use prometheus::{Gauge, IntCounter};
-
 use gslb_core::model::{Observation, ProbeReason, ServiceId};
 
-use super::{Family, Metrics};
+use super::{CounterCell, Family, GaugeCell, Metrics};
 use crate::ops::endpoints::EndpointTable;
 
 /// The labels of the per-probe gauges.
@@ -47,14 +45,14 @@ pub(super) const PROBES_TOTAL: Family = Family {
 /// (at its first result) instead of hashing the four label values per series per probe.
 #[derive(Debug)]
 pub(super) struct ProbeSeries {
-    success: Gauge,
-    duration: Gauge,
-    http_status: Gauge,
-    dns_lookup: Gauge,
+    success: GaugeCell,
+    duration: GaugeCell,
+    http_status: GaugeCell,
+    dns_lookup: GaugeCell,
     /// Created at the first probe that saw a certificate (absent for endpoints without TLS).
-    cert_expiry: Option<Gauge>,
+    cert_expiry: Option<GaugeCell>,
     /// `gslb_probes_total` by reason, each created at the first probe with that reason.
-    reasons: Vec<(ProbeReason, IntCounter)>,
+    reasons: Vec<(ProbeReason, CounterCell)>,
 }
 
 impl Metrics {

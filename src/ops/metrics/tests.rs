@@ -243,3 +243,52 @@ fn prober_stats_are_exported() {
     }
     assert!(text.contains("# TYPE gslb_probe_lateness_seconds histogram"));
 }
+
+#[test]
+fn families_are_written_once_each_sorted_by_name_tables_and_registry_interleaved() {
+    use gslb_core::model::ServiceId;
+    let m = super::Metrics::new();
+    let policy = demo_policy();
+    m.declare_service(&policy);
+    m.declare_binding("route53", "demo-api");
+    m.declare_failover_phases(&ServiceId::from("demo-api"));
+    m.record_policy_load(true, 1_000.0);
+    m.vantage_suspect
+        .with_label_values(&["here", "flapping"])
+        .set(0.0);
+    m.webhook_deliveries_total
+        .with_label_values(&["ops", "delivered"])
+        .inc();
+    let text = m.render();
+    let families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let mut sorted = families.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(families, sorted, "once each, sorted by name");
+    // Our tables' families and the registry's, interleaved by name.
+    for name in [
+        "gslb_build_info",
+        "gslb_failover_phase_seconds",
+        "gslb_override_oldest_age_seconds",
+        "gslb_policy_reload_success",
+        "gslb_provider_calls_total",
+        "gslb_vantage_suspect",
+        "gslb_webhook_deliveries_total",
+        "process_cpu_seconds_total",
+    ] {
+        assert!(families.contains(&name), "{name} missing from {families:?}");
+    }
+    // Each sample follows its own family's HELP and TYPE lines.
+    let mut current = "";
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("# TYPE ") {
+            current = t.split(' ').next().unwrap_or_default();
+        } else if !line.starts_with('#') {
+            assert!(line.starts_with(current), "{line} under {current}");
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The tables' text against the `prometheus` crate's: the same operations on a [`Table`] and
+//! on the crate's vector of the same family give the same lines in the same order (escaped
+//! label values, label pairs sorted by name, series sorted by label values, histograms'
+//! cumulative buckets, `+Inf`, `_sum` and `_count`, removed series gone, an empty family left
+//! out).
+
+use std::sync::Arc;
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder};
+use proptest::prelude::*;
+
+use super::table::{Encode, Strings};
+use super::{CounterCell, Family, GaugeCell, HistogramCell, RECONCILE_BUCKETS, Table};
+
+/// Declared out of name order, so the text's label order differs from the declared one.
+const FAMILY: Family = Family {
+    name: "gslb_test_series",
+    help: "A \"test\" family\\ with\nescapes.",
+    labels: &["service", "pool", "endpoint"],
+};
+
+/// Label values, escapes included. Not the empty value: the crate finds a series by a hash of
+/// its label values written one after the other, so `("", "ab")` and `("ab", "")` are one
+/// series to it (the tables compare the values themselves).
+const VALUES: [&str; 7] = [
+    "api",
+    "api2",
+    "a\"quoted\"",
+    "back\\slash",
+    "line\nfeed",
+    "ünï-çødé",
+    "http://127.0.0.1:1/health?x=y",
+];
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Set a gauge, add to a counter, observe a histogram.
+    Record([usize; 3], f64),
+    Remove([usize; 3]),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let labels = [0..VALUES.len(), 0..VALUES.len(), 0..VALUES.len()];
+    // Sums of these are exact, so the order the crate adds its shards in does not matter.
+    let value = proptest::sample::select(vec![0.0, 0.25, 0.5, 1.0, 7.0, 200.0, -1.0, 0.0625]);
+    prop_oneof![
+        4 => (labels.clone(), value).prop_map(|(l, v)| Op::Record(l, v)),
+        1 => labels.prop_map(Op::Remove),
+    ]
+}
+
+fn values(l: [usize; 3]) -> [&'static str; 3] {
+    l.map(|i| VALUES[i])
+}
+
+fn ours<C: super::Cell + std::fmt::Debug>(table: &Table<C>) -> String {
+    let mut out = String::new();
+    table.encode(&mut out);
+    out
+}
+
+fn crates(registry: &Registry) -> String {
+    TextEncoder::new()
+        .encode_to_string(&registry.gather())
+        .expect("encodes")
+}
+
+fn opts() -> Opts {
+    Opts::new(FAMILY.name, FAMILY.help)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn gauges_write_what_the_crate_writes(ops in proptest::collection::vec(op(), 0..40)) {
+        let table: Table<GaugeCell> = Table::new(&FAMILY, &[], Arc::default());
+        let vec = prometheus::GaugeVec::new(opts(), FAMILY.labels).expect("valid");
+        let registry = Registry::new();
+        registry.register(Box::new(vec.clone())).expect("registers");
+        for op in ops {
+            match op {
+                Op::Record(l, v) => {
+                    table.with_label_values(&values(l)).set(v);
+                    vec.with_label_values(&values(l)).set(v);
+                }
+                Op::Remove(l) => {
+                    let removed = table.remove_label_values(&values(l));
+                    prop_assert_eq!(removed, vec.remove_label_values(&values(l)).is_ok());
+                }
+            }
+        }
+        prop_assert_eq!(ours(&table), crates(&registry));
+    }
+
+    #[test]
+    fn counters_write_what_the_crate_writes(ops in proptest::collection::vec(op(), 0..40)) {
+        let table: Table<CounterCell> = Table::new(&FAMILY, &[], Arc::default());
+        let vec = IntCounterVec::new(opts(), FAMILY.labels).expect("valid");
+        let registry = Registry::new();
+        registry.register(Box::new(vec.clone())).expect("registers");
+        for op in ops {
+            match op {
+                Op::Record(l, v) => {
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let n = v.max(0.0) as u64;
+                    table.with_label_values(&values(l)).inc_by(n);
+                    vec.with_label_values(&values(l)).inc_by(n);
+                }
+                Op::Remove(l) => {
+                    table.remove_label_values(&values(l));
+                    let _ = vec.remove_label_values(&values(l));
+                }
+            }
+        }
+        prop_assert_eq!(ours(&table), crates(&registry));
+    }
+
+    #[test]
+    fn histograms_write_what_the_crate_writes(ops in proptest::collection::vec(op(), 0..40)) {
+        let table: Table<HistogramCell> =
+            Table::new(&FAMILY, RECONCILE_BUCKETS, Arc::default());
+        let hopts = HistogramOpts::new(FAMILY.name, FAMILY.help)
+            .buckets(RECONCILE_BUCKETS.to_vec());
+        let vec = HistogramVec::new(hopts, FAMILY.labels).expect("valid");
+        let registry = Registry::new();
+        registry.register(Box::new(vec.clone())).expect("registers");
+        for op in ops {
+            match op {
+                Op::Record(l, v) => {
+                    table.with_label_values(&values(l)).observe(v);
+                    vec.with_label_values(&values(l)).observe(v);
+                }
+                Op::Remove(l) => {
+                    table.remove_label_values(&values(l));
+                    let _ = vec.remove_label_values(&values(l));
+                }
+            }
+        }
+        prop_assert_eq!(ours(&table), crates(&registry));
+    }
+}
+
+#[test]
+fn a_label_value_is_stored_once_and_dropped_when_no_series_holds_it() {
+    let strings = Arc::new(Strings::default());
+    let c: Table<GaugeCell> = Table::new(&FAMILY, &[], strings.clone());
+    // Two series the crate would take for one (see `VALUES`).
+    c.with_label_values(&["", "ab", "x"]).set(1.0);
+    c.with_label_values(&["ab", "", "x"]).set(2.0);
+    assert_eq!(c.len(), 2);
+    assert!(c.remove_label_values(&["", "ab", "x"]));
+    assert!(c.remove_label_values(&["ab", "", "x"]));
+    let a: Table<GaugeCell> = Table::new(&FAMILY, &[], strings.clone());
+    let b: Table<CounterCell> = Table::new(&FAMILY, &[], strings.clone());
+    for pool in ["seoul", "tokyo"] {
+        a.with_label_values(&["api", pool, "http://a/h"]).set(1.0);
+        b.with_label_values(&["api", pool, "http://a/h"]).inc();
+    }
+    assert_eq!(
+        strings.len(),
+        4,
+        "api, seoul, tokyo, the endpoint: once each"
+    );
+    for pool in ["seoul", "tokyo"] {
+        assert!(a.remove_label_values(&["api", pool, "http://a/h"]));
+        assert!(b.remove_label_values(&["api", pool, "http://a/h"]));
+    }
+    assert!(
+        !a.remove_label_values(&["api", "seoul", "http://a/h"]),
+        "gone"
+    );
+    assert_eq!(strings.len(), 0, "no series holds them");
+    assert!(a.is_empty() && b.is_empty());
+    assert_eq!(ours(&a), "", "an empty family is left out");
+}
+
+#[test]
+fn a_cell_resolved_once_updates_the_exported_series() {
+    let table: Table<HistogramCell> = Table::new(&FAMILY, &[1.0, 5.0], Arc::default());
+    let cell = table.with_label_values(&["api", "seoul", "e"]);
+    cell.observe(0.5);
+    cell.observe(3.0);
+    cell.observe(9.0);
+    assert_eq!(cell.get_sample_count(), 3);
+    assert_eq!(cell.get_sample_sum(), 12.5);
+    let labels = r#"endpoint="e",pool="seoul",service="api""#;
+    let text = ours(&table);
+    for line in [
+        format!("gslb_test_series_bucket{{{labels},le=\"1\"}} 1"),
+        format!("gslb_test_series_bucket{{{labels},le=\"5\"}} 2"),
+        format!("gslb_test_series_bucket{{{labels},le=\"+Inf\"}} 3"),
+        format!("gslb_test_series_sum{{{labels}}} 12.5"),
+        format!("gslb_test_series_count{{{labels}}} 3"),
+    ] {
+        assert!(
+            text.contains(&format!("{line}\n")),
+            "{line} missing from\n{text}"
+        );
+    }
+}
