@@ -330,7 +330,7 @@ fn promtool_accepts_a_render_with_escaped_label_values() {
         metrics.declare_binding("cloudflare", &service);
         metrics
             .reconcile_duration_seconds
-            .with_label_values(&["cloudflare", &service])
+            .with_label_values(&["cloudflare"])
             .observe(0.03 * f64::from(i));
         metrics
             .failover_phase_seconds

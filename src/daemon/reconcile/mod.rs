@@ -118,7 +118,7 @@ enum Pass {
 /// Liveness: its heartbeat (`reconciler:<service>`) beats at the start of each pass, which
 /// must end within [`health::reconciler_bound`], and then announces its wait.
 ///
-/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider,service}`. Every
+/// Metrics: each pass's duration in `gslb_reconcile_duration_seconds{provider}`. Every
 /// label set of the binding exists from the start
 /// ([`Metrics::declare_binding`](crate::ops::metrics::Metrics::declare_binding)). The apply
 /// gauges follow the status it keeps ([`Telemetry::record_apply`]).
@@ -151,7 +151,7 @@ async fn serve<P: Provider>(
     let took = telemetry
         .metrics
         .reconcile_duration_seconds
-        .with_label_values(&[provider.name(), service]);
+        .with_label_values(&[provider.name()]);
     let mut reconciler = Reconciler {
         provider: provider.as_ref(),
         steering: &steering,

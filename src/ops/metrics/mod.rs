@@ -133,8 +133,8 @@ pub struct Metrics {
     /// `gslb_decision_unapplied_age_seconds{service}`: how long the latest decision has waited
     /// for the provider; 0 while the provider matches it.
     pub decision_unapplied_age_seconds: Table<GaugeCell>,
-    /// `gslb_reconcile_duration_seconds{provider,service}`: duration of one reconcile pass
-    /// (read, plan, write when needed).
+    /// `gslb_reconcile_duration_seconds{provider}`: duration of one reconcile pass (read,
+    /// plan, write when needed), every service bound to the provider together.
     pub reconcile_duration_seconds: Table<HistogramCell>,
     /// `gslb_failover_phase_seconds{service,phase}`: time from the start of a switch (first
     /// failed probe, or the drill's decision) to each timeline phase.
