@@ -6,7 +6,8 @@
 //!   "bound_seconds"}]}` otherwise (see [`crate::ops::health`]).
 //! - `/readyz`: `200 {"status": "ready", "services": N}` once the policies are loaded and
 //!   every binding adopted its provider's state; `503 {"status": "not_ready",
-//!   "policies_loaded", "awaiting_provider": [service, ...]}` before.
+//!   "policies_loaded", "awaiting_count": N, "awaiting_provider": [service, ...]}` before
+//!   (at most [`READYZ_LISTED`](crate::ops::health::READYZ_LISTED) names, in name order).
 
 use axum::Json;
 use axum::extract::State;

@@ -61,7 +61,7 @@ impl Behind {
 /// service whose decision can change by time alone is re-evaluated without new input. A
 /// switch waiting for a probe of its target wakes that pool's probe loops through `wakers`. Its heartbeat (`engine_loop`) beats at every
 /// input and tick, bound by [`health::engine_bound`]; it tells `/readyz` which services await
-/// their provider at start, after each adoption and after each reload.
+/// their provider at start and after each reload, and takes a service off at its adoption.
 pub(super) async fn run(
     mut engine: Engine,
     mut messages: mpsc::Receiver<Message>,
@@ -116,8 +116,10 @@ pub(super) async fn run(
         };
         received(&step, &engine, &telemetry);
         let answer = apply(&mut engine, &step, &mut outlets, &telemetry, &mut journal).await;
-        if matches!(step.input, Input::Adopt { .. }) {
-            record_readiness(&engine, &telemetry);
+        if let Input::Adopt { service, .. } = &step.input
+            && engine.service(service).is_some_and(ServiceEngine::ready)
+        {
+            telemetry.health.adopted(service);
         }
         if let Some(tx) = reply {
             tx.send(answer);

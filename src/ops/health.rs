@@ -9,6 +9,8 @@
 //!
 //! Readiness: the policies are loaded (the engine loop runs them) and every service's binding
 //! has adopted its provider's state (the adoption read answered), see [`Health::readiness`].
+//! The engine loop sets the awaiting services at start and after a reload, and takes each
+//! one off as it adopts ([`Health::adopted`]).
 //!
 //! Time is tokio's clock (paused-time tests drive it); the wall time of a stuck loop's last
 //! progress is derived from the telemetry clock when reported.
@@ -106,12 +108,20 @@ pub struct Stuck {
     pub bound_seconds: f64,
 }
 
+/// Services `/readyz` names while not ready: at most 20, the first in name order (the count
+/// says how many there are). At start-up every service awaits its provider: naming 5,000 on
+/// every poll of a readiness probe costs more than it tells (issue 14).
+pub const READYZ_LISTED: usize = 20;
+
 /// Why the controller is not ready, as `/readyz` names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NotReady {
     /// Whether the engine loop runs a policy set.
     pub policies_loaded: bool,
-    /// Services whose binding has not adopted its provider's state yet.
+    /// How many services have not adopted their provider's state yet.
+    pub awaiting_count: usize,
+    /// Services whose binding has not adopted its provider's state yet: the first
+    /// [`READYZ_LISTED`] in name order.
     pub awaiting_provider: Vec<ServiceId>,
 }
 
@@ -170,6 +180,15 @@ impl Health {
         *lock(&self.awaiting) = Some((services, awaiting));
     }
 
+    /// `service` adopted its provider's state (the engine loop, after each adoption): one
+    /// removal, so start-up's adoptions cost O(services log services) in all, not a rebuild of
+    /// the whole set per adoption (issue 14: O(services²) at start-up).
+    pub fn adopted(&self, service: &ServiceId) {
+        if let Some((_, awaiting)) = lock(&self.awaiting).as_mut() {
+            awaiting.remove(service);
+        }
+    }
+
     /// The loops past their bound at tokio time `now` (wall time `wall`), by name.
     pub fn stuck(&self, now: Instant, wall: Millis) -> Vec<Stuck> {
         let now_ms = u64::try_from(now.saturating_duration_since(self.origin).as_millis())
@@ -206,11 +225,13 @@ impl Health {
         match &*awaiting {
             None => Err(NotReady {
                 policies_loaded: false,
+                awaiting_count: 0,
                 awaiting_provider: Vec::new(),
             }),
             Some((_, a)) if !a.is_empty() => Err(NotReady {
                 policies_loaded: true,
-                awaiting_provider: a.iter().cloned().collect(),
+                awaiting_count: a.len(),
+                awaiting_provider: a.iter().take(READYZ_LISTED).cloned().collect(),
             }),
             Some((services, _)) => Ok(*services),
         }
@@ -266,6 +287,7 @@ mod tests {
             health.readiness(),
             Err(NotReady {
                 policies_loaded: false,
+                awaiting_count: 0,
                 awaiting_provider: vec![]
             })
         );
@@ -277,6 +299,28 @@ mod tests {
         );
         health.set_awaiting(1, BTreeSet::new());
         assert_eq!(health.readiness(), Ok(1));
+    }
+
+    #[test]
+    fn each_adoption_removes_its_service_and_readyz_names_a_bounded_few() {
+        let health = Health::default();
+        let ids: Vec<ServiceId> = (0..5_000)
+            .map(|i| ServiceId(format!("svc-{i:05}")))
+            .collect();
+        health.set_awaiting(ids.len(), ids.iter().cloned().collect());
+        let why = health.readiness().expect_err("every service awaits");
+        assert_eq!(why.awaiting_count, 5_000);
+        assert_eq!(why.awaiting_provider, ids[..READYZ_LISTED].to_vec());
+        for id in &ids[..4_999] {
+            health.adopted(id);
+        }
+        let why = health.readiness().expect_err("one awaits");
+        assert_eq!(
+            (why.awaiting_count, why.awaiting_provider),
+            (1, vec![ids[4_999].clone()])
+        );
+        health.adopted(&ids[4_999]);
+        assert_eq!(health.readiness(), Ok(5_000));
     }
 
     #[test]

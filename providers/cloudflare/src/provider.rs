@@ -109,17 +109,15 @@ impl CloudflareProvider {
     /// The binding's load balancer in `listed` (by id, or by name when named so).
     fn find_lb<'a>(&self, listed: &'a ZoneLoadBalancers) -> Option<&'a LoadBalancer> {
         let known = lock(&self.lb_id).clone();
-        listed
-            .items
-            .iter()
-            .find(|lb| match (&known, &self.binding.load_balancer) {
-                (Some(id), _) => lb.id.as_deref() == Some(id),
-                (None, LoadBalancerRef::Name(name)) => lb
-                    .name
+        match (&known, &self.binding.load_balancer) {
+            (Some(id), _) => listed.by_id.get(id).and_then(|&i| listed.items.get(i)),
+            (None, LoadBalancerRef::Name(name)) => listed.items.iter().find(|lb| {
+                lb.name
                     .as_deref()
-                    .is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(name)),
-                (None, LoadBalancerRef::Id(_)) => false,
-            })
+                    .is_some_and(|n| n.trim_end_matches('.').eq_ignore_ascii_case(name))
+            }),
+            (None, LoadBalancerRef::Id(_)) => None,
+        }
     }
 
     fn not_found(&self) -> ProviderError {
