@@ -4,10 +4,12 @@
 
 mod support;
 
-use gslb_core::engine::{EngineSettings, Input, OverrideAction, OverrideChange, Rule, Step};
-use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::engine::{
+    Engine, EngineSettings, Input, OverrideAction, OverrideChange, Rule, Step,
+};
+use gslb_core::model::{Millis, PoolId, ProbeReason, ServiceId};
 use gslb_core::policy::{Policy, PolicyDiff};
-use support::sim::{Sim, policy};
+use support::sim::{Sim, obs, policy};
 
 fn web(edit: impl Fn(String) -> String) -> Policy {
     policy(|t| edit(t.replace("service = \"api\"", "service = \"web\"")))
@@ -215,4 +217,62 @@ fn a_service_whose_edit_only_touches_observe_or_rto_budget_keeps_its_state() {
     assert_eq!(s.active(), Some(&PoolId("tokyo".into())));
     assert_eq!(s.velocity_available(Millis(sim.now)), before, "budget kept");
     assert_eq!(s.policy(), &edited, "the new [observe] is in force");
+}
+
+/// Every service's count of endpoints with evidence, by name.
+fn evidence_counts(engine: &Engine) -> Vec<(String, usize)> {
+    engine
+        .services()
+        .map(|s| (s.policy().service.0.clone(), s.evidence().count()))
+        .collect()
+}
+
+/// Issue 14: service handles resolved before a reload that removes a service and adds another
+/// (every slot after the removed one moves) never attribute an observation to another
+/// service: the input's service name decides, a stale handle is not used, and an observation
+/// of the removed service is refused. A valid handle gives the same output as a search by
+/// name.
+#[test]
+fn a_stale_service_handle_after_a_reload_is_never_misattributed() {
+    let named = |names: &[&str]| -> Vec<Policy> {
+        names
+            .iter()
+            .map(|n| policy(|t| t.replace("service = \"api\"", &format!("service = \"{n}\""))))
+            .collect()
+    };
+    let id = |n: &str| ServiceId(n.into());
+    let mut engine = Engine::new(named(&["a", "b", "c"]), &EngineSettings::default());
+    let [a, b, c] = ["a", "b", "c"].map(|n| engine.handle(&id(n)).expect("known service"));
+    let seoul = "https://seoul.api.example.com:443/api/v1/health";
+    let observe = |service: &str, at: u64| Input::Observe {
+        service: id(service),
+        observation: obs("here", seoul, at, ProbeReason::Ok),
+    };
+    // A valid handle: the same output as the search by name.
+    let mut by_name = engine.clone();
+    let handled = engine.step_handled(Millis(1_000), &observe("b", 1_000), Some(b));
+    let named_out = by_name.step(Millis(1_000), &observe("b", 1_000));
+    assert_eq!(format!("{handled:?}"), format!("{named_out:?}"));
+    assert_eq!(evidence_counts(&engine), evidence_counts(&by_name));
+
+    let current: Vec<Policy> = engine.services().map(|s| s.policy().clone()).collect();
+    let diff = PolicyDiff::new(&current, named(&["b", "c", "d"]));
+    engine.reload(Millis(2_000), &diff);
+    // b's old handle names c's slot now, c's names d's, a's names b's.
+    engine.step_handled(Millis(3_000), &observe("c", 3_000), Some(c));
+    assert_eq!(
+        evidence_counts(&engine),
+        [("b".into(), 1), ("c".into(), 1), ("d".into(), 0)]
+    );
+    let refused = engine.step_handled(Millis(3_000), &observe("a", 3_000), Some(a));
+    assert!(refused.transitions.is_empty() && refused.decisions.is_empty());
+    // A handle of another service is not used either: the name decides.
+    engine.step_handled(Millis(3_000), &observe("d", 3_000), Some(b));
+    assert_eq!(
+        evidence_counts(&engine),
+        [("b".into(), 1), ("c".into(), 1), ("d".into(), 1)]
+    );
+    let fresh = engine.handle(&id("d")).expect("added service");
+    assert_ne!(Some(fresh), Some(c), "slots moved: a new epoch");
+    assert!(engine.handle(&id("a")).is_none(), "removed service");
 }

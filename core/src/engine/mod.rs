@@ -21,6 +21,7 @@ mod input;
 mod overrides;
 mod quorum;
 mod rails;
+mod registry;
 mod rules;
 mod safety;
 mod service;
@@ -28,7 +29,7 @@ mod steady;
 mod vantage;
 mod velocity;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 pub use cluster::{ClusterView, VantageVote};
@@ -42,6 +43,7 @@ pub use overrides::{
 };
 pub use quorum::{Tally, Vote};
 pub use rails::Violation;
+pub use registry::ServiceHandle;
 pub use rules::choose;
 pub use safety::SafetyState;
 pub use service::{EndpointTransition, ServiceEngine};
@@ -51,6 +53,7 @@ pub use velocity::{SwitchWindow, TokenBucket};
 use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use crate::policy::{Flapping, Policy, PolicyDiff};
 
+use registry::Services;
 use service::Context;
 
 /// Controller-wide engine settings (from the daemon settings, not a policy).
@@ -86,7 +89,7 @@ const CANARY_FLAPPING: Flapping = Flapping {
 /// Every service's engine, and what is controller-wide.
 #[derive(Debug, Clone)]
 pub struct Engine {
-    services: BTreeMap<ServiceId, ServiceEngine>,
+    services: Services,
     vantages: Vantages,
     global: Option<SwitchWindow>,
     overrides: Overrides,
@@ -151,10 +154,30 @@ impl Engine {
             .collect()
     }
 
+    /// The handle of a service, for its probe loops' observations ([`Engine::step_handled`]):
+    /// valid until a reload adds or removes a service, `None` for a service not in the engine.
+    pub fn handle(&self, service: &ServiceId) -> Option<ServiceHandle> {
+        self.services.handle(service)
+    }
+
     /// Applies one input at `at` and evaluates the services it concerns. Overrides past their
     /// expiry end first, and vantage points that stopped being suspect start re-forming their
     /// evidence ([`Vantages::settle`]); each input kind has its own step below.
     pub fn step(&mut self, at: Millis, input: &Input) -> Output {
+        self.step_handled(at, input, None)
+    }
+
+    /// [`Engine::step`] with the [handle](Engine::handle) of the service an
+    /// [`Input::Observe`] names, which spares the search by name among every service. The
+    /// input's service name decides: a stale handle (after a reload), or one of another
+    /// service, is not used and the service is found by name. The same output as
+    /// [`Engine::step`] whatever the handle.
+    pub fn step_handled(
+        &mut self,
+        at: Millis,
+        input: &Input,
+        handle: Option<ServiceHandle>,
+    ) -> Output {
         let mut out = Output::default();
         let mut touched: BTreeSet<ServiceId> = BTreeSet::new();
         for o in self.overrides.expire(at) {
@@ -171,7 +194,7 @@ impl Engine {
             Input::Observe {
                 service,
                 observation,
-            } => self.observe(service, observation, &mut out),
+            } => self.observe(service, handle, observation, &mut out),
             Input::Canary { observation } => {
                 self.vantages.record_canary(observation, &CANARY_FLAPPING);
                 Vec::new()
@@ -231,10 +254,11 @@ impl Engine {
     fn observe(
         &mut self,
         service: &ServiceId,
+        handle: Option<ServiceHandle>,
         observation: &Observation,
         out: &mut Output,
     ) -> Vec<ServiceId> {
-        let Some(s) = self.services.get_mut(service) else {
+        let Some(s) = self.services.resolve_mut(service, handle) else {
             return Vec::new();
         };
         let (transition, moved) = s.observe(observation, &mut self.vantages);
@@ -250,12 +274,12 @@ impl Engine {
 
     /// The services a tick at `at` evaluates: those whose decision may differ by now (every
     /// service when [`Engine::deciding_always`]).
-    fn due(&self, at: Millis) -> Vec<ServiceId> {
+    fn due(&mut self, at: Millis) -> Vec<ServiceId> {
         let generation = self.vantages.generation();
+        let always = self.always;
         self.services
-            .iter()
-            .filter(|(_, s)| self.always || s.needs_decision(at, generation))
-            .map(|(id, _)| id.clone())
+            .iter_mut()
+            .filter_map(|(id, s)| (always || s.needs_decision(at, generation)).then(|| id.clone()))
             .collect()
     }
 

@@ -329,8 +329,20 @@ impl ServiceEngine {
     /// Whether a decision at `at` may differ from the last one, with the suspect state at
     /// `generation` ([`Vantages::generation`]): always, unless the last one is
     /// [steady](Steady) until after `at`.
-    pub(super) fn needs_decision(&self, at: Millis, generation: u64) -> bool {
-        self.steady.is_none_or(|s| s.expired(at, generation))
+    /// When only the evidence's clock ran out, the results are read again (O(results)) and the
+    /// decision stands while every result fresh at it still is ([`Steady::extend`]).
+    pub(super) fn needs_decision(&mut self, at: Millis, generation: u64) -> bool {
+        let Some(steady) = self.steady.as_mut() else {
+            return true;
+        };
+        if !steady.expired(at, generation) {
+            return false;
+        }
+        if generation != steady.generation {
+            return true;
+        }
+        let clock = evidence_clock(&self.evidence, self.policy.fresh_for(), at);
+        !steady.extend(at, &clock)
     }
 
     /// The target pool the last decision waits for a passing probe of (`confirm_target`).
@@ -392,8 +404,8 @@ impl ServiceEngine {
     /// Records whether `decision` (taken at `now`, `suspect` when a vantage point it read was
     /// suspect) is [steady](Steady) and until when, and how much evidence was stale.
     fn settle(&mut self, decision: &Decision, suspect: bool, now: Millis, ctx: &Context<'_>) {
-        let (next, stale) = evidence_clock(&self.evidence, self.policy.fresh_for(), now);
-        self.stale = stale;
+        let clock = evidence_clock(&self.evidence, self.policy.fresh_for(), now);
+        self.stale = clock.stale;
         let drilled = ctx
             .overrides
             .for_service(&self.policy.service)
@@ -417,15 +429,15 @@ impl ServiceEngine {
         let heartbeats = ctx.cluster.and_then(|c| c.next_stale(now));
         // The budget's refill shows in the next decision (`gslb_velocity_available`).
         let refill = self.bucket.next_refill(now);
-        let until = next
-            .into_iter()
-            .chain(votes)
+        let others = votes
             .chain(heartbeats)
             .chain(refill)
             .min()
             .unwrap_or(Millis(u64::MAX));
         self.steady = steady.then(|| Steady {
-            until,
+            until: clock.next.map_or(others, |n| n.min(others)),
+            others,
+            fresh: clock.fresh,
             generation: ctx.vantages.generation(),
         });
     }

@@ -28,6 +28,11 @@ pub(super) struct Steady {
     /// The first time the decision may differ by time alone (evidence, a provider vote or a
     /// heartbeat going stale).
     pub(super) until: Millis,
+    /// The first time something other than the service's own results may change it by time
+    /// alone (a provider vote or a heartbeat going stale, the velocity budget's refill).
+    pub(super) others: Millis,
+    /// How many results were fresh when it was decided.
+    pub(super) fresh: u32,
     /// [`super::Vantages::generation`] when it was decided.
     pub(super) generation: u64,
 }
@@ -37,6 +42,31 @@ impl Steady {
     pub(super) fn expired(&self, at: Millis, generation: u64) -> bool {
         at >= self.until || generation != self.generation
     }
+
+    /// Moves `until` on when only the evidence's clock ran out at `at` and every result that
+    /// was fresh at the decision still is (`clock` read at `at`): each was refreshed by a
+    /// result of the same verdict, so the decision stands. A result turns fresh again only
+    /// through an observation that counts as a change (and is decided), so an equal count of
+    /// fresh results is the same set. Returns whether the decision still stands.
+    pub(super) fn extend(&mut self, at: Millis, clock: &EvidenceClock) -> bool {
+        if at >= self.others || clock.fresh != self.fresh {
+            return false;
+        }
+        self.until = clock.next.map_or(self.others, |n| n.min(self.others));
+        at < self.until
+    }
+}
+
+/// What the evidence's clock says at a time ([`evidence_clock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct EvidenceClock {
+    /// The first time a fresh result is stale (`None`: none is fresh).
+    pub(super) next: Option<Millis>,
+    /// How many results with a rise/fall verdict are stale (older than the freshness window,
+    /// not for a prober-side or unprobeable reason: they arrived late or not at all).
+    pub(super) stale: u32,
+    /// How many results are fresh.
+    pub(super) fresh: u32,
 }
 
 /// Whether a decision by `rule` keeps its pool until a verdict changes: none of the holds that
@@ -52,27 +82,25 @@ pub(super) fn steady_rule(rule: Rule) -> bool {
     )
 }
 
-/// What the evidence's clock says at `now`: the first time a fresh result is stale
-/// (`None`: none is fresh) and how many results with a rise/fall verdict are stale (older than
-/// `fresh`, not for a prober-side or unprobeable reason: they arrived late or not at all).
-pub(super) fn evidence_clock(
-    evidence: &ByEndpoint,
-    fresh: Duration,
-    now: Millis,
-) -> (Option<Millis>, u32) {
-    let mut next: Option<Millis> = None;
-    let mut stale = 0u32;
+/// What the evidence's clock says at `now`, with results fresh for `fresh`.
+pub(super) fn evidence_clock(evidence: &ByEndpoint, fresh: Duration, now: Millis) -> EvidenceClock {
+    let mut clock = EvidenceClock {
+        next: None,
+        stale: 0,
+        fresh: 0,
+    };
     for h in evidence.values().flat_map(|m| m.values()) {
         let Some(last) = h.last_at else { continue };
         let expires = last.plus(fresh);
         if expires >= now {
             let stale_at = expires.plus(Duration::from_millis(1));
-            next = Some(next.map_or(stale_at, |n| n.min(stale_at)));
+            clock.next = Some(clock.next.map_or(stale_at, |n| n.min(stale_at)));
+            clock.fresh = clock.fresh.saturating_add(1);
         } else if h.prober_side.is_none() && h.unprobeable_since.is_none() {
-            stale = stale.saturating_add(1);
+            clock.stale = clock.stale.saturating_add(1);
         }
     }
-    (next, stale)
+    clock
 }
 
 /// The rule a `hold_unknown` candidate keeping `active` follows instead when stale evidence

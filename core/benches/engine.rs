@@ -3,16 +3,17 @@
 //! with 250 endpoints each (500 per service). Per observation: record it and decide its service
 //! when a verdict can change (the inputs are built before the clock starts; one probe in 17
 //! fails, never `fall` in a row, and a round of every endpoint moves time on by one interval,
-//! so evidence stays fresh as in the daemon). Per decision: a tick decides every service whose
+//! so evidence stays fresh as in the daemon; each observation carries its service's handle,
+//! resolved once before the clock starts as a probe loop does). Per decision: a tick decides every service whose
 //! decision time can change (the figure is divided by the number of services).
 //!
-//! `cargo bench --bench engine`; the figures go in `docs/benchmarks.md`.
+//! `cargo bench -p gslb-core --bench engine`; the figures go in `docs/benchmarks.md`.
 
 use std::path::Path;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use gslb_core::engine::{Engine, EngineSettings, Input};
+use gslb_core::engine::{Engine, EngineSettings, Input, ServiceHandle};
 use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, ServiceId, VantageId,
 };
@@ -137,6 +138,13 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
     g.throughput(Throughput::Elements(1));
     let mut engine_obs = engine.clone();
     let mut inputs = round(shape, &POOLS, now);
+    let handles: Vec<Option<ServiceHandle>> = inputs
+        .iter()
+        .map(|input| match input {
+            Input::Observe { service, .. } => engine_obs.handle(service),
+            _ => None,
+        })
+        .collect();
     let n = inputs.len();
     let mut i = 0usize;
     g.bench_function("per_observation", |b| {
@@ -153,7 +161,7 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
                     ProbeReason::Timeout
                 };
             }
-            engine_obs.step(at, input)
+            engine_obs.step_handled(at, input, handles[i % n])
         });
     });
     g.throughput(Throughput::Elements(shape.services as u64));
