@@ -234,6 +234,79 @@ fn late_results_hold_the_last_decision_instead_of_flip_flopping() {
     );
 }
 
+/// Issue 14: probes of healthy origins that time out while the controller is starved of CPU
+/// come in as `late`. They are neither failures nor successes: no fall, no suspicion, no
+/// decision change however long the starvation lasts (the evidence goes stale and the last
+/// decision stands, counted); a real outage seen meanwhile (connection refused) still fails
+/// over within `fall` probes.
+#[test]
+fn late_probes_change_no_decision_and_a_real_outage_still_fails_over() {
+    let mut sim = Sim::new(policy(|t| t));
+    sim.round(true, true);
+    sim.round(true, true);
+    assert_eq!(sim.last().rule, Rule::Stay);
+    let from = sim.decisions.len();
+    // Starved: most probes come back late, a few in time and passing; then only late ones
+    // (permanent starvation) with ticks past the freshness window in between.
+    for i in 0..40 {
+        sim.now += INTERVAL;
+        let seoul = if i % 5 == 4 && i < 20 {
+            ProbeReason::Ok
+        } else {
+            ProbeReason::Late
+        };
+        sim.probe(HERE, SEOUL, seoul);
+        sim.probe(HERE, TOKYO, ProbeReason::Late);
+        if i % 4 == 3 {
+            sim.tick_at(sim.now + 4 * INTERVAL);
+        }
+    }
+    let rules: Vec<Rule> = sim.decisions[from..].iter().map(|d| d.rule).collect();
+    assert!(!rules.is_empty(), "stale evidence is decided on");
+    assert!(rules.iter().all(|r| *r == Rule::Stay), "{rules:?}");
+    assert_eq!(sim.switches(), 0);
+    let last = sim.last();
+    assert_eq!(last.pools[&pool("seoul")].verdict, Verdict::Unknown);
+    assert!(
+        last.reasons
+            .iter()
+            .any(|r| r.contains("stale evidence holds")),
+        "{:?}",
+        last.reasons
+    );
+    assert_eq!(
+        sim.engine.service(&sim.service).map(|s| s.stale_evidence()),
+        Some(2),
+        "visible: both endpoints' evidence is stale"
+    );
+    let vantages = sim.engine.vantage_points(Millis(sim.now));
+    assert!(vantages.iter().all(|(_, s)| s.is_none()), "{vantages:?}");
+    // Still starved (tokyo's probes late), seoul goes down for real: refused at once. With
+    // tokyo unknown there is nowhere to go: fail static, nothing pushed.
+    for _ in 0..3 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, SEOUL, ProbeReason::ConnectionRefused);
+        sim.probe(HERE, TOKYO, ProbeReason::Late);
+    }
+    assert_eq!(
+        sim.last().rule,
+        Rule::FailStatic,
+        "{:?}",
+        sim.last().reasons
+    );
+    assert_eq!(sim.switches(), 0);
+    // Tokyo's probes get their time again: the outage fails over within `fall` rounds.
+    let mut rounds = 0;
+    while sim.active() == "seoul" && rounds < 3 {
+        sim.now += INTERVAL;
+        sim.probe(HERE, TOKYO, ProbeReason::Ok);
+        sim.probe(HERE, SEOUL, ProbeReason::ConnectionRefused);
+        rounds += 1;
+    }
+    assert_eq!(sim.active(), "tokyo", "{:?}", sim.last().reasons);
+    assert_eq!(sim.switches(), 1);
+}
+
 #[test]
 fn a_tie_between_vantage_points_keeps_the_current_verdict() {
     let mut sim = Sim::new(policy(|t| t));

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gslb::io::clock::Clock;
 use gslb::io::origin::{Mode, Origin};
-use gslb::io::probe::{DnsSettings, Prober, run_endpoint};
+use gslb::io::probe::{DnsSettings, Prober, ProbingSettings, run_endpoint};
 use gslb_core::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId};
 use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use support::dns::FakeDns;
@@ -200,7 +200,20 @@ async fn hung_origin_is_timeout() {
         timeout: Duration::from_millis(250),
         ..spec()
     };
-    let out = probe(&prober(), &spec, &http(&o.base_url())).await;
+    // Real time on a shared machine: allow this process 1 s of scheduling delay before its
+    // timeout counts as seen late (`late`, the prober starved; see probe_scale.rs).
+    let prober = Prober::with_limits(
+        &DnsSettings {
+            nameservers: vec![silent_udp_port()],
+            ..DnsSettings::default()
+        },
+        &ProbingSettings {
+            late_after: Duration::from_secs(1),
+            ..ProbingSettings::default()
+        },
+    )
+    .unwrap();
+    let out = probe(&prober, &spec, &http(&o.base_url())).await;
     assert_reason(&out, ProbeReason::Timeout);
     assert_eq!(out.http_status, None);
     assert!(out.duration >= Duration::from_millis(250), "{out:?}");

@@ -128,6 +128,37 @@ async fn the_hard_timeout_closes_the_probe_connection_at_once() {
     );
 }
 
+/// Issue 14: a probe whose timeout fired while the process was starved of CPU (its task run
+/// only long after the deadline) is `late`, not a failure of the origin; the same probe run in
+/// time is a `timeout`. Starvation is the runtime's clock moving on while the probe's task
+/// waits to run.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_seen_while_starved_is_late_and_a_timely_one_is_a_timeout() {
+    let s = sink().await;
+    let p = Arc::new(prober(8));
+    let target = p
+        .target(&spec(1000, 200), &http(&format!("http://{}/", s.addr)))
+        .unwrap();
+    let timely = p.probe(&target).await;
+    assert_eq!(timely.reason, ProbeReason::Timeout, "{timely:?}");
+    assert!(!timely.success);
+    let (prober, t) = (p.clone(), target.clone());
+    let starved = tokio::spawn(async move { prober.probe(&t).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.stats().snapshot().in_flight == 0 {
+        assert!(Instant::now() < deadline, "the probe never started");
+        tokio::task::yield_now().await;
+    }
+    // The process gets no CPU for 500 ms: the probe's 200 ms timeout is seen 300 ms late.
+    tokio::time::advance(Duration::from_millis(500)).await;
+    let late = starved.await.unwrap();
+    assert_eq!(late.reason, ProbeReason::Late, "{late:?}");
+    assert!(!late.success, "never a success either");
+    assert_eq!(late.duration, Duration::from_millis(500));
+    // Both hit the hard timeout; the late one is told apart by its reason only.
+    assert_eq!(p.stats().snapshot().timeouts, 2);
+}
+
 #[tokio::test(start_paused = true)]
 async fn back_pressure_bounds_probes_in_flight_records_late_ones_and_counts_missed_slots() {
     // Six endpoints at 1 s that all hang until their 400 ms timeout, with room for 2 probes

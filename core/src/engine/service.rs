@@ -7,9 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{
-    EndpointId, Millis, Observation, PoolId, ProbeReason, ServiceId, VantageId, Verdict,
-};
+use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use crate::policy::Policy;
 
 use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
@@ -284,8 +282,8 @@ impl ServiceEngine {
         let Some(pool) = self.endpoint_pool.get(&obs.endpoint) else {
             return (None, false);
         };
-        if obs.outcome.reason != ProbeReason::Unprobeable {
-            // Unprobeable says nothing about the prober either: it never makes it suspect.
+        if obs.outcome.reason.counts_toward_suspicion() {
+            // Unprobeable or late says nothing about the prober either: never makes it suspect.
             vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
         }
         let th = self.policy.thresholds;

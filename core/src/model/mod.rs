@@ -131,6 +131,13 @@ pub enum ProbeReason {
     /// Says nothing about the origin and nothing about the prober's health: it neither counts
     /// toward `fall` nor toward the vantage point being suspect; status shows it.
     Unprobeable,
+    /// Not a result: the probe's timeout fired while this process was starved of CPU (the
+    /// timeout was seen more than `[probing] late_after` past its deadline), so the probe never
+    /// had its time. Says nothing about the origin nor about the vantage point's network: it
+    /// counts toward neither `fall`, `rise` nor the vantage point being suspect, and does not
+    /// refresh the evidence, which goes stale instead (stale evidence holds the last
+    /// decision; `gslb_stale_evidence`, alert `ProbesRunningLate`).
+    Late,
 }
 
 impl ProbeReason {
@@ -154,6 +161,7 @@ impl ProbeReason {
             Self::NetworkUnreachable => "network_unreachable",
             Self::LocalResources => "local_resources",
             Self::Unprobeable => "unprobeable",
+            Self::Late => "late",
         }
     }
 
@@ -164,10 +172,17 @@ impl ProbeReason {
         matches!(self, Self::ResolverUnavailable | Self::LocalResources)
     }
 
-    /// Whether the result counts toward the endpoint's rise/fall: not when it is prober-side
-    /// or [`ProbeReason::Unprobeable`].
+    /// Whether the result counts toward the endpoint's rise/fall: not when it is prober-side,
+    /// [`ProbeReason::Unprobeable`] or [`ProbeReason::Late`].
     pub fn counts_toward_health(self) -> bool {
-        !self.is_prober_side() && self != Self::Unprobeable
+        !self.is_prober_side() && self.counts_toward_suspicion()
+    }
+
+    /// Whether the result counts toward judging the vantage point (its share of prober-side
+    /// failures): not when it is [`ProbeReason::Unprobeable`] (no route for the family at all)
+    /// or [`ProbeReason::Late`] (the process was starved, which `ProbesRunningLate` shows).
+    pub fn counts_toward_suspicion(self) -> bool {
+        !matches!(self, Self::Unprobeable | Self::Late)
     }
 }
 
@@ -289,6 +304,7 @@ mod tests {
             (ProbeReason::TlsNameMismatch, "tls_name_mismatch"),
             (ProbeReason::TlsUnknownIssuer, "tls_unknown_issuer"),
             (ProbeReason::Unprobeable, "unprobeable"),
+            (ProbeReason::Late, "late"),
         ] {
             assert_eq!(reason.as_str(), name);
             let line = serde_json::to_string(&reason).expect("writes");
@@ -303,6 +319,11 @@ mod tests {
             "never makes a vantage suspect"
         );
         assert!(!ProbeReason::Unprobeable.counts_toward_health());
+        // Issue 14: a timeout seen while the process was starved says nothing of anything.
+        assert!(!ProbeReason::Late.is_prober_side());
+        assert!(!ProbeReason::Late.counts_toward_health());
+        assert!(!ProbeReason::Late.counts_toward_suspicion());
+        assert!(ProbeReason::Timeout.counts_toward_suspicion());
         assert!(ProbeReason::TlsExpired.counts_toward_health());
     }
 }

@@ -6,6 +6,7 @@
 
 use std::error::Error;
 use std::io;
+use std::time::Duration;
 
 use gslb_core::model::{Millis, ProbeReason};
 use rustls::CertificateError;
@@ -37,6 +38,34 @@ use super::dns::DnsError;
 /// skips the wrapped error itself, which is where rustls puts its error).
 pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
     along_the_chain(err, reason_of).unwrap_or(ProbeReason::Other)
+}
+
+/// The reason for a probe cut off by its timeout, from how late after the deadline the timeout
+/// was seen (`late_by`, see [`within`](super::trace::within)) and whether the name lookup was
+/// still running then:
+/// - seen more than `late_after` (`[probing] late_after`, default 50 ms) late → `late`: the
+///   process was starved of CPU around the deadline, so the probe's own steps (connect, write,
+///   read) waited in the run queue and the origin was never given its time; not a result
+///   (issue 14: under a CPU quota, 11,411 probes of healthy origins timed out in 30 s and
+///   failed services over for real);
+/// - else, the lookup still running → `resolver_unavailable` (our own resolver, the prober's
+///   side);
+/// - else → `timeout`: a timely timeout is the origin's failure.
+///
+/// A probe that failed otherwise (connection refused, a status) is evidence however late it
+/// ran: only a timeout can be the prober's own slowness.
+pub(crate) fn timed_out(
+    late_by: Duration,
+    late_after: Duration,
+    lookup_running: bool,
+) -> ProbeReason {
+    if late_by > late_after {
+        ProbeReason::Late
+    } else if lookup_running {
+        ProbeReason::ResolverUnavailable
+    } else {
+        ProbeReason::Timeout
+    }
 }
 
 /// The `notAfter` of the certificate a `tls_expired` failure refused (the verifier reports
@@ -156,6 +185,24 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_timeout_seen_late_is_late_and_a_timely_one_the_origins() {
+        let late_after = Duration::from_millis(50);
+        let ms = Duration::from_millis;
+        // Timely: the origin did not answer in time.
+        assert_eq!(timed_out(ms(0), late_after, false), ProbeReason::Timeout);
+        assert_eq!(timed_out(ms(50), late_after, false), ProbeReason::Timeout);
+        assert_eq!(
+            timed_out(ms(3), late_after, true),
+            ProbeReason::ResolverUnavailable
+        );
+        // Seen past the threshold: this process was starved at the deadline; whatever ran.
+        assert_eq!(timed_out(ms(51), late_after, false), ProbeReason::Late);
+        assert_eq!(timed_out(ms(700), late_after, true), ProbeReason::Late);
+        assert!(!ProbeReason::Late.counts_toward_health());
+        assert!(!ProbeReason::Late.is_prober_side());
+    }
 
     /// A wrapper like the ones reqwest and hyper-util put around causes.
     #[derive(Debug)]

@@ -298,6 +298,11 @@ impl Prober {
     /// only the leaf, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate
     /// expiring first is not seen).
     ///
+    /// A timeout that this task saw more than [`ProbingSettings::late_after`] past its deadline
+    /// (the process starved of CPU: its steps waited in the run queue, the origin was never
+    /// given its time) is [`ProbeReason::Late`], not `timeout`: not evidence either way (see
+    /// `classify::timed_out`).
+    ///
     /// At the timeout the probe's future is dropped, and with it its socket: nothing of the
     /// probe stays in flight past it (the client keeps no idle connections and runs no
     /// background work per request). Calling this directly does not wait for room among the
@@ -309,7 +314,7 @@ impl Prober {
         // The lookup gets at most half the probe's time: past it the resolver, not the origin,
         // is what failed, and the origin keeps the other half.
         let lookup = target.timeout / 2;
-        let checked = tokio::time::timeout(target.timeout, async {
+        let checked = trace::within(target.timeout, async {
             match &target.kind {
                 TargetKind::Http(t) => http::check(&self.dns, t, &mut trace, lookup).await,
                 TargetKind::Tcp { host, port } => {
@@ -323,16 +328,12 @@ impl Prober {
             }
         })
         .await;
-        let reason = checked.unwrap_or_else(|_| {
+        let reason = checked.unwrap_or_else(|late_by| {
             self.stats.timed_out();
+            let reason = classify::timed_out(late_by, self.late_after, trace.lookup_running());
             let timeout = humantime::format_duration(target.timeout);
-            tracing::debug!(endpoint = %target.endpoint, %timeout, "probe timed out");
-            if trace.lookup_running() {
-                // Cut off while our own resolver was still being asked.
-                ProbeReason::ResolverUnavailable
-            } else {
-                ProbeReason::Timeout
-            }
+            tracing::debug!(endpoint = %target.endpoint, %timeout, ?late_by, %reason, "probe timed out");
+            reason
         });
         ProbeOutcome {
             success: reason == ProbeReason::Ok,

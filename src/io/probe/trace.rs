@@ -3,6 +3,7 @@
 //!
 //! Must not: decide anything (the check's [`ProbeReason`](gslb_core::model::ProbeReason) does).
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -49,5 +50,40 @@ impl Trace {
     pub(crate) fn dns_lookup(&self) -> Option<Duration> {
         self.dns
             .map(|(start, took)| took.unwrap_or_else(|| start.elapsed()))
+    }
+}
+
+/// Runs `check` for at most `timeout` from now. `Err` when the timeout won, with how late
+/// after its deadline this task saw it: the scheduler's own lateness at that moment (near
+/// zero in a process that gets its CPU; a CPU-starved process, whose tasks wait in the run
+/// queue, sees it late by about that wait). [`timed_out`](super::classify::timed_out) judges
+/// it.
+pub(crate) async fn within<F: Future>(timeout: Duration, check: F) -> Result<F::Output, Duration> {
+    let deadline = Instant::now() + timeout;
+    match tokio::time::timeout_at(deadline, check).await {
+        Ok(done) => Ok(done),
+        Err(_) => Err(Instant::now().saturating_duration_since(deadline)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn within_reports_how_late_the_timeout_was_seen() {
+        let ms = Duration::from_millis;
+        assert_eq!(within(ms(200), async { 7 }).await, Ok(7));
+        // A process that gets its CPU sees the timeout at its deadline.
+        assert_eq!(
+            within(ms(200), std::future::pending::<()>()).await,
+            Err(ms(0))
+        );
+        // Starved: the task is not run until 300 ms past its deadline (the clock moves on while
+        // it waits in the run queue).
+        let check = tokio::spawn(within(ms(200), std::future::pending::<()>()));
+        tokio::task::yield_now().await;
+        tokio::time::advance(ms(500)).await;
+        assert_eq!(check.await.expect("the check ran"), Err(ms(300)));
     }
 }
