@@ -60,8 +60,12 @@ pub async fn run(
         &urls,
         &provider.base_url,
         // A switch and its failback every round: more calls than the default budget of 20 a
-        // minute allows (the budget would hold the next round's write, not measure detection).
-        "[reconcile]\nresync = \"5s\"\nprovider_calls_per_minute = 600",
+        // minute allows (the budget would hold the next round's write, not measure detection),
+        // and more than gslb's default pace of the token (300 per 5 minutes, 1 a second after a
+        // burst of 10: an isolated failover has the whole burst, but a switch every few seconds
+        // drains it and then waits up to 1 s per call). The token gets Cloudflare's own limit,
+        // 1,200 per 5 minutes (this key continues the daemon settings' `[cloudflare]` table).
+        "requests_per_window = 1200\n[reconcile]\nresync = \"5s\"\nprovider_calls_per_minute = 600",
     )?;
     let mut daemon = Daemon::spawn(gslb, &folder, None)?;
     daemon.ready(Duration::from_secs(60)).await?;
