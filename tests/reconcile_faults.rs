@@ -304,7 +304,7 @@ async fn unapplied_age_rises_while_the_provider_fails_and_is_zero_once_applied()
         .sinks
         .metrics
         .reconcile_duration_seconds
-        .with_label_values(&["faulty", "api"]);
+        .with_label_values(&["faulty"]);
     // Between two tries as well as at them, the age keeps rising (refreshed every second).
     let started = tokio::time::Instant::now();
     for at in [10, 45, 80] {

@@ -375,10 +375,14 @@ async fn adopt<P: Provider>(
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
     while !tx.is_closed() {
-        // A fresh read, shared with the adoption reads of the other bindings of the zone or
-        // account that start with it.
+        // A read shared with the other bindings of the zone or account, at most half a resync
+        // old (as a resync's): at start every binding's adoption shares the first read instead
+        // of queueing for fresh ones, which under CPU starvation outlasted the call deadline
+        // and never adopted (issue 14's overload run). Nothing was written before it (a write
+        // drops the shared read), and the reconciler reads afresh for its first write.
         let service = &pools.service;
-        match reconcile::observe(provider.as_ref(), service, &telemetry, Duration::ZERO).await {
+        let max_age = resync / 2;
+        match reconcile::observe(provider.as_ref(), service, &telemetry, max_age).await {
             Ok(observed) => {
                 let _ = tx
                     .send(
