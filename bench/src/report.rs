@@ -21,7 +21,12 @@ fn ms(seconds: f64) -> String {
 }
 
 fn mb(bytes: f64) -> String {
-    format!("{:.1} MB", bytes / 1e6)
+    // Below 1 MB in kB, so a small run's size does not read 0.0.
+    if bytes < 1e6 {
+        format!("{:.1} kB", bytes / 1e3)
+    } else {
+        format!("{:.1} MB", bytes / 1e6)
+    }
 }
 
 /// `GET pools 12, PATCH lb 1` per minute over `span`, with the total first.
