@@ -13,12 +13,14 @@ use axum::body::Body;
 use axum::http::Request;
 use gslb::admin::{self, AdminState};
 use gslb::config::AdminAuth;
-use gslb::daemon::inbox::{Message, ReplyTo};
+use gslb::daemon::inbox::{MESSAGE_BUFFER, Message, ReplyTo};
 use gslb::io::journal::Journal;
 use gslb::io::state_file::StateFile;
 use gslb::ops::health::engine_bound;
 use gslb::ops::telemetry::Telemetry;
 use gslb_core::engine::{Input, OverrideAction, OverrideId, OverrideRequest};
+use gslb_core::event::Event;
+use gslb_core::model::{Millis, Observation, ProbeOutcome, ProbeReason, VantageId};
 use gslb_core::policy::Policy;
 use serde_json::Value;
 use tower::ServiceExt as _;
@@ -71,6 +73,27 @@ async fn advance_until_body(
         tokio::time::advance(Duration::from_secs(1)).await;
         waited += Duration::from_secs(1);
     }
+}
+
+/// A passing probe result of `policy`'s first endpoint.
+fn probe_result(policy: &Policy) -> Message {
+    Input::Observe {
+        service: policy.service.clone(),
+        observation: Observation {
+            endpoint: policy.pools[0].endpoints[0].id.clone(),
+            vantage: VantageId("test".into()),
+            at: Millis(0),
+            outcome: ProbeOutcome {
+                success: true,
+                duration: Duration::from_millis(5),
+                http_status: Some(200),
+                dns_lookup: None,
+                cert_expiry: None,
+                reason: ProbeReason::Ok,
+            },
+        },
+    }
+    .into()
 }
 
 fn app(sinks: &Telemetry, daemon: &gslb::daemon::builder::Daemon) -> axum::Router {
@@ -197,5 +220,48 @@ async fn readyz_waits_for_every_binding_to_adopt_its_provider() {
     assert_eq!(status, 200, "{live}");
     // engine_loop, probes:api, reconciler:api, canaries.
     assert_eq!(live["loops"], 4, "{live}");
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_adoption_overtakes_an_inbox_full_of_probe_results() {
+    let sinks = support::controller::sinks(4 * MESSAGE_BUFFER);
+    let mut events = sinks.events.subscribe();
+    let policy = policy();
+    let mut daemon = support::controller::start(
+        std::slice::from_ref(&policy),
+        &sinks,
+        Journal::default(),
+        Vec::new(),
+    );
+    let app = app(&sinks, &daemon);
+    // Nothing has yielded yet (one runtime thread): the engine loop has not started, and the
+    // inbox fills up with probe results, as when every probe loop's first result arrives at
+    // once at start.
+    let commands = daemon.commands();
+    let mut queued = 0;
+    while commands.try_send(probe_result(&policy)).is_ok() {
+        queued += 1;
+    }
+    assert_eq!(queued, MESSAGE_BUFFER);
+    daemon
+        .attach(&policy, support::controller::provider())
+        .expect("attach");
+    // The adoption's first decision comes before most of the queued results are stepped.
+    let mut stepped_before = 0;
+    let adopted = loop {
+        match events.recv().await.expect("no event lost") {
+            Event::Probe { .. } => stepped_before += 1,
+            Event::Decision(d) => break d,
+            _ => {}
+        }
+    };
+    assert_eq!(adopted.service, policy.service);
+    assert!(
+        stepped_before < MESSAGE_BUFFER / 4,
+        "{stepped_before} of {queued} queued probe results were stepped before the adoption"
+    );
+    let ready = advance_until(&app, "/readyz", 200, Duration::from_secs(10)).await;
+    assert_eq!(ready["status"], "ready", "{ready}");
     daemon.stop().await;
 }

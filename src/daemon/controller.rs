@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb_provider::{Backoff, Provider};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::daemon::engine_loop;
-use crate::daemon::inbox::{MESSAGE_BUFFER, Message, MessageSender, Reload};
+use crate::daemon::inbox::{Inbox, Message, MessageSender, Reload};
 use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Steering};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeNow, ProbeTarget, Prober, Wakers};
@@ -55,6 +55,8 @@ pub struct Controller {
     /// means trouble.
     adoptions: std::sync::Mutex<JoinSet<()>>,
     messages: MessageSender,
+    /// The engine loop's priority lane: saved drills, adoptions, provider-health votes.
+    priority: MessageSender,
     decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>>,
     /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
@@ -90,7 +92,7 @@ impl Controller {
         saved: Vec<Override>,
     ) -> Self {
         let engine = Engine::new(policies.iter().cloned(), settings);
-        let (tx, rx) = mpsc::channel(MESSAGE_BUFFER);
+        let (inbox, tx, priority) = Inbox::new();
         let mut senders = BTreeMap::new();
         let mut decisions = BTreeMap::new();
         for p in policies {
@@ -105,13 +107,14 @@ impl Controller {
             .unwrap_or(MAX_TICK)
             .min(MAX_TICK);
         if !saved.is_empty() {
-            // The channel is empty: this cannot fail for lack of room.
-            let _ = tx.try_send(Input::LoadOverrides { overrides: saved }.into());
+            // The lane is empty: this cannot fail for lack of room. On the priority lane, as
+            // the adoptions: the drills are in force before any adoption's first decision.
+            let _ = priority.try_send(Input::LoadOverrides { overrides: saved }.into());
         }
         let wakers = Wakers::default();
         let engine_loop = tokio::spawn(engine_loop::run(
             engine,
-            rx,
+            inbox,
             senders,
             telemetry.clone(),
             tick,
@@ -122,6 +125,7 @@ impl Controller {
             engine_loop,
             adoptions: std::sync::Mutex::new(JoinSet::new()),
             messages: tx,
+            priority,
             decisions: std::sync::Mutex::new(decisions),
             services: std::sync::Mutex::new(BTreeMap::new()),
             policies: watch::Sender::new(Arc::new(policies.to_vec())),
@@ -262,7 +266,7 @@ impl Controller {
             provider.clone(),
             steering.pools.clone(),
             steering.resync,
-            self.messages.clone(),
+            self.priority.clone(),
             self.telemetry.clone(),
         )));
         drop(adoptions);
@@ -288,16 +292,16 @@ impl Controller {
     fn link_to_engine(&self, policy: &Policy, mut steering: Steering) -> Steering {
         if steering.seat.is_some() {
             steering.follow = Some(reconcile::Follow::new(
-                self.messages.clone(),
+                self.priority.clone(),
                 policy.service.clone(),
             ));
         }
         if policy.quorum.provider_vote {
-            let (messages, service) = (self.messages.clone(), policy.service.clone());
+            let (messages, service) = (self.priority.clone(), policy.service.clone());
             // Two resync periods: one missed read does not drop the vote.
             let fresh_for = steering.resync * 2;
             steering.health_votes = Some(HealthVotes(Arc::new(move |pool, healthy| {
-                // A full engine loop drops a vote rather than stall the reconciler; the next
+                // A full priority lane drops a vote rather than stall the reconciler; the next
                 // read votes again.
                 let _ = messages.try_send(
                     Input::ProviderHealth {

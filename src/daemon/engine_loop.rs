@@ -12,9 +12,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use crate::daemon::inbox::{Message, Reload};
+use crate::daemon::inbox::{Inbox, Message, Reload};
 use crate::daemon::reconcile;
 use crate::io::journal::Journal;
 use crate::io::probe::Wakers;
@@ -57,14 +57,15 @@ impl Behind {
     }
 }
 
-/// Runs until [`Message::Stop`] or until every sender is dropped. `tick` is how often every
+/// Runs until [`Message::Stop`] or until every sender of the main lane is dropped; takes the
+/// priority lane's messages first ([`Inbox::recv`]). `tick` is how often every
 /// service whose decision can change by time alone is re-evaluated without new input. A
 /// switch waiting for a probe of its target wakes that pool's probe loops through `wakers`. Its heartbeat (`engine_loop`) beats at every
 /// input and tick, bound by [`health::engine_bound`]; it tells `/readyz` which services await
 /// their provider at start and after each reload, and takes a service off at its adoption.
 pub(super) async fn run(
     mut engine: Engine,
-    mut messages: mpsc::Receiver<Message>,
+    mut messages: Inbox,
     decisions: Decisions,
     telemetry: Telemetry,
     tick: Duration,

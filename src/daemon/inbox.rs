@@ -1,9 +1,16 @@
-//! The engine loop's inbox: the one message type its channel carries. Probe loops, adoption
-//! reads, provider-health votes, the admin API's drill routes and the controller (saved
-//! drills, reload, stop) all send straight into it; there is no forwarder in between. An
-//! engine input travels as the [`Input`] the engine records, with where its answer goes.
+//! The engine loop's inbox: the one message type its channels carry, and its two lanes. Probe
+//! loops, the admin API's drill routes and the controller (reload, stop) send into the main
+//! lane; the provider side (saved drills at start, adoption reads, a cluster follower's
+//! adoptions, provider-health votes) into the priority lane, which the engine loop empties
+//! first ([`Inbox::recv`]). There is no forwarder in between. An engine input travels as the
+//! [`Input`] the engine records, with where its answer goes.
 //!
-//! This module only describes messages; the engine loop applies them in arrival order.
+//! Why two lanes: at start every probe loop sends its first result at once (10,000 at 10,000
+//! endpoints), and an adoption queued behind them kept `/readyz` waiting until the engine loop
+//! had stepped them all (issue 14). The priority lane carries at most a few inputs per binding
+//! per resync, so it cannot starve probe results.
+//!
+//! This module only describes messages; the engine loop applies each lane in arrival order.
 
 use std::collections::BTreeMap;
 
@@ -13,8 +20,12 @@ use gslb_core::engine::{Decision, Input, Override, OverrideError, Reply};
 use gslb_core::model::ServiceId;
 use gslb_core::policy::PolicyDiff;
 
-/// Buffered messages before probe loops wait for the engine loop.
+/// Buffered messages of the main lane before probe loops wait for the engine loop.
 pub const MESSAGE_BUFFER: usize = 4096;
+
+/// Buffered messages of the priority lane before adoption reads wait for the engine loop (a
+/// provider-health vote finding it full is dropped; the next read votes again).
+pub const PRIORITY_BUFFER: usize = 1024;
 
 /// One message to the engine loop.
 #[derive(Debug)]
@@ -96,6 +107,34 @@ pub struct Reload {
     pub done: oneshot::Sender<()>,
 }
 
-/// The sending side, cloned into probe loops, adoption reads, reconcilers (provider votes)
-/// and the admin API.
+/// A sending side: of the main lane, cloned into probe loops and the admin API; of the
+/// priority lane, into adoption reads and reconcilers (provider votes, a follower's adoptions).
 pub type MessageSender = mpsc::Sender<Message>;
+
+/// The engine loop's receiving side: both lanes.
+#[derive(Debug)]
+pub struct Inbox {
+    priority: mpsc::Receiver<Message>,
+    messages: mpsc::Receiver<Message>,
+}
+
+impl Inbox {
+    /// A new inbox and its senders: the main lane's (holding [`MESSAGE_BUFFER`] messages)
+    /// and the priority lane's ([`PRIORITY_BUFFER`]).
+    pub fn new() -> (Self, MessageSender, MessageSender) {
+        let (tx, messages) = mpsc::channel(MESSAGE_BUFFER);
+        let (priority_tx, priority) = mpsc::channel(PRIORITY_BUFFER);
+        (Self { priority, messages }, tx, priority_tx)
+    }
+
+    /// The next message: the priority lane's first, while it has one. `None` once every
+    /// sender of the main lane is gone (the priority lane alone does not keep the loop
+    /// running). Cancel safe (both lanes' `recv` are).
+    pub async fn recv(&mut self) -> Option<Message> {
+        tokio::select! {
+            biased;
+            Some(m) = self.priority.recv() => Some(m),
+            m = self.messages.recv() => m,
+        }
+    }
+}

@@ -28,7 +28,7 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// Adoptions of `service`'s serving pool, sent to the engine loop's inbox `messages`.
+    /// Adoptions of `service`'s serving pool, sent to the engine loop's priority lane `messages`.
     pub fn new(messages: MessageSender, service: ServiceId) -> Self {
         Self { messages, service }
     }
