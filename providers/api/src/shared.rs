@@ -6,8 +6,9 @@
 //! A caller says how old a shared read may be (`max_age`): the reconciler's periodic resync
 //! accepts a read made within its resync period; a read for a new decision, a read-back or an
 //! adoption after a write accepts only a read that *started after it asked* (`max_age` zero),
-//! so it never sees state older than its own request. Concurrent callers wait for one read
-//! instead of each sending their own. A failed read is not kept: each waiting caller then tries
+//! so it never sees state older than its own request. Concurrent callers that need a newer
+//! read than the kept one wait for one read instead of each sending their own; a caller the
+//! kept read satisfies takes it at once, without waiting for a read in flight. A failed read is not kept: each waiting caller then tries
 //! its own (the adapters' rate limiter and `Retry-After` block pace them). A write through any
 //! binding drops the shared read ([`SharedRead::invalidate`]).
 
@@ -35,9 +36,14 @@ struct Snapshot<T> {
 /// documentation](self).
 #[derive(Debug)]
 pub struct SharedRead<T> {
-    /// The last successful read; the lock is held while a read is in flight, so concurrent
-    /// callers wait for it rather than send their own.
-    slot: Mutex<Option<Snapshot<T>>>,
+    /// The last successful read. Looked at without waiting for a read in flight: a caller
+    /// that accepts it (within its `max_age`) never queues behind another caller's fresh read
+    /// (issue 14: at start, adoption reads waited behind the reconcilers' fresh reads, each
+    /// paced by the token's rate limiter, for seconds).
+    kept: std::sync::Mutex<Option<Snapshot<T>>>,
+    /// Held while a read is in flight, so concurrent callers that need a newer read than the
+    /// kept one wait for it rather than send their own.
+    reading: Mutex<()>,
     /// Reads started so far.
     started: AtomicU64,
     /// Reads numbered up to this one are dropped ([`SharedRead::invalidate`]).
@@ -47,7 +53,8 @@ pub struct SharedRead<T> {
 impl<T> Default for SharedRead<T> {
     fn default() -> Self {
         Self {
-            slot: Mutex::new(None),
+            kept: std::sync::Mutex::new(None),
+            reading: Mutex::new(()),
             started: AtomicU64::new(0),
             floor: AtomicU64::new(0),
         }
@@ -56,7 +63,8 @@ impl<T> Default for SharedRead<T> {
 
 impl<T> SharedRead<T> {
     /// The kept read when it started at most `max_age` before this call or after this call
-    /// began, otherwise a new read by `fetch`, kept for the next callers.
+    /// began, otherwise a new read by `fetch`, kept for the next callers. A kept read that
+    /// qualifies is returned at once, even while another caller's read is in flight.
     ///
     /// # Errors
     /// The error of `fetch` (nothing is kept then).
@@ -67,24 +75,38 @@ impl<T> SharedRead<T> {
     {
         let asked = Instant::now();
         let seen = self.started.load(Ordering::SeqCst);
-        let mut slot = self.slot.lock().await;
-        if let Some(s) = slot.as_ref() {
-            let recent =
-                !max_age.is_zero() && asked.saturating_duration_since(s.started) <= max_age;
-            let dropped = s.seq <= self.floor.load(Ordering::SeqCst);
-            if !dropped && (recent || s.seq > seen) {
-                return Ok(s.value.clone());
-            }
+        if let Some(value) = self.usable(asked, seen, max_age) {
+            return Ok(value);
+        }
+        let _reading = self.reading.lock().await;
+        if let Some(value) = self.usable(asked, seen, max_age) {
+            return Ok(value);
         }
         let seq = self.started.fetch_add(1, Ordering::SeqCst) + 1;
         let started = Instant::now();
         let value = Arc::new(fetch().await?);
-        *slot = Some(Snapshot {
+        *self.kept() = Some(Snapshot {
             seq,
             started,
             value: value.clone(),
         });
         Ok(value)
+    }
+
+    /// The kept read, when not dropped and either started at most `max_age` before `asked`
+    /// (`max_age` not zero) or numbered after `seen` (started after the caller asked).
+    fn usable(&self, asked: Instant, seen: u64, max_age: Duration) -> Option<Arc<T>> {
+        let kept = self.kept();
+        let s = kept.as_ref()?;
+        let recent = !max_age.is_zero() && asked.saturating_duration_since(s.started) <= max_age;
+        let dropped = s.seq <= self.floor.load(Ordering::SeqCst);
+        (!dropped && (recent || s.seq > seen)).then(|| s.value.clone())
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Option<Snapshot<T>>> {
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Drops the kept read (after a write): the next caller reads afresh. A read in flight is
@@ -166,6 +188,41 @@ mod tests {
             );
         }
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_accepts_the_kept_read_does_not_wait_for_a_read_in_flight() {
+        let shared = Arc::new(SharedRead::<u32>::default());
+        let calls = Arc::new(AtomicU32::new(0));
+        assert_eq!(read(&shared, &calls, Duration::ZERO).await, 1);
+        // A fresh read that takes a minute (e.g. paced by the token's rate limiter).
+        let slow = {
+            let (shared, calls) = (shared.clone(), calls.clone());
+            tokio::spawn(async move {
+                shared
+                    .get(Duration::ZERO, || async {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                        Ok::<_, ProviderError>(calls.fetch_add(1, Ordering::SeqCst) + 1)
+                    })
+                    .await
+                    .map(|v| *v)
+            })
+        };
+        tokio::task::yield_now().await;
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "the slow read is in flight"
+        );
+        // An adoption read (half a resync) takes the kept read at once.
+        let adoption = read(&shared, &calls, Duration::from_secs(30));
+        let kept = tokio::time::timeout(Duration::from_millis(1), adoption).await;
+        assert_eq!(kept, Ok(1));
+        assert!(
+            !slow.is_finished(),
+            "answered while the fresh read was in flight"
+        );
+        assert_eq!(slow.await.expect("joins").expect("reads"), 2);
     }
 
     #[tokio::test]
