@@ -8,9 +8,10 @@
 //! adoption after a write accepts only a read that *started after it asked* (`max_age` zero),
 //! so it never sees state older than its own request. Concurrent callers that need a newer
 //! read than the kept one wait for one read instead of each sending their own; a caller the
-//! kept read satisfies takes it at once, without waiting for a read in flight. A failed read is not kept: each waiting caller then tries
-//! its own (the adapters' rate limiter and `Retry-After` block pace them). A write through any
-//! binding drops the shared read ([`SharedRead::invalidate`]).
+//! kept read satisfies takes it at once, without waiting for a read in flight. A failed read
+//! is not kept: each waiting caller then tries its own (the adapters' rate limiter and
+//! `Retry-After` block pace them). A write through any binding drops the shared read
+//! ([`SharedRead::invalidate`]).
 
 use std::future::Future;
 use std::sync::Arc;
