@@ -131,6 +131,24 @@ fn warmed(shape: Shape) -> (Engine, u64) {
     (engine, now)
 }
 
+/// The `i`-th input of the rounds after `now`: `inputs` in turn, each round an interval later,
+/// every 17th observation a failure.
+fn next(inputs: &mut [Input], i: usize, now: u64) -> (Millis, &Input) {
+    let n = inputs.len();
+    let at = Millis(now + INTERVAL * (1 + (i / n) as u64));
+    let input = &mut inputs[i % n];
+    if let Input::Observe { observation, .. } = input {
+        observation.at = at;
+        observation.outcome.success = i % 17 != 0;
+        observation.outcome.reason = if i % 17 != 0 {
+            ProbeReason::Ok
+        } else {
+            ProbeReason::Timeout
+        };
+    }
+    (at, input)
+}
+
 fn bench_shape(c: &mut Criterion, shape: Shape) {
     let (engine, now) = warmed(shape);
     let mut g = c.benchmark_group(shape.name());
@@ -145,23 +163,21 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
             _ => None,
         })
         .collect();
-    let n = inputs.len();
-    let mut i = 0usize;
+    let (n, mut i) = (inputs.len(), 0usize);
     g.bench_function("per_observation", |b| {
         b.iter(|| {
             i = i.wrapping_add(1);
-            let at = Millis(now + INTERVAL * (1 + (i / n) as u64));
-            let input = &mut inputs[i % n];
-            if let Input::Observe { observation, .. } = input {
-                observation.at = at;
-                observation.outcome.success = i % 17 != 0;
-                observation.outcome.reason = if i % 17 != 0 {
-                    ProbeReason::Ok
-                } else {
-                    ProbeReason::Timeout
-                };
-            }
+            let (at, input) = next(&mut inputs, i, now);
             engine_obs.step_handled(at, input, handles[i % n])
+        });
+    });
+    // The same inputs stepped by name, as the daemon steps them: what a handle saves.
+    let mut by_name = engine.clone();
+    g.bench_function("per_observation_by_name", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            let (at, input) = next(&mut inputs, i, now);
+            by_name.step(at, input)
         });
     });
     g.throughput(Throughput::Elements(shape.services as u64));
