@@ -9,16 +9,16 @@
 //! so it never sees state older than its own request. Concurrent callers that need a newer
 //! read than the kept one wait for one read instead of each sending their own; a caller the
 //! kept read satisfies takes it at once, without waiting for a read in flight. A failed read
-//! is not kept: each waiting caller then tries its own (the adapters' rate limiter and
-//! `Retry-After` block pace them). A write through any binding drops the shared read
+//! is not kept: the callers that waited for it then share the next read (the adapters' rate
+//! limiter and `Retry-After` block pace it). A write through any binding drops the shared read
 //! ([`SharedRead::invalidate`]).
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::Mutex;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::ProviderError;
@@ -42,9 +42,14 @@ pub struct SharedRead<T> {
     /// (issue 14: at start, adoption reads waited behind the reconcilers' fresh reads, each
     /// paced by the token's rate limiter, for seconds).
     kept: std::sync::Mutex<Option<Snapshot<T>>>,
-    /// Held while a read is in flight, so concurrent callers that need a newer read than the
-    /// kept one wait for it rather than send their own.
-    reading: Mutex<()>,
+    /// Whether a read is in flight: concurrent callers that need a newer read than the kept
+    /// one wait for it rather than send their own.
+    busy: AtomicBool,
+    /// Bumped whenever a read in flight ends (kept, failed or dropped), waking every caller
+    /// that waits for it at once. (A lock handed from waiter to waiter woke them one at a
+    /// time, each behind every other runnable task: with 5,000 adoption reads and 10,000
+    /// probe loops, seconds at start.)
+    ended: watch::Sender<u64>,
     /// Reads started so far.
     started: AtomicU64,
     /// Reads numbered up to this one are dropped ([`SharedRead::invalidate`]).
@@ -55,10 +60,24 @@ impl<T> Default for SharedRead<T> {
     fn default() -> Self {
         Self {
             kept: std::sync::Mutex::new(None),
-            reading: Mutex::new(()),
+            busy: AtomicBool::new(false),
+            ended: watch::Sender::new(0),
             started: AtomicU64::new(0),
             floor: AtomicU64::new(0),
         }
+    }
+}
+
+/// The one read in flight; when it ends (or is dropped), every waiting caller wakes.
+struct Turn<'a> {
+    busy: &'a AtomicBool,
+    ended: &'a watch::Sender<u64>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.busy.store(false, Ordering::SeqCst);
+        self.ended.send_modify(|n| *n += 1);
     }
 }
 
@@ -76,13 +95,40 @@ impl<T> SharedRead<T> {
     {
         let asked = Instant::now();
         let seen = self.started.load(Ordering::SeqCst);
-        if let Some(value) = self.usable(asked, seen, max_age) {
-            return Ok(value);
+        let mut ended = self.ended.subscribe();
+        loop {
+            if let Some(value) = self.usable(asked, seen, max_age) {
+                return Ok(value);
+            }
+            if let Some(_turn) = self.turn() {
+                // A read may have ended between the look and the turn.
+                if let Some(value) = self.usable(asked, seen, max_age) {
+                    return Ok(value);
+                }
+                return self.read(fetch).await;
+            }
+            // The sender lives as long as `self`: this only waits for the read in flight.
+            let _ = ended.changed().await;
         }
-        let _reading = self.reading.lock().await;
-        if let Some(value) = self.usable(asked, seen, max_age) {
-            return Ok(value);
-        }
+    }
+
+    /// This caller's turn to read, unless a read is in flight.
+    fn turn(&self) -> Option<Turn<'_>> {
+        self.busy
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()
+            .map(|_| Turn {
+                busy: &self.busy,
+                ended: &self.ended,
+            })
+    }
+
+    /// A new read by `fetch`, kept when it succeeds (the caller holds the turn).
+    async fn read<F, Fut>(&self, fetch: F) -> Result<Arc<T>, ProviderError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, ProviderError>>,
+    {
         let seq = self.started.fetch_add(1, Ordering::SeqCst) + 1;
         let started = Instant::now();
         let value = Arc::new(fetch().await?);
@@ -224,6 +270,34 @@ mod tests {
             "answered while the fresh read was in flight"
         );
         assert_eq!(slow.await.expect("joins").expect("reads"), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_dropped_in_flight_lets_a_waiting_caller_read() {
+        let shared = Arc::new(SharedRead::<u32>::default());
+        let calls = Arc::new(AtomicU32::new(0));
+        // A read that never answers, dropped at its caller's deadline.
+        let hung = {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                shared
+                    .get(Duration::ZERO, || std::future::pending::<Result<u32, _>>())
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        let waiter = {
+            let (shared, calls) = (shared.clone(), calls.clone());
+            tokio::spawn(async move { read(&shared, &calls, Duration::ZERO).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "waits for the read in flight");
+        hung.abort();
+        assert_eq!(
+            waiter.await.expect("joins"),
+            1,
+            "reads once the hung read is gone"
+        );
     }
 
     #[tokio::test]
