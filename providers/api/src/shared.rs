@@ -281,7 +281,7 @@ mod tests {
             let shared = shared.clone();
             tokio::spawn(async move {
                 shared
-                    .get(Duration::ZERO, || std::future::pending::<Result<u32, _>>())
+                    .get(Duration::ZERO, std::future::pending::<Result<u32, _>>)
                     .await
             })
         };
