@@ -110,6 +110,22 @@ pub enum DnsError {
     },
 }
 
+impl DnsError {
+    /// Whether the lookup ended for want of an answer in time: our own limit
+    /// ([`DnsError::Timeout`]) or hickory's per-query timeout, rather than an answer (an error
+    /// code, NXDOMAIN, NODATA) or a refusal.
+    pub(crate) fn no_answer_in_time(&self) -> bool {
+        use hickory_resolver::proto::ProtoErrorKind;
+        match self {
+            Self::Timeout { .. } => true,
+            Self::Lookup { source, .. } => source
+                .proto()
+                .is_some_and(|p| matches!(p.kind(), ProtoErrorKind::Timeout)),
+            Self::NoNameserver { .. } => false,
+        }
+    }
+}
+
 /// `a, b` for an error message.
 fn list(addrs: &[SocketAddr]) -> String {
     addrs
