@@ -309,6 +309,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_missing_answer_is_a_wait_starvation_can_cause() {
+        use hickory_resolver::proto::{ProtoError, ProtoErrorKind};
+        let host = || "origin.test".to_owned();
+        let timeout = Duration::from_millis(300);
+        assert!(
+            DnsError::Timeout {
+                host: host(),
+                timeout
+            }
+            .no_answer_in_time()
+        );
+        let hickory_timeout = ResolveError::from(ProtoError::from(ProtoErrorKind::Timeout));
+        let lookup = DnsError::Lookup {
+            host: host(),
+            source: hickory_timeout,
+        };
+        assert!(
+            lookup.no_answer_in_time(),
+            "hickory's own per-query timeout"
+        );
+        let refused = ResolveError::from(io::Error::from(io::ErrorKind::ConnectionRefused));
+        let answered = DnsError::Lookup {
+            host: host(),
+            source: refused,
+        };
+        assert!(!answered.no_answer_in_time());
+        let down = DnsError::NoNameserver {
+            host: host(),
+            nameservers: vec!["127.0.0.1:53".parse().unwrap()],
+        };
+        assert!(!down.no_answer_in_time(), "a refusal is an answer");
+    }
+
+    #[test]
     fn builds_outside_a_runtime() {
         let settings = DnsSettings {
             nameservers: vec!["127.0.0.1:9".parse().unwrap()],
