@@ -159,6 +159,70 @@ async fn a_timeout_seen_while_starved_is_late_and_a_timely_one_is_a_timeout() {
     assert_eq!(p.stats().snapshot().timeouts, 2);
 }
 
+/// Runs one probe of `target` on its own task; once it is in flight, starves the process for
+/// `starved` (the clock moves on while no task runs), then lets it finish.
+async fn probe_starved_for(
+    p: &Arc<Prober>,
+    target: &gslb::io::probe::ProbeTarget,
+    starved: Duration,
+) -> gslb_core::model::ProbeOutcome {
+    let (prober, t) = (p.clone(), target.clone());
+    let running = tokio::spawn(async move { prober.probe(&t).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.stats().snapshot().in_flight == 0 {
+        assert!(Instant::now() < deadline, "the probe never started");
+        tokio::task::yield_now().await;
+    }
+    if !starved.is_zero() {
+        tokio::time::advance(starved).await;
+    }
+    running.await.unwrap()
+}
+
+/// Issue 14: starvation during a probe, not only at its deadline. A probe whose process was
+/// starved for 150 ms of its 400 ms (the starvation watch counts it) and that then saw its
+/// timeout in time is `late`, not a `timeout` of the origin; so is a name lookup that got no
+/// answer while starved (not `resolver_unavailable`, which would make the vantage point
+/// suspect). The same probes with their CPU are `timeout` and `resolver_unavailable`.
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_lost_its_time_to_starvation_is_late_not_evidence() {
+    let s = sink().await;
+    // A nameserver that receives queries and never answers (kept open: a closed port refuses).
+    let silent = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let p = Arc::new(
+        Prober::with_limits(
+            &DnsSettings {
+                nameservers: vec![silent.local_addr().unwrap()],
+                timeout: Duration::from_millis(300),
+                ..DnsSettings::default()
+            },
+            &ProbingSettings::default(),
+        )
+        .unwrap(),
+    );
+    p.watch_starvation();
+    let hangs = p
+        .target(&spec(1000, 400), &http(&format!("http://{}/", s.addr)))
+        .unwrap();
+    let unresolved = p
+        .target(&spec(2000, 1000), &http("http://origin.starved.test/"))
+        .unwrap();
+    let ms = Duration::from_millis;
+    for (target, in_time) in [
+        (&hangs, ProbeReason::Timeout),
+        (&unresolved, ProbeReason::ResolverUnavailable),
+    ] {
+        let timely = probe_starved_for(&p, target, Duration::ZERO).await;
+        assert_eq!(timely.reason, in_time, "{timely:?}");
+        let starved = probe_starved_for(&p, target, ms(150)).await;
+        assert_eq!(starved.reason, ProbeReason::Late, "{starved:?}");
+        assert!(!starved.success);
+        // A hiccup shorter than the late threshold leaves the result evidence.
+        let hiccup = probe_starved_for(&p, target, ms(40)).await;
+        assert_eq!(hiccup.reason, in_time, "{hiccup:?}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn back_pressure_bounds_probes_in_flight_records_late_ones_and_counts_missed_slots() {
     // Six endpoints at 1 s that all hang until their 400 ms timeout, with room for 2 probes

@@ -10,6 +10,7 @@
 //! gslb-bench --endpoints 10000 --per-service 500               # 20 services x 500 endpoints
 //! gslb-bench detect --rounds 20                                # kill to provider write, 1 s / fall 3
 //! gslb-bench --endpoints 10000 --cpu-quota 20 --no-blackbox    # overload
+//! gslb-bench --endpoints 2000 --cpu-quota 20 --no-blackbox --keep  # ... keeping the audit log
 //! ```
 //!
 //! Loopback only (127.1.x.y, the fake and blackbox_exporter on 127.0.0.1); everything it starts
@@ -83,6 +84,10 @@ struct Cli {
     /// Skip blackbox_exporter.
     #[arg(long)]
     no_blackbox: bool,
+    /// Keep the daemon's folder (`run.log`, `state/audit.jsonl`, the window's two `/metrics`
+    /// scrapes) and print its path.
+    #[arg(long)]
+    keep: bool,
 }
 
 #[derive(Subcommand)]
@@ -219,6 +224,7 @@ async fn scale(cli: &Cli, gslb: PathBuf) -> anyhow::Result<()> {
             format!("[reconcile]\nresync = \"{}ms\"", r.as_millis())
         }),
         startup_limit: cli.startup_limit,
+        keep: cli.keep,
     };
     let product = product::run(&run, &origins, &provider).await;
     provider.stop();

@@ -33,6 +33,9 @@ pub struct Run {
     pub settings: String,
     /// Longest start-up waited for.
     pub startup_limit: Duration,
+    /// Keep the daemon's folder (settings, policies, `run.log`, `state/audit.jsonl`, the
+    /// window's two `/metrics` scrapes) instead of removing it; its path is printed.
+    pub keep: bool,
 }
 
 /// Start-up: spawn until `/readyz` answers 200 and every origin was probed once.
@@ -63,8 +66,11 @@ pub struct Steady {
     pub others: Option<Duration>,
     /// The lateness histogram over the window.
     pub lateness: prom::Lateness,
-    /// Counter deltas over the window, by metric (late, skipped, failed, decisions, holds).
+    /// Counter deltas over the window, by metric (late, skipped, probes, decisions, holds,
+    /// audit).
     pub counters: BTreeMap<&'static str, f64>,
+    /// `gslb_probes_total` deltas over the window, by reason (`ok`, `timeout`, `late`, ...).
+    pub reasons: BTreeMap<String, f64>,
     /// Time between the two scrapes the counters come from.
     pub counters_span: Duration,
     /// Calls the fake answered in the window, by kind.
@@ -89,10 +95,9 @@ pub struct Product {
 }
 
 /// The counters whose window deltas are reported.
-const COUNTERS: [(&str, &str); 5] = [
+const COUNTERS: [(&str, &str); 4] = [
     ("late", "gslb_probes_late_total"),
     ("skipped", "gslb_probes_skipped_total"),
-    ("probes", "gslb_probes_total"),
     ("decisions", "gslb_decisions_total"),
     ("holds", "gslb_holds_total"),
 ];
@@ -113,6 +118,12 @@ pub async fn run(r: &Run, origins: &Origins, provider: &Provider) -> anyhow::Res
     let result = measure(r, origins, provider, &folder, quota.as_mut()).await;
     if let Some(q) = quota.as_mut() {
         q.release();
+    }
+    if r.keep {
+        println!(
+            "  kept the daemon's folder: {}",
+            folder.dir.keep().display()
+        );
     }
     let mut product = result?;
     product.quota = described;
@@ -206,16 +217,25 @@ async fn window(
     let t1 = SystemTime::now();
     let scraped1 = Instant::now();
     let (m1, _) = daemon.get("/metrics").await?;
+    if let Some(dir) = audit.parent().and_then(std::path::Path::parent) {
+        std::fs::write(dir.join("metrics-window-start.txt"), &m0)?;
+        std::fs::write(dir.join("metrics-window-end.txt"), &m1)?;
+    }
     let elapsed = h1.at.zip(h0.at).map_or(r.duration, |(b, a)| b - a);
     let name = "gslb_probe_lateness_seconds";
     let audited = audit_decisions(&audit).saturating_sub(audit0);
     let counters = COUNTERS
         .iter()
         .map(|(k, metric)| (*k, prom::sum(&m1, metric) - prom::sum(&m0, metric)))
-        .chain([
-            ("ok", ok_probes(&m1) - ok_probes(&m0)),
-            ("audit", audited as f64),
-        ])
+        .chain([("audit", audited as f64)])
+        .collect();
+    let before = prom::sum_by(&m0, "gslb_probes_total", "reason");
+    let reasons = prom::sum_by(&m1, "gslb_probes_total", "reason")
+        .into_iter()
+        .map(|(reason, n)| {
+            let delta = n - before.get(&reason).copied().unwrap_or(0.0);
+            (reason, delta)
+        })
         .collect();
     Ok(Steady {
         elapsed,
@@ -230,17 +250,10 @@ async fn window(
             LATE_AFTER,
         ),
         counters,
+        reasons,
         counters_span: scraped1 - scraped0,
         calls: provider.counts(t0, t1),
     })
-}
-
-/// `gslb_probes_total{reason="ok"}`, all series.
-fn ok_probes(text: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with("gslb_probes_total{") && l.contains("reason=\"ok\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 /// Decisions in the daemon's audit log so far (`"action":"decision"` lines).

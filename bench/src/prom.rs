@@ -1,5 +1,7 @@
 //! The few figures the benchmark reads from the daemon's `/metrics` text: sums of counters
-//! over all their series, and the lateness histogram's buckets.
+//! over all their series (or by one label), and the lateness histogram's buckets.
+
+use std::collections::BTreeMap;
 
 /// The sum of every sample of `name` (all label sets; `0` when absent).
 pub fn sum(text: &str, name: &str) -> f64 {
@@ -10,6 +12,33 @@ pub fn sum(text: &str, name: &str) -> f64 {
         })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// The sum of every sample of `name` by the value of its label `label` (series without it
+/// are left out).
+pub fn sum_by(text: &str, name: &str, label: &str) -> BTreeMap<String, f64> {
+    let key = format!(",{label}=\"");
+    let mut sums = BTreeMap::new();
+    for l in text.lines() {
+        let Some(rest) = l.strip_prefix(name).and_then(|r| r.strip_prefix('{')) else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let labels = format!(",{labels}");
+        let Some(v) = labels
+            .split(&key)
+            .nth(1)
+            .and_then(|after| after.split('"').next())
+        else {
+            continue;
+        };
+        if let Ok(n) = value.parse::<f64>() {
+            *sums.entry(v.to_owned()).or_insert(0.0) += n;
+        }
+    }
+    sums
 }
 
 /// The cumulative buckets `(le, count)` of histogram `name` (one series, no labels but `le`),
@@ -85,6 +114,16 @@ mod tests {
     fn sums_every_series_of_one_name_only() {
         assert!((sum(TEXT, "gslb_decisions_total") - 5.0).abs() < 1e-9);
         assert!(sum(TEXT, "gslb_missing").abs() < 1e-9);
+    }
+
+    #[test]
+    fn sums_by_one_label() {
+        let text = "gslb_probes_total{endpoint=\"a\",reason=\"ok\"} 5\ngslb_probes_total{endpoint=\"b\",reason=\"ok\"} 2\ngslb_probes_total{endpoint=\"b\",reason=\"late\"} 3\ngslb_probes_totally{reason=\"ok\"} 9\n";
+        let by = sum_by(text, "gslb_probes_total", "reason");
+        assert_eq!(by.len(), 2);
+        assert!((by["ok"] - 7.0).abs() < 1e-9);
+        assert!((by["late"] - 3.0).abs() < 1e-9);
+        assert!(sum_by(text, "gslb_probes_total", "service").is_empty());
     }
 
     #[test]

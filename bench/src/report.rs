@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use gslb_core::model::ProbeReason;
+
 use crate::blackbox::Figures;
 use crate::product::Product;
 
@@ -46,6 +48,33 @@ fn per_minute(calls: &BTreeMap<String, u64>, span: Duration) -> String {
             kinds.join(", ")
         }
     )
+}
+
+/// `late / prober-side / failed (reason n, ...)` from `gslb_probes_total` deltas by reason:
+/// `late` is a probe the process was too starved to run ([`ProbeReason::Late`]), prober-side
+/// the vantage point's own resolver or resources ([`ProbeReason::is_prober_side`]) or
+/// unprobeable from here; every other reason but `ok` counts against the origin.
+fn results(reasons: &BTreeMap<String, f64>) -> String {
+    let (mut late, mut prober, mut failed) = (0.0, 0.0, 0.0);
+    let mut origin = Vec::new();
+    for (name, n) in reasons.iter().filter(|(_, n)| **n > 0.0) {
+        let reason: Option<ProbeReason> = serde_json::from_value(name.as_str().into()).ok();
+        match reason {
+            Some(ProbeReason::Ok) => {}
+            Some(ProbeReason::Late) => late += n,
+            Some(r) if r.is_prober_side() || r == ProbeReason::Unprobeable => prober += n,
+            _ => {
+                failed += n;
+                origin.push(format!("{name} {n:.0}"));
+            }
+        }
+    }
+    let detail = if origin.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", origin.join(", "))
+    };
+    format!("{late:.0} / {prober:.0} / {failed:.0}{detail}")
 }
 
 /// One row: figure, `gslb run`, blackbox_exporter, target.
@@ -207,15 +236,16 @@ fn provider_rows(c: &Ctx) -> Vec<Row> {
             String::new(),
         ],
         [
-            "late / skipped / failed probes (daemon's counters)".into(),
-            format!(
-                "{:.0} / {:.0} / {:.0}",
-                c.counter("late"),
-                c.counter("skipped"),
-                c.counter("probes") - c.counter("ok")
-            ),
-            c.bb(|f| format!("{} / - / {}", f.late, f.failed)),
+            "probes started > 50 ms late / slots skipped (daemon's counters)".into(),
+            format!("{:.0} / {:.0}", c.counter("late"), c.counter("skipped")),
+            c.bb(|f| format!("{} / -", f.late)),
             "0".into(),
+        ],
+        [
+            "probes not ok: late (starved, not evidence) / prober-side / failed (the origin's), by reason".into(),
+            results(&s.reasons),
+            c.bb(|f| format!("- / - / {}", f.failed)),
+            "failed 0 (origins healthy)".into(),
         ],
         [
             "decision changes per 30 s: metrics (decisions + holds) / audit log".into(),
@@ -280,4 +310,30 @@ pub fn table(p: &Product, bb: &Result<(String, Figures), String>) -> String {
         let _ = writeln!(out, "\nCPU quota: {q}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_tell_starvation_and_the_prober_from_the_origin() {
+        let reasons: BTreeMap<String, f64> = [
+            ("ok", 900.0),
+            ("late", 70.0),
+            ("resolver_unavailable", 4.0),
+            ("local_resources", 1.0),
+            ("timeout", 3.0),
+            ("connection_reset", 2.0),
+            ("http_status", 0.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        assert_eq!(
+            results(&reasons),
+            "70 / 5 / 5 (connection_reset 2, timeout 3)"
+        );
+        assert_eq!(results(&BTreeMap::new()), "0 / 0 / 0");
+    }
 }

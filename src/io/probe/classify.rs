@@ -40,12 +40,13 @@ pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
     along_the_chain(err, reason_of).unwrap_or(ProbeReason::Other)
 }
 
-/// The reason for a probe cut off by its timeout, from how late after the deadline the timeout
-/// was seen (`late_by`, see [`within`](super::trace::within)) and whether the name lookup was
-/// still running then:
-/// - seen more than `late_after` (`[probing] late_after`, default 50 ms) late → `late`: the
-///   process was starved of CPU around the deadline, so the probe's own steps (connect, write,
-///   read) waited in the run queue and the origin was never given its time; not a result
+/// The reason for a probe cut off by its timeout, from the time it lost to starvation
+/// (`late_by`: how late after the deadline the timeout was seen, see
+/// [`within`](super::trace::within), or what the starvation watch counted during the probe,
+/// whichever is larger) and whether the name lookup was still running then:
+/// - more than `late_after` (`[probing] late_after`, default 50 ms) lost → `late`: the
+///   process was starved of CPU during the probe, so its own steps (connect, write, read)
+///   waited in the run queue and the origin was never given its time; not a result
 ///   (issue 14: under a CPU quota, 11,411 probes of healthy origins timed out in 30 s and
 ///   failed services over for real);
 /// - else, the lookup still running → `resolver_unavailable` (our own resolver, the prober's
@@ -53,7 +54,7 @@ pub fn classify(err: &(dyn Error + 'static)) -> ProbeReason {
 /// - else → `timeout`: a timely timeout is the origin's failure.
 ///
 /// A probe that failed otherwise (connection refused, a status) is evidence however late it
-/// ran: only a timeout can be the prober's own slowness.
+/// ran: only a wait for an answer can be the prober's own slowness ([`judged`]).
 pub(crate) fn timed_out(
     late_by: Duration,
     late_after: Duration,
@@ -65,6 +66,28 @@ pub(crate) fn timed_out(
         ProbeReason::ResolverUnavailable
     } else {
         ProbeReason::Timeout
+    }
+}
+
+/// The reason of a probe that ended by itself as `reason` (before its timeout) after losing
+/// `lost` of its time to CPU starvation ([`Starvation`](super::starvation)): a wait for an
+/// answer that did not come in time (a `timeout` that hyper or the OS reported, or a
+/// `resolver_unavailable` from a name lookup that got no answer within its limit:
+/// `lookup_timed_out`) is `late` when more than `late_after` of it was lost, like a timeout seen
+/// late ([`timed_out`]); any other reason stands, however starved the process (a refusal, a
+/// reset, a status, a resolver's error answer are answers).
+pub(crate) fn judged(
+    reason: ProbeReason,
+    lookup_timed_out: bool,
+    lost: Duration,
+    late_after: Duration,
+) -> ProbeReason {
+    let waited = reason == ProbeReason::Timeout
+        || (reason == ProbeReason::ResolverUnavailable && lookup_timed_out);
+    if waited && lost > late_after {
+        ProbeReason::Late
+    } else {
+        reason
     }
 }
 
@@ -225,6 +248,36 @@ mod tests {
             "client error (Connect)",
             Box::new(Wrap("tcp connect error", Box::new(e))),
         )
+    }
+
+    #[test]
+    fn a_wait_that_lost_its_time_to_starvation_is_late_and_answers_stand() {
+        let late_after = Duration::from_millis(50);
+        let ms = Duration::from_millis;
+        let judge =
+            |reason, lookup_timed_out, lost| judged(reason, lookup_timed_out, ms(lost), late_after);
+        // A timeout or a lookup without an answer, with the process starved meanwhile.
+        assert_eq!(judge(ProbeReason::Timeout, false, 51), ProbeReason::Late);
+        assert_eq!(
+            judge(ProbeReason::ResolverUnavailable, true, 300),
+            ProbeReason::Late
+        );
+        // The same waits with the CPU they needed: evidence as before.
+        assert_eq!(judge(ProbeReason::Timeout, false, 50), ProbeReason::Timeout);
+        assert_eq!(
+            judge(ProbeReason::ResolverUnavailable, true, 0),
+            ProbeReason::ResolverUnavailable
+        );
+        // Answers stand however starved: a resolver's SERVFAIL, a refusal, a reset, a status.
+        for answer in [
+            ProbeReason::ResolverUnavailable,
+            ProbeReason::ConnectionRefused,
+            ProbeReason::ConnectionReset,
+            ProbeReason::HttpStatus,
+            ProbeReason::Ok,
+        ] {
+            assert_eq!(judge(answer, false, 900), answer);
+        }
     }
 
     #[test]

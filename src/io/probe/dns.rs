@@ -110,6 +110,22 @@ pub enum DnsError {
     },
 }
 
+impl DnsError {
+    /// Whether the lookup ended for want of an answer in time: our own limit
+    /// ([`DnsError::Timeout`]) or hickory's per-query timeout, rather than an answer (an error
+    /// code, NXDOMAIN, NODATA) or a refusal.
+    pub(crate) fn no_answer_in_time(&self) -> bool {
+        use hickory_resolver::proto::ProtoErrorKind;
+        match self {
+            Self::Timeout { .. } => true,
+            Self::Lookup { source, .. } => source
+                .proto()
+                .is_some_and(|p| matches!(p.kind(), ProtoErrorKind::Timeout)),
+            Self::NoNameserver { .. } => false,
+        }
+    }
+}
+
 /// `a, b` for an error message.
 fn list(addrs: &[SocketAddr]) -> String {
     addrs
@@ -291,6 +307,40 @@ impl Resolve for Dns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_missing_answer_is_a_wait_starvation_can_cause() {
+        use hickory_resolver::proto::{ProtoError, ProtoErrorKind};
+        let host = || "origin.test".to_owned();
+        let timeout = Duration::from_millis(300);
+        assert!(
+            DnsError::Timeout {
+                host: host(),
+                timeout
+            }
+            .no_answer_in_time()
+        );
+        let hickory_timeout = ResolveError::from(ProtoError::from(ProtoErrorKind::Timeout));
+        let lookup = DnsError::Lookup {
+            host: host(),
+            source: hickory_timeout,
+        };
+        assert!(
+            lookup.no_answer_in_time(),
+            "hickory's own per-query timeout"
+        );
+        let refused = ResolveError::from(io::Error::from(io::ErrorKind::ConnectionRefused));
+        let answered = DnsError::Lookup {
+            host: host(),
+            source: refused,
+        };
+        assert!(!answered.no_answer_in_time());
+        let down = DnsError::NoNameserver {
+            host: host(),
+            nameservers: vec!["127.0.0.1:53".parse().unwrap()],
+        };
+        assert!(!down.no_answer_in_time(), "a refusal is an answer");
+    }
 
     #[test]
     fn builds_outside_a_runtime() {

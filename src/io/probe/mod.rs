@@ -12,7 +12,8 @@
 //! `classify` (error → [`ProbeReason`]), `family` (unprobeable from here: an address family
 //! this host has no route for), `schedule` (the loop, phase and jitter), `limits`
 //! (`[probing]`: in-flight bound, late threshold, open-file limit), `stats` (lateness, late,
-//! skipped and timed-out probes), `trace` (status, lookup time and certificate expiry seen on
+//! skipped and timed-out probes), `starvation` (time the process loses to CPU starvation),
+//! `trace` (status, lookup time and certificate expiry seen on
 //! the way, kept past a timeout).
 
 mod classify;
@@ -21,6 +22,7 @@ mod family;
 mod http;
 mod limits;
 mod schedule;
+mod starvation;
 mod stats;
 mod tcp;
 mod trace;
@@ -95,6 +97,8 @@ pub struct Prober {
     /// [`ProbingSettings::source_address`].
     source: Option<IpAddr>,
     stats: ProbeStats,
+    /// Time lost to CPU starvation, watched once a probe loop runs.
+    starvation: starvation::Starvation,
 }
 
 /// An endpoint prepared for probing by [`Prober::target`]: cheap to clone, immutable.
@@ -164,6 +168,7 @@ impl Prober {
             late_after: probing.late_after,
             source,
             stats: ProbeStats::default(),
+            starvation: starvation::Starvation::default(),
         })
     }
 
@@ -182,6 +187,14 @@ impl Prober {
     pub(crate) async fn room(&self) -> Option<SemaphorePermit<'_>> {
         // The semaphore is never closed; `None` would only mean it was.
         self.room.acquire().await.ok()
+    }
+
+    /// Starts watching how much time the process loses to CPU starvation (once; the probe
+    /// loops call it): from then on a probe that lost more than
+    /// [`ProbingSettings::late_after`] of its time while it waited for an answer is
+    /// [`ProbeReason::Late`]. Must be called from within a tokio runtime.
+    pub fn watch_starvation(&self) {
+        self.starvation.watch();
     }
 
     /// Records that the probe planned at `plan` starts at `now`.
@@ -298,10 +311,13 @@ impl Prober {
     /// only the leaf, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate
     /// expiring first is not seen).
     ///
-    /// A timeout that this task saw more than [`ProbingSettings::late_after`] past its deadline
-    /// (the process starved of CPU: its steps waited in the run queue, the origin was never
-    /// given its time) is [`ProbeReason::Late`], not `timeout`: not evidence either way (see
-    /// `classify::timed_out`).
+    /// A probe that waited for an answer (its timeout, or a name lookup that got none in time)
+    /// and lost more than [`ProbingSettings::late_after`] of its time to CPU starvation is
+    /// [`ProbeReason::Late`], not `timeout` or `resolver_unavailable`: its steps waited in the
+    /// run queue and the origin (or resolver) was never given its time, so it is not evidence
+    /// either way. Time lost is the larger of how late this task saw its timeout and what the
+    /// starvation watch counted during the probe ([`Prober::watch_starvation`]; see
+    /// `classify::timed_out` and `classify::judged`).
     ///
     /// At the timeout the probe's future is dropped, and with it its socket: nothing of the
     /// probe stays in flight past it (the client keeps no idle connections and runs no
@@ -310,6 +326,7 @@ impl Prober {
     pub async fn probe(&self, target: &ProbeTarget) -> ProbeOutcome {
         let _in_flight = self.stats.in_flight();
         let start = Instant::now();
+        let lost_before = self.starvation.lost();
         let mut trace = trace::Trace::default();
         // The lookup gets at most half the probe's time: past it the resolver, not the origin,
         // is what failed, and the origin keeps the other half.
@@ -328,13 +345,18 @@ impl Prober {
             }
         })
         .await;
-        let reason = checked.unwrap_or_else(|late_by| {
-            self.stats.timed_out();
-            let reason = classify::timed_out(late_by, self.late_after, trace.lookup_running());
-            let timeout = humantime::format_duration(target.timeout);
-            tracing::debug!(endpoint = %target.endpoint, %timeout, ?late_by, %reason, "probe timed out");
-            reason
-        });
+        let lost = self.starvation.lost().saturating_sub(lost_before);
+        let reason = match checked {
+            Ok(reason) => classify::judged(reason, trace.lookup_timed_out(), lost, self.late_after),
+            Err(late_by) => {
+                self.stats.timed_out();
+                let late_by = late_by.max(lost);
+                let reason = classify::timed_out(late_by, self.late_after, trace.lookup_running());
+                let timeout = humantime::format_duration(target.timeout);
+                tracing::debug!(endpoint = %target.endpoint, %timeout, ?late_by, %reason, "probe timed out");
+                reason
+            }
+        };
         ProbeOutcome {
             success: reason == ProbeReason::Ok,
             duration: start.elapsed(),

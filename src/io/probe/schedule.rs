@@ -191,6 +191,7 @@ pub async fn run_endpoint<M: Send + 'static>(
 
 /// [`run_endpoint`], also probing at once when `now` is woken ([`ProbeNow::wake`]): at most
 /// once per interval, counted as started and never late; the planned slots do not move.
+/// Starts the prober's starvation watch ([`Prober::watch_starvation`]) if it does not run yet.
 pub async fn run_endpoint_woken<M: Send + 'static>(
     prober: Arc<Prober>,
     target: ProbeTarget,
@@ -200,6 +201,7 @@ pub async fn run_endpoint_woken<M: Send + 'static>(
     now: ProbeNow,
     wrap: impl Fn(Observation) -> M + Send + 'static,
 ) {
+    prober.watch_starvation();
     let interval = target.interval();
     let mut schedule = Schedule::new(Instant::now(), interval, &mut rand::rng());
     let mut last_woken: Option<Instant> = None;

@@ -20,6 +20,8 @@ pub(crate) struct Trace {
     pub(crate) http_status: Option<u16>,
     /// When the name lookup started, and how long it took once it ended.
     dns: Option<(Instant, Option<Duration>)>,
+    /// Whether the name lookup ended without an answer within its limit.
+    lookup_timed_out: bool,
     /// The peer's leaf certificate `notAfter`, for HTTPS responses.
     pub(crate) cert_expiry: Option<Millis>,
 }
@@ -37,7 +39,14 @@ impl Trace {
         self.dns = Some((start, None));
         let found = dns.lookup_within(host, limit).await;
         self.dns = Some((start, Some(start.elapsed())));
+        self.lookup_timed_out = found.as_ref().is_err_and(DnsError::no_answer_in_time);
         found
+    }
+
+    /// Whether the name lookup got no answer in time ([`DnsError::no_answer_in_time`]): a
+    /// wait, like a probe's timeout, that starvation can cause.
+    pub(crate) fn lookup_timed_out(&self) -> bool {
+        self.lookup_timed_out
     }
 
     /// Whether a name lookup started and has not ended (the probe's timeout cut it off).
