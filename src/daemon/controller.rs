@@ -55,7 +55,7 @@ pub struct Controller {
     /// means trouble.
     adoptions: std::sync::Mutex<JoinSet<()>>,
     messages: MessageSender,
-    decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>>,
+    decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Arc<Decision>>>>>,
     /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,
