@@ -163,7 +163,7 @@ fn a_recording_with_a_reload_replays_to_the_same_decisions() {
         sim.round(true, false);
     }
     let switches =
-        |ds: &[gslb_core::engine::Decision]| -> Vec<(Millis, ServiceId, Option<PoolId>)> {
+        |ds: &[std::sync::Arc<gslb_core::engine::Decision>]| -> Vec<(Millis, ServiceId, Option<PoolId>)> {
             ds.iter()
                 .filter(|d| d.switched())
                 .map(|d| (d.at, d.service.clone(), d.active.clone()))
@@ -185,7 +185,12 @@ fn a_recording_with_a_reload_replays_to_the_same_decisions() {
     let replayed = gslb::cli::replay::replay(after(), &EngineSettings::default(), text.as_bytes())
         .expect("replays");
     assert_eq!(replayed.steps, sim.steps.len());
-    assert_eq!(switches(&replayed.decisions), live);
+    let replayed: Vec<_> = replayed
+        .decisions
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect();
+    assert_eq!(switches(&replayed), live);
 }
 
 #[test]

@@ -89,7 +89,12 @@ fn engine_events() -> (Decision, Decision, Event) {
     for _ in 0..3 {
         sim.round(true, true);
     }
-    let decision = |sim: &Sim, rule: Rule| sim.decisions.iter().find(|d| d.rule == rule).cloned();
+    let decision = |sim: &Sim, rule: Rule| {
+        sim.decisions
+            .iter()
+            .find(|d| d.rule == rule)
+            .map(|d| Decision::clone(d))
+    };
     let mut rounds = 0;
     while decision(&sim, Rule::Failover).is_none() && rounds < 100 {
         sim.round(false, true);

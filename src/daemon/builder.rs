@@ -185,7 +185,7 @@ impl Daemon {
         let cluster = self.cluster.as_ref().filter(|_| provider.elected());
         let election = cluster.map(|c| {
             let (seat, task) = c.seat(&policy.service);
-            steering.seat = Some(seat);
+            steering.seat = Some(Box::new(seat));
             task
         });
         let attached = self.controller.attach(

@@ -57,7 +57,7 @@ pub struct Controller {
     messages: MessageSender,
     /// The engine loop's priority lane: saved drills, adoptions, provider-health votes.
     priority: MessageSender,
-    decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Decision>>>>,
+    decisions: std::sync::Mutex<BTreeMap<ServiceId, watch::Receiver<Option<Arc<Decision>>>>>,
     /// Each service's probe loops, adoption read and reconciler, so a reload can stop them.
     services: std::sync::Mutex<BTreeMap<ServiceId, Vec<AbortHandle>>>,
     policies: watch::Sender<Arc<Vec<Policy>>>,

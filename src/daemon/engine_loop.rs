@@ -10,6 +10,7 @@
 //! threads once per step that changes the drills, before that step takes effect.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -29,7 +30,7 @@ use gslb_core::model::{EndpointId, ServiceId, VantageId};
 use gslb_core::policy::{Mode, Policy};
 
 /// Each service's decision channel, to its reconciler.
-type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Decision>>>;
+type Decisions = BTreeMap<ServiceId, watch::Sender<Option<Arc<Decision>>>>;
 
 /// Where a step's output goes besides telemetry and the journal: changed decisions to each
 /// service's reconciler, and confirmation requests ([`Output::confirm`]) to the probe loops of
@@ -365,7 +366,9 @@ fn publish(
                 "decision"
             );
             journal.decision(decision);
-            let _ = telemetry.events.send(Event::Decision(decision.clone()));
+            let _ = telemetry
+                .events
+                .send(Event::Decision(Decision::clone(decision)));
             if let Some(tx) = outlets.decisions.get(&decision.service) {
                 reconcile::send(tx, decision, mode == Mode::Shadow, telemetry);
             }

@@ -13,6 +13,7 @@
 //! This module only describes messages; the engine loop applies each lane in arrival order.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -101,7 +102,7 @@ pub struct Reload {
     /// The new set and what changed, computed once by the caller.
     pub diff: PolicyDiff,
     /// A decision channel for each changed or added service (their reconcilers are new).
-    pub decisions: BTreeMap<ServiceId, watch::Sender<Option<Decision>>>,
+    pub decisions: BTreeMap<ServiceId, watch::Sender<Option<Arc<Decision>>>>,
     /// Answered once the new set is in force (the reset services' status and gauges are
     /// fresh), so their new tasks start after that and nothing they record is reset.
     pub done: oneshot::Sender<()>,

@@ -10,7 +10,7 @@
 //! ([`StatusBoard::snapshot`], [`StatusBoard::pending_since`]) from those two.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
@@ -258,8 +258,9 @@ pub struct ServiceStatus {
     pub stale_evidence: u32,
     /// Active drill overrides.
     pub overrides: Vec<Override>,
-    /// The last decision with its reasons.
-    pub last_decision: Option<Decision>,
+    /// The last decision with its reasons, shared with the engine and the reconciler.
+    #[serde(serialize_with = "shared")]
+    pub last_decision: Option<Arc<Decision>>,
     /// Whether the provider has applied it.
     pub apply: ApplyStatus,
     /// The latest decision handed to the reconciler; the engine loop's fact. Not shown.
@@ -303,6 +304,11 @@ impl ServiceStatus {
             safety: self.safety.clone(),
         }
     }
+}
+
+/// Serializes a shared decision as the decision itself.
+fn shared<S: serde::Serializer>(d: &Option<Arc<Decision>>, s: S) -> Result<S::Ok, S::Error> {
+    d.as_deref().serialize(s)
 }
 
 /// Every service's status.

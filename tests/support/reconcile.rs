@@ -37,7 +37,7 @@ pub struct Harness<P> {
     /// Its events, subscribed before it started.
     pub events: broadcast::Receiver<Event>,
     /// The decision channel; dropping it ends the reconciler.
-    pub decisions: watch::Sender<Option<Decision>>,
+    pub decisions: watch::Sender<Option<std::sync::Arc<Decision>>>,
     /// The reconciler task.
     pub task: JoinHandle<()>,
     service: ServiceId,
@@ -87,7 +87,12 @@ pub fn start<P: Provider>(
 impl<P> Harness<P> {
     /// Hands the reconciler a changed decision, as the engine loop does.
     pub fn decide(&self, decision: &Decision) {
-        reconcile::send(&self.decisions, decision, self.shadow, &self.sinks);
+        reconcile::send(
+            &self.decisions,
+            &std::sync::Arc::new(decision.clone()),
+            self.shadow,
+            &self.sinks,
+        );
     }
 
     /// The service's apply status as `GET /v1/status` shows it.

@@ -57,7 +57,7 @@ pub struct Sim {
     pub service: ServiceId,
     pub now: u64,
     /// Every decision evaluated, in order.
-    pub decisions: Vec<Decision>,
+    pub decisions: Vec<std::sync::Arc<Decision>>,
     /// Every override change, in order.
     pub overrides: Vec<OverrideChange>,
     /// Every step fed, in order (a recording).

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::model::{EndpointId, Millis, PoolId, ProbeReason, VantageId, Verdict};
 use crate::policy::Policy;
 
+use super::by_vantage::ByVantage;
 use super::cluster::{ClusterView, RemoteVerdicts, VantageVote};
 use super::decide::PoolVerdict;
 use super::health::{EndpointHealth, pool_verdict};
@@ -17,7 +18,7 @@ use super::quorum::{Tally, Vote};
 use super::vantage::{Suspicion, Vantages};
 
 /// Each endpoint's rise/fall state, by endpoint then vantage point.
-pub(super) type ByEndpoint = BTreeMap<EndpointId, BTreeMap<VantageId, EndpointHealth>>;
+pub(super) type ByEndpoint = BTreeMap<EndpointId, ByVantage>;
 
 /// The provider's health signal per pool: the verdict, when it was read and how long it counts.
 pub(super) type ProviderVotes = BTreeMap<PoolId, (Verdict, Millis, Duration)>;
@@ -246,7 +247,7 @@ impl<'a> Assessor<'a> {
         let mut parts = Vec::new();
         for e in self.members(pool) {
             let per = self.evidence.get(e);
-            if per.is_none_or(BTreeMap::is_empty) {
+            if per.is_none_or(ByVantage::is_empty) {
                 parts.push(format!("endpoint {e} no probe result yet"));
             }
             for (vantage, h) in per.into_iter().flatten() {

@@ -3,6 +3,8 @@
 //! to a fresh engine reproduces its decisions exactly; `gslb replay` does that with a policy
 //! of the team's choosing.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
@@ -185,7 +187,9 @@ pub enum Reply {
 #[derive(Debug, Clone, Default)]
 pub struct Output {
     /// Every decision evaluated, with whether it changed (only changed ones are published).
-    pub decisions: Vec<(Decision, bool)>,
+    /// Shared with the engine's own last decision ([`super::ServiceEngine::last_decision`]):
+    /// handing it on copies a pointer, not the decision.
+    pub decisions: Vec<(Arc<Decision>, bool)>,
     /// Endpoint verdict changes from the observation.
     pub transitions: Vec<EndpointTransition>,
     /// Override changes.
@@ -210,7 +214,7 @@ pub struct Confirm {
 impl Output {
     /// The decisions that changed, in evaluation order.
     pub fn changed(&self) -> impl Iterator<Item = &Decision> {
-        self.decisions.iter().filter(|(_, c)| *c).map(|(d, _)| d)
+        self.decisions.iter().filter(|(_, c)| *c).map(|(d, _)| &**d)
     }
 }
 

@@ -13,6 +13,7 @@
 //! service: assess, then commit a decision), `input`.
 
 mod assess;
+mod by_vantage;
 mod cluster;
 mod damping;
 mod decide;
@@ -32,6 +33,7 @@ mod velocity;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+pub use by_vantage::ByVantage;
 pub use cluster::{ClusterView, VantageVote};
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
 pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};

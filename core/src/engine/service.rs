@@ -6,11 +6,13 @@
 //! rails and velocity limits, the serving pool) and builds the [`Decision`].
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use crate::policy::Policy;
 
 use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
+use super::by_vantage::ByVantage;
 use super::cluster::{ClusterView, RemoteVerdicts};
 use super::damping::FlapPenalty;
 use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
@@ -98,7 +100,7 @@ pub struct ServiceEngine {
     last_failover: Option<Millis>,
     consecutive_failovers: u32,
     bucket: TokenBucket,
-    last: Option<Decision>,
+    last: Option<Arc<Decision>>,
     /// Until when the last decision stands without being evaluated again (`None`: it does
     /// not; evaluated at every input).
     steady: Option<Steady>,
@@ -160,8 +162,8 @@ impl ServiceEngine {
         self.active.as_ref()
     }
 
-    /// The last decision.
-    pub fn last_decision(&self) -> Option<&Decision> {
+    /// The last decision, shared with whoever keeps it (status, reconciler, events).
+    pub fn last_decision(&self) -> Option<&Arc<Decision>> {
         self.last.as_ref()
     }
 
@@ -181,9 +183,7 @@ impl ServiceEngine {
     }
 
     /// Every endpoint's evidence, by endpoint then vantage point.
-    pub fn evidence(
-        &self,
-    ) -> impl Iterator<Item = (&EndpointId, &PoolId, &BTreeMap<VantageId, EndpointHealth>)> {
+    pub fn evidence(&self) -> impl Iterator<Item = (&EndpointId, &PoolId, &ByVantage)> {
         self.endpoint_pool
             .iter()
             .filter_map(|(e, p)| self.evidence.get(e).map(|m| (e, p, m)))
@@ -289,16 +289,14 @@ impl ServiceEngine {
         let th = self.policy.thresholds;
         let fresh = self.policy.fresh_for();
         if !self.evidence.contains_key(&obs.endpoint) {
-            self.evidence.insert(obs.endpoint.clone(), BTreeMap::new());
+            self.evidence
+                .insert(obs.endpoint.clone(), ByVantage::default());
         }
-        let by_vantage = self
+        let health = self
             .evidence
             .get_mut(&obs.endpoint)
-            .expect("inserted above");
-        if !by_vantage.contains_key(&obs.vantage) {
-            by_vantage.insert(obs.vantage.clone(), EndpointHealth::default());
-        }
-        let health = by_vantage.get_mut(&obs.vantage).expect("inserted above");
+            .expect("inserted above")
+            .or_default(&obs.vantage);
         let is_fresh = |h: &EndpointHealth| h.last_at.is_some_and(|t| obs.at.since(t) <= fresh);
         let was_fresh = is_fresh(health);
         let changed = health.record(&obs.outcome, obs.at, th, &self.policy.flapping);
@@ -388,7 +386,7 @@ impl ServiceEngine {
         &mut self,
         now: Millis,
         ctx: &mut Context<'_>,
-    ) -> Option<(Decision, bool)> {
+    ) -> Option<(Arc<Decision>, bool)> {
         if !self.ready {
             return None;
         }
@@ -462,7 +460,7 @@ impl ServiceEngine {
         assessment: Assessment,
         now: Millis,
         ctx: &mut Context<'_>,
-    ) -> (Decision, bool) {
+    ) -> (Arc<Decision>, bool) {
         for (pool, assessed) in assessment.pools {
             self.record_pool(pool, assessed, now);
         }
@@ -515,7 +513,8 @@ impl ServiceEngine {
                 || l.blocked != decision.blocked
                 || l.drained != decision.drained
         });
-        self.last = Some(decision.clone());
+        let decision = Arc::new(decision);
+        self.last = Some(Arc::clone(&decision));
         (decision, changed)
     }
 
@@ -529,7 +528,7 @@ impl ServiceEngine {
         now: Millis,
         reasons: &mut Vec<String>,
     ) -> Option<Rule> {
-        let held = stale_hold(self.last.as_ref(), rule, Some(serving))?;
+        let held = stale_hold(self.last.as_deref(), rule, Some(serving))?;
         let stale = self.stale_in(serving, now);
         (stale > 0).then(|| {
             reasons.push(format!(

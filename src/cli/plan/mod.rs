@@ -217,7 +217,8 @@ impl Run {
                 .get(&d.service)
                 .is_none_or(|kept| d.switched() || !kept.switched());
             if keep {
-                self.decisions.insert(d.service.clone(), d);
+                self.decisions
+                    .insert(d.service.clone(), Decision::clone(&d));
             }
         }
     }

@@ -68,8 +68,9 @@ pub struct Steering {
     /// as a vote (`quorum.provider_vote`); `None` otherwise.
     pub health_votes: Option<HealthVotes>,
     /// `[cluster]` only: the binding's seat (role, fence). With it, only the elected writer
-    /// writes, each write fenced; without it (one instance alone) every plan is written.
-    pub seat: Option<Seat>,
+    /// writes, each write fenced; without it (one instance alone) every plan is written. Boxed:
+    /// a seat is 3.9 kB, kept by every reconciler and most of it etcd client state.
+    pub seat: Option<Box<Seat>>,
     /// `[cluster]` only: where the provider's serving pool goes when another writer chose it
     /// (see [`Follow`]); `None` alone.
     pub follow: Option<Follow>,
@@ -129,7 +130,7 @@ enum Pass {
 pub fn run<P: Provider>(
     provider: Arc<P>,
     steering: Steering,
-    decisions: watch::Receiver<Option<Decision>>,
+    decisions: watch::Receiver<Option<Arc<Decision>>>,
     telemetry: Telemetry,
 ) -> impl Future<Output = ()> + Send {
     serve(provider, Box::new(steering), decisions, telemetry)
@@ -139,7 +140,7 @@ pub fn run<P: Provider>(
 async fn serve<P: Provider>(
     provider: Arc<P>,
     steering: Box<Steering>,
-    mut decisions: watch::Receiver<Option<Decision>>,
+    mut decisions: watch::Receiver<Option<Arc<Decision>>>,
     telemetry: Telemetry,
 ) {
     let mut backoff = Backoff::new(BACKOFF_BASE, BACKOFF_MAX);
@@ -168,7 +169,7 @@ async fn serve<P: Provider>(
     let heartbeat = telemetry
         .health
         .register(&format!("reconciler:{service}"), bound);
-    let mut roles = steering.seat.as_ref().map(Seat::roles);
+    let mut roles = steering.seat.as_deref().map(Seat::roles);
     // Nothing to reconcile before the first decision: the adoption read at start is the only
     // read until then (waiting for it is readiness, not liveness).
     heartbeat.idle(Duration::MAX, bound);
@@ -272,15 +273,15 @@ pub async fn within_deadline<T>(
 /// decision only when that call ends; until then the status must not say `applied` for an older
 /// decision. The apply gauges follow at once ([`Telemetry::record_apply`]).
 pub fn send(
-    tx: &watch::Sender<Option<Decision>>,
-    decision: &Decision,
+    tx: &watch::Sender<Option<Arc<Decision>>>,
+    decision: &Arc<Decision>,
     shadow: bool,
     telemetry: &Telemetry,
 ) {
     let decided = Decided::of(decision, shadow);
     telemetry.board.record_decided(&decision.service, decided);
     telemetry.record_apply(&decision.service);
-    tx.send_replace(Some(decision.clone()));
+    tx.send_replace(Some(Arc::clone(decision)));
 }
 
 /// Reads `provider` within [`CALL_DEADLINE`], from a read shared with other bindings of its
@@ -342,24 +343,24 @@ impl<P: Provider> Reconciler<'_, P> {
     /// or a fence's wait).
     async fn pass(
         &mut self,
-        decisions: &mut watch::Receiver<Option<Decision>>,
+        decisions: &mut watch::Receiver<Option<Arc<Decision>>>,
         spends: bool,
     ) -> Pass {
         let mut decision = decisions.borrow_and_update().clone();
-        let max_age = self.read_max_age(decision.as_ref());
+        let max_age = self.read_max_age(decision.as_deref());
         self.settled = None;
-        if spends && let Err(pass) = self.spend(decision.as_ref()) {
+        if spends && let Err(pass) = self.spend(decision.as_deref()) {
             return pass;
         }
         let read_at = tokio::time::Instant::now();
-        let observed = match self.observe(decision.as_ref(), max_age).await {
+        let observed = match self.observe(decision.as_deref(), max_age).await {
             Ok(o) => o,
             Err(e) => return self.fail("observe", &e),
         };
         if decisions.has_changed().unwrap_or(false) {
             decision = decisions.borrow_and_update().clone();
         }
-        let decision = decision.as_ref();
+        let decision = decision.as_deref();
         if let Some(seat) = self.steering.seat.clone() {
             self.show_seat(&seat);
             self.check_late_write(&seat, &observed);

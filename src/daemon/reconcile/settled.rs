@@ -10,6 +10,7 @@
 //! instance follows the writer's switch at once (`follow`); the budget bounds those reads.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use gslb_core::engine::Decision;
@@ -80,7 +81,7 @@ impl<P: Provider> Reconciler<'_, P> {
     /// without a provider call and returns how long until the resync.
     pub(super) fn unchanged(
         &mut self,
-        decisions: &mut watch::Receiver<Option<Decision>>,
+        decisions: &mut watch::Receiver<Option<Arc<Decision>>>,
     ) -> Option<Duration> {
         // `[cluster]`: every decision change still reads, so an instance follows the writer at
         // once (see `follow`); the budget bounds those reads.
@@ -91,15 +92,15 @@ impl<P: Provider> Reconciler<'_, P> {
         let due = settled.read_at + self.steering.resync;
         let left = due.checked_duration_since(Instant::now())?;
         let decision = decisions.borrow().clone();
-        let wants = Wants::of(decision.as_ref());
+        let wants = Wants::of(decision.as_deref());
         if left.is_zero() || !settled.covers(&wants) || settled.role != self.role() {
             return None;
         }
         decisions.mark_unchanged();
         let active = settled.observed_active.clone();
         let _ = match wants.0 {
-            None => self.not_pushed(decision.as_ref(), active),
-            Some(_) => self.in_sync(decision.as_ref(), active),
+            None => self.not_pushed(decision.as_deref(), active),
+            Some(_) => self.in_sync(decision.as_deref(), active),
         };
         Some(left)
     }
