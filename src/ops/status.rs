@@ -27,6 +27,10 @@ use crate::ops::endpoints::EndpointTable;
 /// How many recent probes each endpoint keeps in the status.
 pub const RECENT_PROBES: usize = 5;
 
+/// Services [`StatusBoard::for_each_of`] copies per hold of the board's lock: 64 (a few
+/// hundred kB at two endpoints per service, instead of a copy of the whole board).
+pub const SNAPSHOT_BATCH: usize = 64;
+
 /// Whether the provider matches the latest decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -327,19 +331,62 @@ impl StatusBoard {
         only: Option<&ServiceId>,
         endpoints: bool,
     ) -> BTreeMap<ServiceId, ServiceStatus> {
-        let mut services: BTreeMap<ServiceId, ServiceStatus> = {
-            let all = read(&self.services);
-            let picked: Box<dyn Iterator<Item = (&ServiceId, &ServiceStatus)>> = match only {
-                Some(id) => Box::new(all.get_key_value(id).into_iter()),
-                None => Box::new(all.iter()),
+        let mut services = BTreeMap::new();
+        let _ = self.for_each_of(only, endpoints, |s| {
+            services.insert(s.service.clone(), s);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        services
+    }
+
+    /// Hands `f` each service of [`StatusBoard::snapshot_of`] (same selection, same content) in
+    /// name order, without a copy of the whole board: [`SNAPSHOT_BATCH`] services are copied at a
+    /// time under the board's locks, then handed to `f` with the locks released (so a large
+    /// answer neither holds the probe results' lock while it is written nor needs a second
+    /// board in memory). Each service is read whole at one moment; two services may be read
+    /// moments apart.
+    ///
+    /// # Errors
+    /// The first error of `f`, which stops the walk.
+    pub fn for_each_of<E>(
+        &self,
+        only: Option<&ServiceId>,
+        endpoints: bool,
+        mut f: impl FnMut(ServiceStatus) -> Result<(), E>,
+    ) -> Result<(), E> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let mut after: Option<ServiceId> = None;
+        loop {
+            let mut batch: Vec<ServiceStatus> = {
+                let all = read(&self.services);
+                let picked: Box<dyn Iterator<Item = &ServiceStatus>> = match (only, &after) {
+                    (Some(_), Some(_)) => break,
+                    (Some(id), None) => Box::new(all.get(id).into_iter()),
+                    (None, None) => Box::new(all.values()),
+                    (None, Some(last)) => {
+                        Box::new(all.range((Excluded(last), Unbounded)).map(|(_, s)| s))
+                    }
+                };
+                picked
+                    .take(SNAPSHOT_BATCH)
+                    .map(|s| s.clone_with_endpoints(endpoints))
+                    .collect()
             };
-            picked
-                .map(|(id, s)| (id.clone(), s.clone_with_endpoints(endpoints)))
-                .collect()
-        };
+            let Some(last) = batch.last() else { break };
+            after = Some(last.service.clone());
+            self.complete(&mut batch);
+            for s in batch {
+                f(s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes copied services as read: the reconciler's status taking up the latest
+    /// decision handed to it, each endpoint's recent probes.
+    fn complete(&self, services: &mut [ServiceStatus]) {
         let recent = read(&self.recent);
-        for s in services.values_mut() {
-            // As read: the reconciler's status, taking up the latest decision handed to it.
+        for s in services {
             if let Some(d) = &s.decided {
                 s.apply.take_up(d);
             }
@@ -349,7 +396,6 @@ impl StatusBoard {
                 }
             }
         }
-        services
     }
 
     /// The cluster's status; `None` alone.
