@@ -57,9 +57,9 @@ pub async fn list(
         ));
     }
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT).min(CAPACITY);
-    let answer = encoding::off_runtime(&headers, encoding::JSON, move || {
+    let answer = encoding::off_runtime(&headers, encoding::JSON, move |out| {
         let timelines = s.timelines.list(q.service.as_ref(), limit);
-        serde_json::to_vec(&EventsResponse { timelines }).map_err(|e| e.to_string())
+        serde_json::to_writer(out, &EventsResponse { timelines }).map_err(|e| e.to_string())
     });
     Ok(answer.await)
 }

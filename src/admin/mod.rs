@@ -20,6 +20,7 @@ pub mod status;
 pub mod tls;
 pub mod votes;
 
+use std::io::Write as _;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -205,8 +206,9 @@ pub async fn serve_on(
 
 /// `GET /metrics`: rendered (and compressed when asked) off the runtime's workers.
 async fn metrics(State(s): State<AdminState>, headers: HeaderMap) -> Response {
-    encoding::off_runtime(&headers, encoding::PROMETHEUS_TEXT, move || {
-        Ok(s.metrics.render().into_bytes())
+    encoding::off_runtime(&headers, encoding::PROMETHEUS_TEXT, move |out| {
+        out.write_all(s.metrics.render().as_bytes())
+            .map_err(|e| e.to_string())
     })
     .await
 }

@@ -89,13 +89,13 @@ pub async fn status(
     query: Result<Query<StatusQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query?;
-    let answer = encoding::off_runtime(&headers, encoding::JSON, move || {
+    let answer = encoding::off_runtime(&headers, encoding::JSON, move |out| {
         let response = StatusResponse {
             cluster: s.board.cluster(),
             board: &s.board,
             query: &query,
         };
-        serde_json::to_vec(&response).map_err(|e| e.to_string())
+        serde_json::to_writer(out, &response).map_err(|e| e.to_string())
     });
     Ok(answer.await)
 }
