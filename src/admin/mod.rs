@@ -20,7 +20,6 @@ pub mod status;
 pub mod tls;
 pub mod votes;
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use axum::extract::State;

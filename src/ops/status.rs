@@ -357,23 +357,24 @@ impl StatusBoard {
         use std::ops::Bound::{Excluded, Unbounded};
         let mut after: Option<ServiceId> = None;
         loop {
-            let mut batch: Vec<ServiceStatus> = {
+            let (last, mut batch): (Option<ServiceId>, Vec<ServiceStatus>) = {
                 let all = read(&self.services);
-                let picked: Box<dyn Iterator<Item = &ServiceStatus>> = match (only, &after) {
-                    (Some(_), Some(_)) => break,
-                    (Some(id), None) => Box::new(all.get(id).into_iter()),
-                    (None, None) => Box::new(all.values()),
-                    (None, Some(last)) => {
-                        Box::new(all.range((Excluded(last), Unbounded)).map(|(_, s)| s))
-                    }
-                };
-                picked
-                    .take(SNAPSHOT_BATCH)
-                    .map(|s| s.clone_with_endpoints(endpoints))
-                    .collect()
+                let picked: Box<dyn Iterator<Item = (&ServiceId, &ServiceStatus)>> =
+                    match (only, &after) {
+                        (Some(_), Some(_)) => break,
+                        (Some(id), None) => Box::new(all.get_key_value(id).into_iter()),
+                        (None, None) => Box::new(all.iter()),
+                        (None, Some(last)) => Box::new(all.range((Excluded(last), Unbounded))),
+                    };
+                let batch: Vec<_> = picked.take(SNAPSHOT_BATCH).collect();
+                let last = batch.last().map(|(id, _)| (*id).clone());
+                let copies = batch
+                    .into_iter()
+                    .map(|(_, s)| s.clone_with_endpoints(endpoints));
+                (last, copies.collect())
             };
-            let Some(last) = batch.last() else { break };
-            after = Some(last.service.clone());
+            let Some(last) = last else { break };
+            after = Some(last);
             self.complete(&mut batch);
             for s in batch {
                 f(s)?;
@@ -644,6 +645,45 @@ mod tests {
 
     fn read(board: &StatusBoard, service: &ServiceId) -> ApplyStatus {
         board.snapshot()[service].apply.clone()
+    }
+
+    /// More services than one batch: every one is handed over once, in name order; one named
+    /// service alone (without endpoints when asked); an error stops the walk.
+    #[test]
+    fn the_walk_hands_over_every_service_once_in_batches() {
+        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
+        let board = StatusBoard::default();
+        let count = SNAPSHOT_BATCH * 2 + 3;
+        for i in 0..count {
+            let mut p = policy.clone();
+            p.service = ServiceId(format!("svc-{i:03}"));
+            board.update_service(&ServiceEngine::new(p), std::iter::empty(), Millis(0));
+        }
+        let named = ServiceId(format!("svc-{:03}", SNAPSHOT_BATCH + 1));
+        let mut seen = Vec::new();
+        let walked = board.for_each_of(None, true, |s| {
+            seen.push(s.service.0);
+            Ok::<(), ()>(())
+        });
+        assert_eq!(walked, Ok(()));
+        let names: Vec<String> = (0..count).map(|i| format!("svc-{i:03}")).collect();
+        assert_eq!(seen, names, "every service once, in name order");
+        let mut one = Vec::new();
+        let _ = board.for_each_of(Some(&named), false, |s| {
+            one.push((
+                s.service.clone(),
+                s.pools.iter().map(|p| p.endpoints.len()).sum::<usize>(),
+            ));
+            Ok::<(), ()>(())
+        });
+        assert_eq!(one, [(named.clone(), 0)]);
+        let mut calls = 0;
+        let stopped = board.for_each_of(None, true, |_| {
+            calls += 1;
+            if calls == 2 { Err("stop") } else { Ok(()) }
+        });
+        assert_eq!((stopped, calls), (Err("stop"), 2));
     }
 
     #[test]
