@@ -100,7 +100,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Read as _, Write as _};
+    use std::io::Read as _;
 
     use axum::http::{HeaderMap, HeaderValue, header::ACCEPT_ENCODING};
 
