@@ -54,16 +54,50 @@ where
     F: FnOnce(&mut dyn Write) -> Result<(), String> + Send + 'static,
 {
     let gzip = accepts_gzip(headers);
-    let built = tokio::task::spawn_blocking(move || {
+    answer(gzip, content_type, move || {
         if gzip {
-            compressed(build).map_err(|e| format!("compressing the answer: {e}"))?
+            compressed(build)
         } else {
             let mut body = Vec::new();
             build(&mut body).map(|()| body)
         }
     })
     .await
-    .unwrap_or_else(|e| Err(format!("building the answer stopped: {e}")));
+}
+
+/// As [`off_runtime`], for an answer rendered whole (the `/metrics` text): the text itself is
+/// the uncompressed body (no copy), or is compressed when `headers` accept gzip.
+///
+/// # Errors
+/// None returned: `render` panicking answers `500`.
+pub async fn rendered_off_runtime<F>(
+    headers: &HeaderMap,
+    content_type: &'static str,
+    render: F,
+) -> Response
+where
+    F: FnOnce() -> String + Send + 'static,
+{
+    let gzip = accepts_gzip(headers);
+    answer(gzip, content_type, move || {
+        let text = render();
+        if gzip {
+            compressed(|out| out.write_all(text.as_bytes()).map_err(|e| e.to_string()))
+        } else {
+            Ok(text.into_bytes())
+        }
+    })
+    .await
+}
+
+/// The body `make` returns (gzip when `gzip`), made on the blocking pool, with the headers.
+async fn answer<F>(gzip: bool, content_type: &'static str, make: F) -> Response
+where
+    F: FnOnce() -> Result<Vec<u8>, String> + Send + 'static,
+{
+    let built = tokio::task::spawn_blocking(make)
+        .await
+        .unwrap_or_else(|e| Err(format!("building the answer stopped: {e}")));
     let body = match built {
         Ok(body) => body,
         Err(e) => {
@@ -81,21 +115,19 @@ where
     response
 }
 
-/// What `build` writes, as one gzip member: the outer error is the encoder's, the inner one
-/// `build`'s.
-fn compressed<F>(build: F) -> std::io::Result<Result<Vec<u8>, String>>
+/// What `build` writes, as one gzip member.
+fn compressed<F>(build: F) -> Result<Vec<u8>, String>
 where
     F: FnOnce(&mut dyn Write) -> Result<(), String>,
 {
     let gz = GzEncoder::new(Vec::new(), Compression::fast());
     let mut out = BufWriter::with_capacity(1 << 16, gz);
-    if let Err(e) = build(&mut out) {
-        return Ok(Err(e));
-    }
-    let gz = out
+    build(&mut out)?;
+    let finished = out
         .into_inner()
-        .map_err(std::io::IntoInnerError::into_error)?;
-    Ok(Ok(gz.finish()?))
+        .map_err(std::io::IntoInnerError::into_error)
+        .and_then(GzEncoder::finish);
+    finished.map_err(|e| format!("compressing the answer: {e}"))
 }
 
 #[cfg(test)]

@@ -205,9 +205,8 @@ pub async fn serve_on(
 
 /// `GET /metrics`: rendered (and compressed when asked) off the runtime's workers.
 async fn metrics(State(s): State<AdminState>, headers: HeaderMap) -> Response {
-    encoding::off_runtime(&headers, encoding::PROMETHEUS_TEXT, move |out| {
-        out.write_all(s.metrics.render().as_bytes())
-            .map_err(|e| e.to_string())
+    encoding::rendered_off_runtime(&headers, encoding::PROMETHEUS_TEXT, move || {
+        s.metrics.render()
     })
     .await
 }
