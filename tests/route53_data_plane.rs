@@ -128,7 +128,8 @@ fn provision(dir: &Path) -> String {
     text
 }
 
-/// What `instance`'s seoul vote URL answers (TLS not validated, like Route 53's checkers).
+/// What `instance`'s seoul vote URL answers (TLS not validated, like Route 53's checkers),
+/// asked with `Accept-Encoding: gzip`: never compressed (Route 53 reads the raw string).
 async fn vote(instance: &Instance, pool: &str) -> Option<String> {
     let http = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
@@ -136,9 +137,15 @@ async fn vote(instance: &Instance, pool: &str) -> Option<String> {
         .ok()?;
     let r = http
         .get(format!("https://{}/v1/vote/api/{pool}", instance.vote))
+        .header("accept-encoding", "gzip")
         .send()
         .await
         .ok()?;
+    assert_eq!(
+        r.headers().get("content-encoding"),
+        None,
+        "a vote is never compressed"
+    );
     r.text().await.ok()
 }
 

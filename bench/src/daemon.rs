@@ -1,7 +1,8 @@
 //! The product: `gslb run --config gslb.toml` in the generated folder, a separate process with
 //! the fake's token in `CLOUDFLARE_API_TOKEN`, its log in `run.log`; killed when dropped. Its
-//! admin API answers `/readyz`, `/metrics` and `/v1/status`.
+//! admin API answers `/readyz`, `/metrics` and `/v1/status` (gzip when asked).
 
+use std::io::Read as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -10,6 +11,16 @@ use std::time::{Duration, Instant};
 use crate::fake::TOKEN;
 use crate::generate::Folder;
 use crate::quota::Quota;
+
+/// An answer asked for with `Accept-Encoding: gzip` ([`Daemon::get_gzip`]).
+pub struct Gzipped {
+    /// The body, decoded.
+    pub text: String,
+    /// Bytes on the wire.
+    pub wire: usize,
+    /// Time from the request to the whole answer.
+    pub took: Duration,
+}
 
 /// The running daemon.
 pub struct Daemon {
@@ -120,6 +131,40 @@ impl Daemon {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Err(self.fail(&format!("/readyz did not answer 200 within {limit:?}")))
+    }
+
+    /// `GET path` on the admin API as Prometheus asks (`Accept-Encoding: gzip`): the body,
+    /// decoded; its bytes on the wire (compressed, or the body's own length when the daemon
+    /// answered it plain); and how long the whole answer took to arrive (decoding not
+    /// included).
+    pub async fn get_gzip(&self, path: &str) -> anyhow::Result<Gzipped> {
+        let started = Instant::now();
+        let r = self
+            .client
+            .get(format!("http://{}{path}", self.admin))
+            .header("accept-encoding", "gzip")
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await?
+            .error_for_status()?;
+        let gzip = r
+            .headers()
+            .get("content-encoding")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let wire = r.bytes().await?;
+        let took = started.elapsed();
+        let text = if gzip {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(&wire[..]).read_to_string(&mut text)?;
+            text
+        } else {
+            String::from_utf8(wire.to_vec())?
+        };
+        Ok(Gzipped {
+            text,
+            wire: wire.len(),
+            took,
+        })
     }
 
     /// `GET path` on the admin API: the body and how long the whole answer took.

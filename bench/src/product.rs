@@ -86,12 +86,30 @@ pub struct Product {
     pub steady: Steady,
     /// Peak RSS of the daemon, bytes.
     pub peak_rss: Option<u64>,
-    /// `/metrics` bytes and each timed scrape's duration.
-    pub metrics: (usize, Vec<Duration>),
-    /// `/v1/status` bytes.
-    pub status_bytes: usize,
+    /// The timed `/metrics` scrapes, made as Prometheus makes them (gzip).
+    pub metrics: Scrapes,
+    /// `/v1/status` bytes: uncompressed, and on the wire when asked with gzip.
+    pub status_bytes: Sizes,
     /// How the CPU quota was applied, if one was asked for.
     pub quota: Option<String>,
+}
+
+/// Sizes of one answer, bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sizes {
+    /// The body as the daemon renders it.
+    pub uncompressed: usize,
+    /// On the wire, asked with `Accept-Encoding: gzip`.
+    pub wire: usize,
+}
+
+/// The timed `/metrics` scrapes after the window, each asked with `Accept-Encoding: gzip`.
+#[derive(Debug, Clone, Default)]
+pub struct Scrapes {
+    /// The last scrape's sizes.
+    pub sizes: Sizes,
+    /// Each scrape's time from the request to the whole answer.
+    pub took: Vec<Duration>,
 }
 
 /// The counters whose window deltas are reported.
@@ -160,20 +178,25 @@ async fn measure(
     );
     tokio::time::sleep(r.warmup).await;
     let steady = window(r, &daemon, origins, provider, &pids, ticks).await?;
-    let mut renders = Vec::new();
-    let mut size = 0;
+    let mut metrics = Scrapes::default();
     for _ in 0..r.scrapes {
-        let (body, took) = daemon.get("/metrics").await?;
-        size = body.len();
-        renders.push(took);
+        let scrape = daemon.get_gzip("/metrics").await?;
+        metrics.sizes = Sizes {
+            uncompressed: scrape.text.len(),
+            wire: scrape.wire,
+        };
+        metrics.took.push(scrape.took);
     }
-    let (status, _) = daemon.get("/v1/status").await?;
+    let status = daemon.get_gzip("/v1/status").await?;
     Ok(Product {
         startup,
         steady,
         peak_rss: procfs::peak_rss(&daemon.pid()),
-        metrics: (size, renders),
-        status_bytes: status.len(),
+        metrics,
+        status_bytes: Sizes {
+            uncompressed: status.text.len(),
+            wire: status.wire,
+        },
         quota: None,
     })
 }

@@ -161,7 +161,7 @@ fn probe_rows(c: &Ctx) -> Vec<Row> {
 
 fn resource_rows(c: &Ctx) -> Vec<Row> {
     let p = c.p;
-    let (size, renders) = &p.metrics;
+    let renders = &p.metrics.took;
     let max = renders.iter().max().copied().unwrap_or_default();
     let min = renders.iter().min().copied().unwrap_or_default();
     vec![
@@ -194,13 +194,22 @@ fn resource_rows(c: &Ctx) -> Vec<Row> {
             String::new(),
         ],
         [
-            "`/metrics` size".into(),
-            mb(*size as f64),
+            "`/metrics` size, scrape as Prometheus makes it (gzip, on the wire)".into(),
+            mb(p.metrics.sizes.wire as f64),
             dash(),
             "< 10 MB".into(),
         ],
         [
-            format!("`/metrics` render, min / max of {}", renders.len()),
+            "`/metrics` size, uncompressed".into(),
+            mb(p.metrics.sizes.uncompressed as f64),
+            dash(),
+            String::new(),
+        ],
+        [
+            format!(
+                "`/metrics` scrape (gzip), time to the whole answer, min / max of {}",
+                renders.len()
+            ),
             format!(
                 "{:.0} / {:.0} ms",
                 min.as_secs_f64() * 1e3,
@@ -210,8 +219,12 @@ fn resource_rows(c: &Ctx) -> Vec<Row> {
             "< 300 ms".into(),
         ],
         [
-            "`/v1/status` size".into(),
-            mb(p.status_bytes as f64),
+            "`/v1/status` size, uncompressed / gzip".into(),
+            format!(
+                "{} / {}",
+                mb(p.status_bytes.uncompressed as f64),
+                mb(p.status_bytes.wire as f64)
+            ),
             dash(),
             String::new(),
         ],

@@ -32,6 +32,12 @@ fn cell<'a>(table: &'a str, figure: &str) -> &'a str {
     row.split('|').nth(2).map_or("", str::trim)
 }
 
+/// A size as the report writes it (`12.3 kB`, `4.5 MB`), in bytes.
+fn bytes(text: &str) -> f64 {
+    let scale = if text.contains(" MB") { 1e6 } else { 1e3 };
+    number(text) * scale
+}
+
 /// The first number in `text`.
 fn number(text: &str) -> f64 {
     let digits: String = text
@@ -73,7 +79,10 @@ fn the_benchmark_drives_gslb_run_and_reports_sane_figures() {
         "{out}"
     );
     assert!(number(cell(&out, "peak RSS (VmHWM)")) > 0.0, "{out}");
-    assert!(number(cell(&out, "`/metrics` size")) > 0.0, "{out}");
+    let wire = bytes(cell(&out, "`/metrics` size, scrape as Prometheus"));
+    let uncompressed = bytes(cell(&out, "`/metrics` size, uncompressed"));
+    assert!(wire > 0.0, "{out}");
+    assert!(uncompressed > wire, "the scrape was not compressed:\n{out}");
     let startup_calls = cell(&out, "provider calls per minute, start-up");
     assert!(
         startup_calls.contains("GET "),

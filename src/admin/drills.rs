@@ -115,7 +115,7 @@ impl DrillCreated {
     /// last decision ([`Override::held_by`]), or a drain of the provider's fallback pool as of
     /// the reconciler's last read (none before the first read).
     pub fn of(o: Override, board: &StatusBoard) -> Self {
-        let status = board.snapshot().remove(&o.service);
+        let status = board.snapshot_of(Some(&o.service), true).remove(&o.service);
         let held = status.as_ref().and_then(|s| {
             let order: Vec<PoolId> = s.pools.iter().map(|p| p.pool.clone()).collect();
             o.held_by(&order, s.last_decision.as_ref()?)

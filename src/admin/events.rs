@@ -4,13 +4,14 @@
 //! most [`gslb_core::timeline::CAPACITY`]). Answer: `{"timelines": [Timeline, ...]}`. Read-only and
 //! open like `/v1/status`.
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
-use super::AdminState;
 use super::drills::ApiError;
+use super::{AdminState, encoding};
 use gslb_core::model::ServiceId;
 use gslb_core::timeline::{CAPACITY, Timeline};
 
@@ -36,15 +37,17 @@ pub struct EventsResponse {
     pub timelines: Vec<Timeline>,
 }
 
-/// `GET /v1/events`.
+/// `GET /v1/events`: read and serialized off the runtime's workers, gzip-compressed when
+/// asked ([`super::encoding`]).
 ///
 /// # Errors
 /// `400 bad_request` for a query that does not parse (e.g. `limit=many`) or `limit=0` (which
 /// would answer nothing, as a mistake would).
 pub async fn list(
     State(s): State<AdminState>,
+    headers: HeaderMap,
     query: Result<Query<EventsQuery>, QueryRejection>,
-) -> Result<Json<EventsResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let Query(q) = query?;
     if q.limit == Some(0) {
         return Err(ApiError::new(
@@ -54,7 +57,9 @@ pub async fn list(
         ));
     }
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT).min(CAPACITY);
-    Ok(Json(EventsResponse {
-        timelines: s.timelines.list(q.service.as_ref(), limit),
-    }))
+    let answer = encoding::off_runtime(&headers, encoding::JSON, move |out| {
+        let timelines = s.timelines.list(q.service.as_ref(), limit);
+        serde_json::to_writer(out, &EventsResponse { timelines }).map_err(|e| e.to_string())
+    });
+    Ok(answer.await)
 }

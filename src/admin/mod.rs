@@ -3,7 +3,9 @@
 //! Always open: `GET /healthz`, `GET /readyz` ([`health`]).
 //! Read-only, behind a token when `admin.require_token_for_reads` is set ([`auth`]):
 //! `GET /metrics` (Prometheus text; on `admin.metrics_listen` instead when set),
-//! `GET /v1/status` (JSON, [`status`]), `GET /v1/events` (failover timelines, [`events`]).
+//! `GET /v1/status` (JSON, [`status`]), `GET /v1/events` (failover timelines, [`events`]);
+//! these three are built off the runtime's workers and gzip-compressed when the request
+//! accepts it ([`encoding`]).
 //! Drills ([`drills`]), behind a token whenever one is configured: `POST /v1/drills`,
 //! `GET /v1/drills`, `DELETE /v1/drills/{id}`, `POST /v1/rearm`. The API never changes a
 //! decision itself: drill routes send [`crate::daemon::inbox::Message`]s to the engine loop and
@@ -11,6 +13,7 @@
 
 pub mod auth;
 pub mod drills;
+pub mod encoding;
 pub mod events;
 pub mod health;
 pub mod status;
@@ -20,8 +23,8 @@ pub mod votes;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::{delete, get, post};
 use axum::{Router, middleware};
 
@@ -200,9 +203,10 @@ pub async fn serve_on(
     }
 }
 
-async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        s.metrics.render(),
-    )
+/// `GET /metrics`: rendered (and compressed when asked) off the runtime's workers.
+async fn metrics(State(s): State<AdminState>, headers: HeaderMap) -> Response {
+    encoding::rendered_off_runtime(&headers, encoding::PROMETHEUS_TEXT, move || {
+        s.metrics.render()
+    })
+    .await
 }

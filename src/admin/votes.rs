@@ -94,3 +94,31 @@ pub async fn spawn(
     }
     Ok(local)
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+
+    use crate::daemon::dataplane::VoteRegistry;
+
+    /// Route 53's string-match check reads the raw body: a request that accepts gzip still
+    /// gets the vote string as is (no compression on these routes, unlike the admin API's
+    /// large reads).
+    #[tokio::test]
+    async fn a_vote_is_never_compressed_even_when_asked() {
+        let app = super::router(VoteRegistry::new(std::time::Duration::from_secs(60), None));
+        let request = Request::get("/v1/vote/api/seoul")
+            .header("accept-encoding", "gzip, deflate, br")
+            .body(Body::empty())
+            .expect("request");
+        let answer = app.oneshot(request).await.expect("answer");
+        assert_eq!(answer.status(), 404);
+        assert_eq!(answer.headers().get("content-encoding"), None);
+        let body = axum::body::to_bytes(answer.into_body(), 1024)
+            .await
+            .expect("body");
+        assert_eq!(&body[..], b"gslb-unknown");
+    }
+}

@@ -27,6 +27,10 @@ use crate::ops::endpoints::EndpointTable;
 /// How many recent probes each endpoint keeps in the status.
 pub const RECENT_PROBES: usize = 5;
 
+/// Services [`StatusBoard::for_each_of`] copies per hold of the board's lock: 64 (a few
+/// hundred kB at two endpoints per service, instead of a copy of the whole board).
+pub const SNAPSHOT_BATCH: usize = 64;
+
 /// Whether the provider matches the latest decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -333,19 +337,63 @@ impl StatusBoard {
         only: Option<&ServiceId>,
         endpoints: bool,
     ) -> BTreeMap<ServiceId, ServiceStatus> {
-        let mut services: BTreeMap<ServiceId, ServiceStatus> = {
-            let all = read(&self.services);
-            let picked: Box<dyn Iterator<Item = (&ServiceId, &ServiceStatus)>> = match only {
-                Some(id) => Box::new(all.get_key_value(id).into_iter()),
-                None => Box::new(all.iter()),
+        let mut services = BTreeMap::new();
+        let _ = self.for_each_of(only, endpoints, |s| {
+            services.insert(s.service.clone(), s);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        services
+    }
+
+    /// Hands `f` each service of [`StatusBoard::snapshot_of`] (same selection, same content) in
+    /// name order, without a copy of the whole board: [`SNAPSHOT_BATCH`] services are copied at a
+    /// time under the board's locks, then handed to `f` with the locks released (so a large
+    /// answer neither holds the probe results' lock while it is written nor needs a second
+    /// board in memory). Each service is read whole at one moment; two services may be read
+    /// moments apart.
+    ///
+    /// # Errors
+    /// The first error of `f`, which stops the walk.
+    pub fn for_each_of<E>(
+        &self,
+        only: Option<&ServiceId>,
+        endpoints: bool,
+        mut f: impl FnMut(ServiceStatus) -> Result<(), E>,
+    ) -> Result<(), E> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let mut after: Option<ServiceId> = None;
+        loop {
+            let (last, mut batch): (Option<ServiceId>, Vec<ServiceStatus>) = {
+                let all = read(&self.services);
+                let picked: Box<dyn Iterator<Item = (&ServiceId, &ServiceStatus)>> =
+                    match (only, &after) {
+                        (Some(_), Some(_)) => break,
+                        (Some(id), None) => Box::new(all.get_key_value(id).into_iter()),
+                        (None, None) => Box::new(all.iter()),
+                        (None, Some(last)) => Box::new(all.range((Excluded(last), Unbounded))),
+                    };
+                let batch: Vec<_> = picked.take(SNAPSHOT_BATCH).collect();
+                let last = batch.last().map(|(id, _)| (*id).clone());
+                let copies = batch
+                    .into_iter()
+                    .map(|(_, s)| s.clone_with_endpoints(endpoints));
+                (last, copies.collect())
             };
-            picked
-                .map(|(id, s)| (id.clone(), s.clone_with_endpoints(endpoints)))
-                .collect()
-        };
+            let Some(last) = last else { break };
+            after = Some(last);
+            self.complete(&mut batch);
+            for s in batch {
+                f(s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes copied services as read: the reconciler's status taking up the latest
+    /// decision handed to it, each endpoint's recent probes.
+    fn complete(&self, services: &mut [ServiceStatus]) {
         let recent = read(&self.recent);
-        for s in services.values_mut() {
-            // As read: the reconciler's status, taking up the latest decision handed to it.
+        for s in services {
             if let Some(d) = &s.decided {
                 s.apply.take_up(d);
             }
@@ -355,7 +403,6 @@ impl StatusBoard {
                 }
             }
         }
-        services
     }
 
     /// The cluster's status; `None` alone.
@@ -604,6 +651,45 @@ mod tests {
 
     fn read(board: &StatusBoard, service: &ServiceId) -> ApplyStatus {
         board.snapshot()[service].apply.clone()
+    }
+
+    /// More services than one batch: every one is handed over once, in name order; one named
+    /// service alone (without endpoints when asked); an error stops the walk.
+    #[test]
+    fn the_walk_hands_over_every_service_once_in_batches() {
+        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
+        let board = StatusBoard::default();
+        let count = SNAPSHOT_BATCH * 2 + 3;
+        for i in 0..count {
+            let mut p = policy.clone();
+            p.service = ServiceId(format!("svc-{i:03}"));
+            board.update_service(&ServiceEngine::new(p), std::iter::empty(), Millis(0));
+        }
+        let named = ServiceId(format!("svc-{:03}", SNAPSHOT_BATCH + 1));
+        let mut seen = Vec::new();
+        let walked = board.for_each_of(None, true, |s| {
+            seen.push(s.service.0);
+            Ok::<(), ()>(())
+        });
+        assert_eq!(walked, Ok(()));
+        let names: Vec<String> = (0..count).map(|i| format!("svc-{i:03}")).collect();
+        assert_eq!(seen, names, "every service once, in name order");
+        let mut one = Vec::new();
+        let _ = board.for_each_of(Some(&named), false, |s| {
+            one.push((
+                s.service.clone(),
+                s.pools.iter().map(|p| p.endpoints.len()).sum::<usize>(),
+            ));
+            Ok::<(), ()>(())
+        });
+        assert_eq!(one, [(named.clone(), 0)]);
+        let mut calls = 0;
+        let stopped = board.for_each_of(None, true, |_| {
+            calls += 1;
+            if calls == 2 { Err("stop") } else { Ok(()) }
+        });
+        assert_eq!((stopped, calls), (Err("stop"), 2));
     }
 
     #[test]

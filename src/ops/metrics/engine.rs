@@ -234,14 +234,18 @@ impl Metrics {
 
     /// Pre-creates the service's series that an alert reads with `increase()` (or that
     /// show a state), so they read 0, not absent, and a first increment is seen: velocity
-    /// limited, shadow plans, switches by kind, and the drill override gauges (8 series). Counters
+    /// limited, switches by kind, the drill override gauges (7 series), and shadow plans for a
+    /// service in shadow mode only (an enforce-mode service never plans in shadow, so the
+    /// series would always read 0; a reload into shadow mode declares it). Counters
     /// read only by dashboards (`gslb_decisions_total`, `gslb_holds_total`,
     /// `gslb_rail_holds_total`, by rule) start at their first count: declaring every rule of
     /// every service made 12 more series per service (issue 14).
     pub fn declare_service(&self, policy: &Policy) {
         let service = policy.service.0.as_str();
         self.velocity_limited_total.with_label_values(&[service]);
-        self.shadow_plans_total.with_label_values(&[service]);
+        if policy.mode == Mode::Shadow {
+            self.shadow_plans_total.with_label_values(&[service]);
+        }
         for kind in SWITCH_KINDS {
             self.switches_total.with_label_values(&[service, kind]);
         }

@@ -233,11 +233,21 @@ fn a_service_and_its_binding_declare_only_the_series_alerts_count_from_zero() {
     m.declare_binding("route53", "api");
     let text = m.render();
     let series = series_of_api(&text);
-    // 8 per service (velocity limited, shadow plans, 2 switch kinds, 3 override actions, the
-    // oldest override's age) + 7 per binding (2 call counters, writes, drift, fights, the
+    // 7 per service in enforce mode (velocity limited, 2 switch kinds, 3 override actions,
+    // the oldest override's age) + 7 per binding (2 call counters, writes, drift, fights, the
     // call budget spent, the unapplied age): was 44 before issue 14's second round. The
     // reconcile histogram is the provider's, not the service's.
-    assert_eq!(series.len(), 15, "{series:#?}");
+    assert_eq!(policy.mode, Mode::Enforce);
+    assert_eq!(series.len(), 14, "{series:#?}");
+    assert!(!text.contains("gslb_shadow_plans_total{"), "{text}");
+    // In shadow mode (also after a reload into it) the shadow plans read 0 from the start.
+    policy.mode = Mode::Shadow;
+    m.declare_service(&policy);
+    let text = m.render();
+    assert!(
+        text.contains("gslb_shadow_plans_total{service=\"api\"} 0\n"),
+        "{text}"
+    );
     assert!(text.contains(r#"gslb_reconcile_duration_seconds_count{provider="route53"} 0"#));
     for alerted in [
         r#"gslb_switches_total{kind="automatic",service="api"} 0"#,

@@ -173,14 +173,20 @@ async fn events_show_a_timeline_after_a_restart() {
         crate::config::AdminAuth::default(),
         store.clone(),
     );
-    let axum::Json(answer) = crate::admin::events::list(
+    let answer = crate::admin::events::list(
         axum::extract::State(state),
+        axum::http::HeaderMap::new(),
         Ok(axum::extract::Query(
             crate::admin::events::EventsQuery::default(),
         )),
     )
     .await
     .expect("answered");
+    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    let answer: crate::admin::events::EventsResponse =
+        serde_json::from_slice(&body).expect("events JSON");
     assert_eq!(answer.timelines, before);
     task.stop().await;
 }
