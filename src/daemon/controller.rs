@@ -262,13 +262,16 @@ impl Controller {
         let mut adoptions = lock(&self.adoptions);
         // Reap finished reads, so reloads do not pile them up.
         while adoptions.try_join_next().is_some() {}
-        handles.push(adoptions.spawn(adopt(
+        // Boxed: a finished task's cell stays allocated until it is reaped (at the next
+        // attach) and its abort handle dropped, and an unboxed cell keeps the room of the
+        // whole read's future (kilobytes per service) long after the read.
+        handles.push(adoptions.spawn(Box::pin(adopt(
             provider.clone(),
             steering.pools.clone(),
             steering.resync,
             self.priority.clone(),
             self.telemetry.clone(),
-        )));
+        ))));
         drop(adoptions);
         let decisions = lock(&self.decisions).get(&policy.service).cloned();
         let Some(decisions) = decisions else {

@@ -35,6 +35,8 @@ impl<T> EndpointTable<T> {
         let at = match by_vantage.iter().position(|(v, _)| v == vantage) {
             Some(i) => i,
             None => {
+                // Usually the only entry: room for it alone, not four.
+                by_vantage.reserve_exact(1);
                 by_vantage.push((vantage.clone(), make()));
                 by_vantage.len() - 1
             }
