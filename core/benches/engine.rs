@@ -171,12 +171,16 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
             engine_obs.step_handled(at, input, handles[i % n])
         });
     });
-    // The same inputs stepped by name, as the daemon steps them: what a handle saves.
+    // The same inputs stepped by name, as the daemon steps them: what a handle saves. From
+    // the same warmed state and the same first input (continuing the count above would start
+    // rounds later than the warmed evidence, all of it stale).
     let mut by_name = engine.clone();
+    let mut inputs = round(shape, &POOLS, now);
+    let mut j = 0usize;
     g.bench_function("per_observation_by_name", |b| {
         b.iter(|| {
-            i = i.wrapping_add(1);
-            let (at, input) = next(&mut inputs, i, now);
+            j = j.wrapping_add(1);
+            let (at, input) = next(&mut inputs, j, now);
             by_name.step(at, input)
         });
     });
