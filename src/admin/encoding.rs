@@ -65,26 +65,28 @@ where
     .await
 }
 
-/// As [`off_runtime`], for an answer rendered whole (the `/metrics` text): the text itself is
-/// the uncompressed body (no copy), or is compressed when `headers` accept gzip.
+/// As [`off_runtime`], for an answer that can also be rendered whole (the `/metrics` text):
+/// uncompressed, the text `whole` returns is the body as is (no copy); compressed, `streamed`
+/// writes it through the encoder piece by piece, so it is never held uncompressed.
 ///
 /// # Errors
-/// None returned: `render` panicking answers `500`.
-pub async fn rendered_off_runtime<F>(
+/// None returned: `streamed` failing (its message) or either panicking answers `500`.
+pub async fn rendered_off_runtime<W, S>(
     headers: &HeaderMap,
     content_type: &'static str,
-    render: F,
+    whole: W,
+    streamed: S,
 ) -> Response
 where
-    F: FnOnce() -> String + Send + 'static,
+    W: FnOnce() -> String + Send + 'static,
+    S: FnOnce(&mut dyn Write) -> Result<(), String> + Send + 'static,
 {
     let gzip = accepts_gzip(headers);
     answer(gzip, content_type, move || {
-        let text = render();
         if gzip {
-            compressed(|out| out.write_all(text.as_bytes()).map_err(|e| e.to_string()))
+            compressed(streamed)
         } else {
-            Ok(text.into_bytes())
+            Ok(whole().into_bytes())
         }
     })
     .await

@@ -205,8 +205,12 @@ pub async fn serve_on(
 
 /// `GET /metrics`: rendered (and compressed when asked) off the runtime's workers.
 async fn metrics(State(s): State<AdminState>, headers: HeaderMap) -> Response {
-    encoding::rendered_off_runtime(&headers, encoding::PROMETHEUS_TEXT, move || {
-        s.metrics.render()
-    })
+    let metrics = s.metrics.clone();
+    encoding::rendered_off_runtime(
+        &headers,
+        encoding::PROMETHEUS_TEXT,
+        move || metrics.render(),
+        move |out| s.metrics.render_to(out).map_err(|e| e.to_string()),
+    )
     .await
 }

@@ -340,21 +340,57 @@ impl Metrics {
     /// tables' families interleaved with the registry's. Written into one buffer sized by the
     /// last render.
     pub fn render(&self) -> String {
-        let e = &self.export;
-        let last = e.last_len.load(Ordering::Relaxed);
+        let last = self.export.last_len.load(Ordering::Relaxed);
         let mut out = String::with_capacity(last + last / 16);
+        // Keeping every family in `out` never fails.
+        let _ = self.write_families(&mut out, |_| Ok(()));
+        self.export.last_len.store(out.len(), Ordering::Relaxed);
+        out
+    }
+
+    /// [`Metrics::render`]'s text written to `out` a family at a time: the process holds one
+    /// family's text (at most about 1 MB at 10,000 endpoints) instead of the whole (16.9 MB
+    /// at 5,000 services x 2 endpoints). For an answer compressed as it is written.
+    ///
+    /// # Errors
+    /// `out`'s own.
+    pub fn render_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut family = String::new();
+        let mut len = 0;
+        self.write_families(&mut family, |text: &mut String| {
+            out.write_all(text.as_bytes())?;
+            len += text.len();
+            text.clear();
+            Ok(())
+        })?;
+        self.export.last_len.store(len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Appends each family's text to `text` in the exposition's order, calling `done` after
+    /// each (which may take the text away).
+    fn write_families(
+        &self,
+        text: &mut String,
+        mut done: impl FnMut(&mut String) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let e = &self.export;
         let gathered = e.registry.gather();
         let mut tables = e.tables.iter().peekable();
         for family in &gathered {
             while let Some(t) = tables.next_if(|t| t.name() < family.name()) {
-                t.encode(&mut out);
+                t.encode(text);
+                done(text)?;
             }
             // Fails only for a family without a sample, which `gather` leaves out.
-            let _ = TextEncoder::new().encode_utf8(std::slice::from_ref(family), &mut out);
+            let _ = TextEncoder::new().encode_utf8(std::slice::from_ref(family), text);
+            done(text)?;
         }
-        tables.for_each(|t| t.encode(&mut out));
-        e.last_len.store(out.len(), Ordering::Relaxed);
-        out
+        for t in tables {
+            t.encode(text);
+            done(text)?;
+        }
+        Ok(())
     }
 }
 

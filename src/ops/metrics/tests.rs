@@ -292,3 +292,38 @@ fn families_are_written_once_each_sorted_by_name_tables_and_registry_interleaved
         }
     }
 }
+
+#[test]
+fn the_text_written_a_family_at_a_time_is_the_whole_render() {
+    struct Pieces(Vec<u8>, usize);
+    impl std::io::Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(buf);
+            self.1 += 1;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let m = super::Metrics::new();
+    m.declare_service(&demo_policy());
+    // The process's own figures (CPU, memory) change between two renders.
+    let steady = |text: &str| -> String {
+        text.lines()
+            .filter(|l| !l.starts_with("process_"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let whole = m.render();
+    let mut pieces = Pieces(Vec::new(), 0);
+    m.render_to(&mut pieces).expect("a Vec takes every write");
+    let streamed = String::from_utf8(pieces.0).expect("the text is UTF-8");
+    assert_eq!(steady(&streamed), steady(&whole));
+    let families = whole.matches("# TYPE ").count();
+    assert!(
+        pieces.1 >= families,
+        "one write per family at least: {} writes, {families} families",
+        pieces.1
+    );
+}
