@@ -180,6 +180,24 @@ mod tests {
         *v
     }
 
+    /// A fresh read of `shared` spawned now that takes `takes`, counted in `calls`.
+    fn slow_read(
+        shared: &Arc<SharedRead<u32>>,
+        calls: &Arc<AtomicU32>,
+        takes: Duration,
+    ) -> tokio::task::JoinHandle<Result<u32, ProviderError>> {
+        let (shared, calls) = (shared.clone(), calls.clone());
+        tokio::spawn(async move {
+            shared
+                .get(Duration::ZERO, || async {
+                    tokio::time::sleep(takes).await;
+                    Ok::<_, ProviderError>(calls.fetch_add(1, Ordering::SeqCst) + 1)
+                })
+                .await
+                .map(|v| *v)
+        })
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_read_within_max_age_is_shared_and_an_older_one_is_not() {
         let (shared, calls) = (SharedRead::default(), AtomicU32::new(0));
@@ -207,18 +225,7 @@ mod tests {
         let shared = Arc::new(SharedRead::<u32>::default());
         let calls = Arc::new(AtomicU32::new(0));
         // The first read is slow; twenty callers asking while it runs share the next one.
-        let slow = {
-            let (shared, calls) = (shared.clone(), calls.clone());
-            tokio::spawn(async move {
-                shared
-                    .get(Duration::ZERO, || async {
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        Ok::<_, ProviderError>(calls.fetch_add(1, Ordering::SeqCst) + 1)
-                    })
-                    .await
-                    .map(|v| *v)
-            })
-        };
+        let slow = slow_read(&shared, &calls, Duration::from_secs(1));
         tokio::task::yield_now().await;
         let waiters: Vec<_> = (0..20)
             .map(|_| {
@@ -243,18 +250,7 @@ mod tests {
         let calls = Arc::new(AtomicU32::new(0));
         assert_eq!(read(&shared, &calls, Duration::ZERO).await, 1);
         // A fresh read that takes a minute (e.g. paced by the token's rate limiter).
-        let slow = {
-            let (shared, calls) = (shared.clone(), calls.clone());
-            tokio::spawn(async move {
-                shared
-                    .get(Duration::ZERO, || async {
-                        tokio::time::sleep(Duration::from_secs(60)).await;
-                        Ok::<_, ProviderError>(calls.fetch_add(1, Ordering::SeqCst) + 1)
-                    })
-                    .await
-                    .map(|v| *v)
-            })
-        };
+        let slow = slow_read(&shared, &calls, Duration::from_secs(60));
         tokio::task::yield_now().await;
         assert_eq!(
             calls.load(Ordering::SeqCst),
