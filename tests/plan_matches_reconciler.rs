@@ -11,7 +11,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,7 +59,7 @@ fn decision(
                 };
                 (PoolId((*p).into()), v)
             })
-            .collect::<BTreeMap<_, _>>(),
+            .collect(),
     }
 }
 

@@ -11,7 +11,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +20,7 @@ use gslb::ops::telemetry::Telemetry;
 use gslb_cloudflare::CloudflareProvider;
 use gslb_cloudflare::fake::{self as harness, Fake, ids, paused_settings};
 use gslb_core::engine::{Decision, PoolVerdict, Rule};
-use gslb_core::model::{Millis, PoolId, ServiceId, Verdict};
+use gslb_core::model::{ByPool, Millis, PoolId, ServiceId, Verdict};
 use gslb_core::planner::{ProviderPools, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
 use tokio::time::Instant;
 
@@ -35,7 +34,7 @@ fn binding() -> Steering {
         pools: ProviderPools {
             service: ServiceId("web".into()),
             priority: vec![ids::NCP.into(), ids::GCP.into()],
-            refs: BTreeMap::from([
+            refs: ByPool::from_iter([
                 (PoolId("ncp".into()), ids::NCP.into()),
                 (PoolId("gcp".into()), ids::GCP.into()),
             ]),
@@ -63,7 +62,7 @@ fn decision(active: &str, ncp: Verdict, gcp: Verdict) -> Decision {
         blocked: None,
         drained: Default::default(),
         reasons: vec![],
-        pools: BTreeMap::from([
+        pools: ByPool::from_iter([
             (PoolId("ncp".into()), v(ncp)),
             (PoolId("gcp".into()), v(gcp)),
         ]),

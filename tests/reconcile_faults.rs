@@ -9,7 +9,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use gslb::ops::status::ApplyState;
 use gslb::ops::telemetry::Telemetry;
 use gslb_core::engine::{Decision, Rule};
 use gslb_core::event::Event;
-use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::model::{ByPool, Millis, PoolId, ServiceId};
 use gslb_core::planner::ProviderPools;
 use gslb_provider::{FailoverStyle, MemoryProvider, ObservedState, Plan, Provider, ProviderError};
 
@@ -94,7 +94,7 @@ fn pools() -> ProviderPools {
     ProviderPools {
         service: ServiceId("api".into()),
         priority: vec!["seoul".into(), "tokyo".into()],
-        refs: BTreeMap::from([
+        refs: ByPool::from_iter([
             (PoolId("seoul".into()), "seoul".into()),
             (PoolId("tokyo".into()), "tokyo".into()),
         ]),
@@ -123,7 +123,7 @@ fn decision(active: &str, rule: Rule) -> Decision {
         blocked: None,
         drained: BTreeSet::new(),
         reasons: vec![],
-        pools: BTreeMap::new(),
+        pools: ByPool::default(),
     }
 }
 

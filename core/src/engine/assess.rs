@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::model::{EndpointId, Millis, PoolId, ProbeReason, VantageId, Verdict};
+use litemap::LiteMap;
+
+use crate::model::{ByPool, EndpointId, Millis, PoolId, ProbeReason, VantageId, Verdict};
 use crate::policy::Policy;
 
 use super::by_vantage::ByVantage;
@@ -18,10 +20,10 @@ use super::quorum::{Tally, Vote};
 use super::vantage::{Suspicion, Vantages};
 
 /// Each endpoint's rise/fall state, by endpoint then vantage point.
-pub(super) type ByEndpoint = BTreeMap<EndpointId, ByVantage>;
+pub(super) type ByEndpoint = LiteMap<EndpointId, ByVantage>;
 
 /// The provider's health signal per pool: the verdict, when it was read and how long it counts.
-pub(super) type ProviderVotes = BTreeMap<PoolId, (Verdict, Millis, Duration)>;
+pub(super) type ProviderVotes = ByPool<(Verdict, Millis, Duration)>;
 
 /// One pool's evidence at one evaluation, before damping: what [`Assessor::assess`] found.
 pub(super) struct PoolAssessment {
@@ -58,7 +60,7 @@ pub(super) struct Assessor<'a> {
     pub(super) policy: &'a Policy,
     pub(super) evidence: &'a ByEndpoint,
     pub(super) provider_votes: &'a ProviderVotes,
-    pub(super) pools: &'a BTreeMap<PoolId, PoolVerdict>,
+    pub(super) pools: &'a ByPool<PoolVerdict>,
     /// The other vantage points' published verdicts.
     pub(super) remote: &'a RemoteVerdicts,
     /// The cluster; `None` alone.

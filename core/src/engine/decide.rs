@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::model::{Millis, PoolId, ServiceId, VantageId, Verdict};
+use crate::model::{ByPool, Millis, PoolId, ServiceId, VantageId, Verdict};
 
 use super::cluster::VantageVote;
 use super::quorum::Tally;
@@ -191,7 +191,7 @@ pub struct Decision {
     /// Human-readable reasons: which endpoints, votes, thresholds, rule.
     pub reasons: Vec<String>,
     /// Every pool's state, by pool.
-    pub pools: BTreeMap<PoolId, PoolVerdict>,
+    pub pools: ByPool<PoolVerdict>,
 }
 
 impl Decision {
@@ -207,7 +207,7 @@ pub struct RuleInput<'a> {
     /// The pool serving now (adopted from the provider or chosen earlier).
     pub current: Option<&'a PoolId>,
     /// Each pool's state.
-    pub pools: &'a BTreeMap<PoolId, PoolVerdict>,
+    pub pools: &'a ByPool<PoolVerdict>,
     /// Pools drained by a drill.
     pub drained: &'a BTreeSet<PoolId>,
     /// The pool a drill forces, if any.

@@ -3,11 +3,11 @@
 //! A violation never means "push anyway": the service holds its current pool, the decision
 //! records the rail and the switch it blocked, and a metric counts it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
-use crate::model::{Millis, PoolId, Verdict};
+use crate::model::{ByPool, Millis, PoolId, Verdict};
 
 use super::decide::PoolVerdict;
 
@@ -70,7 +70,7 @@ pub struct Plan<'a> {
     /// The pool the candidate wants serving.
     pub candidate: Option<&'a PoolId>,
     /// Every pool's state.
-    pub pools: &'a BTreeMap<PoolId, PoolVerdict>,
+    pub pools: &'a ByPool<PoolVerdict>,
     /// Drained pools.
     pub drained: &'a BTreeSet<PoolId>,
     /// When the record last changed, if known.

@@ -7,11 +7,9 @@
 //! larger penalty, the later switch times, the larger failover count. Restoring the same state
 //! twice, or an older one, changes nothing; the order of restores does not matter.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Millis, PoolId};
+use crate::model::{ByPool, Millis};
 use crate::policy::Damping;
 
 use super::damping::FlapPenalty;
@@ -25,7 +23,7 @@ pub struct SafetyState {
     /// The velocity budget (token bucket).
     pub bucket: TokenBucket,
     /// Flap-damping penalty per pool.
-    pub penalties: BTreeMap<PoolId, FlapPenalty>,
+    pub penalties: ByPool<FlapPenalty>,
     /// When the serving pool last changed.
     pub last_change: Option<Millis>,
     /// When the last automatic failover happened.
@@ -83,7 +81,7 @@ mod tests {
     fn fresh(now: Millis) -> SafetyState {
         SafetyState {
             bucket: TokenBucket::full(velocity(), now),
-            penalties: BTreeMap::new(),
+            penalties: ByPool::default(),
             last_change: None,
             last_failover: None,
             consecutive_failovers: 0,

@@ -8,7 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
+use litemap::LiteMap;
+
+use crate::model::{
+    ByPool, EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict,
+};
 use crate::policy::Policy;
 
 use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVotes};
@@ -88,12 +92,12 @@ impl Drills {
 #[derive(Debug, Clone)]
 pub struct ServiceEngine {
     policy: Policy,
-    endpoint_pool: BTreeMap<EndpointId, PoolId>,
+    endpoint_pool: LiteMap<EndpointId, PoolId>,
     evidence: ByEndpoint,
     provider_votes: ProviderVotes,
     remote: RemoteVerdicts,
-    pools: BTreeMap<PoolId, PoolVerdict>,
-    penalties: BTreeMap<PoolId, FlapPenalty>,
+    pools: ByPool<PoolVerdict>,
+    penalties: ByPool<FlapPenalty>,
     ready: bool,
     active: Option<PoolId>,
     last_change: Option<Millis>,
@@ -127,11 +131,11 @@ impl ServiceEngine {
         Self {
             policy,
             endpoint_pool,
-            evidence: BTreeMap::new(),
-            provider_votes: BTreeMap::new(),
+            evidence: ByEndpoint::default(),
+            provider_votes: ByPool::default(),
             remote: BTreeMap::new(),
             pools,
-            penalties: BTreeMap::new(),
+            penalties: ByPool::default(),
             ready: false,
             active: None,
             last_change: None,
@@ -219,7 +223,7 @@ impl ServiceEngine {
         self.last_failover = state.last_failover;
         self.consecutive_failovers = state.consecutive_failovers;
         let damping = self.policy.damping;
-        for p in self.penalties.values_mut() {
+        for (_, p) in self.penalties.iter_mut() {
             p.update(now, &damping);
         }
     }
@@ -372,8 +376,8 @@ impl ServiceEngine {
     pub(super) fn restart_streaks(&mut self, vantage: &VantageId, since: Millis) {
         for h in self
             .evidence
-            .values_mut()
-            .filter_map(|m| m.get_mut(vantage))
+            .iter_mut()
+            .filter_map(|(_, m)| m.get_mut(vantage))
         {
             h.restart_streak(since);
         }

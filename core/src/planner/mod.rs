@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use gslb_provider::{DesiredState, FailoverStyle, ObservedState, Plan, PoolRef, ProviderError};
 
 use crate::engine::Decision;
-use crate::model::{Millis, PoolId, ServiceId, Verdict};
+use crate::model::{ByPool, Millis, PoolId, ServiceId, Verdict};
 use crate::policy::Policy;
 
 pub use fallback::Refusal;
@@ -31,13 +31,13 @@ pub struct ProviderPools {
     /// Provider pool refs in the policy's priority order.
     pub priority: Vec<PoolRef>,
     /// gslb pool -> provider pool ref.
-    pub refs: BTreeMap<PoolId, PoolRef>,
+    pub refs: ByPool<PoolRef>,
 }
 
 impl ProviderPools {
     /// The pools a policy's target names, in the policy's priority order.
     pub fn of(policy: &Policy) -> Self {
-        let refs: BTreeMap<PoolId, PoolRef> = policy.target.pool_refs();
+        let refs: ByPool<PoolRef> = policy.target.pool_refs();
         Self {
             service: policy.service.clone(),
             priority: policy

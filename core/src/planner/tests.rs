@@ -2,7 +2,7 @@
 //! with explicit instants, no provider. Not pushed, in sync, write then drift, shadow, an
 //! ignored drain of the fallback pool, an unbound pool.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use gslb_provider::{Change, ObservedPool};
 
@@ -13,7 +13,7 @@ fn pools() -> ProviderPools {
     ProviderPools {
         service: ServiceId("web".into()),
         priority: vec!["p-ncp".into(), "p-gcp".into(), "p-aws".into()],
-        refs: BTreeMap::from([
+        refs: ByPool::from_iter([
             (PoolId("ncp".into()), "p-ncp".into()),
             (PoolId("gcp".into()), "p-gcp".into()),
             (PoolId("aws".into()), "p-aws".into()),
@@ -59,8 +59,8 @@ fn decision(rule: Rule, active: &str, drained: &[&str]) -> Decision {
         reasons: vec![],
         pools: pools()
             .refs
-            .into_keys()
-            .map(|p| (p, healthy.clone()))
+            .into_iter()
+            .map(|(p, _)| (p, healthy.clone()))
             .collect(),
     }
 }

@@ -3,7 +3,6 @@
 //! The questions answered from a whole policy (spacing, freshness, worst-case failover time,
 //! warnings) live here; the rules that refuse a policy do not.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use super::parts::{
     failover_bound,
 };
 use super::route53::Route53Target;
-use crate::model::{PoolId, ServiceId};
+use crate::model::{ByPool, PoolId, ServiceId};
 
 /// A validated service policy (one TOML file).
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +95,7 @@ impl Target {
 
     /// Each pool's name at the provider: its failover record's set identifier (Route 53) or
     /// its Cloudflare pool id.
-    pub fn pool_refs(&self) -> BTreeMap<PoolId, String> {
+    pub fn pool_refs(&self) -> ByPool<String> {
         match self {
             Self::Route53(r) => r
                 .pools

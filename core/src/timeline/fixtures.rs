@@ -1,12 +1,11 @@
 //! Events and a policy for timeline tests, in simulated time (explicit instants). Test code
 //! only: compiled for this crate's tests and, with the `test-util` feature, for the daemon's.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::engine::{Decision, PoolVerdict, Rule};
 use crate::event::{Event, ObservedPhase};
-use crate::model::{Millis, Observation, PoolId, ProbeOutcome, ProbeReason, Verdict};
+use crate::model::{ByPool, Millis, Observation, PoolId, ProbeOutcome, ProbeReason, Verdict};
 use crate::policy::Policy;
 
 /// A probe of `endpoint` in `pool` of service `api` from vantage `v1` at `at` ms.
@@ -33,7 +32,7 @@ pub fn probe(pool: &str, endpoint: &str, at: u64, reason: ProbeReason) -> Event 
 /// A decision of service `api` at `at` ms from `from` (down since `from_down_since`, else
 /// healthy) to `to` by `rule`.
 pub fn decision(at: u64, rule: Rule, from: &str, to: &str, from_down_since: Option<u64>) -> Event {
-    let mut pools = BTreeMap::new();
+    let mut pools = ByPool::default();
     let mut old = PoolVerdict::unknown(Millis(0));
     if let Some(since) = from_down_since {
         old.verdict = Verdict::Unhealthy;

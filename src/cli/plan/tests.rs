@@ -151,7 +151,12 @@ impl Bind for OneUnreadable {
         if policy.service.0 == "web" {
             return Ok(gslb_provider::AnyProvider::new(Arc::new(Unreadable)));
         }
-        let refs: Vec<_> = policy.target.pool_refs().into_values().collect();
+        let refs: Vec<_> = policy
+            .target
+            .pool_refs()
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
         let memory = gslb_provider::MemoryProvider::new(FailoverStyle::Enablement, &refs);
         Ok(gslb_provider::AnyProvider::new(Arc::new(memory)))
     }

@@ -1,7 +1,7 @@
 //! The operations metrics: probe DNS time and certificate expiry, switches by kind, policy
 //! loads, binding label sets, and the list of declared names.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::Metrics;
@@ -72,7 +72,7 @@ fn decision(rule: Rule, previous: &str, active: &str) -> Decision {
         blocked: None,
         drained: BTreeSet::new(),
         reasons: Vec::new(),
-        pools: BTreeMap::new(),
+        pools: Default::default(),
     }
 }
 

@@ -69,7 +69,8 @@ mod tests {
                 (PoolId::from("seoul"), verdict(seoul)),
                 (PoolId::from("tokyo"), verdict(Verdict::Healthy)),
             ]
-            .into(),
+            .into_iter()
+            .collect(),
         }
     }
 
