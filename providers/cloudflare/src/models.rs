@@ -40,7 +40,11 @@ pub struct Pool {
     pub monitor: Option<String>,
     /// The origins, in the order the API sent them (sorted by name); compare with
     /// [`Pool::origins_by_name`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "exact",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub origins: Option<Vec<Origin>>,
     /// Last modification, RFC 3339 (read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,6 +52,17 @@ pub struct Pool {
     /// Every other field, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Reads an optional list without spare room: read from text, a list's length is unknown until
+/// its end, so the vector grows by doubling (one origin kept room for four: about 290 bytes
+/// per pool, for as long as the account's pool list is held).
+fn exact<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    let mut list = Option::<Vec<T>>::deserialize(d)?;
+    if let Some(l) = &mut list {
+        l.shrink_to_fit();
+    }
+    Ok(list)
 }
 
 impl Pool {
@@ -118,7 +133,11 @@ pub struct LoadBalancer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<f64>,
     /// Pool ids in failover order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "exact",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default_pools: Option<Vec<String>>,
     /// The pool used when every other pool is down or disabled. Cloudflare never considers
     /// its health.
@@ -356,6 +375,20 @@ mod tests {
         assert_eq!(listed.items[1].ttl, Some(30.0));
         assert_eq!(listed.skipped.len(), 1);
         assert_eq!(listed.skipped[0].0.as_deref(), Some("lb2"));
+    }
+
+    #[test]
+    fn lists_read_from_text_keep_no_spare_room() {
+        let text = r#"[{"id": "p", "origins": [{"name": "o", "address": "192.0.2.1"}]},
+                       {"id": "q", "origins": null}]"#;
+        let listed: Listed<Pool> = serde_json::from_str(text).unwrap();
+        let origins = listed.items[0].origins.as_ref().unwrap();
+        assert_eq!((origins.len(), origins.capacity()), (1, 1));
+        assert_eq!(listed.items[1].origins, None);
+        let lb: LoadBalancer =
+            serde_json::from_str(r#"{"default_pools": ["a", "b", "c"]}"#).unwrap();
+        let pools = lb.default_pools.unwrap();
+        assert_eq!((pools.len(), pools.capacity()), (3, 3));
     }
 
     #[test]
