@@ -324,10 +324,10 @@ async fn an_expired_certificate_is_a_tls_expired_probe_with_its_expiry_exported(
     assert_eq!(probes.labels.get("reason"), Some("tls_expired"), "{text}");
 }
 
-/// Series of 50 services whose names and pools need escaping (`"`, `\\`, a line feed) in every
-/// kind of family, recorded into `metrics`.
-fn escaped_series(metrics: &Metrics) {
-    for i in 0..50_u16 {
+/// Series of `services` services whose names and pools need escaping (`"`, `\\`, a line
+/// feed) in every kind of family, recorded into `metrics` (about 3 kB of text per service).
+fn escaped_series(metrics: &Metrics, services: u16) {
+    for i in 0..services {
         let service = format!("svc-{i} \"quoted\" back\\slash\nline");
         metrics.declare_binding("cloudflare", &service);
         metrics
@@ -363,7 +363,7 @@ fn escaped_series(metrics: &Metrics) {
 #[test]
 fn promtool_accepts_a_render_with_escaped_label_values() {
     let metrics = Metrics::new();
-    escaped_series(&metrics);
+    escaped_series(&metrics, 50);
     let text = metrics.render();
     let line = r#"gslb_probes_total{endpoint="http://127.0.0.7:80/health?pool=to\"kyo",pool="to\"kyo",reason="ok",service="svc-7 \"quoted\" back\\slash\nline"} 7"#;
     assert!(
@@ -434,11 +434,12 @@ fn without_process(text: &str) -> String {
 
 /// Prometheus asks every scrape with `Accept-Encoding: gzip`: the answer is gzip and decodes
 /// to the text a client that does not ask gets (plain, no `Content-Encoding`), which promtool
-/// accepts; `/v1/status` and `/v1/events` likewise.
+/// accepts; `/v1/status` and `/v1/events` likewise. Both scrapes are streamed over many
+/// chunks and arrive whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_asking_for_gzip_gets_the_same_text_compressed() {
     let sinks = support::controller::sinks(16);
-    escaped_series(&sinks.metrics);
+    escaped_series(&sinks.metrics, 500);
     let state = gslb::admin::AdminState::new(&sinks, None, Default::default(), Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -451,6 +452,8 @@ async fn a_scrape_asking_for_gzip_gets_the_same_text_compressed() {
     assert_eq!(vary.as_deref(), Some("accept-encoding"));
     let plain = String::from_utf8(plain).expect("text");
     assert!(plain.contains("gslb_probes_total{"), "{plain}");
+    // Streamed in chunks of 64 KiB: the answers span many (plain) and more than one (gzip).
+    assert!(plain.len() > 16 << 16, "{} bytes", plain.len());
     let (status, encoding, vary, zipped) = get_raw(admin, "/metrics", true).await;
     assert_eq!((status, encoding.as_deref()), (200, Some("gzip")));
     assert_eq!(vary.as_deref(), Some("accept-encoding"));
@@ -460,6 +463,7 @@ async fn a_scrape_asking_for_gzip_gets_the_same_text_compressed() {
         zipped.len(),
         plain.len()
     );
+    assert!(zipped.len() > 1 << 16, "{} bytes", zipped.len());
     let decoded = gunzip(&zipped);
     assert_eq!(without_process(&decoded), without_process(&plain));
     if let Some(problems) = promtool_problems(&decoded) {

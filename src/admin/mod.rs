@@ -203,14 +203,11 @@ pub async fn serve_on(
     }
 }
 
-/// `GET /metrics`: rendered (and compressed when asked) off the runtime's workers.
+/// `GET /metrics`: rendered a family at a time (and compressed when asked) off the runtime's
+/// workers, streamed.
 async fn metrics(State(s): State<AdminState>, headers: HeaderMap) -> Response {
-    let metrics = s.metrics.clone();
-    encoding::rendered_off_runtime(
-        &headers,
-        encoding::PROMETHEUS_TEXT,
-        move || metrics.render(),
-        move |out| s.metrics.render_to(out).map_err(|e| e.to_string()),
-    )
+    encoding::off_runtime(&headers, encoding::PROMETHEUS_TEXT, move |out| {
+        s.metrics.render_to(out).map_err(|e| e.to_string())
+    })
     .await
 }

@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use gslb_provider::{ProviderError, SharedRead};
 use reqwest::Method;
-use serde_json::Value;
 
 use crate::CloudflareSettings;
 use crate::client::Api;
-use crate::models::{LoadBalancer, Pool, parse_pools};
+use crate::models::{Listed, LoadBalancer, Pool};
 
 /// A zone's load balancers, as one List Load Balancers returned them.
 #[derive(Debug)]
@@ -49,10 +48,6 @@ pub struct CloudflareAccount {
     accounts: Reads<AccountPools>,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(op: &str, v: Value) -> Result<T, ProviderError> {
-    serde_json::from_value(v).map_err(|e| ProviderError::Invalid(format!("{op}: {e}")))
-}
-
 fn read_of<T>(reads: &Reads<T>, key: &str) -> Arc<SharedRead<T>> {
     // A poisoned lock only means a panic elsewhere; the map itself is always whole.
     let mut map = reads.lock().unwrap_or_else(PoisonError::into_inner);
@@ -82,13 +77,11 @@ impl CloudflareAccount {
         let path = format!("/zones/{zone}/load_balancers");
         read_of(&self.zones, zone)
             .get(max_age, || async {
-                let op = "list load balancers";
-                let listed = self.api.call(op, Method::GET, &path, None).await?;
-                let items: Vec<Value> = parse(op, listed)?;
-                let items: Vec<LoadBalancer> = items
-                    .into_iter()
-                    .filter_map(|lb| serde_json::from_value(lb).ok())
-                    .collect();
+                let listed: Listed<LoadBalancer> = self
+                    .api
+                    .call("list load balancers", Method::GET, &path, None)
+                    .await?;
+                let items = listed.items;
                 let mut by_id = BTreeMap::new();
                 for (i, lb) in items.iter().enumerate() {
                     if let Some(id) = &lb.id {
@@ -110,16 +103,22 @@ impl CloudflareAccount {
         let path = format!("/accounts/{account}/load_balancers/pools");
         read_of(&self.accounts, account)
             .get(max_age, || async {
-                let listed = self
+                let listed: Listed<Pool> = self
                     .api
                     .call("list pools", Method::GET, &path, None)
                     .await?;
-                let (pools, skipped) = parse_pools(parse("list pools", listed)?);
-                let by_id = pools
+                for (id, why) in &listed.skipped {
+                    tracing::warn!(pool = id.as_deref(), error = %why, "skipping a pool Cloudflare listed that gslb cannot read");
+                }
+                let by_id = listed
+                    .items
                     .into_iter()
                     .filter_map(|p| p.id.clone().map(|id| (id, p)))
                     .collect();
-                Ok(AccountPools { by_id, skipped })
+                Ok(AccountPools {
+                    by_id,
+                    skipped: listed.skipped,
+                })
             })
             .await
     }

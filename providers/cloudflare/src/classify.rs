@@ -98,7 +98,7 @@ mod tests {
     use super::*;
     use crate::models::ApiMessage;
 
-    fn env(code: i64) -> Envelope {
+    fn env(code: i64) -> Envelope<'static> {
         Envelope {
             success: false,
             errors: vec![ApiMessage {

@@ -3,7 +3,9 @@
 //! block is running, unwraps the response envelope, classifies a failure once
 //! ([`crate::classify`]) and backs off before trying a transient failure again.
 //!
-//! It knows nothing of pools or load balancers: callers pass a method, a path and a body.
+//! It knows nothing of pools or load balancers: callers pass a method, a path and a body, and
+//! name the type the envelope's `result` is read as (straight from the response body, with no
+//! JSON tree in between).
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -15,7 +17,9 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 use gslb_provider::{Backoff, ProviderError, RETRY_AFTER_MAX};
 use reqwest::Method;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use crate::CloudflareSettings;
@@ -89,18 +93,21 @@ impl Api {
         })
     }
 
-    /// Sends `method path` with `body` (JSON) and returns the envelope's `result`.
+    /// Sends `method path` with `body` (JSON) and returns the envelope's `result` read as `T`
+    /// (a missing `result` reads as `null`; [`serde::de::IgnoredAny`] when the caller does
+    /// not need it, [`crate::models::Listed`] for a list read item by item).
     ///
     /// # Errors
     /// The classified failure of the last attempt; [`ProviderError::RateLimited`] without
-    /// sending while a `Retry-After` block runs.
-    pub(crate) async fn call(
+    /// sending while a `Retry-After` block runs; [`ProviderError::Invalid`] (`"{op}: why"`,
+    /// not retried) when `result` cannot be read as `T`.
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         op: &'static str,
         method: Method,
         path: &str,
         body: Option<&Value>,
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<T, ProviderError> {
         let mut backoff = Backoff::new(self.settings.backoff_base, self.settings.backoff_max);
         let mut attempt = 1;
         loop {
@@ -133,13 +140,13 @@ impl Api {
         }
     }
 
-    async fn send(
+    async fn send<T: DeserializeOwned>(
         &self,
         op: &'static str,
         method: Method,
         path: &str,
         body: Option<&Value>,
-    ) -> Result<Value, ProviderError> {
+    ) -> Result<T, ProviderError> {
         let url = format!("{}{path}", self.settings.api_base.trim_end_matches('/'));
         let mut req = self
             .http
@@ -160,7 +167,8 @@ impl Api {
         let envelope = serde_json::from_slice::<Envelope>(&bytes).ok();
         match envelope {
             Some(e) if (200..300).contains(&status) && e.success => {
-                Ok(e.result.unwrap_or(Value::Null))
+                serde_json::from_str(e.result.map_or("null", RawValue::get))
+                    .map_err(|err| ProviderError::Invalid(format!("{op}: {err}")))
             }
             Some(e) if (200..300).contains(&status) => Err(ProviderError::Invalid(format!(
                 "{op}: HTTP {status} with success false: {}",
@@ -189,6 +197,113 @@ impl Api {
     async fn wait_for_permit(&self) {
         while let Err(not_until) = self.limiter.check() {
             tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::de::IgnoredAny;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::ApiToken;
+    use crate::models::{Listed, Pool};
+
+    /// A client (one attempt per call) for an HTTP server on 127.0.0.1 that answers every
+    /// request with `status` and `body`.
+    async fn answering(status: u16, body: &'static str) -> Api {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut head, mut buf) = (Vec::new(), [0; 1024]);
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let answer = format!(
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = conn.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        Api::new(CloudflareSettings {
+            api_base: format!("http://{addr}"),
+            max_attempts: 1,
+            ..CloudflareSettings::new(ApiToken::new("t"))
+        })
+        .expect("client")
+    }
+
+    async fn list(status: u16, body: &'static str) -> Result<Listed<Pool>, ProviderError> {
+        answering(status, body)
+            .await
+            .call("list pools", Method::GET, "/pools", None)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_list_is_read_item_by_item_and_a_malformed_item_is_skipped_with_its_id() {
+        let listed = list(
+            200,
+            r#"{"success": true, "errors": [], "messages": [], "result": [
+                {"id": "a", "enabled": true, "origins": [{"name": "o", "port": 8443}]},
+                {"id": "b", "enabled": "sometimes"},
+                {"id": "c", "health_sources": ["regional"]}
+            ], "result_info": {"page": 1, "count": 3}}"#,
+        )
+        .await
+        .expect("list");
+        let ids: Vec<_> = listed.items.iter().map(|p| p.id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("c")]);
+        assert_eq!(
+            listed.items[0].origins.as_ref().unwrap()[0].extra["port"],
+            8443
+        );
+        assert_eq!(listed.items[1].extra["health_sources"][0], "regional");
+        assert_eq!(listed.skipped.len(), 1);
+        assert_eq!(listed.skipped[0].0.as_deref(), Some("b"));
+    }
+
+    #[tokio::test]
+    async fn envelopes_without_a_readable_result_are_invalid_and_other_answers_classified() {
+        let invalid = |r: Result<Listed<Pool>, ProviderError>| match r {
+            Err(ProviderError::Invalid(m)) => m,
+            other => panic!("not invalid: {other:?}"),
+        };
+        let missing = invalid(list(200, r#"{"success": true, "errors": []}"#).await);
+        assert!(
+            missing.starts_with("list pools: invalid type: null, expected a sequence"),
+            "{missing}"
+        );
+        let not_a_list = invalid(list(200, r#"{"success": true, "result": {"id": "a"}}"#).await);
+        assert!(not_a_list.contains("expected a sequence"), "{not_a_list}");
+        let refused =
+            r#"{"success": false, "errors": [{"code": 1000, "message": "no"}], "result": []}"#;
+        let refused = invalid(list(200, refused).await);
+        assert!(refused.ends_with("success false: 1000: no"), "{refused}");
+        let odd = invalid(list(200, "[1, 2]").await);
+        assert!(odd.ends_with("body is not a Cloudflare envelope"), "{odd}");
+        let gone = r#"{"success": false, "errors": [{"code": 1001, "message": "gone"}]}"#;
+        assert_eq!(list(404, gone).await.unwrap_err().code(), "not_found");
+        assert_eq!(list(502, "oops").await.unwrap_err().code(), "transient");
+        // A write's answer is not read at all: any `result`, or none, is fine.
+        for body in [
+            r#"{"success": true}"#,
+            r#"{"success": true, "result": {"x": [1]}}"#,
+        ] {
+            let api = answering(200, body).await;
+            api.call::<IgnoredAny>("patch pool", Method::PATCH, "/p", None)
+                .await
+                .expect(body);
         }
     }
 }

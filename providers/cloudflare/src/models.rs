@@ -8,8 +8,12 @@
 //! No I/O here.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
+use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// An account-level pool (`/accounts/{account_id}/load_balancers/pools/{id}`).
@@ -36,7 +40,11 @@ pub struct Pool {
     pub monitor: Option<String>,
     /// The origins, in the order the API sent them (sorted by name); compare with
     /// [`Pool::origins_by_name`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "exact",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub origins: Option<Vec<Origin>>,
     /// Last modification, RFC 3339 (read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,6 +52,17 @@ pub struct Pool {
     /// Every other field, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Reads an optional list without spare room: read from text, a list's length is unknown until
+/// its end, so the vector grows by doubling (one origin kept room for four: about 290 bytes
+/// per pool, for as long as the account's pool list is held).
+fn exact<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    let mut list = Option::<Vec<T>>::deserialize(d)?;
+    if let Some(l) = &mut list {
+        l.shrink_to_fit();
+    }
+    Ok(list)
 }
 
 impl Pool {
@@ -114,7 +133,11 @@ pub struct LoadBalancer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<f64>,
     /// Pool ids in failover order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "exact",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default_pools: Option<Vec<String>>,
     /// The pool used when every other pool is down or disabled. Cloudflare never considers
     /// its health.
@@ -188,15 +211,18 @@ impl From<SteeringPolicy> for String {
     }
 }
 
-/// Cloudflare's response envelope: `{"success", "errors", "messages", "result"}`.
+/// Cloudflare's response envelope: `{"success", "errors", "messages", "result"}`, read from
+/// the response body without parsing `result`: it stays the body's own text until the caller
+/// reads it as its type.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct Envelope {
+pub(crate) struct Envelope<'a> {
     #[serde(default)]
     pub success: bool,
     #[serde(default)]
     pub errors: Vec<ApiMessage>,
-    #[serde(default)]
-    pub result: Option<Value>,
+    /// The text of `result`; `None` when absent or `null`.
+    #[serde(default, borrow)]
+    pub result: Option<&'a RawValue>,
 }
 
 /// One entry of `errors`.
@@ -208,7 +234,7 @@ pub(crate) struct ApiMessage {
     pub message: Option<String>,
 }
 
-impl Envelope {
+impl Envelope<'_> {
     /// `code: message; ...` for logs and errors.
     pub fn describe(&self) -> String {
         self.errors
@@ -225,22 +251,57 @@ impl Envelope {
     }
 }
 
-/// Parses a list of pools one by one: a malformed element is logged and skipped, with its id
-/// (when it has one) returned so a caller that needs that pool can say why it is missing.
-pub(crate) fn parse_pools(items: Vec<Value>) -> (Vec<Pool>, Vec<(Option<String>, String)>) {
-    let mut pools = Vec::new();
-    let mut skipped = Vec::new();
-    for item in items {
-        let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
-        match serde_json::from_value::<Pool>(item) {
-            Ok(p) => pools.push(p),
-            Err(e) => {
-                tracing::warn!(pool = id.as_deref(), error = %e, "skipping a pool Cloudflare listed that gslb cannot read");
-                skipped.push((id, e.to_string()));
+/// A list answer (List Pools, List Load Balancers) read one item at a time, never as one JSON
+/// tree: the items that parse, in listed order, and for each one that does not, its id (when
+/// it has a string `id`) and why. A malformed item is skipped, never failing the list; a
+/// `result` that is not a list fails as `expected a sequence`.
+///
+/// Reads only from borrowed text (`serde_json::from_str`/`from_slice`): each item is taken as
+/// a [`RawValue`] slice of that text and parsed on its own.
+#[derive(Debug)]
+pub(crate) struct Listed<T> {
+    pub items: Vec<T>,
+    pub skipped: Vec<(Option<String>, String)>,
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Listed<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(ListedVisitor(PhantomData))
+    }
+}
+
+struct ListedVisitor<T>(PhantomData<T>);
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for ListedVisitor<T> {
+    type Value = Listed<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Listed<T>, A::Error> {
+        let mut listed = Listed {
+            items: Vec::with_capacity(seq.size_hint().unwrap_or(0)),
+            skipped: Vec::new(),
+        };
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+            match serde_json::from_str::<T>(item.get()) {
+                Ok(t) => listed.items.push(t),
+                Err(e) => listed.skipped.push((id_of(item), e.to_string())),
             }
         }
+        Ok(listed)
     }
-    (pools, skipped)
+}
+
+/// The string `id` of a listed item that did not parse, when it has one.
+fn id_of(item: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Id {
+        #[serde(default)]
+        id: Option<String>,
+    }
+    serde_json::from_str::<Id>(item.get()).ok()?.id
 }
 
 #[cfg(test)]
@@ -280,14 +341,64 @@ mod tests {
 
     #[test]
     fn a_malformed_pool_is_skipped_not_fatal() {
-        let (pools, skipped) = parse_pools(vec![
-            json!({"id": "good", "enabled": true, "health_sources": ["regional", "global"]}),
-            json!({"id": "bad", "enabled": "sometimes"}),
-            json!({"id": "nomonitor", "origins": [{"name": "h", "address": "h.example.com", "flatten_cname": true}]}),
-        ]);
-        assert_eq!(pools.len(), 2);
-        assert!(pools[0].extra.contains_key("health_sources"));
-        assert_eq!(skipped.len(), 1);
-        assert_eq!(skipped[0].0.as_deref(), Some("bad"));
+        let text = r#"[
+            {"id": "good", "enabled": true, "health_sources": ["regional", "global"]},
+            {"id": "bad", "enabled": "sometimes"},
+            {"id": "nomonitor", "origins": [{"name": "h", "address": "h.example.com", "flatten_cname": true}]},
+            {"name": "no id", "origins": "not-a-list"},
+            {"id": 7, "enabled": "numeric id"},
+            "not an object"
+        ]"#;
+        let listed: Listed<Pool> = serde_json::from_str(text).unwrap();
+        let ids: Vec<_> = listed.items.iter().map(|p| p.id.as_deref()).collect();
+        assert_eq!(ids, [Some("good"), Some("nomonitor")]);
+        assert!(listed.items[0].extra.contains_key("health_sources"));
+        assert!(listed.items[1].origins.as_ref().unwrap()[0].extra["flatten_cname"] == true);
+        let skipped: Vec<_> = listed.skipped.iter().map(|(id, _)| id.as_deref()).collect();
+        assert_eq!(skipped, [Some("bad"), None, None, None]);
+        assert!(
+            listed.skipped[0].1.contains("expected a boolean"),
+            "{:?}",
+            listed.skipped
+        );
+    }
+
+    #[test]
+    fn a_malformed_load_balancer_is_skipped_and_the_rest_round_trip() {
+        let good = json!({"id": "lb1", "default_pools": ["a"], "region_pools": {"WNAM": ["a"]}});
+        let text = format!(
+            r#"[{good}, {{"id": "lb2", "default_pools": "a"}}, {{"id": "lb3", "ttl": 30}}]"#
+        );
+        let listed: Listed<LoadBalancer> = serde_json::from_str(&text).unwrap();
+        assert_eq!(listed.items.len(), 2);
+        assert_eq!(serde_json::to_value(&listed.items[0]).unwrap(), good);
+        assert_eq!(listed.items[1].ttl, Some(30.0));
+        assert_eq!(listed.skipped.len(), 1);
+        assert_eq!(listed.skipped[0].0.as_deref(), Some("lb2"));
+    }
+
+    #[test]
+    fn lists_read_from_text_keep_no_spare_room() {
+        let text = r#"[{"id": "p", "origins": [{"name": "o", "address": "192.0.2.1"}]},
+                       {"id": "q", "origins": null}]"#;
+        let listed: Listed<Pool> = serde_json::from_str(text).unwrap();
+        let origins = listed.items[0].origins.as_ref().unwrap();
+        assert_eq!((origins.len(), origins.capacity()), (1, 1));
+        assert_eq!(listed.items[1].origins, None);
+        let lb: LoadBalancer =
+            serde_json::from_str(r#"{"default_pools": ["a", "b", "c"]}"#).unwrap();
+        let pools = lb.default_pools.unwrap();
+        assert_eq!((pools.len(), pools.capacity()), (3, 3));
+    }
+
+    #[test]
+    fn a_result_that_is_not_a_list_fails_the_read() {
+        for text in ["null", "{}", "\"pools\""] {
+            let err = serde_json::from_str::<Listed<Pool>>(text).unwrap_err();
+            assert!(
+                err.to_string().contains("expected a sequence"),
+                "{text}: {err}"
+            );
+        }
     }
 }

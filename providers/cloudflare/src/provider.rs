@@ -17,6 +17,7 @@ use gslb_provider::{
     Stamp,
 };
 use reqwest::Method;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::account::{CloudflareAccount, ZoneLoadBalancers};
@@ -49,10 +50,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn managed(description: Option<&str>) -> bool {
     description.is_some_and(|d| d.contains(MANAGED_TAG))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(op: &str, v: Value) -> Result<T, ProviderError> {
-    serde_json::from_value(v).map_err(|e| ProviderError::Invalid(format!("{op}: {e}")))
 }
 
 impl CloudflareProvider {
@@ -168,7 +165,7 @@ impl CloudflareProvider {
     /// GET the load balancer (a write's read-back).
     async fn get_lb(&self) -> Result<LoadBalancer, ProviderError> {
         let path = self.lb_path().await?;
-        let v = self
+        let lb: LoadBalancer = self
             .api()
             .call("get load balancer", Method::GET, &path, None)
             .await
@@ -177,7 +174,6 @@ impl CloudflareProvider {
                     let _ = self.not_found();
                 }
             })?;
-        let lb: LoadBalancer = parse("get load balancer", v)?;
         self.owned(&lb, &path)?;
         Ok(lb)
     }
@@ -261,7 +257,7 @@ impl CloudflareProvider {
             before_deadline(s)?;
         }
         self.api()
-            .call("patch load balancer", Method::PATCH, &path, Some(&body))
+            .call::<IgnoredAny>("patch load balancer", Method::PATCH, &path, Some(&body))
             .await?;
         let back = self.get_lb().await?;
         let seen = Self::serving_order(&back);
@@ -313,14 +309,12 @@ impl CloudflareProvider {
             before_deadline(s)?;
         }
         self.api()
-            .call("patch pool", Method::PATCH, &path, Some(&body))
+            .call::<IgnoredAny>("patch pool", Method::PATCH, &path, Some(&body))
             .await?;
-        let back: Pool = parse(
-            "get pool",
-            self.api()
-                .call("get pool", Method::GET, &path, None)
-                .await?,
-        )?;
+        let back: Pool = self
+            .api()
+            .call("get pool", Method::GET, &path, None)
+            .await?;
         if back.is_enabled() != enabled {
             return Err(ProviderError::Conflict(format!(
                 "read-back of pool {pool}: enabled {} instead of {enabled} written just \

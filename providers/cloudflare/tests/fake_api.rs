@@ -274,14 +274,26 @@ async fn unknown_fields_enum_values_and_a_malformed_pool_are_tolerated() {
 }
 
 #[tokio::test]
+async fn a_malformed_foreign_load_balancer_in_the_zone_list_is_skipped() {
+    let fake = Fake::start().await;
+    fake.put_load_balancer(
+        "eeee0000eeee0000eeee0000eeee0000",
+        json!({"id": "eeee0000eeee0000eeee0000eeee0000", "default_pools": "not-a-list"}),
+    );
+    let o = provider(&fake).observe().await.expect("observe despite it");
+    assert_eq!(o.order, Some(priority()));
+}
+
+#[tokio::test]
 async fn a_named_pool_that_cannot_be_read_is_invalid_not_a_panic() {
     let fake = Fake::start().await;
     let mut ncp = fake.pool(ids::NCP);
     ncp["enabled"] = json!("sometimes");
     fake.put_pool(ids::NCP, ncp);
     let err = provider(&fake).observe().await.expect_err("unreadable");
+    // Skipped from the list with its id and why.
     assert!(
-        matches!(&err, ProviderError::Invalid(m) if m.contains(ids::NCP)),
+        matches!(&err, ProviderError::Invalid(m) if m.contains(&format!("pool {} is listed but cannot be read", ids::NCP)) && m.contains("expected a boolean")),
         "{err:?}"
     );
 }

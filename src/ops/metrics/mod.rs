@@ -28,7 +28,6 @@ mod text;
 mod writer;
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use prometheus::core::Collector;
@@ -337,34 +336,28 @@ impl Metrics {
 
     /// The Prometheus text exposition (format 0.0.4) of every metric: families sorted by
     /// name, each family's series sorted by label values, empty families left out; the
-    /// tables' families interleaved with the registry's. Written into one buffer sized by the
-    /// last render.
+    /// tables' families interleaved with the registry's. The whole text in hand, for tests and
+    /// tools; the admin API streams [`Metrics::render_to`] instead.
     pub fn render(&self) -> String {
-        let last = self.export.last_len.load(Ordering::Relaxed);
-        let mut out = String::with_capacity(last + last / 16);
+        let mut out = String::new();
         // Keeping every family in `out` never fails.
         let _ = self.write_families(&mut out, |_| Ok(()));
-        self.export.last_len.store(out.len(), Ordering::Relaxed);
         out
     }
 
     /// [`Metrics::render`]'s text written to `out` a family at a time: the process holds one
     /// family's text (at most about 1 MB at 10,000 endpoints) instead of the whole (16.9 MB
-    /// at 5,000 services x 2 endpoints). For an answer compressed as it is written.
+    /// at 5,000 services x 2 endpoints). What `GET /metrics` streams, compressed or not.
     ///
     /// # Errors
-    /// `out`'s own.
+    /// `out`'s own (the first stops the render).
     pub fn render_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let mut family = String::new();
-        let mut len = 0;
         self.write_families(&mut family, |text: &mut String| {
             out.write_all(text.as_bytes())?;
-            len += text.len();
             text.clear();
             Ok(())
-        })?;
-        self.export.last_len.store(len, Ordering::Relaxed);
-        Ok(())
+        })
     }
 
     /// Appends each family's text to `text` in the exposition's order, calling `done` after
@@ -401,8 +394,6 @@ struct Export {
     registry: Registry,
     declared: Arc<Mutex<Vec<(String, MetricType)>>>,
     tables: Arc<[Box<dyn table::Encode>]>,
-    /// Length of the last render, the next one's initial capacity.
-    last_len: Arc<AtomicUsize>,
 }
 
 /// The registry and tables being filled by [`Metrics::new`] and the families declared so far.
@@ -451,7 +442,6 @@ impl Registrar {
             registry: self.registry,
             declared: self.declared,
             tables: tables.into(),
-            last_len: Arc::default(),
         }
     }
 
