@@ -152,6 +152,10 @@ async fn bench(cli: Cli) -> anyhow::Result<()> {
     let gslb = daemon::find(cli.gslb.as_deref())?;
     println!("gslb product benchmark ({})", gslb.display());
     println!("  machine: {}", procfs::machine());
+    println!(
+        "  allocator: glibc, MALLOC_ARENA_MAX={} (the image's; set MALLOC_ARENA_MAX to change it)",
+        daemon::malloc_arena_max()
+    );
     if let Some(Mode::Detect {
         rounds,
         interval,
