@@ -186,7 +186,7 @@ fn family_warnings(
     family: impl Fn(bool) -> bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    for pool in &p.pools {
+    for pool in p.pools.iter() {
         for e in &pool.endpoints {
             let host = match &e.kind {
                 EndpointKind::Http(url) => url.host_str().unwrap_or_default(),

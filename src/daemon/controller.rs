@@ -72,7 +72,7 @@ pub struct Controller {
 /// A probe target that cannot be built (e.g. an invalid TLS server name).
 pub fn probe_targets(policy: &Policy, prober: &Prober) -> Result<Vec<ProbeTarget>, ProbeError> {
     let mut targets = Vec::new();
-    for pool in &policy.pools {
+    for pool in policy.pools.iter() {
         for endpoint in &pool.endpoints {
             targets.push(prober.target(&policy.probe, endpoint)?);
         }

@@ -23,7 +23,7 @@ pub struct Policy {
     /// The public failover hostname users resolve (`hostname`), lower-case, no trailing dot.
     pub hostname: String,
     /// Pools in priority order, most preferred first.
-    pub pools: Vec<Pool>,
+    pub pools: std::sync::Arc<[Pool]>,
     /// How each endpoint is probed.
     pub probe: ProbeSpec,
     /// Consecutive thresholds.

@@ -46,7 +46,7 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
     Some(Policy {
         service: ServiceId(raw.service),
         hostname,
-        pools,
+        pools: pools.into(),
         probe,
         thresholds,
         mode: raw.mode,

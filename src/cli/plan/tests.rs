@@ -248,7 +248,7 @@ fn cluster_plan(seoul_ok: bool, b: Verdict, c: Verdict, fresh: &[&str]) -> Servi
     let g = gathered(seoul_ok);
     let mut verdicts = Vec::new();
     for (peer, seoul) in [("b", b), ("c", c)] {
-        for pool in &g.policy.pools {
+        for pool in g.policy.pools.iter() {
             let verdict = if pool.id.0 == "seoul" {
                 seoul
             } else {

@@ -259,7 +259,7 @@ impl Metrics {
     pub fn forget_service(&self, policy: &Policy, seen: &[(EndpointId, VantageId)]) {
         let service = policy.service.0.as_str();
         self.lock_probe_series().remove_service(&policy.service);
-        for pool in &policy.pools {
+        for pool in policy.pools.iter() {
             let p = pool.id.0.as_str();
             for verdict in [Verdict::Healthy, Verdict::Unhealthy, Verdict::Unknown] {
                 self.pool_verdict
