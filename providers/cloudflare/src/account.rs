@@ -14,27 +14,8 @@ use reqwest::Method;
 
 use crate::CloudflareSettings;
 use crate::client::Api;
-use crate::models::{Listed, LoadBalancer, Pool};
-
-/// A zone's load balancers, as one List Load Balancers returned them.
-#[derive(Debug)]
-pub(crate) struct ZoneLoadBalancers {
-    /// Every load balancer that parsed, in listed order.
-    pub(crate) items: Vec<LoadBalancer>,
-    /// Where each id is in `items` (the first listed, should one repeat): every binding of the
-    /// zone looks its own up in the one shared list, so a scan each would cost
-    /// bindings x load balancers per round of reads (issue 14: 25 million at 5,000 services).
-    pub(crate) by_id: BTreeMap<String, usize>,
-}
-
-/// An account's pools, as one List Pools returned them.
-#[derive(Debug)]
-pub(crate) struct AccountPools {
-    /// Pools that parsed, by id.
-    pub(crate) by_id: BTreeMap<String, Pool>,
-    /// Listed pools that did not parse: their id (when readable) and why.
-    pub(crate) skipped: Vec<(Option<String>, String)>,
-}
+use crate::mirror::{AccountPools, ZoneLoadBalancers};
+use crate::models::Listed;
 
 /// Shared reads by zone or account id.
 type Reads<T> = Mutex<BTreeMap<String, Arc<SharedRead<T>>>>;
@@ -77,18 +58,11 @@ impl CloudflareAccount {
         let path = format!("/zones/{zone}/load_balancers");
         read_of(&self.zones, zone)
             .get(max_age, || async {
-                let listed: Listed<LoadBalancer> = self
+                let listed = self
                     .api
                     .call("list load balancers", Method::GET, &path, None)
                     .await?;
-                let items = listed.items;
-                let mut by_id = BTreeMap::new();
-                for (i, lb) in items.iter().enumerate() {
-                    if let Some(id) = &lb.id {
-                        by_id.entry(id.clone()).or_insert(i);
-                    }
-                }
-                Ok(ZoneLoadBalancers { items, by_id })
+                Ok(ZoneLoadBalancers::new(listed))
             })
             .await
     }
@@ -103,22 +77,14 @@ impl CloudflareAccount {
         let path = format!("/accounts/{account}/load_balancers/pools");
         read_of(&self.accounts, account)
             .get(max_age, || async {
-                let listed: Listed<Pool> = self
+                let listed: Listed<_> = self
                     .api
                     .call("list pools", Method::GET, &path, None)
                     .await?;
                 for (id, why) in &listed.skipped {
                     tracing::warn!(pool = id.as_deref(), error = %why, "skipping a pool Cloudflare listed that gslb cannot read");
                 }
-                let by_id = listed
-                    .items
-                    .into_iter()
-                    .filter_map(|p| p.id.clone().map(|id| (id, p)))
-                    .collect();
-                Ok(AccountPools {
-                    by_id,
-                    skipped: listed.skipped,
-                })
+                Ok(AccountPools::new(listed))
             })
             .await
     }

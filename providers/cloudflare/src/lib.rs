@@ -22,7 +22,7 @@
 //! - `client`: rate limiter, `Retry-After` block, retries and the envelope around every call;
 //!   `classify`: HTTP status and Cloudflare error codes → [`gslb_provider::ProviderError`];
 //! - `account`: [`CloudflareAccount`], the client, rate limiter and shared reads of every
-//!   binding on one token;
+//!   binding on one token; `mirror`: what those reads keep of each listed item;
 //! - `provider`: [`CloudflareProvider`], `observe` and `apply` with read-back;
 //! - [`epoch`]: a cluster writer's epoch stamped in the load balancer's `description`;
 //! - `fake` (feature `test-util`): a stateful fake of the API on 127.0.0.1.
@@ -34,6 +34,7 @@ mod config;
 pub mod epoch;
 #[cfg(feature = "test-util")]
 pub mod fake;
+mod mirror;
 mod models;
 mod provider;
 

@@ -5,7 +5,8 @@
 //! in `extra` and written back unchanged on round-trip, unknown enum values are kept as
 //! [`SteeringPolicy::Other`], origins are compared as a map keyed by name (the API returns them
 //! sorted by name), and one malformed object in a list is skipped, never failing the call.
-//! No I/O here.
+//! A list kept between resyncs keeps only what gslb reads of each object (`mirror`). No I/O
+//! here.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -152,6 +153,33 @@ pub struct LoadBalancer {
     /// Every other field, kept as sent (session affinity, rules, region pools, ...).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl LoadBalancer {
+    /// The order the load balancer serves in, as gslb judges it: `default_pools` when
+    /// steering is failover, otherwise an empty order (so any plan rewrites it and sends
+    /// `off`).
+    ///
+    /// Steering is failover when `steering_policy` is `"off"`, or is `""` or missing (the
+    /// default) while the load balancer has no `region_pools`, `country_pools` or `pop_pools`:
+    /// the API schema says `""` "will map to `geo` if you use
+    /// `region_pools`/`country_pools`/`pop_pools` otherwise `off`".
+    pub fn serving_order(&self) -> Vec<String> {
+        let geo_pools = ["region_pools", "country_pools", "pop_pools"]
+            .iter()
+            .any(|k| match self.extra.get(*k) {
+                None | Some(Value::Null) => false,
+                Some(Value::Object(m)) => !m.is_empty(),
+                Some(_) => true,
+            });
+        match self.steering_policy {
+            Some(SteeringPolicy::Off) => self.default_pools.clone().unwrap_or_default(),
+            None | Some(SteeringPolicy::Empty) if !geo_pools => {
+                self.default_pools.clone().unwrap_or_default()
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A load balancer's `steering_policy`. Values Cloudflare adds later are kept as
@@ -323,6 +351,37 @@ mod tests {
             Some(SteeringPolicy::Other("quantum_steering".into()))
         );
         assert_eq!(serde_json::to_value(&lb).unwrap(), raw);
+    }
+
+    fn order(lb: Value) -> Vec<String> {
+        let lb: LoadBalancer = serde_json::from_value(lb).expect("load balancer");
+        lb.serving_order()
+    }
+
+    #[test]
+    fn the_default_steering_policy_is_failover_in_default_pools_order() {
+        let ab = vec!["a".to_owned(), "b".to_owned()];
+        for steering in [json!("off"), json!(""), Value::Null] {
+            let mut lb = json!({"id": "lb1", "default_pools": ["a", "b"], "fallback_pool": "b",
+                "region_pools": {}, "country_pools": {}, "pop_pools": {}});
+            if !steering.is_null() {
+                lb["steering_policy"] = steering.clone();
+            }
+            assert_eq!(order(lb), ab, "steering_policy {steering}");
+        }
+        // Missing altogether, as an older load balancer may be returned.
+        assert_eq!(order(json!({"id": "lb1", "default_pools": ["a", "b"]})), ab);
+    }
+
+    #[test]
+    fn the_default_steering_policy_with_region_pools_is_geo() {
+        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "steering_policy": "",
+            "region_pools": {"WNAM": ["b"]}});
+        assert_eq!(order(lb), Vec::<String>::new());
+        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "steering_policy": "random"});
+        assert_eq!(order(lb), Vec::<String>::new());
+        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "country_pools": {"US": ["a"]}});
+        assert_eq!(order(lb), Vec::<String>::new());
     }
 
     #[test]

@@ -18,11 +18,12 @@ use gslb_provider::{
 };
 use reqwest::Method;
 use serde::de::IgnoredAny;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::account::{CloudflareAccount, ZoneLoadBalancers};
+use crate::account::CloudflareAccount;
 use crate::client::Api;
-use crate::models::{LoadBalancer, Pool, SteeringPolicy};
+use crate::mirror::{LoadBalancerSeen, ZoneLoadBalancers, managed};
+use crate::models::{LoadBalancer, Pool};
 use crate::{CloudflareBinding, CloudflareSettings, LoadBalancerRef, MANAGED_TAG, epoch};
 
 /// Steers one Cloudflare load balancer through its `default_pools` order.
@@ -34,22 +35,19 @@ use crate::{CloudflareBinding, CloudflareSettings, LoadBalancerRef, MANAGED_TAG,
 pub struct CloudflareProvider {
     account: Arc<CloudflareAccount>,
     binding: CloudflareBinding,
-    /// The load balancer's id once resolved from its name.
-    lb_id: Mutex<Option<String>>,
+    /// The load balancer's id once resolved from its name. This and the next two share
+    /// their text with the zone's kept list (`mirror`) they were read from.
+    lb_id: Mutex<Option<Arc<str>>>,
     /// The fallback pool seen by the last successful observe.
-    fallback: Mutex<Option<String>>,
+    fallback: Mutex<Option<Arc<str>>>,
     /// The load balancer's `description` seen by the last successful observe or read-back,
     /// which a stamped write keeps (see [`epoch`]).
-    description: Mutex<Option<String>>,
+    description: Mutex<Option<Arc<str>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned lock only means a panic elsewhere; the value itself is always whole.
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn managed(description: Option<&str>) -> bool {
-    description.is_some_and(|d| d.contains(MANAGED_TAG))
 }
 
 impl CloudflareProvider {
@@ -78,7 +76,7 @@ impl CloudflareProvider {
     ) -> Result<Self, ProviderError> {
         binding.validate()?;
         let lb_id = match &binding.load_balancer {
-            LoadBalancerRef::Id(id) => Some(id.clone()),
+            LoadBalancerRef::Id(id) => Some(Arc::from(id.as_str())),
             LoadBalancerRef::Name(_) => None,
         };
         Ok(Self {
@@ -104,10 +102,10 @@ impl CloudflareProvider {
     }
 
     /// The binding's load balancer in `listed` (by id, or by name when named so).
-    fn find_lb<'a>(&self, listed: &'a ZoneLoadBalancers) -> Option<&'a LoadBalancer> {
+    fn find_lb<'a>(&self, listed: &'a ZoneLoadBalancers) -> Option<&'a LoadBalancerSeen> {
         let known = lock(&self.lb_id).clone();
         match (&known, &self.binding.load_balancer) {
-            (Some(id), _) => listed.by_id.get(id).and_then(|&i| listed.items.get(i)),
+            (Some(id), _) => listed.get(id),
             (None, LoadBalancerRef::Name(name)) => listed.items.iter().find(|lb| {
                 lb.name
                     .as_deref()
@@ -150,13 +148,20 @@ impl CloudflareProvider {
         Ok(format!("/zones/{zone}/load_balancers/{id}"))
     }
 
-    /// Keeps `lb`'s description (for a stamped write) and refuses it unless gslb manages it.
-    fn owned(&self, lb: &LoadBalancer, path: &str) -> Result<(), ProviderError> {
-        lock(&self.description).clone_from(&lb.description);
-        if !managed(lb.description.as_deref()) {
+    /// Keeps the load balancer's `description` (for a stamped write) and refuses it unless
+    /// gslb manages it; `name` is its name, for the error.
+    fn owned(
+        &self,
+        description: Option<Arc<str>>,
+        name: Option<&str>,
+        path: &str,
+    ) -> Result<(), ProviderError> {
+        let is_managed = managed(description.as_deref());
+        *lock(&self.description) = description;
+        if !is_managed {
             return Err(ProviderError::Unowned(format!(
                 "load balancer {} ({path}): its description has no {MANAGED_TAG:?} tag",
-                lb.name.as_deref().unwrap_or("?")
+                name.unwrap_or("?")
             )));
         }
         Ok(())
@@ -174,26 +179,32 @@ impl CloudflareProvider {
                     let _ = self.not_found();
                 }
             })?;
-        self.owned(&lb, &path)?;
+        let description = lb.description.as_deref().map(Arc::from);
+        self.owned(description, lb.name.as_deref(), &path)?;
         Ok(lb)
     }
 
     /// The binding's load balancer from the zone's shared list (at most `max_age` old).
-    async fn read_lb(&self, max_age: Duration) -> Result<LoadBalancer, ProviderError> {
+    async fn read_lb(&self, max_age: Duration) -> Result<LoadBalancerSeen, ProviderError> {
         let zone = &self.binding.zone_id;
         let listed = self.account.load_balancers(zone, max_age).await?;
         let lb = self
             .find_lb(&listed)
             .cloned()
             .ok_or_else(|| self.not_found())?;
-        let id = lb.id.clone().unwrap_or_default();
-        *lock(&self.lb_id) = Some(id.clone());
-        self.owned(&lb, &format!("/zones/{zone}/load_balancers/{id}"))?;
+        let id = lb.id.clone().unwrap_or_else(|| Arc::from(""));
+        let path = format!("/zones/{zone}/load_balancers/{id}");
+        *lock(&self.lb_id) = Some(id);
+        self.owned(lb.description.clone(), lb.name.as_deref(), &path)?;
         Ok(lb)
     }
 
-    /// The binding's pools from the account's shared list (at most `max_age` old).
-    async fn list_pools(&self, max_age: Duration) -> Result<BTreeMap<String, Pool>, ProviderError> {
+    /// The binding's pools from the account's shared list (at most `max_age` old), as
+    /// observed: `version` is `modified_on`.
+    async fn list_pools(
+        &self,
+        max_age: Duration,
+    ) -> Result<BTreeMap<String, ObservedPool>, ProviderError> {
         let account = &self.binding.account_id;
         let listed = self.account.pools(account, max_age).await?;
         let mut out = BTreeMap::new();
@@ -207,43 +218,23 @@ impl CloudflareProvider {
                     "pool {id} is listed but cannot be read: {why}"
                 )));
             }
-            let pool = listed.by_id.get(&id).cloned().ok_or_else(|| {
+            let pool = listed.get(&id).ok_or_else(|| {
                 ProviderError::NotFound(format!("pool {id} is not in account {account}"))
             })?;
-            if !managed(pool.description.as_deref()) {
+            if !pool.managed {
                 return Err(ProviderError::Unowned(format!(
                     "pool {id} ({}): its description has no {MANAGED_TAG:?} tag",
                     pool.name.as_deref().unwrap_or("?")
                 )));
             }
-            out.insert(id, pool);
+            let seen = ObservedPool {
+                enabled: pool.enabled,
+                version: pool.modified_on.as_deref().map(str::to_owned),
+                healthy: pool.healthy,
+            };
+            out.insert(id, seen);
         }
         Ok(out)
-    }
-
-    /// The order the load balancer serves in, as gslb judges it: `default_pools` when
-    /// steering is failover, otherwise an empty order (so any plan rewrites it and sends
-    /// `off`).
-    ///
-    /// Steering is failover when `steering_policy` is `"off"`, or is `""` or missing (the
-    /// default) while the load balancer has no `region_pools`, `country_pools` or `pop_pools`:
-    /// the API schema says `""` "will map to `geo` if you use
-    /// `region_pools`/`country_pools`/`pop_pools` otherwise `off`".
-    fn serving_order(lb: &LoadBalancer) -> Vec<PoolRef> {
-        let geo_pools = ["region_pools", "country_pools", "pop_pools"]
-            .iter()
-            .any(|k| match lb.extra.get(*k) {
-                None | Some(Value::Null) => false,
-                Some(Value::Object(m)) => !m.is_empty(),
-                Some(_) => true,
-            });
-        match lb.steering_policy {
-            Some(SteeringPolicy::Off) => lb.default_pools.clone().unwrap_or_default(),
-            None | Some(SteeringPolicy::Empty) if !geo_pools => {
-                lb.default_pools.clone().unwrap_or_default()
-            }
-            _ => Vec::new(),
-        }
     }
 
     /// PATCHes `default_pools` (and, for a cluster writer, the `description` stamped with
@@ -260,7 +251,7 @@ impl CloudflareProvider {
             .call::<IgnoredAny>("patch load balancer", Method::PATCH, &path, Some(&body))
             .await?;
         let back = self.get_lb().await?;
-        let seen = Self::serving_order(&back);
+        let seen = back.serving_order();
         if seen != to {
             return Err(ProviderError::Conflict(format!(
                 "read-back of load balancer {path}: default_pools {seen:?} (steering {}) \
@@ -357,7 +348,7 @@ impl Provider for CloudflareProvider {
     async fn observe_within(&self, max_age: Duration) -> Result<ObservedState, ProviderError> {
         let lb = self.read_lb(max_age).await?;
         let pools = self.list_pools(max_age).await?;
-        let order = Self::serving_order(&lb);
+        let order: Vec<PoolRef> = lb.order.iter().map(|p| p.to_string()).collect();
         if let Some(foreign) = order.iter().find(|p| !pools.contains_key(*p)) {
             return Err(ProviderError::Unowned(format!(
                 "load balancer {}: default_pools lists pool {foreign}, which the policy does \
@@ -365,21 +356,12 @@ impl Provider for CloudflareProvider {
                 lb.name.as_deref().unwrap_or("?")
             )));
         }
-        *lock(&self.fallback) = lb.fallback_pool.clone();
+        let fallback = lb.fallback_pool.as_deref().map(str::to_owned);
+        *lock(&self.fallback) = lb.fallback_pool;
         Ok(ObservedState {
             order: Some(order),
-            pools: pools
-                .into_iter()
-                .map(|(id, p)| {
-                    let seen = ObservedPool {
-                        enabled: p.is_enabled(),
-                        version: p.modified_on.clone(),
-                        healthy: p.healthy,
-                    };
-                    (id, seen)
-                })
-                .collect(),
-            fallback: lb.fallback_pool,
+            pools,
+            fallback,
             writer_epoch: epoch::read(lb.description.as_deref()),
         })
     }
@@ -442,40 +424,4 @@ fn before_deadline(stamp: Stamp) -> Result<(), ProviderError> {
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn order(lb: Value) -> Vec<PoolRef> {
-        let lb: LoadBalancer = serde_json::from_value(lb).expect("load balancer");
-        CloudflareProvider::serving_order(&lb)
-    }
-
-    #[test]
-    fn the_default_steering_policy_is_failover_in_default_pools_order() {
-        let ab = vec!["a".to_owned(), "b".to_owned()];
-        for steering in [json!("off"), json!(""), Value::Null] {
-            let mut lb = json!({"id": "lb1", "default_pools": ["a", "b"], "fallback_pool": "b",
-                "region_pools": {}, "country_pools": {}, "pop_pools": {}});
-            if !steering.is_null() {
-                lb["steering_policy"] = steering.clone();
-            }
-            assert_eq!(order(lb), ab, "steering_policy {steering}");
-        }
-        // Missing altogether, as an older load balancer may be returned.
-        assert_eq!(order(json!({"id": "lb1", "default_pools": ["a", "b"]})), ab);
-    }
-
-    #[test]
-    fn the_default_steering_policy_with_region_pools_is_geo() {
-        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "steering_policy": "",
-            "region_pools": {"WNAM": ["b"]}});
-        assert_eq!(order(lb), Vec::<PoolRef>::new());
-        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "steering_policy": "random"});
-        assert_eq!(order(lb), Vec::<PoolRef>::new());
-        let lb = json!({"id": "lb1", "default_pools": ["a", "b"], "country_pools": {"US": ["a"]}});
-        assert_eq!(order(lb), Vec::<PoolRef>::new());
-    }
 }

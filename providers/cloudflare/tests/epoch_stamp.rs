@@ -43,6 +43,13 @@ async fn a_stamped_write_carries_the_epoch_keeps_the_text_and_is_read_back() {
         provider.observe().await.expect("reads").writer_epoch,
         Some(15)
     );
+    assert_eq!(
+        fake.patch_bodies(),
+        [serde_json::json!({
+            "default_pools": [ids::GCP, ids::NCP], "steering_policy": "off",
+            "description": format!("web LB [{MANAGED_TAG}] [gslb-epoch=15]")
+        })]
+    );
     let log = fake.write_log();
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].epoch, Some(15));

@@ -185,6 +185,16 @@ async fn a_drill_drain_and_restore_round_trip_patch_only_enabled() {
     let plan = diff(&restore, &p.observe().await.unwrap()).unwrap();
     p.apply(&plan).await.expect("restore");
     assert_eq!(fake.pool(ids::NCP)["enabled"], true);
+    let order = |to: [&str; 2]| json!({"default_pools": to, "steering_policy": "off"});
+    assert_eq!(
+        fake.patch_bodies(),
+        [
+            order([ids::GCP, ids::NCP]),
+            json!({"enabled": false}),
+            order([ids::NCP, ids::GCP]),
+            json!({"enabled": true})
+        ]
+    );
     assert_eq!(fake.default_pools(), priority());
     assert!(
         diff(&restore, &p.observe().await.unwrap())
@@ -260,7 +270,12 @@ async fn unknown_fields_enum_values_and_a_malformed_pool_are_tolerated() {
         &BTreeSet::new(),
     );
     p.apply(&diff(&desired, &o).unwrap()).await.expect("apply");
-    // Nothing gslb does rewrites what it does not understand.
+    // Nothing gslb does rewrites what it does not understand: the one write carries only
+    // what gslb sets.
+    assert_eq!(
+        fake.patch_bodies(),
+        [json!({"default_pools": [ids::GCP, ids::NCP], "steering_policy": "off"})]
+    );
     assert_eq!(fake.pool(ids::NCP), ncp);
     assert_eq!(fake.load_balancer()["session_affinity"], "brand_new_mode");
     // The fake saw the oddities as schema violations of its own answers, and nothing else.

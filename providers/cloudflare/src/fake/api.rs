@@ -68,6 +68,7 @@ pub(super) async fn handle(
         .strip_prefix("/client/v4")
         .unwrap_or(uri.path())
         .to_owned();
+    let sent = String::from_utf8_lossy(&body).into_owned();
     let lost = method == Method::PATCH && held(&shared).await;
     let mut inner = lock(&shared);
     let (status, body, schema, retry_after) = if lost {
@@ -84,6 +85,7 @@ pub(super) async fn handle(
         method: method.to_string(),
         path,
         status: status.as_u16(),
+        body: sent,
     });
     drop(inner);
     let mut resp = (status, axum::Json(body)).into_response();

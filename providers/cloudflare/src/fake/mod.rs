@@ -74,6 +74,8 @@ pub struct Request {
     pub path: String,
     /// The HTTP status answered.
     pub status: u16,
+    /// The request body as sent (lossy UTF-8; empty when none, as for a GET).
+    pub body: String,
 }
 
 #[derive(Default)]
@@ -213,6 +215,17 @@ impl Fake {
     /// Every request answered so far, oldest first.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
+    }
+
+    /// The bodies of the PATCHes answered so far, oldest first, each parsed as JSON (`null`
+    /// for one that is not JSON).
+    pub fn patch_bodies(&self) -> Vec<Value> {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|r| r.method == "PATCH")
+            .map(|r| serde_json::from_str(&r.body).unwrap_or(Value::Null))
+            .collect()
     }
 
     /// The requests answered after the first `from`, oldest first (what a poller that has
