@@ -624,7 +624,7 @@ mod tests {
     use super::*;
 
     fn board() -> (StatusBoard, ServiceId) {
-        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let text = include_str!("../../../policies/api-seoul-tokyo.toml");
         let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
         let board = StatusBoard::default();
         board.update_service(&ServiceEngine::new(policy), std::iter::empty(), Millis(0));
@@ -657,7 +657,7 @@ mod tests {
     /// service alone (without endpoints when asked); an error stops the walk.
     #[test]
     fn the_walk_hands_over_every_service_once_in_batches() {
-        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let text = include_str!("../../../policies/api-seoul-tokyo.toml");
         let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
         let board = StatusBoard::default();
         let count = SNAPSHOT_BATCH * 2 + 3;
@@ -749,3 +749,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod golden;
