@@ -1,6 +1,6 @@
 //! [`EndpointTable`]: one value per (service, endpoint, vantage point), found by borrowed
-//! names, for what is kept per probe result on the engine loop's path (the status board's
-//! recent probes, the metrics' resolved series). Looking an entry up allocates nothing; only
+//! names, for what is kept per probe result on the engine loop's path (the metrics' resolved
+//! series). Looking an entry up allocates nothing; only
 //! the first result of an endpoint copies its names.
 
 use std::collections::HashMap;
@@ -42,16 +42,6 @@ impl<T> EndpointTable<T> {
             }
         };
         &mut by_vantage[at].1
-    }
-
-    /// The value of `endpoint` of `service` seen from `vantage`, if any.
-    pub fn get(&self, service: &str, endpoint: &str, vantage: &VantageId) -> Option<&T> {
-        self.services
-            .get(service)?
-            .get(endpoint)?
-            .iter()
-            .find(|(v, _)| v == vantage)
-            .map(|(_, t)| t)
     }
 
     /// Forgets every value of `service`.
@@ -97,13 +87,14 @@ mod tests {
         *t.get_or_insert_with(&api, &e, &v1, || 100) += 1;
         *t.get_or_insert_with(&api, &e, &v2, || 10) += 1;
         *t.get_or_insert_with(&web, &e, &v1, || 20) += 1;
-        assert_eq!(t.get("api", &e.0, &v1), Some(&2), "made once, then found");
-        assert_eq!(t.get("api", &e.0, &v2), Some(&11));
-        assert_eq!(t.get("web", &e.0, &v1), Some(&21));
         assert_eq!(t.len(), 3);
+        let mut value = |s, v| *t.get_or_insert_with(s, &e, v, || -1);
+        assert_eq!(value(&api, &v1), 2, "made once, then found");
+        assert_eq!(value(&api, &v2), 11);
+        assert_eq!(value(&web, &v1), 21);
         t.remove_service(&api);
-        assert_eq!(t.get("api", &e.0, &v1), None);
         assert_eq!(t.len(), 1);
         assert!(!t.is_empty());
+        assert_eq!(*t.get_or_insert_with(&api, &e, &v1, || -1), -1, "forgotten");
     }
 }

@@ -91,7 +91,7 @@ impl Drills {
 /// One service's engine.
 #[derive(Debug, Clone)]
 pub struct ServiceEngine {
-    policy: Policy,
+    policy: Arc<Policy>,
     endpoint_pool: LiteMap<EndpointId, PoolId>,
     evidence: ByEndpoint,
     provider_votes: ProviderVotes,
@@ -129,7 +129,7 @@ impl ServiceEngine {
             .collect();
         let bucket = TokenBucket::full(policy.velocity, Millis(0));
         Self {
-            policy,
+            policy: Arc::new(policy),
             endpoint_pool,
             evidence: ByEndpoint::default(),
             provider_votes: ByPool::default(),
@@ -154,11 +154,16 @@ impl ServiceEngine {
         &self.policy
     }
 
+    /// The policy, shared with whoever shows it (the status board reads its names).
+    pub fn shared_policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
     /// Swaps in `policy`, which must [control like](Policy::controls_like) the current one
     /// (a reload that only changed `[observe]` or `rto_budget`); the state is kept.
     pub(crate) fn set_policy(&mut self, policy: Policy) {
         debug_assert!(self.policy.controls_like(&policy));
-        self.policy = policy;
+        self.policy = Arc::new(policy);
     }
 
     /// The pool serving now, as far as the engine knows.

@@ -22,7 +22,10 @@ use gslb_core::model::{
 };
 use gslb_core::policy::Mode;
 
-use crate::ops::endpoints::EndpointTable;
+mod entry;
+mod recent;
+
+use entry::Entry;
 
 /// How many recent probes each endpoint keeps in the status.
 pub const RECENT_PROBES: usize = 5;
@@ -275,41 +278,6 @@ pub struct ServiceStatus {
     pub safety: Option<SafetyState>,
 }
 
-impl ServiceStatus {
-    /// A copy, its pools' endpoints included only when `endpoints`.
-    fn clone_with_endpoints(&self, endpoints: bool) -> Self {
-        if endpoints {
-            return self.clone();
-        }
-        let pools = self
-            .pools
-            .iter()
-            .map(|p| PoolStatus {
-                pool: p.pool.clone(),
-                priority: p.priority,
-                region: p.region.clone(),
-                state: p.state.clone(),
-                endpoints: Vec::new(),
-            })
-            .collect();
-        Self {
-            service: self.service.clone(),
-            hostname: self.hostname.clone(),
-            mode: self.mode,
-            active: self.active.clone(),
-            pools,
-            holding: self.holding.clone(),
-            velocity_available: self.velocity_available,
-            stale_evidence: self.stale_evidence,
-            overrides: self.overrides.clone(),
-            last_decision: self.last_decision.clone(),
-            apply: self.apply.clone(),
-            decided: self.decided.clone(),
-            safety: self.safety.clone(),
-        }
-    }
-}
-
 /// Serializes a shared decision as the decision itself.
 fn shared<S: serde::Serializer>(d: &Option<Arc<Decision>>, s: S) -> Result<S::Ok, S::Error> {
     d.as_deref().serialize(s)
@@ -318,9 +286,17 @@ fn shared<S: serde::Serializer>(d: &Option<Arc<Decision>>, s: S) -> Result<S::Ok
 /// Every service's status.
 #[derive(Debug, Default)]
 pub struct StatusBoard {
-    services: RwLock<BTreeMap<ServiceId, ServiceStatus>>,
+    services: RwLock<Services>,
     cluster: RwLock<Option<crate::ops::cluster::ClusterStatus>>,
-    recent: RwLock<EndpointTable<VecDeque<RecentProbe>>>,
+}
+
+/// The services on the board and the vantage points their results came from (numbered in
+/// order of first sight: an entry names one by its number). Entries are boxed: a map's node
+/// keeps room for eleven values whatever it holds: 8 bytes each, not an entry's 648.
+#[derive(Debug, Default)]
+struct Services {
+    by_name: BTreeMap<ServiceId, Box<Entry>>,
+    vantages: Vec<VantageId>,
 }
 
 impl StatusBoard {
@@ -346,11 +322,11 @@ impl StatusBoard {
     }
 
     /// Hands `f` each service of [`StatusBoard::snapshot_of`] (same selection, same content) in
-    /// name order, without a copy of the whole board: [`SNAPSHOT_BATCH`] services are copied at a
-    /// time under the board's locks, then handed to `f` with the locks released (so a large
-    /// answer neither holds the probe results' lock while it is written nor needs a second
-    /// board in memory). Each service is read whole at one moment; two services may be read
-    /// moments apart.
+    /// name order, without a copy of the whole board: [`SNAPSHOT_BATCH`] services are read at a
+    /// time under the board's lock, then handed to `f` with the lock released (so a large
+    /// answer neither holds the lock probe results are recorded under while it is written nor
+    /// needs a second board in memory). Each service is read whole at one moment; two services
+    /// may be read moments apart.
     ///
     /// # Errors
     /// The first error of `f`, which stops the walk.
@@ -363,9 +339,10 @@ impl StatusBoard {
         use std::ops::Bound::{Excluded, Unbounded};
         let mut after: Option<ServiceId> = None;
         loop {
-            let (last, mut batch): (Option<ServiceId>, Vec<ServiceStatus>) = {
-                let all = read(&self.services);
-                let picked: Box<dyn Iterator<Item = (&ServiceId, &ServiceStatus)>> =
+            let (last, batch): (Option<ServiceId>, Vec<ServiceStatus>) = {
+                let services = read(&self.services);
+                let all = &services.by_name;
+                let picked: Box<dyn Iterator<Item = (&ServiceId, &Box<Entry>)>> =
                     match (only, &after) {
                         (Some(_), Some(_)) => break,
                         (Some(id), None) => Box::new(all.get_key_value(id).into_iter()),
@@ -376,33 +353,20 @@ impl StatusBoard {
                 let last = batch.last().map(|(id, _)| (*id).clone());
                 let copies = batch
                     .into_iter()
-                    .map(|(_, s)| s.clone_with_endpoints(endpoints));
+                    .map(|(id, e)| e.status(id, &services.vantages, endpoints));
                 (last, copies.collect())
             };
             let Some(last) = last else { break };
             after = Some(last);
-            self.complete(&mut batch);
-            for s in batch {
+            for mut s in batch {
+                // As read: the reconciler's status taking up the latest decision handed to it.
+                if let Some(d) = &s.decided {
+                    s.apply.take_up(d);
+                }
                 f(s)?;
             }
         }
         Ok(())
-    }
-
-    /// Completes copied services as read: the reconciler's status taking up the latest
-    /// decision handed to it, each endpoint's recent probes.
-    fn complete(&self, services: &mut [ServiceStatus]) {
-        let recent = read(&self.recent);
-        for s in services {
-            if let Some(d) = &s.decided {
-                s.apply.take_up(d);
-            }
-            for e in s.pools.iter_mut().flat_map(|p| p.endpoints.iter_mut()) {
-                if let Some(r) = recent.get(&s.service.0, &e.endpoint.0, &e.vantage) {
-                    e.recent = r.clone();
-                }
-            }
-        }
     }
 
     /// The cluster's status; `None` alone.
@@ -425,107 +389,46 @@ impl StatusBoard {
     /// Each service's engine safety state as last published, without copying the rest.
     pub fn safety(&self) -> Vec<(ServiceId, SafetyState)> {
         read(&self.services)
+            .by_name
             .iter()
-            .filter_map(|(id, s)| Some((id.clone(), s.safety.clone()?)))
+            .map(|(id, e)| (id.clone(), e.safety.clone()))
             .collect()
     }
 
-    /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point (allocates
-    /// only for an endpoint's first result).
+    /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point, in a ring
+    /// allocated at the endpoint's first result. A result of a service not on the board yet
+    /// ([`StatusBoard::update_service`] puts it there) or of an endpoint not in its policy is
+    /// not kept.
     pub fn record_probe(&self, service: &ServiceId, _pool: &PoolId, obs: &Observation) {
-        let mut recent = write(&self.recent);
-        let r = recent.get_or_insert_with(service, &obs.endpoint, &obs.vantage, || {
-            VecDeque::with_capacity(RECENT_PROBES + 1)
-        });
-        r.push_back(RecentProbe {
-            at: obs.at,
-            outcome: obs.outcome.clone(),
-        });
-        if r.len() > RECENT_PROBES {
-            r.pop_front();
+        let mut services = write(&self.services);
+        let Services { by_name, vantages } = &mut *services;
+        if let Some(entry) = by_name.get_mut(service) {
+            entry.record_probe(obs, vantages);
         }
     }
 
-    /// Refreshes a service's pools, decision, budget and overrides from its engine.
+    /// Refreshes a service's pools, decision, budget and overrides from its engine (puts the
+    /// service on the board the first time).
     pub fn update_service<'a>(
         &self,
         engine: &ServiceEngine,
         overrides: impl Iterator<Item = &'a Override>,
         now: Millis,
     ) {
-        let policy = engine.policy();
-        let decision = engine.last_decision();
-        let mut endpoints: BTreeMap<&PoolId, Vec<EndpointStatus>> = BTreeMap::new();
-        for (e, pool, by_vantage) in engine.evidence() {
-            for (v, h) in by_vantage {
-                endpoints.entry(pool).or_default().push(EndpointStatus {
-                    endpoint: e.clone(),
-                    vantage: v.clone(),
-                    verdict: h.verdict,
-                    consecutive_ok: h.consecutive_ok,
-                    consecutive_fail: h.consecutive_fail,
-                    flap_percent: h.flap.percent().round() as u32,
-                    unprobeable_since: h.unprobeable_since,
-                    recent: VecDeque::new(),
-                });
-            }
+        let mut services = write(&self.services);
+        let Services { by_name, vantages } = &mut *services;
+        let service = &engine.policy().service;
+        if !by_name.contains_key(service) {
+            by_name.insert(service.clone(), Box::new(Entry::new(engine)));
         }
-        let status = ServiceStatus {
-            service: policy.service.clone(),
-            hostname: policy.hostname.clone(),
-            mode: policy.mode,
-            active: engine.active().cloned(),
-            pools: policy
-                .pools
-                .iter()
-                .map(|pool| PoolStatus {
-                    pool: pool.id.clone(),
-                    priority: pool.priority,
-                    region: pool.region.clone(),
-                    state: decision.and_then(|d| d.pools.get(&pool.id)).cloned(),
-                    endpoints: endpoints.remove(&pool.id).unwrap_or_default(),
-                })
-                .collect(),
-            holding: match decision {
-                _ if !engine.ready() => Some(
-                    "awaiting_provider: waiting to read the provider's current state; no decision until it answers".into(),
-                ),
-                Some(d) if d.rule.is_hold() => Some(format!(
-                    "{}: {}",
-                    d.rule.as_str(),
-                    d.reasons.last().map_or("", String::as_str)
-                )),
-                _ => None,
-            },
-            velocity_available: engine.velocity_available(now),
-            stale_evidence: engine.stale_evidence(),
-            overrides: overrides
-                .filter(|o| o.service == policy.service)
-                .cloned()
-                .collect(),
-            last_decision: decision.cloned(),
-            apply: ApplyStatus::default(),
-            decided: None,
-            safety: Some(engine.safety()),
-        };
-        let mut guard = write(&self.services);
-        let (apply, decided) = guard
-            .remove(&policy.service)
-            .map(|s| (s.apply, s.decided))
-            .unwrap_or_default();
-        guard.insert(
-            policy.service.clone(),
-            ServiceStatus {
-                apply,
-                decided,
-                ..status
-            },
-        );
+        if let Some(entry) = by_name.get_mut(service) {
+            entry.update(engine, overrides, vantages, now);
+        }
     }
 
     /// A service's `mode` as of its last status update; `None` before its first one.
     pub fn mode(&self, service: &ServiceId) -> Option<Mode> {
-        read(&self.services).get(service).map(|s| s.mode)
+        read(&self.services).by_name.get(service).map(|e| e.mode())
     }
 
     /// Since when a service's latest decision has waited for the provider: `pending_since`
@@ -543,11 +446,11 @@ impl StatusBoard {
     /// (`gslb_decision_applied`). And [`StatusBoard::pending_since`]. Refreshed for every
     /// service at every engine tick.
     pub fn apply_gauges(&self, service: &ServiceId) -> (bool, Option<Millis>) {
-        self.derived(service, |s, apply| {
+        self.derived(service, |active, apply| {
             let applied = match apply.state {
                 ApplyState::Applied => true,
                 ApplyState::NotPushed => {
-                    apply.observed_active.is_some() && apply.observed_active == s.active
+                    apply.observed_active.is_some() && apply.observed_active.as_ref() == active
                 }
                 ApplyState::Pending | ApplyState::Shadow => false,
             };
@@ -557,20 +460,21 @@ impl StatusBoard {
         .unwrap_or((false, None))
     }
 
-    /// `f` of a service and its apply status as read: the reconciler's, taking up the latest
-    /// decision handed to it ([`ApplyStatus::take_up`]). `None` for an unknown service.
+    /// `f` of a service's serving pool as the engine knows it and its apply status as read:
+    /// the reconciler's, taking up the latest decision handed to it ([`ApplyStatus::take_up`]).
+    /// `None` for an unknown service.
     fn derived<T>(
         &self,
         service: &ServiceId,
-        f: impl FnOnce(&ServiceStatus, &ApplyStatus) -> T,
+        f: impl FnOnce(Option<&PoolId>, &ApplyStatus) -> T,
     ) -> Option<T> {
         let services = read(&self.services);
-        let s = services.get(service)?;
+        let s = services.by_name.get(service)?;
         let mut apply = s.apply.clone();
         if let Some(d) = &s.decided {
             apply.take_up(d);
         }
-        Some(f(s, &apply))
+        Some(f(s.active(), &apply))
     }
 
     /// Records that the engine loop handed `decided` to the service's reconciler (the engine
@@ -579,7 +483,7 @@ impl StatusBoard {
     /// status now reads `pending` for `decided`.
     pub fn record_decided(&self, service: &ServiceId, mut decided: Decided) -> bool {
         let mut services = write(&self.services);
-        let Some(s) = services.get_mut(service) else {
+        let Some(s) = services.by_name.get_mut(service) else {
             return false;
         };
         if let Some(before) = &s.decided {
@@ -599,13 +503,12 @@ impl StatusBoard {
 
     /// Drops a service and its recent probes (its policy was removed or changed by a reload).
     pub fn remove_service(&self, service: &ServiceId) {
-        write(&self.services).remove(service);
-        write(&self.recent).remove_service(service);
+        write(&self.services).by_name.remove(service);
     }
 
     /// Updates a service's apply status: the reconciler's (and the adoption read's) record.
     pub fn update_apply(&self, service: &ServiceId, f: impl FnOnce(&mut ApplyStatus)) {
-        if let Some(entry) = write(&self.services).get_mut(service) {
+        if let Some(entry) = write(&self.services).by_name.get_mut(service) {
             f(&mut entry.apply);
         }
     }
@@ -624,7 +527,7 @@ mod tests {
     use super::*;
 
     fn board() -> (StatusBoard, ServiceId) {
-        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let text = include_str!("../../../policies/api-seoul-tokyo.toml");
         let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
         let board = StatusBoard::default();
         board.update_service(&ServiceEngine::new(policy), std::iter::empty(), Millis(0));
@@ -657,7 +560,7 @@ mod tests {
     /// service alone (without endpoints when asked); an error stops the walk.
     #[test]
     fn the_walk_hands_over_every_service_once_in_batches() {
-        let text = include_str!("../../policies/api-seoul-tokyo.toml");
+        let text = include_str!("../../../policies/api-seoul-tokyo.toml");
         let policy = gslb_core::policy::parse(std::path::Path::new("api.toml"), text).expect("ok");
         let board = StatusBoard::default();
         let count = SNAPSHOT_BATCH * 2 + 3;
@@ -749,3 +652,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod golden;
