@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::model::{ByPool, Millis, PoolId, ServiceId, VantageId, Verdict};
+use crate::model::{ByPool, Millis, PoolId, ServiceId, VantageId, Verdict, pools_as_map};
 
 use super::cluster::VantageVote;
 use super::quorum::Tally;
@@ -191,6 +191,7 @@ pub struct Decision {
     /// Human-readable reasons: which endpoints, votes, thresholds, rule.
     pub reasons: Vec<String>,
     /// Every pool's state, by pool.
+    #[serde(serialize_with = "pools_as_map")]
     pub pools: ByPool<PoolVerdict>,
 }
 

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ByPool, Millis};
+use crate::model::{ByPool, Millis, pools_as_map};
 use crate::policy::Damping;
 
 use super::damping::FlapPenalty;
@@ -23,6 +23,7 @@ pub struct SafetyState {
     /// The velocity budget (token bucket).
     pub bucket: TokenBucket,
     /// Flap-damping penalty per pool.
+    #[serde(serialize_with = "pools_as_map")]
     pub penalties: ByPool<FlapPenalty>,
     /// When the serving pool last changed.
     pub last_change: Option<Millis>,
@@ -59,6 +60,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::model::PoolId;
     use crate::policy::Velocity;
 
     fn velocity() -> Velocity {
@@ -86,6 +88,22 @@ mod tests {
             last_failover: None,
             consecutive_failovers: 0,
         }
+    }
+
+    #[test]
+    fn penalties_are_a_json_object_by_pool_even_when_empty() {
+        let mut state = fresh(Millis(0));
+        let empty = serde_json::to_value(&state).expect("json");
+        assert_eq!(empty["penalties"], serde_json::json!({}));
+        state
+            .penalties
+            .insert(PoolId::from("seoul"), FlapPenalty::default());
+        let one = serde_json::to_string(&state).expect("json");
+        assert!(one.contains(r#""penalties":{"seoul":"#), "{one}");
+        let back: SafetyState = serde_json::from_str(&one).expect("reads back");
+        assert_eq!(back.penalties.len(), 1);
+        let old: SafetyState = serde_json::from_value(empty).expect("reads an empty object");
+        assert!(old.penalties.is_empty());
     }
 
     #[test]

@@ -54,6 +54,18 @@ id!(
 /// holds (at 5,000 services that room was about a tenth of the daemon's memory).
 pub type ByPool<V> = litemap::LiteMap<PoolId, V>;
 
+/// Serializes a [`ByPool`] as a JSON object by pool name, empty or not (`litemap` writes an
+/// empty map as `[]` in human-readable formats). For `#[serde(serialize_with = ...)]`.
+///
+/// # Errors
+/// The serializer's.
+pub fn pools_as_map<S: serde::Serializer, V: Serialize>(
+    map: &ByPool<V>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(map.iter())
+}
+
 /// Wall-clock time in milliseconds since the Unix epoch.
 ///
 /// The engine takes time only as an argument of this type, so tests pass explicit instants and
