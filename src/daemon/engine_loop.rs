@@ -319,9 +319,11 @@ fn audit(step: &Step, out: &Output, journal: &mut Journal) {
 fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
-            telemetry.verdicts.send_modify(|m| {
-                m.insert((service.clone(), t.endpoint.clone()), t.verdict);
-            });
+            if telemetry.keep_verdicts {
+                telemetry.verdicts.send_modify(|m| {
+                    m.insert((service.clone(), t.endpoint.clone()), t.verdict);
+                });
+            }
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
             let _ = telemetry.events.send(Event::EndpointVerdict {
                 service: service.clone(),
