@@ -127,9 +127,10 @@ impl Builder {
             Some(p) => p,
             None => Arc::new(Prober::new(&DnsSettings::default())?),
         };
-        let telemetry = self
+        let mut telemetry = self
             .telemetry
             .unwrap_or_else(|| Telemetry::new(Clock::system(), events::CAPACITY));
+        telemetry.keep_verdicts |= self.cluster.is_some();
         let controller = Controller::start(
             &self.policies,
             &self.engine,

@@ -9,7 +9,7 @@
 //! decision. The one thing it waits for is the drill state file, written off the runtime
 //! threads once per step that changes the drills, before that step takes effect.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +23,8 @@ use crate::ops::health;
 use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
 use gslb_core::engine::{
-    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, ServiceEngine, Step,
+    Decision, Engine, Input, Output, OverrideChange, OverrideError, Reply, ServiceEngine,
+    ServiceHandle, Step,
 };
 use gslb_core::event::Event;
 use gslb_core::model::{EndpointId, ServiceId, VantageId};
@@ -45,16 +46,26 @@ struct Outlets {
 /// Services whose status and decision gauges lag their engine by probe results that changed
 /// no decision: shown at the next tick (at most `tick` later, at most 1 s), so a probe result
 /// does not rebuild its service's status (O(endpoints of the service)) and re-set its pool
-/// gauges; a changed decision shows at once.
+/// gauges; a changed decision shows at once. One flag per service, by its place among the
+/// engine's services ([`ServiceHandle::slot`]), sized once per policy set: under steady
+/// probing every service is behind at every tick, and a set of names copied each time cost
+/// an allocation per service per tick.
 #[derive(Debug, Default)]
-struct Behind(BTreeSet<ServiceId>);
+struct Behind(Vec<bool>);
 
 impl Behind {
-    /// `service` waits for the next tick.
-    fn mark(&mut self, service: &ServiceId) {
-        if !self.0.contains(service) {
-            self.0.insert(service.clone());
+    /// `service` waits for the next tick, or (`false`) no longer does.
+    fn set(&mut self, engine: &Engine, service: &ServiceId, behind: bool) {
+        let slot = engine.handle(service).map(ServiceHandle::slot);
+        if let Some(flag) = slot.and_then(|i| self.0.get_mut(i)) {
+            *flag = behind;
         }
+    }
+
+    /// Follows the engine's services after a start or a reload (their places moved): every
+    /// service is shown at the next tick when `all`, else none.
+    fn reset(&mut self, engine: &Engine, all: bool) {
+        self.0 = vec![all; engine.services().count()];
     }
 }
 
@@ -92,6 +103,7 @@ pub(super) async fn run(
         wakers,
         behind: Behind::default(),
     };
+    outlets.behind.reset(&engine, false);
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -255,6 +267,7 @@ async fn reload(
         .collect();
     let at = telemetry.clock.now();
     let (input, out) = engine.reload(at, &diff);
+    outlets.behind.reset(engine, true);
     for (policy, seen) in &outgoing {
         telemetry.metrics.forget_service(policy, seen);
         telemetry.board.remove_service(&policy.service);
@@ -306,9 +319,11 @@ fn audit(step: &Step, out: &Output, journal: &mut Journal) {
 fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
-            telemetry.verdicts.send_modify(|m| {
-                m.insert((service.clone(), t.endpoint.clone()), t.verdict);
-            });
+            if telemetry.keep_verdicts {
+                telemetry.verdicts.send_modify(|m| {
+                    m.insert((service.clone(), t.endpoint.clone()), t.verdict);
+                });
+            }
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
             let _ = telemetry.events.send(Event::EndpointVerdict {
                 service: service.clone(),
@@ -344,14 +359,14 @@ fn publish(
     };
     if let (Some(service), true) = (observed, out.decisions.is_empty()) {
         // Before adoption there is no decision, but the probes' evidence shows already.
-        outlets.behind.mark(service);
+        outlets.behind.set(engine, service, true);
     }
     for (decision, changed) in &out.decisions {
         if observed.is_some() && !*changed {
-            outlets.behind.mark(&decision.service);
+            outlets.behind.set(engine, &decision.service, true);
             continue;
         }
-        outlets.behind.0.remove(&decision.service);
+        outlets.behind.set(engine, &decision.service, false);
         let service = engine.service(&decision.service);
         let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
         show(engine, service, decision, *changed, step.at, telemetry);
@@ -383,14 +398,13 @@ fn publish(
         telemetry.metrics.record_cluster(cluster, step.at);
     }
     if matches!(step.input, Input::Tick) {
-        for id in std::mem::take(&mut outlets.behind.0) {
-            if let Some(s) = engine.service(&id) {
-                match s.last_decision() {
-                    Some(d) => show(engine, Some(s), d, false, step.at, telemetry),
-                    None => telemetry
-                        .board
-                        .update_service(s, engine.overrides().all(), step.at),
-                }
+        let behind = engine.services().zip(outlets.behind.0.iter_mut());
+        for s in behind.filter_map(|(s, flag)| std::mem::take(flag).then_some(s)) {
+            match s.last_decision() {
+                Some(d) => show(engine, Some(s), d, false, step.at, telemetry),
+                None => telemetry
+                    .board
+                    .update_service(s, engine.overrides().all(), step.at),
             }
         }
         telemetry

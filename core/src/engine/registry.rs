@@ -20,6 +20,14 @@ pub struct ServiceHandle {
     epoch: u64,
 }
 
+impl ServiceHandle {
+    /// The service's place among [`super::Engine::services`], in their order (by name); valid
+    /// as long as the handle.
+    pub fn slot(self) -> usize {
+        self.slot as usize
+    }
+}
+
 /// Every service's engine, sorted by name.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Services {

@@ -33,17 +33,20 @@
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixtures;
+mod history;
 pub mod report;
 mod types;
 
 pub use types::{DEFAULT_WINDOW, Expect, Phase, Phases, Status, SwitchKind, Timeline, Update};
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::engine::Decision;
 use crate::event::{Event, ObservedPhase};
-use crate::model::{EndpointId, Millis, PoolId, ServiceId, VantageId, Verdict};
+use crate::model::{Millis, ServiceId, VantageId, Verdict};
 use crate::policy::{Mode, Policy};
+
+use history::History;
 
 /// Timelines kept in memory: the last 256 switches.
 pub const CAPACITY: usize = 256;
@@ -52,19 +55,50 @@ pub const CAPACITY: usize = 256;
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     timelines: VecDeque<Timeline>,
-    /// Start of each endpoint's current run of failed probes, per service.
-    failing: BTreeMap<ServiceId, BTreeMap<(PoolId, EndpointId, VantageId), Millis>>,
-    /// Latest successful probe of any endpoint of each pool, by vantage point, per service.
-    last_ok: BTreeMap<ServiceId, BTreeMap<(PoolId, VantageId), Millis>>,
-    /// The holds of each service since its last decision that was not a hold, in order.
-    holds: BTreeMap<ServiceId, Vec<String>>,
-    expect: BTreeMap<ServiceId, Expect>,
+    /// Each service's expectations, holds and probe history, sorted by name (one entry per
+    /// service, its name stored once).
+    services: Vec<(ServiceId, History)>,
+    /// The vantage points seen, in order of first sight: a history names them by index.
+    vantages: Vec<VantageId>,
 }
 
 impl Recorder {
     /// Sets what `service`'s timelines opened from now on wait for.
     pub fn expect(&mut self, service: ServiceId, expect: Expect) {
-        self.expect.insert(service, expect);
+        self.history_mut(&service).expect = Some(expect);
+    }
+
+    fn history(&self, service: &ServiceId) -> Option<&History> {
+        let i = self.position(service).ok()?;
+        Some(&self.services[i].1)
+    }
+
+    /// `service`'s history, added empty when missing (its name copied only then).
+    fn history_mut(&mut self, service: &ServiceId) -> &mut History {
+        let i = match self.position(service) {
+            Ok(i) => i,
+            Err(i) => {
+                self.services
+                    .insert(i, (service.clone(), History::default()));
+                i
+            }
+        };
+        &mut self.services[i].1
+    }
+
+    fn position(&self, service: &ServiceId) -> Result<usize, usize> {
+        self.services.binary_search_by(|(k, _)| k.cmp(service))
+    }
+
+    /// The index of `vantage`, added at the end the first time.
+    fn vantage(&mut self, vantage: &VantageId) -> usize {
+        match self.vantages.iter().position(|v| v == vantage) {
+            Some(i) => i,
+            None => {
+                self.vantages.push(vantage.clone());
+                self.vantages.len() - 1
+            }
+        }
     }
 
     /// The timelines, newest first, of `service` when given, at most `limit`.
@@ -105,16 +139,9 @@ impl Recorder {
                 if !o.outcome.reason.counts_toward_health() {
                     return out;
                 }
-                let runs = self.failing.entry(service.clone()).or_default();
-                let key = (pool.clone(), o.endpoint.clone(), o.vantage.clone());
-                if o.outcome.success {
-                    runs.remove(&key);
-                    let ok = self.last_ok.entry(service.clone()).or_default();
-                    let last = ok.entry((pool.clone(), o.vantage.clone())).or_insert(o.at);
-                    *last = (*last).max(o.at);
-                } else {
-                    runs.entry(key).or_insert(o.at);
-                }
+                let v = self.vantage(&o.vantage);
+                self.history_mut(service)
+                    .probe(pool, &o.endpoint, v, o.at, o.outcome.success);
             }
             Event::Decision(d) if d.switched() => self.open(d, &mut out),
             Event::Decision(d) => self.hold(d),
@@ -176,9 +203,10 @@ impl Recorder {
             .iter_mut()
             .filter(|t| t.status == Status::Open)
         {
-            let window = self
-                .expect
-                .get(&t.service)
+            let position = self.services.binary_search_by(|(k, _)| k.cmp(&t.service));
+            let window = position
+                .ok()
+                .and_then(|i| self.services[i].1.expect.as_ref())
                 .map_or(DEFAULT_WINDOW, |e| e.window);
             if t.phases.decision.is_some_and(|d| now >= d.plus(window)) {
                 t.status = Status::TimedOut;
@@ -193,27 +221,15 @@ impl Recorder {
     /// timelines wait for, and closes their open timelines as `interrupted`. Kept timelines
     /// of removed services stay listed until [`CAPACITY`] pushes them out.
     pub fn retain(&mut self, policies: &[Policy]) -> Vec<Update> {
-        let endpoints: BTreeSet<(&ServiceId, &PoolId, &EndpointId)> = policies
-            .iter()
-            .flat_map(|p| {
-                p.pools.iter().flat_map(move |pool| {
-                    pool.endpoints
-                        .iter()
-                        .map(move |e| (&p.service, &pool.id, &e.id))
-                })
-            })
-            .collect();
-        let services: BTreeSet<&ServiceId> = policies.iter().map(|p| &p.service).collect();
-        self.failing.retain(|s, runs| {
-            runs.retain(|(p, e, _), _| endpoints.contains(&(s, p, e)));
-            !runs.is_empty()
-        });
-        self.last_ok.retain(|s, ok| {
-            ok.retain(|(p, _), _| endpoints.iter().any(|(s2, p2, _)| *s2 == s && *p2 == p));
-            !ok.is_empty()
-        });
-        self.expect.retain(|s, _| services.contains(s));
-        self.close_open(|t| !services.contains(&t.service))
+        let services: BTreeMap<&ServiceId, &Policy> =
+            policies.iter().map(|p| (&p.service, p)).collect();
+        for (id, h) in &mut self.services {
+            h.retain(services.get(id).copied());
+        }
+        self.services.retain(|(_, h)| !h.is_empty());
+        // Sized once per policy set: a doubled list would keep room for up to as many again.
+        self.services.shrink_to_fit();
+        self.close_open(|t| !services.contains_key(&t.service))
     }
 
     /// Closes every open timeline as `interrupted` (the controller is stopping).
@@ -237,11 +253,9 @@ impl Recorder {
     /// Notes a decision that did not switch: a hold is added to what the next switch waited
     /// through (once per rule); any other rule starts over.
     fn hold(&mut self, d: &Decision) {
-        let holds = self.holds.entry(d.service.clone()).or_default();
-        if !d.rule.is_hold() {
-            holds.clear();
-        } else if !holds.iter().any(|r| r == d.rule.as_str()) {
-            holds.push(d.rule.as_str().to_owned());
+        let rule = d.rule.is_hold().then(|| d.rule.as_str());
+        if rule.is_some() || self.position(&d.service).is_ok() {
+            self.history_mut(&d.service).hold(rule);
         }
     }
 
@@ -260,7 +274,10 @@ impl Recorder {
         } else {
             SwitchKind::Drill
         };
-        let expect = self.expect.get(&d.service).cloned().unwrap_or_default();
+        let expect = self
+            .history(&d.service)
+            .and_then(|h| h.expect.clone())
+            .unwrap_or_default();
         let t = Timeline {
             id: format!("{}-{}", d.service, d.at.0),
             service: d.service.clone(),
@@ -277,7 +294,14 @@ impl Recorder {
             expected: expect.phases(),
             phases: self.first_phases(d, kind),
             observed: BTreeMap::new(),
-            waited: self.holds.remove(&d.service).unwrap_or_default(),
+            waited: self
+                .position(&d.service)
+                .ok()
+                .map(|i| std::mem::take(&mut self.services[i].1.holds))
+                .unwrap_or_default()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
         };
         for phase in [Phase::MarkedDown, Phase::Decision] {
             if let Some(s) = t.since_start(phase).filter(|_| t.mode == Mode::Enforce) {
@@ -312,20 +336,9 @@ impl Recorder {
             .filter(|(_, v)| v.verdict == Verdict::Unhealthy && kind == SwitchKind::Automatic);
         if let Some((pool, verdict)) = down {
             phases.marked_down = Some(verdict.since.min(d.at));
-            let last_ok = self.last_ok.get(&d.service);
-            let stale = |v: &VantageId, start: Millis| {
-                last_ok
-                    .and_then(|m| m.get(&(pool.clone(), v.clone())))
-                    .is_some_and(|ok| start < *ok)
-            };
             phases.first_failed_probe = self
-                .failing
-                .get(&d.service)
-                .into_iter()
-                .flatten()
-                .filter(|((p, _, v), at)| p == pool && **at <= d.at && !stale(v, **at))
-                .map(|(_, at)| *at)
-                .min();
+                .history(&d.service)
+                .and_then(|h| h.first_failure(pool, d.at));
         }
         phases
     }

@@ -1,7 +1,5 @@
 //! The recorder in simulated time: events with explicit instants, no clock.
 
-use std::collections::BTreeMap;
-
 use super::fixtures::*;
 use super::*;
 use crate::engine::Rule;
@@ -296,28 +294,23 @@ fn a_reload_forgets_removed_endpoints_and_interrupts_removed_services() {
         matches!(&closed[..], [Update::Closed(t)] if t.id == "old-1000" && t.status == Status::Interrupted),
         "{closed:?}"
     );
-    let kept = |m: &BTreeMap<(PoolId, EndpointId, VantageId), Millis>| {
-        m.keys()
-            .map(|(p, e, _)| format!("{p}/{e}"))
+    let with = |f: fn(&History) -> bool| {
+        r.services
+            .iter()
+            .filter(|(_, h)| f(h))
+            .map(|(s, _)| s.to_string())
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        r.failing.keys().collect::<Vec<_>>(),
-        [&ServiceId::from("api")]
-    );
-    assert_eq!(
-        kept(&r.failing[&ServiceId::from("api")]),
-        [format!("seoul/{SEOUL}")]
-    );
-    assert_eq!(
-        r.last_ok[&ServiceId::from("api")]
-            .keys()
-            .map(|(p, _)| p.to_string())
-            .collect::<Vec<_>>(),
-        ["seoul"]
-    );
-    assert_eq!(r.last_ok.len(), 1);
-    assert!(!r.expect.contains_key(&ServiceId::from("old")));
+    assert_eq!(with(|h| !h.failing.is_empty()), ["api"]);
+    let api = r.history(&ServiceId::from("api")).expect("kept");
+    let kept: Vec<_> = (api.failing.iter())
+        .map(|f| format!("{}/{}", f.pool, f.endpoint))
+        .collect();
+    assert_eq!(kept, [format!("seoul/{SEOUL}")]);
+    let pools: Vec<_> = api.last_ok.iter().map(|o| o.pool.to_string()).collect();
+    assert_eq!(pools, ["seoul"]);
+    assert_eq!(with(|h| !h.last_ok.is_empty()), ["api"]);
+    assert!(with(|h| h.expect.is_some()).iter().all(|s| s != "old"));
     assert!(r.retain(&[api_policy()]).is_empty(), "closed once");
     assert_eq!(r.list(None, 10).len(), 1, "closed timelines stay listed");
 }
@@ -408,5 +401,83 @@ fn restored_timelines_come_before_new_ones_once_each_within_capacity() {
     assert_eq!(
         kept[0].id, "api-9000",
         "the newest is never pushed out by the past"
+    );
+}
+
+/// `e` as an event of `service`.
+fn of(service: &str, mut e: Event) -> Event {
+    match &mut e {
+        Event::Probe { service: s, .. } => *s = service.into(),
+        Event::Decision(d) => d.service = service.into(),
+        _ => {}
+    }
+    e
+}
+
+/// What the recorder keeps for its services, in bytes: the list's room and, behind each
+/// entry, the names, runs, successes and holds (the allocator's own overhead not counted).
+fn history_bytes(r: &Recorder) -> usize {
+    let heap = |(s, h): &(ServiceId, History)| {
+        s.0.capacity()
+            + h.holds.capacity() * size_of::<&str>()
+            + h.failing.capacity() * size_of::<history::Run>()
+            + (h.failing.iter())
+                .map(|f| f.pool.0.capacity() + f.endpoint.0.capacity())
+                .sum::<usize>()
+            + h.last_ok.capacity() * size_of::<history::Pass>()
+            + h.last_ok.iter().map(|o| o.pool.0.capacity()).sum::<usize>()
+    };
+    r.services.capacity() * size_of::<(ServiceId, History)>()
+        + r.services.iter().map(heap).sum::<usize>()
+}
+
+#[test]
+fn a_steady_service_of_two_pools_costs_the_recorder_under_256_bytes() {
+    // Issue 14: at 5,000 services of 2 pools x 1 endpoint the recorder kept about 1 kB per
+    // service in maps (a BTreeMap node per service and its names copied per entry).
+    let n = 1_000;
+    let policies: Vec<Policy> = (0..n)
+        .map(|i| Policy {
+            service: format!("svc-{i:04}").as_str().into(),
+            ..api_policy()
+        })
+        .collect();
+    let mut r = Recorder::default();
+    for p in &policies {
+        r.expect(p.service.clone(), Expect::default());
+    }
+    r.retain(&policies);
+    for p in &policies {
+        let s = p.service.0.as_str();
+        let events = [
+            of(
+                s,
+                decision(10, Rule::ServePreferred, "seoul", "seoul", None),
+            ),
+            of(s, probe("seoul", SEOUL, 1_000, ProbeReason::Ok)),
+            of(
+                s,
+                probe(
+                    "tokyo",
+                    "http://127.0.0.1:2/api/v1/health",
+                    1_000,
+                    ProbeReason::Ok,
+                ),
+            ),
+            of(s, probe("seoul", SEOUL, 2_000, ProbeReason::Ok)),
+            of(s, probe("seoul", SEOUL, 3_000, ProbeReason::Timeout)),
+            of(s, probe("seoul", SEOUL, 4_000, ProbeReason::Ok)),
+        ];
+        assert!(feed(&mut r, &events).is_empty());
+    }
+    let per_service = history_bytes(&r) / n;
+    println!("timeline recorder: {per_service} B per steady service");
+    assert!(per_service < 256, "{per_service} B per service");
+    let api = r.history(&policies[0].service).expect("kept");
+    assert!(api.failing.is_empty(), "the run ended with the success");
+    assert_eq!(
+        api.last_ok.len(),
+        2,
+        "one success per pool and vantage point"
     );
 }

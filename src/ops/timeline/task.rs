@@ -57,7 +57,10 @@ impl TimelineStore {
     /// here: a service that never switched exports none.
     pub fn configure(&self, policies: &[Policy]) -> Vec<Update> {
         let mut r = self.recorder();
-        for p in policies {
+        // In name order, the recorder's: each new service goes at the end of its list.
+        let mut by_name: Vec<&Policy> = policies.iter().collect();
+        by_name.sort_by(|a, b| a.service.cmp(&b.service));
+        for p in by_name {
             let observe = p.observe.as_ref();
             let dns = observe.is_some()
                 && p.pools
