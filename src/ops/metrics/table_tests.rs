@@ -292,3 +292,39 @@ fn a_removed_series_slot_is_reused_once_no_handle_of_it_is_left() {
         assert_eq!(words.load(slot), 1, "slot {slot}: a value of its own");
     }
 }
+
+#[test]
+fn tables_sharing_strings_are_created_removed_and_written_from_many_threads_at_once() {
+    let strings = Arc::new(Strings::default());
+    let gauges: Table<GaugeCell> = Table::new(&FAMILY, &[], strings.clone());
+    let counters: Table<CounterCell> = Table::new(&FAMILY, &[], strings.clone());
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let (gauges, counters) = (&gauges, &counters);
+            scope.spawn(move || {
+                let mut text = String::new();
+                for i in 0..300 {
+                    let (service, endpoint) = (format!("s{}", i % 50), format!("e{t}"));
+                    let labels = [service.as_str(), "pool", endpoint.as_str()];
+                    gauges.with_label_values(&labels).set(1.0);
+                    counters.with_label_values(&labels).inc();
+                    if i % 3 == 0 {
+                        gauges.remove_label_values(&labels);
+                    }
+                    gauges.encode(&mut text);
+                    text.clear();
+                }
+            });
+        }
+    });
+    // Each thread's endpoint in 50 services; a gauge is gone when its last round (the last
+    // `i` with that service, in 250..300) removed it.
+    assert_eq!(counters.len(), 4 * 50);
+    let removed_last = (0..50).filter(|s| (250..300).any(|i| i % 50 == *s && i % 3 == 0));
+    assert_eq!(gauges.len(), 4 * (50 - removed_last.count()));
+    for t in 0..4 {
+        let cell = counters.with_label_values(&["s0", "pool", &format!("e{t}")]);
+        assert_eq!(cell.get(), 6, "s0 counted at i = 0, 50, ..., 250");
+    }
+    assert_eq!(strings.len(), 50 + 1 + 4);
+}
