@@ -19,10 +19,13 @@
 mod cells;
 mod cluster;
 mod engine;
+mod index;
 mod operations;
 mod probes;
 mod probing;
 mod provider;
+mod slab;
+mod strings;
 mod table;
 mod text;
 mod writer;
@@ -401,7 +404,7 @@ struct Export {
 struct Registrar {
     registry: Registry,
     declared: Arc<Mutex<Vec<(String, MetricType)>>>,
-    strings: Arc<table::Strings>,
+    strings: Arc<strings::Strings>,
     tables: RefCell<Vec<Box<dyn table::Encode>>>,
 }
 

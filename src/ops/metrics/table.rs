@@ -1,156 +1,28 @@
 //! [`Table`]: the series of one high-cardinality family (per endpoint, pool, service or
 //! binding), kept by label values in the order the text format writes them and encoded
 //! straight into the scrape's buffer. Each label value is stored once per process
-//! ([`Strings`]) and each series costs its key (one pointer per label) and its cell, where the
-//! `prometheus` crate keeps a copy of the family's description and of every label pair per
-//! series and copies them all again at every scrape.
+//! ([`Strings`]); a series costs its key (a 4-byte id per label) and slot number in the
+//! table's [`Index`] and its value in the table's slots ([`Cell::Slots`]: 12 bytes for a gauge
+//! or a counter), where the `prometheus` crate keeps a copy of the family's description and
+//! of every label pair per series and copies them all again at every scrape.
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use super::Family;
-use super::cells::{Cell, Layout};
+use super::cells::{Cell, Layout, Slots};
+use super::index::{Index, Lookup};
+use super::strings::Strings;
 use super::text;
-
-/// Label values shared by every table of one metric set: a service's name is stored once,
-/// not once per series. Strings no series holds any more are dropped after removals.
-#[derive(Debug, Default)]
-pub(super) struct Strings {
-    set: Mutex<HashSet<Arc<str>>>,
-    /// Series removed since the last sweep of unused strings.
-    removed: AtomicUsize,
-}
-
-impl Strings {
-    /// The shared copy of `v`, made the first time.
-    fn intern(&self, v: &str) -> Arc<str> {
-        let mut set = self.set.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = set.get(v) {
-            return s.clone();
-        }
-        let s: Arc<str> = Arc::from(v);
-        set.insert(s.clone());
-        s
-    }
-
-    /// Counts a removed series; once removals since the last sweep reach half the strings
-    /// kept, drops the strings no series holds (amortized: one sweep per that many removals).
-    fn removed(&self) {
-        let n = self.removed.fetch_add(1, AtomicOrdering::Relaxed) + 1;
-        let mut set = self.set.lock().unwrap_or_else(PoisonError::into_inner);
-        if n * 2 >= set.len() {
-            set.retain(|s| Arc::strong_count(s) > 1);
-            self.removed.store(0, AtomicOrdering::Relaxed);
-        }
-    }
-
-    /// How many distinct label values are kept.
-    #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
-        self.set
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-}
-
-/// Label values compared in the order of the sorted label names, whether stored ([`Key`]) or
-/// borrowed from a caller ([`Lookup`]), so a lookup copies nothing.
-trait Labels {
-    fn count(&self) -> usize;
-    fn at(&self, i: usize) -> &str;
-}
-
-impl Ord for dyn Labels + '_ {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let mine = (0..self.count()).map(|i| self.at(i));
-        mine.cmp((0..other.count()).map(|i| other.at(i)))
-    }
-}
-
-impl PartialOrd for dyn Labels + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for dyn Labels + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for dyn Labels + '_ {}
-
-/// A series' label values, in the order of the sorted label names.
-#[derive(Debug)]
-struct Key(Box<[Arc<str>]>);
-
-impl Labels for Key {
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-
-    fn at(&self, i: usize) -> &str {
-        &self.0[i]
-    }
-}
-
-impl<'a> Borrow<dyn Labels + 'a> for Key {
-    fn borrow(&self) -> &(dyn Labels + 'a) {
-        self
-    }
-}
-
-impl Ord for Key {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let (a, b): (&dyn Labels, &dyn Labels) = (self, other);
-        a.cmp(b)
-    }
-}
-
-impl PartialOrd for Key {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Key {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Key {}
-
-/// A caller's label values (in the declared order) seen in the sorted order.
-struct Lookup<'a> {
-    values: &'a [&'a str],
-    order: &'a [usize],
-}
-
-impl Labels for Lookup<'_> {
-    fn count(&self) -> usize {
-        self.order.len()
-    }
-
-    fn at(&self, i: usize) -> &str {
-        self.values[self.order[i]]
-    }
-}
 
 /// The series of one family by label values, sorted as the text format writes them; `C` is
 /// the cell ([`GaugeCell`](super::GaugeCell), [`CounterCell`](super::CounterCell),
 /// [`HistogramCell`](super::HistogramCell)). Clones share the series.
 #[derive(Debug)]
-pub struct Table<C> {
+pub struct Table<C: Cell> {
     shared: Arc<Shared<C>>,
 }
 
-impl<C> Clone for Table<C> {
+impl<C: Cell> Clone for Table<C> {
     fn clone(&self) -> Self {
         Self {
             shared: self.shared.clone(),
@@ -159,7 +31,7 @@ impl<C> Clone for Table<C> {
 }
 
 #[derive(Debug)]
-struct Shared<C> {
+struct Shared<C: Cell> {
     family: Family,
     /// The label names sorted; `order[i]` is the position of `names[i]` among the declared.
     names: Box<[&'static str]>,
@@ -168,7 +40,14 @@ struct Shared<C> {
     /// `buckets` as text (`le` values).
     le: Box<[String]>,
     strings: Arc<Strings>,
-    series: RwLock<BTreeMap<Key, C>>,
+    series: RwLock<Series<C::Slots>>,
+}
+
+/// A table's series: their keys and slots, and their values.
+#[derive(Debug)]
+struct Series<S> {
+    index: Index,
+    slots: S,
 }
 
 impl<C: Cell> Table<C> {
@@ -185,7 +64,10 @@ impl<C: Cell> Table<C> {
                 buckets,
                 le: buckets.iter().map(f64::to_string).collect(),
                 strings,
-                series: RwLock::default(),
+                series: RwLock::new(Series {
+                    index: Index::new(family.labels.len()),
+                    slots: C::Slots::default(),
+                }),
             }),
         }
     }
@@ -197,30 +79,28 @@ impl<C: Cell> Table<C> {
         let s = &*self.shared;
         if values.len() != s.order.len() {
             debug_assert_eq!(values.len(), s.order.len(), "{}", s.family.name);
-            return C::new(s.buckets);
+            return C::detached(s.buckets);
         }
         let lookup = Lookup {
             values,
             order: &s.order,
         };
-        let found = s.read().get(&lookup as &dyn Labels).cloned();
-        found.unwrap_or_else(|| {
-            let mut series = s.series.write().unwrap_or_else(PoisonError::into_inner);
-            if let Some(c) = series.get(&lookup as &dyn Labels) {
-                return c.clone();
+        {
+            let series = s.read();
+            if let Some(slot) = series.index.find(&s.strings.read(), &lookup) {
+                return series.slots.cell(slot);
             }
-            let key = Key((0..lookup.count())
-                .map(|i| s.strings.intern(lookup.at(i)))
-                .collect());
-            series
-                .entry(key)
-                .or_insert_with(|| C::new(s.buckets))
-                .clone()
-        })
+        }
+        let mut series = s.write();
+        let Series { index, slots } = &mut *series;
+        let mut strings = s.strings.write();
+        let slot = index.entry(&mut strings, &lookup, || slots.alloc(s.buckets));
+        slots.cell(slot)
     }
 
     /// Removes the series of `values` (declared order); false when there was none. A cell
-    /// still held elsewhere keeps counting but is no longer exported.
+    /// still held elsewhere keeps counting but is no longer exported, and never counts in a
+    /// series created later.
     pub fn remove_label_values(&self, values: &[&str]) -> bool {
         let s = &*self.shared;
         if values.len() != s.order.len() {
@@ -230,21 +110,17 @@ impl<C: Cell> Table<C> {
             values,
             order: &s.order,
         };
-        let removed = s
-            .series
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&lookup as &dyn Labels)
-            .is_some();
-        if removed {
-            s.strings.removed();
+        let mut series = s.write();
+        let removed = series.index.remove(&mut s.strings.write(), &lookup);
+        if let Some(slot) = removed {
+            series.slots.retire(slot);
         }
-        removed
+        removed.is_some()
     }
 
     /// How many series the family has.
     pub fn len(&self) -> usize {
-        self.shared.read().len()
+        self.shared.read().index.len()
     }
 
     /// Whether the family has no series (it is then not exported, as the crate's registry
@@ -254,9 +130,13 @@ impl<C: Cell> Table<C> {
     }
 }
 
-impl<C> Shared<C> {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Key, C>> {
+impl<C: Cell> Shared<C> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Series<C::Slots>> {
         self.series.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Series<C::Slots>> {
+        self.series.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -277,7 +157,7 @@ impl<C: Cell + std::fmt::Debug> Encode for Table<C> {
     fn encode(&self, out: &mut String) {
         let s = &*self.shared;
         let series = s.read();
-        if series.is_empty() {
+        if series.index.len() == 0 {
             return;
         }
         text::header(out, s.family.name, s.family.help, C::KIND);
@@ -286,8 +166,12 @@ impl<C: Cell + std::fmt::Debug> Encode for Table<C> {
             label_names: &s.names,
             le: &s.le,
         };
-        for (key, cell) in series.iter() {
-            cell.write(out, &layout, &key.0);
-        }
+        let strings = s.strings.read();
+        let mut values = Vec::with_capacity(s.names.len());
+        series.index.for_each(&strings, |key, slot| {
+            values.clear();
+            values.extend(key.iter().map(|&id| strings.get(id)));
+            series.slots.write(slot, out, &layout, &values);
+        });
     }
 }

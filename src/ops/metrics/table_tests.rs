@@ -9,7 +9,9 @@ use std::sync::Arc;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder};
 use proptest::prelude::*;
 
-use super::table::{Encode, Strings};
+use super::slab::{CHUNK, Words};
+use super::strings::Strings;
+use super::table::Encode;
 use super::{CounterCell, Family, GaugeCell, HistogramCell, RECONCILE_BUCKETS, Table};
 
 /// Declared out of name order, so the text's label order differs from the declared one.
@@ -74,23 +76,7 @@ proptest! {
 
     #[test]
     fn gauges_write_what_the_crate_writes(ops in proptest::collection::vec(op(), 0..40)) {
-        let table: Table<GaugeCell> = Table::new(&FAMILY, &[], Arc::default());
-        let vec = prometheus::GaugeVec::new(opts(), FAMILY.labels).expect("valid");
-        let registry = Registry::new();
-        registry.register(Box::new(vec.clone())).expect("registers");
-        for op in ops {
-            match op {
-                Op::Record(l, v) => {
-                    table.with_label_values(&values(l)).set(v);
-                    vec.with_label_values(&values(l)).set(v);
-                }
-                Op::Remove(l) => {
-                    let removed = table.remove_label_values(&values(l));
-                    prop_assert_eq!(removed, vec.remove_label_values(&values(l)).is_ok());
-                }
-            }
-        }
-        prop_assert_eq!(ours(&table), crates(&registry));
+        gauges_against_the_crate(ops)?;
     }
 
     #[test]
@@ -139,6 +125,50 @@ proptest! {
         }
         prop_assert_eq!(ours(&table), crates(&registry));
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Long enough (343 possible series) for new series to be merged into the index's sorted
+    /// bulk several times, and removed ones to stay as tombstones, come back and be swept.
+    #[test]
+    fn many_gauges_write_what_the_crate_writes(ops in proptest::collection::vec(op(), 200..800)) {
+        gauges_against_the_crate(ops)?;
+    }
+}
+
+/// `ops` on a gauge table and on the crate's vector give the same text and number of series;
+/// the first handles stay held throughout (some past their series' removal).
+fn gauges_against_the_crate(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let table: Table<GaugeCell> = Table::new(&FAMILY, &[], Arc::default());
+    let vec = prometheus::GaugeVec::new(opts(), FAMILY.labels).expect("valid");
+    let registry = Registry::new();
+    registry.register(Box::new(vec.clone())).expect("registers");
+    let mut kept = Vec::new();
+    for op in ops {
+        match op {
+            Op::Record(l, v) => {
+                let cell = table.with_label_values(&values(l));
+                cell.set(v);
+                vec.with_label_values(&values(l)).set(v);
+                if kept.len() < 16 {
+                    kept.push(cell);
+                }
+            }
+            Op::Remove(l) => {
+                let removed = table.remove_label_values(&values(l));
+                prop_assert_eq!(removed, vec.remove_label_values(&values(l)).is_ok());
+            }
+        }
+    }
+    prop_assert_eq!(ours(&table), crates(&registry));
+    let crate_series = registry
+        .gather()
+        .first()
+        .map_or(0, |f| f.get_metric().len());
+    prop_assert_eq!(table.len(), crate_series);
+    Ok(())
 }
 
 #[test]
@@ -198,4 +228,103 @@ fn a_cell_resolved_once_updates_the_exported_series() {
             "{line} missing from\n{text}"
         );
     }
+}
+
+#[test]
+fn a_handle_kept_past_its_series_removal_never_changes_a_new_series() {
+    let gauges: Table<GaugeCell> = Table::new(&FAMILY, &[], Arc::default());
+    let counters: Table<CounterCell> = Table::new(&FAMILY, &[], Arc::default());
+    let stale = gauges.with_label_values(&["api", "seoul", "a"]);
+    let stale_count = counters.with_label_values(&["api", "seoul", "a"]);
+    stale.set(5.0);
+    stale_count.inc_by(5);
+    assert!(gauges.remove_label_values(&["api", "seoul", "a"]));
+    assert!(counters.remove_label_values(&["api", "seoul", "a"]));
+    // New series, the removed one's again among them: none may share the stale slot.
+    let labels = [
+        ["api", "seoul", "a"],
+        ["api", "seoul", "b"],
+        ["api", "tokyo", "c"],
+    ];
+    for l in labels {
+        assert_eq!(gauges.with_label_values(&l).get(), 0.0, "{l:?} reads 0");
+        assert_eq!(counters.with_label_values(&l).get(), 0, "{l:?} reads 0");
+    }
+    stale.set(99.0);
+    stale_count.inc_by(99);
+    assert_eq!(stale.clone().get(), 99.0, "clones share the stale value");
+    for l in labels {
+        assert_eq!(gauges.with_label_values(&l).get(), 0.0, "{l:?} unchanged");
+        assert_eq!(counters.with_label_values(&l).get(), 0, "{l:?} unchanged");
+    }
+    let text = ours(&gauges) + &ours(&counters);
+    assert!(!text.contains(" 99\n") && !text.contains(" 5\n"), "{text}");
+}
+
+#[test]
+fn a_removed_series_slot_is_reused_once_no_handle_of_it_is_left() {
+    let mut words = Words::default();
+    let (a, b) = (words.alloc(), words.alloc());
+    assert_eq!((a, b), (0, 1));
+    let held = words.handle(a);
+    let clone = held.clone();
+    held.store(7);
+    words.retire(a);
+    let c = words.alloc();
+    assert_ne!(c, a, "a handle of the removed series is alive");
+    drop(held);
+    words.retire(b);
+    assert_eq!(words.alloc(), b, "no handle of b: reused");
+    let d = words.alloc();
+    assert_ne!(d, a, "a clone of a's handle is alive");
+    clone.add(1);
+    assert_eq!(
+        words.load(a),
+        8,
+        "the clone shares the removed series' value"
+    );
+    drop(clone);
+    assert_eq!(words.alloc(), a, "the last handle is gone: reused");
+    assert_eq!(words.load(a), 0, "a reused slot reads 0");
+    for _ in 0..CHUNK * 2 {
+        let slot = words.alloc();
+        words.handle(slot).add(1);
+        assert_eq!(words.load(slot), 1, "slot {slot}: a value of its own");
+    }
+}
+
+#[test]
+fn tables_sharing_strings_are_created_removed_and_written_from_many_threads_at_once() {
+    let strings = Arc::new(Strings::default());
+    let gauges: Table<GaugeCell> = Table::new(&FAMILY, &[], strings.clone());
+    let counters: Table<CounterCell> = Table::new(&FAMILY, &[], strings.clone());
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let (gauges, counters) = (&gauges, &counters);
+            scope.spawn(move || {
+                let mut text = String::new();
+                for i in 0..300 {
+                    let (service, endpoint) = (format!("s{}", i % 50), format!("e{t}"));
+                    let labels = [service.as_str(), "pool", endpoint.as_str()];
+                    gauges.with_label_values(&labels).set(1.0);
+                    counters.with_label_values(&labels).inc();
+                    if i % 3 == 0 {
+                        gauges.remove_label_values(&labels);
+                    }
+                    gauges.encode(&mut text);
+                    text.clear();
+                }
+            });
+        }
+    });
+    // Each thread's endpoint in 50 services; a gauge is gone when its last round (the last
+    // `i` with that service, in 250..300) removed it.
+    assert_eq!(counters.len(), 4 * 50);
+    let removed_last = (0..50).filter(|s| (250..300).any(|i| i % 50 == *s && i % 3 == 0));
+    assert_eq!(gauges.len(), 4 * (50 - removed_last.count()));
+    for t in 0..4 {
+        let cell = counters.with_label_values(&["s0", "pool", &format!("e{t}")]);
+        assert_eq!(cell.get(), 6, "s0 counted at i = 0, 50, ..., 250");
+    }
+    assert_eq!(strings.len(), 50 + 1 + 4);
 }
