@@ -117,21 +117,23 @@ pub struct ServiceEngine {
 impl ServiceEngine {
     /// Every pool unknown, nothing serving, not ready until [`ServiceEngine::adopt`].
     pub fn new(policy: Policy) -> Self {
-        let endpoint_pool = policy
-            .pools
-            .iter()
-            .flat_map(|p| p.endpoints.iter().map(|e| (e.id.clone(), p.id.clone())))
-            .collect();
-        let pools = policy
-            .pools
-            .iter()
-            .map(|p| (p.id.clone(), PoolVerdict::unknown(Millis(0))))
-            .collect();
+        // Sized exactly: a map collected from a flattened iterator grows by doubling.
+        let endpoints = policy.pools.iter().map(|p| p.endpoints.len()).sum();
+        let mut endpoint_pool = LiteMap::with_capacity(endpoints);
+        for p in policy.pools.iter() {
+            for e in &p.endpoints {
+                endpoint_pool.insert(e.id.clone(), p.id.clone());
+            }
+        }
+        let mut pools = ByPool::with_capacity(policy.pools.len());
+        for p in policy.pools.iter() {
+            pools.insert(p.id.clone(), PoolVerdict::unknown(Millis(0)));
+        }
         let bucket = TokenBucket::full(policy.velocity, Millis(0));
         Self {
             policy: Arc::new(policy),
             endpoint_pool,
-            evidence: ByEndpoint::default(),
+            evidence: ByEndpoint::with_capacity(endpoints),
             provider_votes: ByPool::default(),
             remote: BTreeMap::new(),
             pools,

@@ -10,6 +10,7 @@
 //! strings, revived if the series comes back) until tombstones are half of `main`.
 
 use std::cmp::Ordering;
+use std::ops::ControlFlow;
 
 use super::strings::Interned;
 
@@ -180,26 +181,41 @@ impl Index {
         Some(self.pending.slots.remove(i))
     }
 
-    /// Every series in key order: its key (ids in the sorted order of the names) and slot.
-    /// `pending`'s series are placed by binary search, `main`'s runs between them copied.
-    pub(super) fn for_each(&self, strings: &Interned, mut f: impl FnMut(&[u32], u32)) {
+    /// Every series in key order after `after` (from the first when `None`), its key (ids in
+    /// the sorted order of the names) and slot, until `f` breaks. `pending`'s series are
+    /// placed by binary search, `main`'s runs between them copied. Resuming after the last key
+    /// seen, with the lock released in between, writes no series twice and skips none that
+    /// was there all along.
+    pub(super) fn for_each_after(
+        &self,
+        strings: &Interned,
+        after: Option<&Lookup<'_>>,
+        mut f: impl FnMut(&[u32], u32) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let (w, main) = (self.width, &self.main);
-        let mut next = 0;
-        let mut main_until = |end: usize, f: &mut dyn FnMut(&[u32], u32)| {
-            for i in next..end {
+        let first = |sorted: &Sorted| {
+            after.map_or(0, |a| {
+                let (Ok(i) | Err(i)) = sorted.search(w, |k| a.cmp_key(strings, k)).map(|i| i + 1);
+                i
+            })
+        };
+        let mut next = first(main);
+        let mut main_until = |end: usize, f: &mut dyn FnMut(&[u32], u32) -> ControlFlow<()>| {
+            for i in next..end.max(next) {
                 if main.slots[i] != GONE {
-                    f(main.key(i, w), main.slots[i]);
+                    f(main.key(i, w), main.slots[i])?;
                 }
             }
-            next = end;
+            next = next.max(end);
+            ControlFlow::Continue(())
         };
-        for (j, &slot) in self.pending.slots.iter().enumerate() {
+        for j in first(&self.pending)..self.pending.slots.len() {
             let key = self.pending.key(j, w);
             let (Ok(at) | Err(at)) = main.search(w, |k| cmp_keys(strings, k, key));
-            main_until(at, &mut f);
-            f(key, slot);
+            main_until(at, &mut f)?;
+            f(key, self.pending.slots[j])?;
         }
-        main_until(main.slots.len(), &mut f);
+        main_until(main.slots.len(), &mut f)
     }
 
     /// Rebuilds `main` from its live series and `pending`'s, exactly its size; tombstones'
@@ -211,7 +227,10 @@ impl Index {
             keys: Vec::with_capacity(len * w),
             slots: Vec::with_capacity(len),
         };
-        self.for_each(strings, |key, slot| merged.push(key, slot));
+        let _ = self.for_each_after(strings, None, |key, slot| {
+            merged.push(key, slot);
+            ControlFlow::Continue(())
+        });
         for (i, _) in self
             .main
             .slots

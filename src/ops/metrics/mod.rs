@@ -348,9 +348,10 @@ impl Metrics {
         out
     }
 
-    /// [`Metrics::render`]'s text written to `out` a family at a time: the process holds one
-    /// family's text (at most about 1 MB at 10,000 endpoints) instead of the whole (16.9 MB
-    /// at 5,000 services x 2 endpoints). What `GET /metrics` streams, compressed or not.
+    /// [`Metrics::render`]'s text written to `out` a family, or a 64 KiB piece of a large
+    /// one, at a time: the process holds one piece's text instead of the whole (16.9 MB at
+    /// 5,000 services x 2 endpoints, 3 MB for its largest family). What `GET /metrics`
+    /// streams, compressed or not.
     ///
     /// # Errors
     /// `out`'s own (the first stops the render).
@@ -364,7 +365,7 @@ impl Metrics {
     }
 
     /// Appends each family's text to `text` in the exposition's order, calling `done` after
-    /// each (which may take the text away).
+    /// each and after each piece of a large one (it may take the text away).
     fn write_families(
         &self,
         text: &mut String,
@@ -375,16 +376,14 @@ impl Metrics {
         let mut tables = e.tables.iter().peekable();
         for family in &gathered {
             while let Some(t) = tables.next_if(|t| t.name() < family.name()) {
-                t.encode(text);
-                done(text)?;
+                t.encode(text, &mut done)?;
             }
             // Fails only for a family without a sample, which `gather` leaves out.
             let _ = TextEncoder::new().encode_utf8(std::slice::from_ref(family), text);
             done(text)?;
         }
         for t in tables {
-            t.encode(text);
-            done(text)?;
+            t.encode(text, &mut done)?;
         }
         Ok(())
     }

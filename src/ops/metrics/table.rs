@@ -6,6 +6,7 @@
 //! or a counter), where the `prometheus` crate keeps a copy of the family's description and
 //! of every label pair per series and copies them all again at every scrape.
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::Family;
@@ -140,13 +141,25 @@ impl<C: Cell> Shared<C> {
     }
 }
 
+/// Text a table writes before handing it on ([`Encode::encode`]'s `flush`): 64 KiB, the
+/// admin API's chunk. A family can be megabytes (`gslb_pool_verdict`: 3 MB at 5,000 services),
+/// which a scrape would otherwise hold whole.
+const PIECE: usize = 64 * 1024;
+
+/// What `flush` is given: the text written so far, to take away (or leave, to keep it all).
+pub(super) type Flush<'a> = dyn FnMut(&mut String) -> std::io::Result<()> + 'a;
+
 /// A family [`Metrics::render`](super::Metrics::render) writes, found by name.
 pub(super) trait Encode: Send + Sync + std::fmt::Debug {
     /// The family's name.
     fn name(&self) -> &'static str;
-    /// Appends the family (`# HELP`, `# TYPE`, every series sorted by label values) to `out`;
-    /// nothing when it has no series.
-    fn encode(&self, out: &mut String);
+    /// Appends the family (`# HELP`, `# TYPE`, every series sorted by label values) to `out`,
+    /// calling `flush` after each piece of about [`PIECE`] bytes and at the end, with the
+    /// table's lock released; nothing when it has no series.
+    ///
+    /// # Errors
+    /// `flush`'s.
+    fn encode(&self, out: &mut String, flush: &mut Flush<'_>) -> std::io::Result<()>;
 }
 
 impl<C: Cell + std::fmt::Debug> Encode for Table<C> {
@@ -154,24 +167,57 @@ impl<C: Cell + std::fmt::Debug> Encode for Table<C> {
         self.shared.family.name
     }
 
-    fn encode(&self, out: &mut String) {
+    fn encode(&self, out: &mut String, flush: &mut Flush<'_>) -> std::io::Result<()> {
         let s = &*self.shared;
-        let series = s.read();
-        if series.index.len() == 0 {
-            return;
+        if s.read().index.len() == 0 {
+            return Ok(());
         }
         text::header(out, s.family.name, s.family.help, C::KIND);
+        // The label values (sorted order) of the last series of the piece before.
+        let mut after: Option<Vec<String>> = None;
+        loop {
+            after = self.encode_piece(out, after.as_deref());
+            flush(out)?;
+            if after.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl<C: Cell + std::fmt::Debug> Table<C> {
+    /// Writes the series after `after` until it wrote [`PIECE`] bytes to `out`; the label values
+    /// of the last one written when it stopped early, `None` at the end of the family.
+    fn encode_piece(&self, out: &mut String, after: Option<&[String]>) -> Option<Vec<String>> {
+        let s = &*self.shared;
+        let series = s.read();
         let layout = Layout {
             name: s.family.name,
             label_names: &s.names,
             le: &s.le,
         };
         let strings = s.strings.read();
-        let mut values = Vec::with_capacity(s.names.len());
-        series.index.for_each(&strings, |key, slot| {
-            values.clear();
-            values.extend(key.iter().map(|&id| strings.get(id)));
-            series.slots.write(slot, out, &layout, &values);
+        let after: Option<Vec<&str>> = after.map(|v| v.iter().map(String::as_str).collect());
+        let sorted: Vec<usize> = (0..s.names.len()).collect();
+        let after = after.as_ref().map(|values| Lookup {
+            values,
+            order: &sorted,
         });
+        let mut values = Vec::with_capacity(s.names.len());
+        let mut last = None;
+        let start = out.len();
+        let _ = series
+            .index
+            .for_each_after(&strings, after.as_ref(), |key, slot| {
+                values.clear();
+                values.extend(key.iter().map(|&id| strings.get(id)));
+                series.slots.write(slot, out, &layout, &values);
+                if out.len() - start < PIECE {
+                    return ControlFlow::Continue(());
+                }
+                last = Some(values.iter().map(|v| (*v).to_owned()).collect());
+                ControlFlow::Break(())
+            });
+        last
     }
 }

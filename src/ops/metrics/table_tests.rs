@@ -57,8 +57,96 @@ fn values(l: [usize; 3]) -> [&'static str; 3] {
 
 fn ours<C: super::Cell + std::fmt::Debug>(table: &Table<C>) -> String {
     let mut out = String::new();
-    table.encode(&mut out);
+    table
+        .encode(&mut out, &mut |_| Ok(()))
+        .expect("keeping the text never fails");
     out
+}
+
+/// `table`'s text as the pieces `encode` hands on, each taken away; `between` runs after the
+/// first piece, with the table's lock released.
+fn pieces(table: &Table<GaugeCell>, mut between: impl FnMut()) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut out = String::new();
+    table
+        .encode(&mut out, &mut |text: &mut String| {
+            pieces.push(std::mem::take(text));
+            if pieces.len() == 1 {
+                between();
+            }
+            Ok(())
+        })
+        .expect("never fails");
+    pieces
+}
+
+/// A gauge per endpoint `0..n` of service `api`, pool `seoul`, set to its number.
+fn endpoints(n: usize) -> Table<GaugeCell> {
+    let table: Table<GaugeCell> = Table::new(&FAMILY, &[], Arc::new(Strings::default()));
+    for i in 0..n {
+        let endpoint = format!("http://10.0.{}.{}/health", i / 256, i % 256);
+        table
+            .with_label_values(&["api", "seoul", &endpoint])
+            .set(i as f64);
+    }
+    table
+}
+
+#[test]
+fn a_large_family_is_handed_on_in_pieces_that_make_the_whole_text() {
+    let table = endpoints(5_000);
+    let whole = ours(&table);
+    let pieces = pieces(&table, || ());
+    assert!(
+        pieces.len() >= 4,
+        "{} pieces of {} bytes",
+        pieces.len(),
+        whole.len()
+    );
+    assert!(
+        pieces.iter().all(|p| p.len() < 64 * 1024 + 200),
+        "a piece is about 64 KiB at most"
+    );
+    assert_eq!(pieces.concat(), whole);
+}
+
+#[test]
+fn series_created_or_removed_between_pieces_are_written_at_most_once() {
+    let table = endpoints(3_000);
+    let first = table.clone();
+    let pieces = pieces(&table, move || {
+        // Before and after where the first piece stopped; one not yet written goes away.
+        first
+            .with_label_values(&["api", "seoul", "http://0.0.0.0/"])
+            .set(-1.0);
+        first
+            .with_label_values(&["api", "seoul", "http://9.9.9.9/"])
+            .set(-2.0);
+        assert!(first.remove_label_values(&["api", "seoul", "http://10.0.9.255/health"]));
+    });
+    let text = pieces.concat();
+    let series: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let mut unique = series.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), series.len(), "no series written twice");
+    assert!(
+        !text.contains("\"http://0.0.0.0/\""),
+        "sorts before the resume point: next scrape"
+    );
+    assert!(text.contains("http://9.9.9.9/"), "sorts after it: written");
+    assert!(
+        !text.contains("10.0.9.255/"),
+        "removed before it was reached"
+    );
+    assert_eq!(
+        series.len(),
+        3_000,
+        "3,000 - 1 removed + 1 created after the resume point"
+    );
+    let mut sorted = series.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, series, "still in label order");
 }
 
 fn crates(registry: &Registry) -> String {
@@ -311,7 +399,9 @@ fn tables_sharing_strings_are_created_removed_and_written_from_many_threads_at_o
                     if i % 3 == 0 {
                         gauges.remove_label_values(&labels);
                     }
-                    gauges.encode(&mut text);
+                    gauges
+                        .encode(&mut text, &mut |_| Ok(()))
+                        .expect("never fails");
                     text.clear();
                 }
             });
