@@ -7,8 +7,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use litemap::LiteMap;
-
 use crate::model::{ByPool, EndpointId, Millis, PoolId, ProbeReason, VantageId, Verdict};
 use crate::policy::Policy;
 
@@ -20,7 +18,7 @@ use super::quorum::{Tally, Vote};
 use super::vantage::{Suspicion, Vantages};
 
 /// Each endpoint's rise/fall state, by endpoint then vantage point.
-pub(super) type ByEndpoint = LiteMap<EndpointId, ByVantage>;
+pub(super) type ByEndpoint = BTreeMap<EndpointId, ByVantage>;
 
 /// The provider's health signal per pool: the verdict, when it was read and how long it counts.
 pub(super) type ProviderVotes = ByPool<(Verdict, Millis, Duration)>;

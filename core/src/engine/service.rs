@@ -8,8 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use litemap::LiteMap;
-
 use crate::model::{
     ByPool, EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict,
 };
@@ -92,7 +90,7 @@ impl Drills {
 #[derive(Debug, Clone)]
 pub struct ServiceEngine {
     policy: Arc<Policy>,
-    endpoint_pool: LiteMap<EndpointId, PoolId>,
+    endpoint_pool: BTreeMap<EndpointId, PoolId>,
     evidence: ByEndpoint,
     provider_votes: ProviderVotes,
     remote: RemoteVerdicts,
@@ -117,14 +115,14 @@ pub struct ServiceEngine {
 impl ServiceEngine {
     /// Every pool unknown, nothing serving, not ready until [`ServiceEngine::adopt`].
     pub fn new(policy: Policy) -> Self {
-        // Sized exactly: a map collected from a flattened iterator grows by doubling.
-        let endpoints = policy.pools.iter().map(|p| p.endpoints.len()).sum();
-        let mut endpoint_pool = LiteMap::with_capacity(endpoints);
-        for p in policy.pools.iter() {
-            for e in &p.endpoints {
-                endpoint_pool.insert(e.id.clone(), p.id.clone());
-            }
-        }
+        // Maps by endpoint stay trees: a service can have hundreds of endpoints, and each
+        // probe result looks its endpoint up in both (a sorted vector's binary search over
+        // 500 URLs doubled the engine's cost per observation at 20 x 500).
+        let endpoint_pool = policy
+            .pools
+            .iter()
+            .flat_map(|p| p.endpoints.iter().map(|e| (e.id.clone(), p.id.clone())))
+            .collect();
         let mut pools = ByPool::with_capacity(policy.pools.len());
         for p in policy.pools.iter() {
             pools.insert(p.id.clone(), PoolVerdict::unknown(Millis(0)));
@@ -133,7 +131,7 @@ impl ServiceEngine {
         Self {
             policy: Arc::new(policy),
             endpoint_pool,
-            evidence: ByEndpoint::with_capacity(endpoints),
+            evidence: ByEndpoint::new(),
             provider_votes: ByPool::default(),
             remote: BTreeMap::new(),
             pools,
