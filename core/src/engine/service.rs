@@ -381,8 +381,8 @@ impl ServiceEngine {
     pub(super) fn restart_streaks(&mut self, vantage: &VantageId, since: Millis) {
         for h in self
             .evidence
-            .iter_mut()
-            .filter_map(|(_, m)| m.get_mut(vantage))
+            .values_mut()
+            .filter_map(|m| m.get_mut(vantage))
         {
             h.restart_streak(since);
         }
