@@ -82,6 +82,8 @@ struct Params {
     refill_s: u64,
     min_dwell_s: u64,
     hold_s: u64,
+    /// Endpoints per pool.
+    per_pool: usize,
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -105,12 +107,17 @@ fn params() -> impl Strategy<Value = Params> {
                 refill_s,
                 min_dwell_s,
                 hold_s,
+                per_pool: 1,
             },
         )
 }
 
-fn endpoint(i: usize) -> String {
-    format!("https://p{i}.api.example.com/health")
+/// The `j`-th endpoint of pool `i`.
+fn endpoint(i: usize, j: usize) -> String {
+    match j {
+        0 => format!("https://p{i}.api.example.com/health"),
+        j => format!("https://p{i}-{j}.api.example.com/health"),
+    }
 }
 
 fn make_policy(p: &Params) -> Policy {
@@ -127,9 +134,12 @@ fn make_policy(p: &Params) -> Policy {
     );
     for i in 0..p.pools {
         text.push_str(&format!(
-            "[[pools]]\nname = \"p{i}\"\npriority = {}\nendpoints = [\"{}\"]\n\n",
+            "[[pools]]\nname = \"p{i}\"\npriority = {}\nendpoints = [{}]\n\n",
             i + 1,
-            endpoint(i)
+            (0..p.per_pool)
+                .map(|j| format!("\"{}\"", endpoint(i, j)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if p.pools == 2 {
@@ -161,6 +171,14 @@ enum Event {
     /// Every vantage point probes every pool; `up[v][pool]` and a prober-side flag per vantage.
     Round {
         up: Vec<Vec<bool>>,
+        prober_side: Vec<bool>,
+    },
+    /// Each vantage point probes each endpoint of each pool (`results[v][pool * per_pool +
+    /// j]`), or stays silent for it (`None`: its evidence goes stale while the pool's other
+    /// endpoints stay fresh).
+    Partial {
+        per_pool: usize,
+        results: Vec<Vec<Option<bool>>>,
         prober_side: Vec<bool>,
     },
     Tick,
@@ -199,14 +217,39 @@ fn case() -> impl Strategy<Value = (Params, Vec<(u64, Event)>)> {
     })
 }
 
+/// [`event`], and rounds in which some endpoints stay silent ([`Event::Partial`]).
+fn partial_event(pools: usize, per_pool: usize) -> impl Strategy<Value = Event> {
+    let result = prop::option::weighted(0.8, prop::bool::weighted(0.7));
+    prop_oneof![
+        3 => (
+            prop::collection::vec(prop::collection::vec(result, pools * per_pool), VANTAGES.len()),
+            prop::collection::vec(prop::bool::weighted(0.05), VANTAGES.len()),
+        )
+            .prop_map(move |(results, prober_side)| Event::Partial { per_pool, results, prober_side }),
+        1 => event(pools),
+    ]
+}
+
 fn observation(v: usize, pool: usize, at: u64, ok: bool, prober_side: bool) -> Observation {
+    observation_of(v, pool, 0, at, ok, prober_side)
+}
+
+/// An observation of the `j`-th endpoint of `pool` from vantage point `v`.
+fn observation_of(
+    v: usize,
+    pool: usize,
+    j: usize,
+    at: u64,
+    ok: bool,
+    prober_side: bool,
+) -> Observation {
     let reason = match (ok, prober_side) {
         (_, true) => ProbeReason::ResolverUnavailable,
         (true, false) => ProbeReason::Ok,
         (false, false) => ProbeReason::Timeout,
     };
     Observation {
-        endpoint: EndpointId(endpoint(pool)),
+        endpoint: EndpointId(endpoint(pool, j)),
         vantage: VantageId(VANTAGES[v].into()),
         at: Millis(at),
         outcome: ProbeOutcome {
@@ -286,6 +329,24 @@ fn inputs(
             .map(|(v, i, ok, ps)| Input::Observe {
                 service: service.clone(),
                 observation: observation(v, i, now, ok, ps),
+            })
+            .collect(),
+        Event::Partial {
+            per_pool,
+            results,
+            prober_side,
+        } => results
+            .iter()
+            .enumerate()
+            .flat_map(|(v, slots)| {
+                let ps = prober_side[v];
+                slots.iter().enumerate().filter_map(move |(k, ok)| {
+                    let o = observation_of(v, k / per_pool, k % per_pool, now, (*ok)?, ps);
+                    Some(Input::Observe {
+                        service: service.clone(),
+                        observation: o,
+                    })
+                })
             })
             .collect(),
         Event::Tick => vec![Input::Tick],
@@ -515,11 +576,27 @@ type Timeline = (Params, Vec<(u64, Event)>);
 /// Engine steps driven by [`incremental_decisions_match_full_re_decisions`].
 static INCREMENTAL_STEPS: AtomicU64 = AtomicU64::new(0);
 
-/// A timeline for two services (`api` and `web`, the same policy), and per event which
-/// service it concerns (bit 3) and which vantage points stay silent in a round (bits 0-2:
-/// their evidence goes stale).
+/// A timeline for two services (`api` and `web`, the same policy, pools of one to three
+/// endpoints), and per event which service it concerns (bit 3) and which vantage points stay
+/// silent in a round (bits 0-2: their evidence goes stale). Most rounds leave some endpoints
+/// silent ([`Event::Partial`]): a pool's view from a vantage point can then stay healthy while
+/// some of its results go stale and turn fresh again, the case a steady decision holds on
+/// without being re-evaluated.
 fn incremental_cases() -> impl Strategy<Value = (Timeline, Vec<u8>)> {
-    (case(), prop::collection::vec(0u8..16, 80))
+    let timeline = params().prop_flat_map(|p| {
+        (1usize..=3).prop_flat_map(move |per_pool| {
+            let p = Params {
+                per_pool,
+                ..p.clone()
+            };
+            let pools = p.pools;
+            (
+                Just(p),
+                prop::collection::vec((1u64..=60_000, partial_event(pools, per_pool)), 1..80),
+            )
+        })
+    });
+    (timeline, prop::collection::vec(0u8..16, 80))
 }
 
 /// What must be the same whichever path decided: each service's last decision (rule, serving
@@ -638,6 +715,7 @@ fn a_recovery_that_probes_the_standby_first_does_not_switch() {
         refill_s: 1754,
         min_dwell_s: 140,
         hold_s: 117,
+        per_pool: 1,
     };
     let rounds = vec![
         (5000, vec![(false, 0)], 0),

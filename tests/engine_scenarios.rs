@@ -367,3 +367,77 @@ fn a_switch_awaiting_confirmation_asks_for_the_target_at_once() {
     assert_eq!(d.at, Millis(down + 80));
     assert_eq!(sim.active(), "tokyo");
 }
+
+/// The `i`-th of `n` endpoints of `pool` in [`behind_policy`].
+fn behind_endpoint(pool: &str, i: usize) -> String {
+    format!("https://{pool}-{i}.api.example.com:443/api/v1/health")
+}
+
+/// The shipped policy with `n` endpoints in each pool.
+fn behind_policy(n: usize) -> gslb_core::policy::Policy {
+    let list = |pool: &str| {
+        let urls: Vec<String> = (0..n)
+            .map(|i| format!("\"{}\"", behind_endpoint(pool, i)))
+            .collect();
+        format!("endpoints = [{}]", urls.join(", "))
+    };
+    policy(|t| {
+        t.replace(
+            "endpoints = [\"https://seoul.api.example.com:443/api/v1/health\"]",
+            &list("seoul"),
+        )
+        .replace(
+            "endpoints = [\"https://tokyo.api.example.com:443/api/v1/health\"]",
+            &list("tokyo"),
+        )
+    })
+}
+
+#[test]
+fn a_controller_running_behind_does_not_re_decide_its_service_at_every_result() {
+    // Issue 14: each result arrives after its endpoint's previous one went stale (rounds
+    // longer than the freshness window, results spread over the round). While another fresh
+    // healthy result holds each pool's view, a result turning fresh or stale cannot change
+    // the decision: it must not cost a decision (O(endpoints) each), or a controller that
+    // fell behind falls further behind.
+    const N: usize = 20;
+    let mut sim = Sim::new(behind_policy(N));
+    for _ in 0..2 {
+        sim.now += INTERVAL;
+        for i in 0..N {
+            for pool in ["seoul", "tokyo"] {
+                sim.probe(HERE, &behind_endpoint(pool, i), ProbeReason::Ok);
+            }
+        }
+    }
+    assert_eq!(sim.last().rule, Rule::Stay);
+    let fresh = sim
+        .engine
+        .services()
+        .next()
+        .expect("one service")
+        .policy()
+        .fresh_for();
+    let round = u64::try_from(fresh.as_millis()).expect("small") + INTERVAL / 2;
+    let (rounds, results) = (5, 2 * N as u64);
+    let from = sim.decisions.len();
+    let start = sim.now;
+    for k in 0..rounds * results {
+        sim.now = start + round * (1 + k / results) + round * (k % results) / results;
+        let (i, pool) = ((k / 2) as usize % N, ["seoul", "tokyo"][k as usize % 2]);
+        sim.probe(HERE, &behind_endpoint(pool, i), ProbeReason::Ok);
+    }
+    let evaluated = &sim.decisions[from..];
+    assert!(
+        evaluated
+            .iter()
+            .all(|d| d.active == Some(PoolId("seoul".into()))),
+        "late results never move the service"
+    );
+    assert!(
+        evaluated.len() <= 3 * rounds as usize,
+        "{} decisions for {} late results",
+        evaluated.len(),
+        rounds * results
+    );
+}

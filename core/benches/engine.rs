@@ -4,8 +4,11 @@
 //! when a verdict can change (the inputs are built before the clock starts; one probe in 17
 //! fails, never `fall` in a row, and a round of every endpoint moves time on by one interval,
 //! so evidence stays fresh as in the daemon; each observation carries its service's handle,
-//! resolved once before the clock starts as a probe loop does). Per decision: a tick decides every service whose
-//! decision time can change (the figure is divided by the number of services).
+//! resolved once before the clock starts as a probe loop does). Late: the same observations,
+//! each arriving after its endpoint's previous result went stale (rounds longer than the
+//! freshness window, spread evenly over it), as when the controller runs behind. Per decision:
+//! a tick decides every service whose decision time can change (the figure is divided by the
+//! number of services).
 //!
 //! `cargo bench -p gslb-core --bench engine`; the figures go in `docs/benchmarks.md`.
 
@@ -136,6 +139,23 @@ fn warmed(shape: Shape) -> (Engine, u64) {
 fn next(inputs: &mut [Input], i: usize, now: u64) -> (Millis, &Input) {
     let n = inputs.len();
     let at = Millis(now + INTERVAL * (1 + (i / n) as u64));
+    at_time(inputs, i, at)
+}
+
+/// The `i`-th input of late rounds after `now`: as [`next`], but a round takes `round_ms`
+/// (longer than the evidence stays fresh) and its observations are spread evenly over it, so
+/// every result arrives after the endpoint's previous one went stale and, between two
+/// observations, another endpoint's result goes stale: a controller running behind.
+fn next_late(inputs: &mut [Input], i: usize, now: u64, round_ms: u64) -> (Millis, &Input) {
+    let n = inputs.len() as u64;
+    let k = i as u64;
+    let at = Millis(now + round_ms * (1 + k / n) + round_ms * (k % n) / n);
+    at_time(inputs, i, at)
+}
+
+/// Sets the `i`-th input's time to `at` (every 17th observation a failure).
+fn at_time(inputs: &mut [Input], i: usize, at: Millis) -> (Millis, &Input) {
+    let n = inputs.len();
     let input = &mut inputs[i % n];
     if let Input::Observe { observation, .. } = input {
         observation.at = at;
@@ -182,6 +202,22 @@ fn bench_shape(c: &mut Criterion, shape: Shape) {
             j = j.wrapping_add(1);
             let (at, input) = next(&mut inputs, j, now);
             by_name.step(at, input)
+        });
+    });
+    // Results running late: each arrives after its endpoint's previous one went stale.
+    let mut late = engine.clone();
+    let mut inputs = round(shape, &POOLS, now);
+    let fresh = late
+        .services()
+        .next()
+        .map_or(0, |s| s.policy().fresh_for().as_millis());
+    let round_ms = u64::try_from(fresh).unwrap_or(u64::MAX) + INTERVAL / 2;
+    let mut k = 0usize;
+    g.bench_function("per_observation_late", |b| {
+        b.iter(|| {
+            k = k.wrapping_add(1);
+            let (at, input) = next_late(&mut inputs, k, now, round_ms);
+            late.step_handled(at, input, handles[k % n])
         });
     });
     g.throughput(Throughput::Elements(shape.services as u64));

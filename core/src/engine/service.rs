@@ -90,7 +90,8 @@ impl Drills {
 #[derive(Debug, Clone)]
 pub struct ServiceEngine {
     policy: Arc<Policy>,
-    endpoint_pool: BTreeMap<EndpointId, PoolId>,
+    /// Each endpoint's pool, by its place among the policy's pools.
+    endpoint_pool: BTreeMap<EndpointId, usize>,
     evidence: ByEndpoint,
     provider_votes: ProviderVotes,
     remote: RemoteVerdicts,
@@ -121,7 +122,8 @@ impl ServiceEngine {
         let endpoint_pool = policy
             .pools
             .iter()
-            .flat_map(|p| p.endpoints.iter().map(|e| (e.id.clone(), p.id.clone())))
+            .enumerate()
+            .flat_map(|(i, p)| p.endpoints.iter().map(move |e| (e.id.clone(), i)))
             .collect();
         let mut pools = ByPool::with_capacity(policy.pools.len());
         for p in policy.pools.iter() {
@@ -188,14 +190,16 @@ impl ServiceEngine {
 
     /// The pool of an endpoint.
     pub fn pool_of(&self, endpoint: &EndpointId) -> Option<&PoolId> {
-        self.endpoint_pool.get(endpoint)
+        let i = *self.endpoint_pool.get(endpoint)?;
+        self.policy.pools.get(i).map(|p| &p.id)
     }
 
     /// Every endpoint's evidence, by endpoint then vantage point.
     pub fn evidence(&self) -> impl Iterator<Item = (&EndpointId, &PoolId, &ByVantage)> {
-        self.endpoint_pool
-            .iter()
-            .filter_map(|(e, p)| self.evidence.get(e).map(|m| (e, p, m)))
+        self.endpoint_pool.iter().filter_map(|(e, i)| {
+            let pool = &self.policy.pools.get(*i)?.id;
+            self.evidence.get(e).map(|m| (e, pool, m))
+        })
     }
 
     /// Adopts the pool the provider serves now (`None`: none of the policy's pools), so a
@@ -280,23 +284,25 @@ impl ServiceEngine {
     /// Records one probe result; prober-side failures only feed `vantages`. A recovering
     /// vantage point's view of the pool is reported once it has re-formed. Returns the
     /// endpoint's transition, if any, and whether its vote as seen at the result's time
-    /// changed (a transition, or evidence turning fresh): only then can the result change a
-    /// [steady](Steady) decision. Allocates nothing once the endpoint has evidence from the
+    /// changed (a transition, or evidence turning fresh outside a [held view](super::steady::HeldView)): only
+    /// then can the result change a [steady](Steady) decision. Allocates nothing once the endpoint has evidence from the
     /// vantage point and its verdict stays.
     pub(super) fn observe(
         &mut self,
         obs: &Observation,
         vantages: &mut Vantages,
     ) -> (Option<EndpointTransition>, bool) {
-        let Some(pool) = self.endpoint_pool.get(&obs.endpoint) else {
+        let Some(&index) = self.endpoint_pool.get(&obs.endpoint) else {
             return (None, false);
         };
+        let policy = &*self.policy;
+        let pool = &policy.pools[index].id;
         if obs.outcome.reason.counts_toward_suspicion() {
             // Unprobeable or late says nothing about the prober either: never makes it suspect.
             vantages.record_result(&obs.vantage, obs.outcome.reason.is_prober_side(), obs.at);
         }
-        let th = self.policy.thresholds;
-        let fresh = self.policy.fresh_for();
+        let th = policy.thresholds;
+        let fresh = policy.fresh_for();
         if !self.evidence.contains_key(&obs.endpoint) {
             self.evidence
                 .insert(obs.endpoint.clone(), ByVantage::default());
@@ -308,10 +314,16 @@ impl ServiceEngine {
             .or_default(&obs.vantage);
         let is_fresh = |h: &EndpointHealth| h.last_at.is_some_and(|t| obs.at.since(t) <= fresh);
         let was_fresh = is_fresh(health);
-        let changed = health.record(&obs.outcome, obs.at, th, &self.policy.flapping);
-        // A fresh result of an endpoint not yet decided is a vote too (undecided).
-        let moved = changed.is_some() || is_fresh(health) != was_fresh;
-        let service = &self.policy.service;
+        let changed = health.record(&obs.outcome, obs.at, th, &policy.flapping);
+        // A fresh result of an endpoint not yet decided is a vote too (undecided), unless its
+        // view of the pool is held healthy by another fresh result.
+        let turned_fresh = is_fresh(health) != was_fresh
+            && !self
+                .steady
+                .as_ref()
+                .is_some_and(|s| s.holds(index, &obs.vantage, obs.at));
+        let moved = changed.is_some() || turned_fresh;
+        let service = &policy.service;
         if changed.is_some() {
             let view = self.view(pool, &obs.vantage, |h| h.verdict);
             vantages.record_view(&obs.vantage, service, pool, view, obs.at);
@@ -334,8 +346,9 @@ impl ServiceEngine {
     /// Whether a decision at `at` may differ from the last one, with the suspect state at
     /// `generation` ([`Vantages::generation`]): always, unless the last one is
     /// [steady](Steady) until after `at`.
-    /// When only the evidence's clock ran out, the results are read again (O(results)) and the
-    /// decision stands while every result fresh at it still is ([`Steady::extend`]).
+    /// When only the evidence's clock ran out, the results are read again (O(results)), the
+    /// stale ones counted again, and the decision stands while every view it holds on still is
+    /// held and every other result fresh at it still is fresh ([`Steady::extend`]).
     pub(super) fn needs_decision(&mut self, at: Millis, generation: u64) -> bool {
         let Some(steady) = self.steady.as_mut() else {
             return true;
@@ -346,7 +359,10 @@ impl ServiceEngine {
         if generation != steady.generation {
             return true;
         }
-        let clock = evidence_clock(&self.evidence, self.policy.fresh_for(), at);
+        let pools = &self.pools;
+        let healthy = |p: &PoolId| healthy(pools, p);
+        let clock = evidence_clock(&self.policy, &self.evidence, healthy, &mut steady.held, at);
+        self.stale = clock.stale;
         !steady.extend(at, &clock)
     }
 
@@ -356,7 +372,8 @@ impl ServiceEngine {
     }
 
     /// How many results with a rise/fall verdict were stale (older than the freshness window:
-    /// late or missing) at the last decision.
+    /// late or missing) at the last decision, or at the last re-check of a steady one (at
+    /// least once per freshness window while results run late).
     pub fn stale_evidence(&self) -> u32 {
         self.stale
     }
@@ -409,7 +426,10 @@ impl ServiceEngine {
     /// Records whether `decision` (taken at `now`, `suspect` when a vantage point it read was
     /// suspect) is [steady](Steady) and until when, and how much evidence was stale.
     fn settle(&mut self, decision: &Decision, suspect: bool, now: Millis, ctx: &Context<'_>) {
-        let clock = evidence_clock(&self.evidence, self.policy.fresh_for(), now);
+        let mut held = self.steady.take().map(|s| s.held).unwrap_or_default();
+        let pools = &self.pools;
+        let healthy = |p: &PoolId| healthy(pools, p);
+        let clock = evidence_clock(&self.policy, &self.evidence, healthy, &mut held, now);
         self.stale = clock.stale;
         let drilled = ctx
             .overrides
@@ -443,6 +463,7 @@ impl ServiceEngine {
             until: clock.next.map_or(others, |n| n.min(others)),
             others,
             fresh: clock.fresh,
+            held,
             generation: ctx.vantages.generation(),
         });
     }
@@ -715,4 +736,11 @@ impl ServiceEngine {
             cluster,
         }
     }
+}
+
+/// Whether `pool` is healthy by quorum in `pools` (as the last decision committed them).
+fn healthy(pools: &ByPool<PoolVerdict>, pool: &PoolId) -> bool {
+    pools
+        .get(pool)
+        .is_some_and(|p| p.verdict == Verdict::Healthy)
 }
