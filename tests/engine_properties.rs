@@ -174,11 +174,13 @@ enum Event {
         prober_side: Vec<bool>,
     },
     /// Each vantage point probes each endpoint of each pool (`results[v][pool * per_pool +
-    /// j]`), or stays silent for it (`None`: its evidence goes stale while the pool's other
-    /// endpoints stay fresh).
+    /// j]`: an index into [`PARTIAL_REASONS`]), or stays silent for it (`None`: its evidence
+    /// goes stale while the pool's other endpoints stay fresh). The results are stepped `lag`
+    /// ms after they were made, as an engine loop running behind steps them.
     Partial {
         per_pool: usize,
-        results: Vec<Vec<Option<bool>>>,
+        lag: u64,
+        results: Vec<Vec<Option<usize>>>,
         prober_side: Vec<bool>,
     },
     Tick,
@@ -217,37 +219,40 @@ fn case() -> impl Strategy<Value = (Params, Vec<(u64, Event)>)> {
     })
 }
 
+/// The results of an [`Event::Partial`] round, by index.
+const PARTIAL_REASONS: [ProbeReason; 4] = [
+    ProbeReason::Ok,
+    ProbeReason::Timeout,
+    ProbeReason::Unprobeable,
+    ProbeReason::Late,
+];
+
 /// [`event`], and rounds in which some endpoints stay silent ([`Event::Partial`]).
 fn partial_event(pools: usize, per_pool: usize) -> impl Strategy<Value = Event> {
-    let result = prop::option::weighted(0.8, prop::bool::weighted(0.7));
+    let reason = prop_oneof![14 => Just(0usize), 6 => Just(1), 1 => Just(2), 1 => Just(3)];
+    let result = prop::option::weighted(0.8, reason);
     prop_oneof![
         3 => (
+            prop_oneof![Just(0u64), 1u64..=15_000],
             prop::collection::vec(prop::collection::vec(result, pools * per_pool), VANTAGES.len()),
             prop::collection::vec(prop::bool::weighted(0.05), VANTAGES.len()),
         )
-            .prop_map(move |(results, prober_side)| Event::Partial { per_pool, results, prober_side }),
+            .prop_map(move |(lag, results, prober_side)| Event::Partial { per_pool, lag, results, prober_side }),
         1 => event(pools),
     ]
 }
 
 fn observation(v: usize, pool: usize, at: u64, ok: bool, prober_side: bool) -> Observation {
-    observation_of(v, pool, 0, at, ok, prober_side)
-}
-
-/// An observation of the `j`-th endpoint of `pool` from vantage point `v`.
-fn observation_of(
-    v: usize,
-    pool: usize,
-    j: usize,
-    at: u64,
-    ok: bool,
-    prober_side: bool,
-) -> Observation {
     let reason = match (ok, prober_side) {
         (_, true) => ProbeReason::ResolverUnavailable,
         (true, false) => ProbeReason::Ok,
         (false, false) => ProbeReason::Timeout,
     };
+    observation_of(v, pool, 0, at, reason)
+}
+
+/// An observation of the `j`-th endpoint of `pool` from vantage point `v`.
+fn observation_of(v: usize, pool: usize, j: usize, at: u64, reason: ProbeReason) -> Observation {
     Observation {
         endpoint: EndpointId(endpoint(pool, j)),
         vantage: VantageId(VANTAGES[v].into()),
@@ -333,6 +338,7 @@ fn inputs(
             .collect(),
         Event::Partial {
             per_pool,
+            lag,
             results,
             prober_side,
         } => results
@@ -340,8 +346,13 @@ fn inputs(
             .enumerate()
             .flat_map(|(v, slots)| {
                 let ps = prober_side[v];
-                slots.iter().enumerate().filter_map(move |(k, ok)| {
-                    let o = observation_of(v, k / per_pool, k % per_pool, now, (*ok)?, ps);
+                let at = now.saturating_sub(lag);
+                slots.iter().enumerate().filter_map(move |(k, r)| {
+                    let reason = match ps {
+                        true => ProbeReason::ResolverUnavailable,
+                        false => PARTIAL_REASONS[(*r)?],
+                    };
+                    let o = observation_of(v, k / per_pool, k % per_pool, at, reason);
                     Some(Input::Observe {
                         service: service.clone(),
                         observation: o,

@@ -5,7 +5,7 @@ mod support;
 
 use gslb_core::engine::{Input, Rule};
 use gslb_core::model::{Millis, PoolId, ProbeReason, Verdict};
-use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, policy};
+use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, obs, policy};
 
 #[test]
 fn one_failed_probe_causes_no_switch() {
@@ -440,4 +440,54 @@ fn a_controller_running_behind_does_not_re_decide_its_service_at_every_result() 
         evaluated.len(),
         rounds * results
     );
+}
+
+#[test]
+fn results_already_stale_when_stepped_change_no_decision() {
+    // Issue 14: an engine loop so far behind that each result is older than the freshness
+    // window when it is stepped (and each endpoint's results are further apart than that, its
+    // probe loop skipping slots). Such a result changes no vote as seen now, so it must cost
+    // no decision: re-deciding at each one kept the loop behind for good.
+    const N: usize = 20;
+    let mut sim = Sim::new(behind_policy(N));
+    for _ in 0..2 {
+        sim.now += INTERVAL;
+        for i in 0..N {
+            for pool in ["seoul", "tokyo"] {
+                sim.probe(HERE, &behind_endpoint(pool, i), ProbeReason::Ok);
+            }
+        }
+    }
+    let fresh = sim
+        .engine
+        .services()
+        .next()
+        .expect("one service")
+        .policy()
+        .fresh_for();
+    let fresh = u64::try_from(fresh.as_millis()).expect("small");
+    let (round, delay) = (fresh + INTERVAL / 2, fresh + 1_000);
+    // The evidence goes stale: one decision (the stale hold) at the first step after it.
+    let start = sim.now;
+    sim.now += delay;
+    sim.step(Input::Tick);
+    let from = sim.decisions.len();
+    let results = 2 * N as u64;
+    for k in 0..4 * results {
+        let made = start + round * (1 + k / results) + round * (k % results) / results;
+        sim.now = made + delay;
+        let (i, pool) = ((k / 2) as usize % N, ["seoul", "tokyo"][k as usize % 2]);
+        let observation = obs(HERE, &behind_endpoint(pool, i), made, ProbeReason::Ok);
+        let service = sim.service.clone();
+        sim.step(Input::Observe {
+            service,
+            observation,
+        });
+    }
+    assert_eq!(
+        sim.decisions.len(),
+        from,
+        "no decision for results stale when stepped"
+    );
+    assert_eq!(sim.active(), "seoul");
 }

@@ -196,7 +196,7 @@ impl Engine {
             Input::Observe {
                 service,
                 observation,
-            } => self.observe(service, handle, observation, &mut out),
+            } => self.observe(service, handle, observation, at, &mut out),
             Input::Canary { observation } => {
                 self.vantages.record_canary(observation, &CANARY_FLAPPING);
                 Vec::new()
@@ -258,15 +258,15 @@ impl Engine {
         service: &ServiceId,
         handle: Option<ServiceHandle>,
         observation: &Observation,
+        at: Millis,
         out: &mut Output,
     ) -> Vec<ServiceId> {
         let Some(s) = self.services.resolve_mut(service, handle) else {
             return Vec::new();
         };
-        let (transition, moved) = s.observe(observation, &mut self.vantages);
+        let (transition, moved) = s.observe(observation, at, &mut self.vantages);
         out.transitions.extend(transition);
-        let due =
-            self.always || moved || s.needs_decision(observation.at, self.vantages.generation());
+        let due = self.always || moved || s.needs_decision(at, self.vantages.generation());
         if due {
             vec![service.clone()]
         } else {

@@ -281,15 +281,20 @@ impl ServiceEngine {
         true
     }
 
-    /// Records one probe result; prober-side failures only feed `vantages`. A recovering
+    /// Records one probe result, stepped at `at` (its own time or later: the engine loop
+    /// takes results as they come); prober-side failures only feed `vantages`. A recovering
     /// vantage point's view of the pool is reported once it has re-formed. Returns the
-    /// endpoint's transition, if any, and whether its vote as seen at the result's time
-    /// changed (a transition, or evidence turning fresh outside a [held view](super::steady::HeldView)): only
-    /// then can the result change a [steady](Steady) decision. Allocates nothing once the endpoint has evidence from the
-    /// vantage point and its verdict stays.
+    /// endpoint's transition, if any, and whether its vote as seen at `at` may have changed: a
+    /// transition, a first result from the vantage point, the endpoint turning unprobeable or
+    /// prober-side or back, or its evidence turning fresh at `at` outside a
+    /// [held view](super::steady::HeldView). Only then can the result change a
+    /// [steady](Steady) decision: a result already stale when it is stepped (a controller
+    /// running behind) changes no vote. Allocates nothing once the endpoint has evidence from
+    /// the vantage point and its verdict stays.
     pub(super) fn observe(
         &mut self,
         obs: &Observation,
+        at: Millis,
         vantages: &mut Vantages,
     ) -> (Option<EndpointTransition>, bool) {
         let Some(&index) = self.endpoint_pool.get(&obs.endpoint) else {
@@ -307,13 +312,18 @@ impl ServiceEngine {
             self.evidence
                 .insert(obs.endpoint.clone(), ByVantage::default());
         }
-        let health = self
+        let by_vantage = self
             .evidence
             .get_mut(&obs.endpoint)
-            .expect("inserted above")
-            .or_default(&obs.vantage);
-        let is_fresh = |h: &EndpointHealth| h.last_at.is_some_and(|t| obs.at.since(t) <= fresh);
-        let was_fresh = is_fresh(health);
+            .expect("inserted above");
+        // A first result from the vantage point, even one that does not count (late,
+        // unprobeable, prober-side), puts the endpoint in its view of the pool.
+        let first = by_vantage.get(&obs.vantage).is_none();
+        let health = by_vantage.or_default(&obs.vantage);
+        let is_fresh = |h: &EndpointHealth| h.last_at.is_some_and(|t| at.since(t) <= fresh);
+        // Whether a stale result counts among those that hold the last decision ([`stale_hold`]).
+        let holding = |h: &EndpointHealth| (h.unprobeable_since.is_none(), h.prober_side.is_none());
+        let (was_fresh, was_holding) = (is_fresh(health), holding(health));
         let changed = health.record(&obs.outcome, obs.at, th, &policy.flapping);
         // A fresh result of an endpoint not yet decided is a vote too (undecided), unless its
         // view of the pool is held healthy by another fresh result.
@@ -321,8 +331,8 @@ impl ServiceEngine {
             && !self
                 .steady
                 .as_ref()
-                .is_some_and(|s| s.holds(index, &obs.vantage, obs.at));
-        let moved = changed.is_some() || turned_fresh;
+                .is_some_and(|s| s.holds(index, &obs.vantage, at));
+        let moved = first || changed.is_some() || turned_fresh || holding(health) != was_holding;
         let service = &policy.service;
         if changed.is_some() {
             let view = self.view(pool, &obs.vantage, |h| h.verdict);
