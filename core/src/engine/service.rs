@@ -382,8 +382,9 @@ impl ServiceEngine {
     }
 
     /// How many results with a rise/fall verdict were stale (older than the freshness window:
-    /// late or missing) at the last decision, or at the last re-check of a steady one (at
-    /// least once per freshness window while results run late).
+    /// late or missing; not unprobeable or prober-side ones) at the last decision, or at the
+    /// last re-check of a steady one (at least once per freshness window while results run
+    /// late).
     pub fn stale_evidence(&self) -> u32 {
         self.stale
     }

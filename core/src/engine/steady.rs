@@ -2,21 +2,24 @@
 //! argument.
 //!
 //! A decision is taken again only when something it reads can change it: an observation that
-//! changes an endpoint's rise/fall verdict as seen at its time (a verdict, or evidence turning
-//! fresh), a vantage point's suspicion ([`super::Vantages::generation`]), or time reaching the
-//! moment a piece of evidence, provider vote or heartbeat going stale can change it, or the
-//! velocity budget gains a switch (so its gauge follows). A
-//! service whose last decision is [steady](Steady) skips the evaluation of every other input:
-//! that is what keeps the engine's cost per observation independent of the endpoints per
-//! service. Holds that end with time (spacing, velocity, failback hold, damping) and a switch
-//! awaiting confirmation are not steady: they are evaluated at every input, as before.
+//! changes an endpoint's vote as seen when it is stepped (a rise/fall verdict, evidence turning
+//! fresh outside a held view, a first result from a vantage point, or the endpoint turning
+//! unprobeable or prober-side or back), a vantage point's suspicion
+//! ([`super::Vantages::generation`]), time reaching the moment a piece of evidence, a provider
+//! vote or a heartbeat going stale can change it, or the velocity budget gaining a switch (so
+//! its gauge follows). A service whose last decision is [steady](Steady) skips the evaluation
+//! of every other input: that is what keeps the engine's cost per observation independent of
+//! the endpoints per service. Holds that end with time (spacing, velocity, failback hold,
+//! damping) and a switch awaiting confirmation are not steady: they are evaluated at every
+//! input, as before. A result already stale when it is stepped (an engine loop running behind)
+//! changes no vote.
 //!
 //! A pool healthy by quorum holds on its [healthy views](HeldView): a vantage point's view of
 //! the pool is healthy while one of its results is fresh and healthy, so another result of it
 //! turning fresh or stale cannot change the view, only the last fresh healthy one going stale
 //! can. Without this, a controller running behind (each result arriving after its endpoint's
 //! previous one went stale) re-decided its service at every result and at every expiry, O(the
-//! service's endpoints) each time, which made it fall further behind.
+//! service's endpoints) each time, which made it fall further behind and never recover.
 //!
 //! Stale evidence holds: when the serving pool's verdict is unknown only because results stopped
 //! arriving in time (probes running late, a CPU-starved controller), the last decision stands
@@ -132,8 +135,8 @@ struct ViewClock<'a> {
 /// What the evidence's clock says at `now`, with results fresh for `policy.fresh_for()` and the
 /// pools healthy by quorum those for which `healthy` holds. `held` is set to the views held
 /// ([`HeldView`]: those with a fresh healthy result in a pool healthy by quorum, by pool then
-/// vantage point); given the last ones, it allocates nothing when they stay. O(results), one
-/// look-up per endpoint.
+/// vantage point); given the last ones, it is changed only where they differ. O(results), one
+/// look-up per endpoint, and a scratch vector of each pool's vantage points.
 pub(super) fn evidence_clock(
     policy: &Policy,
     evidence: &ByEndpoint,
