@@ -32,6 +32,7 @@ use crate::policy::Policy;
 
 use super::assess::ByEndpoint;
 use super::decide::{Decision, Rule};
+use super::health::EndpointHealth;
 
 /// A vantage point's view of a pool that a steady decision holds on: the pool is healthy by
 /// quorum and the view has a fresh healthy result. Until that result goes stale (a transition
@@ -132,6 +133,57 @@ struct ViewClock<'a> {
     healthy_until: Option<Millis>,
 }
 
+/// The earlier of two times (`None`: no time).
+fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Reads one pool's `results` at `now` into `views` (cleared first; by vantage point), each
+/// fresh for `fresh_for`; returns how many of them are stale (not prober-side or unprobeable).
+fn read_views<'a>(
+    results: impl Iterator<Item = (&'a VantageId, &'a EndpointHealth)>,
+    fresh_for: Duration,
+    now: Millis,
+    views: &mut Vec<ViewClock<'a>>,
+) -> u32 {
+    views.clear();
+    let mut stale = 0u32;
+    for (vantage, h) in results {
+        let Some(last) = h.last_at else { continue };
+        let expires = last.plus(fresh_for);
+        if expires < now {
+            if h.prober_side.is_none() && h.unprobeable_since.is_none() {
+                stale = stale.saturating_add(1);
+            }
+            continue;
+        }
+        let stale_at = expires.plus(Duration::from_millis(1));
+        let at = views
+            .iter()
+            .position(|v| v.vantage == vantage)
+            .unwrap_or_else(|| {
+                views.push(ViewClock {
+                    vantage,
+                    fresh: 0,
+                    next: None,
+                    healthy_until: None,
+                });
+                views.len() - 1
+            });
+        let view = &mut views[at];
+        view.fresh = view.fresh.saturating_add(1);
+        view.next = earliest(view.next, Some(stale_at));
+        if h.verdict == Verdict::Healthy {
+            view.healthy_until = Some(view.healthy_until.map_or(stale_at, |u| u.max(stale_at)));
+        }
+    }
+    views.sort_by(|a, b| a.vantage.cmp(b.vantage));
+    stale
+}
+
 /// What the evidence's clock says at `now`, with results fresh for `policy.fresh_for()` and the
 /// pools healthy by quorum those for which `healthy` holds. `held` is set to the views held
 /// ([`HeldView`]: those with a fresh healthy result in a pool healthy by quorum, by pool then
@@ -144,7 +196,6 @@ pub(super) fn evidence_clock(
     held: &mut Vec<HeldView>,
     now: Millis,
 ) -> EvidenceClock {
-    let fresh_for = policy.fresh_for();
     let mut clock = EvidenceClock {
         next: None,
         stale: 0,
@@ -152,47 +203,15 @@ pub(super) fn evidence_clock(
         held_changed: false,
     };
     let mut kept = 0;
-    let earliest = |a: Option<Millis>, b: Option<Millis>| match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
     let mut views: Vec<ViewClock<'_>> = Vec::new();
     for (i, pool) in policy.pools.iter().enumerate() {
-        views.clear();
         let results = pool
             .endpoints
             .iter()
             .filter_map(|e| evidence.get(&e.id))
             .flat_map(|m| m.iter());
-        for (vantage, h) in results {
-            let Some(last) = h.last_at else { continue };
-            let expires = last.plus(fresh_for);
-            if expires < now {
-                if h.prober_side.is_none() && h.unprobeable_since.is_none() {
-                    clock.stale = clock.stale.saturating_add(1);
-                }
-                continue;
-            }
-            let stale_at = expires.plus(Duration::from_millis(1));
-            let view = match views.iter().position(|v| v.vantage == vantage) {
-                Some(at) => &mut views[at],
-                None => {
-                    views.push(ViewClock {
-                        vantage,
-                        fresh: 0,
-                        next: None,
-                        healthy_until: None,
-                    });
-                    views.last_mut().expect("pushed")
-                }
-            };
-            view.fresh = view.fresh.saturating_add(1);
-            view.next = earliest(view.next, Some(stale_at));
-            if h.verdict == Verdict::Healthy {
-                view.healthy_until = Some(view.healthy_until.map_or(stale_at, |u| u.max(stale_at)));
-            }
-        }
-        views.sort_by(|a, b| a.vantage.cmp(b.vantage));
+        let stale = read_views(results, policy.fresh_for(), now, &mut views);
+        clock.stale = clock.stale.saturating_add(stale);
         let holds = healthy(&pool.id);
         for v in &views {
             match v.healthy_until.filter(|_| holds) {
