@@ -393,6 +393,23 @@ fn behind_policy(n: usize) -> gslb_core::policy::Policy {
     })
 }
 
+/// [`behind_policy`] with every endpoint healthy (two rounds of passes), and how long its
+/// results stay fresh, in ms.
+fn behind_sim(n: usize) -> (Sim, u64) {
+    let mut sim = Sim::new(behind_policy(n));
+    for _ in 0..2 {
+        sim.now += INTERVAL;
+        for i in 0..n {
+            for pool in ["seoul", "tokyo"] {
+                sim.probe(HERE, &behind_endpoint(pool, i), ProbeReason::Ok);
+            }
+        }
+    }
+    let service = sim.engine.services().next().expect("one service");
+    let fresh = u64::try_from(service.policy().fresh_for().as_millis()).expect("small");
+    (sim, fresh)
+}
+
 #[test]
 fn a_controller_running_behind_does_not_re_decide_its_service_at_every_result() {
     // Issue 14: each result arrives after its endpoint's previous one went stale (rounds
@@ -401,24 +418,9 @@ fn a_controller_running_behind_does_not_re_decide_its_service_at_every_result() 
     // the decision: it must not cost a decision (O(endpoints) each), or a controller that
     // fell behind falls further behind.
     const N: usize = 20;
-    let mut sim = Sim::new(behind_policy(N));
-    for _ in 0..2 {
-        sim.now += INTERVAL;
-        for i in 0..N {
-            for pool in ["seoul", "tokyo"] {
-                sim.probe(HERE, &behind_endpoint(pool, i), ProbeReason::Ok);
-            }
-        }
-    }
+    let (mut sim, fresh) = behind_sim(N);
     assert_eq!(sim.last().rule, Rule::Stay);
-    let fresh = sim
-        .engine
-        .services()
-        .next()
-        .expect("one service")
-        .policy()
-        .fresh_for();
-    let round = u64::try_from(fresh.as_millis()).expect("small") + INTERVAL / 2;
+    let round = fresh + INTERVAL / 2;
     let (rounds, results) = (5, 2 * N as u64);
     let from = sim.decisions.len();
     let start = sim.now;
@@ -449,23 +451,7 @@ fn results_already_stale_when_stepped_change_no_decision() {
     // probe loop skipping slots). Such a result changes no vote as seen now, so it must cost
     // no decision: re-deciding at each one kept the loop behind for good.
     const N: usize = 20;
-    let mut sim = Sim::new(behind_policy(N));
-    for _ in 0..2 {
-        sim.now += INTERVAL;
-        for i in 0..N {
-            for pool in ["seoul", "tokyo"] {
-                sim.probe(HERE, &behind_endpoint(pool, i), ProbeReason::Ok);
-            }
-        }
-    }
-    let fresh = sim
-        .engine
-        .services()
-        .next()
-        .expect("one service")
-        .policy()
-        .fresh_for();
-    let fresh = u64::try_from(fresh.as_millis()).expect("small");
+    let (mut sim, fresh) = behind_sim(N);
     let (round, delay) = (fresh + INTERVAL / 2, fresh + 1_000);
     // The evidence goes stale: one decision (the stale hold) at the first step after it.
     let start = sim.now;
