@@ -27,7 +27,7 @@ use gslb_core::engine::{
     ServiceHandle, Step,
 };
 use gslb_core::event::Event;
-use gslb_core::model::{EndpointId, ServiceId, VantageId};
+use gslb_core::model::{EndpointId, Millis, ServiceId, VantageId};
 use gslb_core::policy::{Mode, Policy};
 
 /// Each service's decision channel, to its reconciler.
@@ -46,26 +46,46 @@ struct Outlets {
 /// Services whose status and decision gauges lag their engine by probe results that changed
 /// no decision: shown at the next tick (at most `tick` later, at most 1 s), so a probe result
 /// does not rebuild its service's status (O(endpoints of the service)) and re-set its pool
-/// gauges; a changed decision shows at once. One flag per service, by its place among the
+/// gauges; a changed decision shows at once. One [`Lag`] per service, by its place among the
 /// engine's services ([`ServiceHandle::slot`]), sized once per policy set: under steady
 /// probing every service is behind at every tick, and a set of names copied each time cost
 /// an allocation per service per tick.
 #[derive(Debug, Default)]
-struct Behind(Vec<bool>);
+struct Behind(Vec<Lag>);
+
+/// What of a service's telemetry waits for the next tick, least first.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Lag {
+    /// Nothing.
+    #[default]
+    None,
+    /// Its status and service gauges: its evidence moved, its decision was not evaluated (the
+    /// pool gauges already show it).
+    Status,
+    /// Its decision's gauges too: it was evaluated again, unchanged.
+    Decision,
+}
 
 impl Behind {
-    /// `service` waits for the next tick, or (`false`) no longer does.
-    fn set(&mut self, engine: &Engine, service: &ServiceId, behind: bool) {
-        let slot = engine.handle(service).map(ServiceHandle::slot);
-        if let Some(flag) = slot.and_then(|i| self.0.get_mut(i)) {
-            *flag = behind;
+    /// The service at `slot` lags by at least `lag` until the next tick.
+    fn raise(&mut self, slot: Option<usize>, lag: Lag) {
+        if let Some(l) = slot.and_then(|i| self.0.get_mut(i)) {
+            *l = (*l).max(lag);
+        }
+    }
+
+    /// The service at `slot` is shown now: it no longer lags.
+    fn clear(&mut self, slot: Option<usize>) {
+        if let Some(l) = slot.and_then(|i| self.0.get_mut(i)) {
+            *l = Lag::None;
         }
     }
 
     /// Follows the engine's services after a start or a reload (their places moved): every
-    /// service is shown at the next tick when `all`, else none.
+    /// service is shown whole at the next tick when `all`, else none.
     fn reset(&mut self, engine: &Engine, all: bool) {
-        self.0 = vec![all; engine.services().count()];
+        let lag = if all { Lag::Decision } else { Lag::None };
+        self.0 = vec![lag; engine.services().count()];
     }
 }
 
@@ -128,8 +148,14 @@ pub(super) async fn run(
             at: telemetry.clock.now(),
             input,
         };
-        received(&step, &engine, &telemetry);
-        let answer = apply(&mut engine, &step, &mut outlets, &telemetry, &mut journal).await;
+        // A probe result's service, found once among every service's name for the whole step.
+        let handle = match &step.input {
+            Input::Observe { service, .. } => engine.handle(service),
+            _ => None,
+        };
+        received(&step, &engine, handle, &telemetry);
+        let stepped = (&step, handle);
+        let answer = apply(&mut engine, stepped, &mut outlets, &telemetry, &mut journal).await;
         if let Input::Adopt { service, .. } = &step.input
             && engine.service(service).is_some_and(ServiceEngine::ready)
         {
@@ -156,14 +182,14 @@ fn record_readiness(engine: &Engine, telemetry: &Telemetry) {
 
 /// What shows as soon as an input arrives: a probe result in the metrics, the status and the
 /// events (when its endpoint is in a policy); an adopted pool in the log.
-fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
+fn received(step: &Step, engine: &Engine, handle: Option<ServiceHandle>, telemetry: &Telemetry) {
     match &step.input {
         Input::Observe {
             service,
             observation,
         } => {
             let Some(pool) = engine
-                .service(service)
+                .service_handled(service, handle)
                 .and_then(|s| s.pool_of(&observation.endpoint))
             else {
                 return;
@@ -193,10 +219,11 @@ fn received(step: &Step, engine: &Engine, telemetry: &Telemetry) {
 ///
 /// A new drill is refused unless the state file holds it: the file is written before the drill
 /// takes effect (nothing moves for a drill a restart would forget), and when it cannot be, the
-/// engine is put back as it was before the step, which is not recorded.
+/// engine is put back as it was before the step, which is not recorded. `handle`: that of the
+/// service a probe result names ([`Engine::step_handled`]).
 async fn apply(
     engine: &mut Engine,
-    step: &Step,
+    (step, handle): (&Step, Option<ServiceHandle>),
     outlets: &mut Outlets,
     telemetry: &Telemetry,
     journal: &mut Journal,
@@ -204,7 +231,7 @@ async fn apply(
     // Kept to take back a drill the state file cannot hold (drills are rare: the copy is cheap
     // next to the fsync).
     let before = matches!(step.input, Input::AddOverride(_)).then(|| engine.clone());
-    let out = engine.step(step.at, &step.input);
+    let out = engine.step_handled(step.at, &step.input, handle);
     let saved = save(engine, &out, journal).await;
     if let (Err(e), Input::AddOverride(req), Some(Reply::Override(Ok(_)))) =
         (&saved, &step.input, &out.reply)
@@ -217,7 +244,7 @@ async fn apply(
         return Some(Reply::Override(Err(refused)));
     }
     journal.record(step);
-    publish(engine, step, &out, outlets, telemetry, journal);
+    publish(engine, (step, handle), &out, outlets, telemetry, journal);
     match (saved, out.reply) {
         // An ended drill stays ended in memory; the operator learns the file still lists it.
         (Err(e), Some(Reply::Override(Ok(_)))) => {
@@ -287,7 +314,7 @@ async fn reload(
     }
     let step = Step { at, input };
     journal.record(&step);
-    publish(engine, &step, &out, outlets, telemetry, journal);
+    publish(engine, (&step, None), &out, outlets, telemetry, journal);
     let _ = done.send(());
 }
 
@@ -345,7 +372,7 @@ fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
 /// decision only marks its service [`Behind`]; a tick shows every service.
 fn publish(
     engine: &Engine,
-    step: &Step,
+    (step, handle): (&Step, Option<ServiceHandle>),
     out: &Output,
     outlets: &mut Outlets,
     telemetry: &Telemetry,
@@ -357,16 +384,21 @@ fn publish(
         Input::Observe { service, .. } => Some(service),
         _ => None,
     };
+    // A service's place: the probe result's through its handle, another's by name.
+    let slot = |service: &ServiceId| match (observed, handle) {
+        (Some(o), Some(h)) if o == service => Some(h.slot()),
+        _ => engine.handle(service).map(ServiceHandle::slot),
+    };
     if let (Some(service), true) = (observed, out.decisions.is_empty()) {
         // Before adoption there is no decision, but the probes' evidence shows already.
-        outlets.behind.set(engine, service, true);
+        outlets.behind.raise(slot(service), Lag::Status);
     }
     for (decision, changed) in &out.decisions {
         if observed.is_some() && !*changed {
-            outlets.behind.set(engine, &decision.service, true);
+            outlets.behind.raise(slot(&decision.service), Lag::Decision);
             continue;
         }
-        outlets.behind.set(engine, &decision.service, false);
+        outlets.behind.clear(slot(&decision.service));
         let service = engine.service(&decision.service);
         let mode = service.map_or(Mode::Enforce, |s| s.policy().mode);
         show(engine, service, decision, *changed, step.at, telemetry);
@@ -398,13 +430,14 @@ fn publish(
         telemetry.metrics.record_cluster(cluster, step.at);
     }
     if matches!(step.input, Input::Tick) {
-        let behind = engine.services().zip(outlets.behind.0.iter_mut());
-        for s in behind.filter_map(|(s, flag)| std::mem::take(flag).then_some(s)) {
-            match s.last_decision() {
-                Some(d) => show(engine, Some(s), d, false, step.at, telemetry),
-                None => telemetry
+        for (s, lag) in engine.services().zip(outlets.behind.0.iter_mut()) {
+            match (std::mem::take(lag), s.last_decision()) {
+                (Lag::None, _) => {}
+                (_, None) => telemetry
                     .board
                     .update_service(s, engine.overrides().all(), step.at),
+                (Lag::Status, Some(_)) => show_service(engine, s, step.at, telemetry),
+                (Lag::Decision, Some(d)) => show(engine, Some(s), d, false, step.at, telemetry),
             }
         }
         telemetry
@@ -430,7 +463,7 @@ fn show(
     s: Option<&ServiceEngine>,
     decision: &Decision,
     changed: bool,
-    at: gslb_core::model::Millis,
+    at: Millis,
     telemetry: &Telemetry,
 ) {
     let mode = s.map_or(Mode::Enforce, |s| s.policy().mode);
@@ -439,16 +472,23 @@ fn show(
         telemetry.metrics.record_fresh_voters(decision);
     }
     if let Some(s) = s {
-        telemetry
-            .board
-            .update_service(s, engine.overrides().all(), at);
-        telemetry
-            .metrics
-            .record_velocity(&decision.service, s.velocity_available(at));
-        telemetry
-            .metrics
-            .record_stale_evidence(&decision.service, s.stale_evidence());
+        show_service(engine, s, at, telemetry);
     }
+}
+
+/// Shows service `s` at `at` in the status and in its own gauges (velocity budget, stale
+/// evidence); its decision's gauges are [`show`]'s part.
+fn show_service(engine: &Engine, s: &ServiceEngine, at: Millis, telemetry: &Telemetry) {
+    let service = &s.policy().service;
+    telemetry
+        .board
+        .update_service(s, engine.overrides().all(), at);
+    telemetry
+        .metrics
+        .record_velocity(service, s.velocity_available(at));
+    telemetry
+        .metrics
+        .record_stale_evidence(service, s.stale_evidence());
 }
 
 fn log_override(c: &OverrideChange) {
@@ -472,5 +512,24 @@ fn log_override(c: &OverrideChange) {
         OverrideChange::Skipped(o) => {
             tracing::warn!(id = %o.id, service = %o.service, pool = %o.pool, "saved override skipped: its service or pool is not in the policies");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Behind, Lag};
+
+    #[test]
+    fn a_service_lags_by_the_most_that_waits_until_it_is_shown() {
+        let mut behind = Behind(vec![Lag::None; 3]);
+        behind.raise(Some(1), Lag::Decision);
+        // A later probe result that evaluated nothing must not hide the unshown decision.
+        behind.raise(Some(1), Lag::Status);
+        behind.raise(Some(2), Lag::Status);
+        behind.raise(Some(7), Lag::Decision);
+        behind.raise(None, Lag::Decision);
+        assert_eq!(behind.0, [Lag::None, Lag::Decision, Lag::Status]);
+        behind.clear(Some(1));
+        assert_eq!(behind.0, [Lag::None, Lag::None, Lag::Status]);
     }
 }

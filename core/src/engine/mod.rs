@@ -138,6 +138,16 @@ impl Engine {
         self.services.get(id)
     }
 
+    /// [`Engine::service`] through its [handle](Engine::handle) when the handle still names
+    /// `id` (no search among every service's name), else by name.
+    pub fn service_handled(
+        &self,
+        id: &ServiceId,
+        handle: Option<ServiceHandle>,
+    ) -> Option<&ServiceEngine> {
+        self.services.resolve(id, handle)
+    }
+
     /// Every service's engine, by name.
     pub fn services(&self) -> impl Iterator<Item = &ServiceEngine> {
         self.services.values()

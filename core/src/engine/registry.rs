@@ -60,20 +60,31 @@ impl Services {
         })
     }
 
+    /// The place of `id` through `handle` when it still names `id`'s slot, else by name.
+    fn slot(&self, id: &ServiceId, handle: Option<ServiceHandle>) -> Option<usize> {
+        handle
+            .filter(|h| h.epoch == self.epoch)
+            .map(|h| h.slot as usize)
+            .filter(|&i| self.list.get(i).is_some_and(|(k, _)| k == id))
+            .or_else(|| self.position(id).ok())
+    }
+
     /// The engine of `id` through `handle` when it still names `id`'s slot, else by name.
+    pub(super) fn resolve(
+        &self,
+        id: &ServiceId,
+        handle: Option<ServiceHandle>,
+    ) -> Option<&ServiceEngine> {
+        self.slot(id, handle).map(|i| &self.list[i].1)
+    }
+
+    /// [`Services::resolve`], to change.
     pub(super) fn resolve_mut(
         &mut self,
         id: &ServiceId,
         handle: Option<ServiceHandle>,
     ) -> Option<&mut ServiceEngine> {
-        let slot = handle
-            .filter(|h| h.epoch == self.epoch)
-            .map(|h| h.slot as usize)
-            .filter(|&i| self.list.get(i).is_some_and(|(k, _)| k == id));
-        match slot {
-            Some(i) => Some(&mut self.list[i].1),
-            None => self.get_mut(id),
-        }
+        self.slot(id, handle).map(|i| &mut self.list[i].1)
     }
 
     /// Adds `engine` as `id`'s, or replaces the one it has.
