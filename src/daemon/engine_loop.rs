@@ -62,7 +62,8 @@ enum Lag {
     /// Its status and service gauges: its evidence moved, its decision was not evaluated (the
     /// pool gauges already show it).
     Status,
-    /// Its decision's gauges too: it was evaluated again, unchanged.
+    /// Its decision's gauges too: it was evaluated again, unchanged, or the policy set was
+    /// (re)loaded ([`Behind::reset`]).
     Decision,
 }
 
@@ -148,7 +149,8 @@ pub(super) async fn run(
             at: telemetry.clock.now(),
             input,
         };
-        // A probe result's service, found once among every service's name for the whole step.
+        // A probe result's service, searched for by name once: the step, its pool and its lag
+        // flag go through the handle (an evaluation still finds it by name).
         let handle = match &step.input {
             Input::Observe { service, .. } => engine.handle(service),
             _ => None,
@@ -369,7 +371,8 @@ fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
 
 /// Publishes one step's output (its drills already saved): audit, log and events, status,
 /// metrics, and changed decisions to their reconcilers. A probe result that changed no
-/// decision only marks its service [`Behind`]; a tick shows every service.
+/// decision only marks the services it concerns [`Behind`]; a tick shows each lagging service
+/// as far as it lags ([`Lag`]).
 fn publish(
     engine: &Engine,
     (step, handle): (&Step, Option<ServiceHandle>),
@@ -384,7 +387,8 @@ fn publish(
         Input::Observe { service, .. } => Some(service),
         _ => None,
     };
-    // A service's place: the probe result's through its handle, another's by name.
+    // A service's place: the probe result's through its handle (taken in this loop pass: no
+    // reload came between, the places stand), another's by name.
     let slot = |service: &ServiceId| match (observed, handle) {
         (Some(o), Some(h)) if o == service => Some(h.slot()),
         _ => engine.handle(service).map(ServiceHandle::slot),
