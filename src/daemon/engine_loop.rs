@@ -434,29 +434,35 @@ fn publish(
         telemetry.metrics.record_cluster(cluster, step.at);
     }
     if matches!(step.input, Input::Tick) {
-        for (s, lag) in engine.services().zip(outlets.behind.0.iter_mut()) {
-            match (std::mem::take(lag), s.last_decision()) {
-                (Lag::None, _) => {}
-                (_, None) => telemetry
-                    .board
-                    .update_service(s, engine.overrides().all(), step.at),
-                (Lag::Status, Some(_)) => show_service(engine, s, step.at, telemetry),
-                (Lag::Decision, Some(d)) => show(engine, Some(s), d, false, step.at, telemetry),
-            }
+        on_tick(engine, step.at, &mut outlets.behind, telemetry);
+    }
+}
+
+/// What a tick at `at` shows: each lagging service as far as it lags ([`Lag`]), the vantage
+/// points' and drills' gauges, and each service's unapplied age.
+fn on_tick(engine: &Engine, at: Millis, behind: &mut Behind, telemetry: &Telemetry) {
+    for (s, lag) in engine.services().zip(behind.0.iter_mut()) {
+        match (std::mem::take(lag), s.last_decision()) {
+            (Lag::None, _) => {}
+            (_, None) => telemetry
+                .board
+                .update_service(s, engine.overrides().all(), at),
+            (Lag::Status, Some(_)) => show_service(engine, s, at, telemetry),
+            (Lag::Decision, Some(d)) => show(engine, Some(s), d, false, at, telemetry),
         }
-        telemetry
-            .metrics
-            .record_vantage_points(&engine.vantage_points(step.at));
-        telemetry.metrics.record_overrides(
-            engine.services().map(|s| &s.policy().service),
-            engine.overrides(),
-            step.at,
-        );
-        // Here too, not only in the reconcilers: one blocked in a provider call cannot refresh
-        // the unapplied age.
-        for s in engine.services() {
-            telemetry.record_apply(&s.policy().service);
-        }
+    }
+    telemetry
+        .metrics
+        .record_vantage_points(&engine.vantage_points(at));
+    telemetry.metrics.record_overrides(
+        engine.services().map(|s| &s.policy().service),
+        engine.overrides(),
+        at,
+    );
+    // Here too, not only in the reconcilers: one blocked in a provider call cannot refresh
+    // the unapplied age.
+    for s in engine.services() {
+        telemetry.record_apply(&s.policy().service);
     }
 }
 
