@@ -656,42 +656,132 @@ async fn tcp_connect_is_ok_then_refused_after_stop() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Clients
+// Targets and the wire
 
-#[tokio::test]
-async fn clients_are_built_once_per_distinct_setting() {
+#[test]
+fn invalid_settings_are_refused_when_the_target_is_prepared() {
     let p = prober();
-    assert_eq!(p.client_count(), 1);
     let a = http("https://seoul.example.test/health");
-    let b = http("https://tokyo.example.test/health");
-    p.target(&spec(), &a).unwrap();
-    p.target(&spec(), &b).unwrap();
-    assert_eq!(
-        p.client_count(),
-        1,
-        "default settings share the default client"
-    );
-    let unverified = ProbeSpec {
-        tls_verify: false,
-        ..spec()
+    let refused = |spec: ProbeSpec| match p.target(&spec, &a) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("{spec:?} must be refused"),
     };
-    p.target(&unverified, &a).unwrap();
-    p.target(&unverified, &b).unwrap();
-    assert_eq!(p.client_count(), 2);
-    let sni = ProbeSpec {
-        tls_server_name: Some("api.example.test".into()),
-        ..spec()
-    };
-    p.target(&sni, &a).unwrap();
-    p.target(&sni, &a).unwrap();
-    assert_eq!(p.client_count(), 3);
-    p.target(&sni, &b).unwrap();
-    assert_eq!(p.client_count(), 4, "an SNI override is per URL host");
-    let bad = ProbeSpec {
+    let header = refused(ProbeSpec {
         host_header: Some("bad\nheader".into()),
         ..spec()
+    });
+    assert!(header.contains("host_header"), "{header}");
+    let sni = refused(ProbeSpec {
+        tls_server_name: Some("10.0.0.1".into()),
+        ..spec()
+    });
+    assert!(sni.contains("tls_server_name must be a DNS name"), "{sni}");
+    assert!(p.target(&spec(), &a).is_ok());
+}
+
+/// A server on 127.0.0.1 that answers every connection with `answer` (after reading the
+/// request head) and then closes; returns its address.
+async fn raw_server(answer: &'static [u8]) -> SocketAddr {
+    use tokio::io::AsyncWriteExt;
+    let listener = TcpListener::bind(LOOPBACK).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                read_head(&mut stream).await;
+                let _ = stream.write_all(answer).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn chunked_and_connection_delimited_bodies_are_searched() {
+    let chunked = raw_server(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+          3\r\nok \r\nc;ext=1\r\nregion=seoul\r\n0\r\n\r\n",
+    )
+    .await;
+    let until_close = raw_server(b"HTTP/1.0 200 OK\r\n\r\nok region=seoul\n").await;
+    let truncated =
+        raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nok region=seoul").await;
+    let spec = ProbeSpec {
+        body_contains: Some("ok region=seoul".into()),
+        ..spec()
     };
-    assert!(p.target(&bad, &a).is_err());
+    let p = prober();
+    for addr in [chunked, until_close] {
+        let out = probe(&p, &spec, &http(&format!("http://{addr}/health"))).await;
+        assert_reason(&out, ProbeReason::Ok);
+    }
+    let other = ProbeSpec {
+        body_contains: Some("region=tokyo".into()),
+        ..spec.clone()
+    };
+    let out = probe(&p, &other, &http(&format!("http://{chunked}/health"))).await;
+    assert_reason(&out, ProbeReason::BodyMismatch);
+    // The server closed 85 bytes short of its Content-Length: the body never arrived whole.
+    let out = probe(&p, &spec, &http(&format!("http://{truncated}/health"))).await;
+    assert_reason(&out, ProbeReason::ConnectionReset);
+    assert_eq!(out.http_status, Some(200));
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_other() {
+    let addr = raw_server(b"SSH-2.0-OpenSSH_9.6\r\n").await;
+    let out = probe(&prober(), &spec(), &http(&format!("http://{addr}/"))).await;
+    assert_reason(&out, ProbeReason::Other);
+    assert_eq!(out.http_status, None);
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_and_port_is_followed_there() {
+    let o = origin().await;
+    let location = format!("Location: {}/elsewhere\r\n", o.base_url());
+    let answer = format!("HTTP/1.1 301 Moved Permanently\r\n{location}Content-Length: 0\r\n\r\n");
+    let first = raw_server(Box::leak(answer.into_bytes().into_boxed_slice())).await;
+    let spec = ProbeSpec {
+        follow_redirects: true,
+        host_header: Some("api.example.test".into()),
+        ..spec()
+    };
+    let out = probe(&prober(), &spec, &http(&format!("http://{first}/health"))).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(o.requests(), 1);
+    assert_eq!(
+        o.last_host().as_deref(),
+        Some(o.addr().to_string().as_str()),
+        "after a redirect the Host header is the new URL's authority"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn probes_close_with_a_reset_and_leave_no_time_wait_behind() {
+    let o = origin().await;
+    let p = prober();
+    let endpoint = http(&format!("{}/health", o.base_url()));
+    for _ in 0..5 {
+        assert_reason(&probe(&p, &spec(), &endpoint).await, ProbeReason::Ok);
+    }
+    let tcp_check = tcp("127.0.0.1", o.addr().port());
+    assert_reason(&probe(&p, &spec(), &tcp_check).await, ProbeReason::Ok);
+    // /proc/net/tcp: `local rem st ...`, addresses as hex `IP:PORT`; state 06 is TIME_WAIT.
+    let port = format!(":{:04X}", o.addr().port());
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let waiting: Vec<&str> = table
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[3] == "06" && (f[1].ends_with(&port) || f[2].ends_with(&port))
+        })
+        .collect();
+    assert!(
+        waiting.is_empty(),
+        "TIME_WAIT sockets left by probes: {waiting:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

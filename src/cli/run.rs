@@ -28,7 +28,7 @@ use crate::io::clock::Clock;
 use crate::io::coordination::ErrorCounter;
 use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
-use crate::io::probe::{self, Prober};
+use crate::io::probe::{self, Prober, error_chain};
 use crate::io::state_file::StateFile;
 use crate::ops::logging::List;
 use crate::ops::telemetry::Telemetry;
@@ -610,16 +610,4 @@ pub fn load(config: &std::path::Path) -> Result<(Settings, Vec<Policy>, Reloader
     let policies = policy::load(&settings.policies).map_err(RunError::config)?;
     let policies = policies.into_iter().map(|(_, p)| p).collect();
     Ok((settings, policies, reloader))
-}
-
-/// `e` and its sources, joined by `: ` (as the fatal error is printed).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(s) = next {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        next = s.source();
-    }
-    out
 }

@@ -202,6 +202,19 @@ fn name_has_no_address(e: &hickory_resolver::ResolveError) -> bool {
     })
 }
 
+/// An error and its sources, joined by `: ` (`outer: inner: innermost`), for logs and fatal
+/// errors.
+pub fn error_chain(e: &(dyn Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut next = e.source();
+    while let Some(inner) = next {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        next = inner.source();
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use std::fmt;

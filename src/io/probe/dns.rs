@@ -1,5 +1,5 @@
-//! Name resolution for probes: one hickory resolver per [`Prober`](super::Prober), used both by
-//! the probe's own timed lookup and, as reqwest's `dns_resolver`, by the HTTP connector.
+//! Name resolution for probes: one hickory resolver per [`Prober`](super::Prober), used by the
+//! probe's own timed lookup, and as reqwest's `dns_resolver` by the failover observers.
 //!
 //! One resolver per `Prober`, so one cache per vantage point, sized by
 //! [`DnsSettings::cache_size`].
@@ -140,29 +140,19 @@ fn list(addrs: &[SocketAddr]) -> String {
 /// remote one that only drops packets is indistinguishable from a slow answer anyway.
 pub const REFUSAL_WAIT: Duration = Duration::from_millis(100);
 
-/// The shared resolver, optionally with one alias: a name that resolves to another host's
-/// addresses (used to send TLS SNI for a `tls_server_name` to the URL host's addresses).
+/// The shared resolver.
 #[derive(Clone)]
 pub(crate) struct Dns {
     resolver: Arc<TokioResolver>,
     timeout: Duration,
     /// The configured nameservers; empty with the system configuration.
     nameservers: Arc<[SocketAddr]>,
-    alias: Option<Arc<Alias>>,
-}
-
-struct Alias {
-    /// Lower-case name reqwest asks for.
-    name: String,
-    /// The host whose addresses it gets (a name or an IP literal, no brackets).
-    real: String,
 }
 
 impl std::fmt::Debug for Dns {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dns")
             .field("timeout", &self.timeout)
-            .field("alias", &self.alias.as_ref().map(|a| (&a.name, &a.real)))
             .finish_non_exhaustive()
     }
 }
@@ -192,23 +182,7 @@ impl Dns {
             resolver: Arc::new(builder.build()),
             timeout: settings.timeout,
             nameservers: settings.nameservers.clone().into(),
-            alias: None,
         })
-    }
-
-    /// The same resolver, where `name` resolves to `real`'s addresses.
-    pub(crate) fn aliased(&self, name: &str, real: &str) -> Self {
-        let real = real
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        Self {
-            alias: Some(Arc::new(Alias {
-                name: name.to_ascii_lowercase(),
-                real,
-            })),
-            ..self.clone()
-        }
     }
 
     /// Resolves `host` (a name, or an IP literal which is returned as is) within the timeout.
@@ -224,10 +198,6 @@ impl Dns {
         limit: Duration,
     ) -> Result<Vec<IpAddr>, DnsError> {
         let limit = limit.min(self.timeout);
-        let host = match &self.alias {
-            Some(a) if host.eq_ignore_ascii_case(&a.name) => a.real.as_str(),
-            _ => host,
-        };
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(vec![ip]);
         }
@@ -372,7 +342,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn ip_literals_and_aliases_skip_queries() {
+    async fn ip_literals_skip_queries() {
         // A nameserver nobody answers on: any real query would time out.
         let dns = Dns::new(&DnsSettings {
             nameservers: vec!["127.0.0.1:9".parse().unwrap()],
@@ -384,9 +354,8 @@ mod tests {
             dns.lookup("127.0.0.1").await.unwrap(),
             vec![IpAddr::from([127, 0, 0, 1])]
         );
-        let aliased = dns.aliased("Seoul.Example.test", "[::1]");
         assert_eq!(
-            aliased.lookup("seoul.example.test").await.unwrap(),
+            dns.lookup("::1").await.unwrap(),
             vec![IpAddr::from(std::net::Ipv6Addr::LOCALHOST)]
         );
     }

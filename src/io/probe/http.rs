@@ -1,180 +1,288 @@
-//! HTTP(S) probes: building reqwest clients (once per distinct setting) and running one GET.
+//! HTTP(S) probes: one GET on a fresh connection, spoken by `wire` over TCP (`tcp`) or TLS
+//! (`tls`), redirects followed when asked.
 //!
-//! Must not: build a client per probe (about 5 ms of CPU each, see `probing.md`), keep idle
-//! connections (a kept-alive connection hides connect failures), follow redirects unless asked,
-//! or read more than [`BODY_LIMIT`] bytes of a body.
+//! Our own client, not reqwest: a probe needs one request per connection and none of a
+//! general client's pool, connector stack or spawned connection task, which cost about 30
+//! allocations per probe (two thirds of the daemon's at 10,000 probes a second) and a task
+//! wake-up each way (docs/benchmarks.md "Round 7").
+//!
+//! Must not: keep or reuse a connection (a kept-alive connection hides connect failures),
+//! follow redirects unless asked, or read more than [`BODY_LIMIT`](wire::BODY_LIMIT) bytes of a body.
 
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::HeaderValue;
-use reqwest::redirect;
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use url::Url;
 
 use gslb_core::model::{Millis, ProbeReason};
+use gslb_core::policy::ProbeSpec;
 
-use super::classify::{classify, expired_not_after};
+use super::classify::{classify, error_chain, expired_not_after};
 use super::dns::Dns;
-use super::family;
+use super::tls::{self, TlsConfigs};
 use super::trace::Trace;
+use super::wire;
+use super::{family, tcp};
 
-/// Bytes of the body read and searched for `body_contains`: 64 KiB (the limit documented on
-/// `ProbeSpec::body_contains`; Route 53 string matching looks at only the first 5,120 bytes).
-pub const BODY_LIMIT: usize = 64 * 1024;
-
-/// Redirects followed when `follow_redirects` is on: 10 (reqwest's default limit).
+/// Redirects followed when `follow_redirects` is on: 10 (reqwest's and curl's
+/// `--max-redirs` defaults are 10 and 50; 10 is the smaller).
 pub const MAX_REDIRECTS: usize = 10;
 
-/// The `User-Agent` probes send, e.g. `gslb-probe/0.1.0`.
-pub const USER_AGENT: &str = concat!("gslb-probe/", env!("CARGO_PKG_VERSION"));
-
-/// What makes two HTTP targets need different clients.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct ClientKey {
-    pub(crate) tls_verify: bool,
-    pub(crate) follow_redirects: bool,
-    /// `(tls_server_name, URL host)`: the client resolves the first to the second's addresses.
-    pub(crate) alias: Option<(String, String)>,
-}
-
-impl ClientKey {
-    /// The settings of the shared default client.
-    pub(crate) const DEFAULT: Self = Self {
-        tls_verify: true,
-        follow_redirects: false,
-        alias: None,
-    };
-}
-
-/// Builds a client: no idle pool, our resolver, no proxy from the environment, TLS details
-/// (the peer certificate) on responses, connections from `source` when set.
-///
-/// No TCP keepalive and no `TCP_USER_TIMEOUT` (reqwest's defaults set both, five
-/// `setsockopt` calls per connection): a probe's connection lives less than its timeout, which
-/// bounds it already, and is never kept idle. `TCP_NODELAY` stays (hyper always sets it).
-pub(crate) fn build_client(
-    dns: &Dns,
-    key: &ClientKey,
-    source: Option<std::net::IpAddr>,
-) -> Result<reqwest::Client, reqwest::Error> {
-    let resolver = match &key.alias {
-        Some((name, real)) => dns.aliased(name, real),
-        None => dns.clone(),
-    };
-    let redirects = if key.follow_redirects {
-        redirect::Policy::limited(MAX_REDIRECTS)
-    } else {
-        redirect::Policy::none()
-    };
-    let builder = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(redirects)
-        .tls_danger_accept_invalid_certs(!key.tls_verify)
-        .dns_resolver(resolver)
-        .no_proxy()
-        .user_agent(USER_AGENT)
-        .tls_info(true)
-        .local_address(source)
-        .tcp_keepalive(None)
-        .tcp_keepalive_interval(None)
-        .tcp_keepalive_retries(None);
-    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
-    let builder = builder.tcp_user_timeout(None);
-    builder.build()
-}
-
-/// An HTTP check, ready to run.
+/// An HTTP check, ready to run: the request's bytes are built once, here.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpTarget {
-    pub(crate) client: reqwest::Client,
     /// The URL requested; its host is the `tls_server_name` when one is set.
-    pub(crate) url: Url,
-    /// The URL's host when it is a name: resolved (and timed) before the request.
-    pub(crate) resolve: Option<String>,
-    pub(crate) host_header: Option<HeaderValue>,
-    pub(crate) expected_status: Vec<u16>,
-    pub(crate) body_contains: Option<String>,
+    url: Url,
+    /// The URL host's name to resolve (the real host, not `tls_server_name`), or its address.
+    connect_to: Host,
+    /// `https://`: the configuration for `tls_verify` and the name checked (SNI).
+    tls: Option<ServerName<'static>>,
+    config: Arc<ClientConfig>,
+    request: Box<[u8]>,
+    expected_status: Vec<u16>,
+    body_contains: Option<String>,
+    follow_redirects: bool,
 }
 
-/// Runs one check; records in `trace` the lookup time, and the status and certificate expiry
-/// as soon as a response arrives (so a timeout while reading the body still reports them), or
-/// the expired certificate's `notAfter` when the handshake failed on it.
-/// The lookup of the URL's host name is limited to `lookup`.
+#[derive(Debug, Clone)]
+enum Host {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl HttpTarget {
+    /// Prepares `url` for probing with `spec`: see [`Prober::target`](super::Prober::target).
+    /// `Err` is the reason the target is invalid.
+    pub(crate) fn new(spec: &ProbeSpec, url: &Url, tls: &TlsConfigs) -> Result<Self, &'static str> {
+        let connect_to = match url.host() {
+            None => return Err("the URL has no host"),
+            Some(url::Host::Domain(name)) => Host::Name(name.to_owned()),
+            Some(url::Host::Ipv4(ip)) => Host::Ip(ip.into()),
+            Some(url::Host::Ipv6(ip)) => Host::Ip(ip.into()),
+        };
+        let mut host_header = match &spec.host_header {
+            Some(h) if !h.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) => {
+                return Err("host_header is not a valid header value");
+            }
+            Some(h) => Some(h.clone()),
+            None => None,
+        };
+        let mut url = url.clone();
+        if let (Some(sni), "https") = (&spec.tls_server_name, url.scheme()) {
+            host_header.get_or_insert_with(|| authority(&url));
+            url.set_host(Some(sni))
+                .map_err(|_| "tls_server_name is not a valid host name")?;
+            if !matches!(url.host(), Some(url::Host::Domain(_))) {
+                return Err("tls_server_name must be a DNS name");
+            }
+        }
+        let tls_name = match url.scheme() {
+            "https" => Some(server_name(&url).ok_or("the URL host is not a valid TLS name")?),
+            _ => None,
+        };
+        let host_header = host_header.unwrap_or_else(|| authority(&url));
+        Ok(Self {
+            request: wire::request(&target_of(&url), &host_header),
+            url,
+            connect_to,
+            tls: tls_name,
+            config: tls.get(spec.tls_verify).clone(),
+            expected_status: spec.expected_status.clone(),
+            body_contains: spec.body_contains.clone(),
+            follow_redirects: spec.follow_redirects,
+        })
+    }
+}
+
+/// One request of a check: the first, or one after a redirect.
+struct Hop<'t> {
+    url: Cow<'t, Url>,
+    addrs: Cow<'t, [IpAddr]>,
+    tls: Option<ServerName<'static>>,
+    request: Cow<'t, [u8]>,
+}
+
+/// What a response means for the check.
+enum Answer {
+    Done(ProbeReason),
+    Redirect(String),
+}
+
+/// Runs one check from `source` when set; records in `trace` the lookup time, the status as
+/// soon as a response head arrives and the leaf certificate's expiry as soon as a handshake
+/// ends (so a timeout while reading the body still reports them), or the expired
+/// certificate's `notAfter` when the handshake failed on it. The lookup of the URL's host name
+/// (and of a redirect's) is limited to `lookup`.
 pub(crate) async fn check(
     dns: &Dns,
+    source: Option<IpAddr>,
     t: &HttpTarget,
     trace: &mut Trace,
     lookup: Duration,
 ) -> ProbeReason {
-    let addrs = match &t.resolve {
-        Some(host) => match trace.lookup(dns, host, lookup).await {
+    let addrs = match &t.connect_to {
+        Host::Ip(ip) => vec![*ip],
+        Host::Name(name) => match trace.lookup(dns, name, lookup).await {
             Ok(addrs) => addrs,
-            Err(e) => {
-                // The resolver failing is the prober's side, an answer without records the
-                // origin's: `classify` tells them apart.
-                let reason = classify(&e);
-                tracing::debug!(url = %t.url, %reason, error = %error_chain(&e), "probe failed");
-                return reason;
-            }
-        },
-        None => Vec::new(),
-    };
-    let mut request = t.client.get(t.url.clone());
-    if let Some(host) = &t.host_header {
-        request = request.header(reqwest::header::HOST, host.clone());
-    }
-    let mut response = match request.send().await {
-        Ok(r) => r,
-        Err(e) => {
-            let reason = failed(&t.url, &e);
-            if reason == ProbeReason::TlsExpired {
-                trace.cert_expiry = expired_not_after(&e);
-            }
-            return family::refine(reason, &literal_or(&t.url, addrs), family::family_routable);
-        }
-    };
-    trace.cert_expiry = response
-        .extensions()
-        .get::<reqwest::tls::TlsInfo>()
-        .and_then(reqwest::tls::TlsInfo::peer_certificate)
-        .and_then(not_after);
-    let code = response.status().as_u16();
-    trace.http_status = Some(code);
-    if !t.expected_status.contains(&code) {
-        return ProbeReason::HttpStatus;
-    }
-    let mut body = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = BODY_LIMIT - body.len();
-                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if body.len() == BODY_LIMIT {
-                    break;
-                }
-            }
-            Ok(None) => break,
             Err(e) => return failed(&t.url, &e),
+        },
+    };
+    let mut hop = Hop {
+        url: Cow::Borrowed(&t.url),
+        addrs: Cow::Borrowed(&addrs),
+        tls: t.tls.clone(),
+        request: Cow::Borrowed(&t.request),
+    };
+    for _ in 0..=MAX_REDIRECTS {
+        match exchange(&hop, source, t, trace).await {
+            Ok(Answer::Done(reason)) => return reason,
+            Ok(Answer::Redirect(location)) => {
+                hop = match redirected(dns, &hop, &location, (t, &addrs), lookup).await {
+                    Ok(next) => next,
+                    Err(reason) => return reason,
+                };
+            }
+            Err(e) => {
+                let reason = failed(&hop.url, &e);
+                if reason == ProbeReason::TlsExpired {
+                    trace.cert_expiry = expired_not_after(&e);
+                }
+                return family::refine(reason, &hop.addrs, family::family_routable);
+            }
         }
     }
-    match &t.body_contains {
-        Some(needle) if !contains(&body, needle.as_bytes()) => ProbeReason::BodyMismatch,
-        _ => ProbeReason::Ok,
+    tracing::debug!(url = %t.url, "probe failed: more than {MAX_REDIRECTS} redirects");
+    ProbeReason::Other
+}
+
+/// Connects, runs the TLS handshake for `https://`, sends the request and reads the answer.
+async fn exchange(
+    hop: &Hop<'_>,
+    source: Option<IpAddr>,
+    t: &HttpTarget,
+    trace: &mut Trace,
+) -> std::io::Result<Answer> {
+    let port = hop.url.port_or_known_default().unwrap_or(80);
+    let tcp = tcp::connect_any(&hop.addrs, port, source).await?;
+    match &hop.tls {
+        None => answer(tcp, &hop.request, t, trace).await,
+        Some(name) => {
+            let tls = tls::handshake(&t.config, name.clone(), tcp).await?;
+            trace.cert_expiry = tls::leaf(&tls).and_then(|der| not_after(der));
+            answer(tls, &hop.request, t, trace).await
+        }
     }
 }
 
-fn failed(url: &Url, e: &reqwest::Error) -> ProbeReason {
+/// Sends `request` on `stream` and judges the response: a redirect to follow, the status, then
+/// (when the status is expected) the body, read to its end or [`BODY_LIMIT`](wire::BODY_LIMIT).
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    request: &[u8],
+    t: &HttpTarget,
+    trace: &mut Trace,
+) -> std::io::Result<Answer> {
+    stream.write_all(request).await?;
+    let mut response = wire::Response::new(&mut stream);
+    let head = response.head().await?;
+    trace.http_status = Some(head.status);
+    if t.follow_redirects && matches!(head.status, 301 | 302 | 303 | 307 | 308) {
+        if let Some(location) = head.location {
+            return Ok(Answer::Redirect(location));
+        }
+    }
+    if !t.expected_status.contains(&head.status) {
+        return Ok(Answer::Done(ProbeReason::HttpStatus));
+    }
+    let body = response
+        .body(head.framing, t.body_contains.is_some())
+        .await?;
+    Ok(Answer::Done(match &t.body_contains {
+        Some(needle) if !contains(&body, needle.as_bytes()) => ProbeReason::BodyMismatch,
+        _ => ProbeReason::Ok,
+    }))
+}
+
+/// The request after a redirect to `location` (relative to `hop`'s URL): the same addresses
+/// when it stays on the first request's host and port (so a `tls_server_name` keeps going to
+/// the URL host), else the new host's, resolved within `lookup`. The `Host` header is the new
+/// URL's authority (a `host_header` applies to the first request only).
+async fn redirected<'t>(
+    dns: &Dns,
+    hop: &Hop<'_>,
+    location: &str,
+    (t, first): (&'t HttpTarget, &[IpAddr]),
+    lookup: Duration,
+) -> Result<Hop<'t>, ProbeReason> {
+    let other = |why: &str| {
+        tracing::debug!(url = %hop.url, location, "probe failed: {why}");
+        ProbeReason::Other
+    };
+    let url = hop
+        .url
+        .join(location)
+        .map_err(|_| other("invalid redirect"))?;
+    let tls = match url.scheme() {
+        "http" => None,
+        "https" => Some(server_name(&url).ok_or_else(|| other("invalid redirect host"))?),
+        _ => return Err(other("redirect to a scheme other than http(s)")),
+    };
+    let same =
+        url.host() == t.url.host() && url.port_or_known_default() == t.url.port_or_known_default();
+    let addrs = match url.host() {
+        _ if same => first.to_vec(),
+        Some(url::Host::Domain(name)) => dns
+            .lookup_within(name, lookup)
+            .await
+            .map_err(|e| failed(&url, &e))?,
+        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
+        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
+        None => return Err(other("redirect without a host")),
+    };
+    Ok(Hop {
+        request: Cow::Owned(wire::request(&target_of(&url), &authority(&url)).into_vec()),
+        url: Cow::Owned(url),
+        addrs: Cow::Owned(addrs),
+        tls,
+    })
+}
+
+/// The URL's path and query, e.g. `/health?deep=1`.
+fn target_of(url: &Url) -> String {
+    match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+/// The URL's authority for a `Host` header: the host, and the port when not the scheme's
+/// default (`seoul.example.test`, `[::1]:8080`).
+fn authority(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
+/// The name TLS checks for the URL's host: a DNS name or an IP address.
+fn server_name(url: &Url) -> Option<ServerName<'static>> {
+    match url.host()? {
+        url::Host::Domain(name) => ServerName::try_from(name.to_owned()).ok(),
+        url::Host::Ipv4(ip) => Some(ServerName::IpAddress(IpAddr::from(ip).into())),
+        url::Host::Ipv6(ip) => Some(ServerName::IpAddress(IpAddr::from(ip).into())),
+    }
+}
+
+fn failed(url: &Url, e: &(dyn std::error::Error + 'static)) -> ProbeReason {
     let reason = classify(e);
     tracing::debug!(%url, %reason, error = %error_chain(e), "probe failed");
     reason
-}
-
-/// The URL host's address when it is an IP literal, else `resolved` (the names' addresses).
-fn literal_or(url: &Url, resolved: Vec<std::net::IpAddr>) -> Vec<std::net::IpAddr> {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
-        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
-        _ => resolved,
-    }
 }
 
 /// The `notAfter` of a DER certificate; `None` (logged) when it does not parse.
@@ -201,18 +309,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// `outer: inner: innermost`, for logs.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut next = e.source();
-    while let Some(inner) = next {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        next = inner.source();
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +325,18 @@ mod tests {
         assert!(!contains(b"ok region=tokyo\n", b"region=seoul"));
         assert!(contains(b"", b""));
         assert!(!contains(b"ok", b"ok region"));
+    }
+
+    #[test]
+    fn the_host_header_names_the_port_only_when_not_the_default() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        assert_eq!(
+            authority(&url("https://seoul.example.test/h")),
+            "seoul.example.test"
+        );
+        assert_eq!(authority(&url("http://[::1]:8080/h")), "[::1]:8080");
+        assert_eq!(authority(&url("http://10.0.0.1:80/h")), "10.0.0.1");
+        assert_eq!(target_of(&url("http://h/health?deep=1")), "/health?deep=1");
+        assert_eq!(target_of(&url("http://h")), "/");
     }
 }

@@ -1,6 +1,6 @@
 //! Probes: the I/O edge that turns endpoints into [`Observation`](gslb_core::model::Observation)s.
 //!
-//! A [`Prober`] holds what is expensive to build (one hickory resolver, reqwest clients);
+//! A [`Prober`] holds what is expensive to build (one hickory resolver, the TLS configurations);
 //! [`Prober::target`] prepares an endpoint once, at policy load; [`Prober::probe`] runs one
 //! check under a hard timeout and returns a [`ProbeOutcome`], never an error; [`run_endpoint`]
 //! is the per-endpoint loop.
@@ -8,7 +8,9 @@
 //! Must not: know about providers, the engine or policies beyond [`ProbeSpec`] and
 //! [`Endpoint`]; decide health (one failed probe is data, rise/fall is the engine's job).
 //!
-//! Files: `dns` (resolver, [`DnsSettings`]), `http` (clients, GET check), `tcp` (connect check),
+//! Files: `dns` (resolver, [`DnsSettings`]), `http` (GET check, redirects), `wire` (HTTP/1.1
+//! request and response bytes), `tls` (client configurations, handshake), `tcp` (connect check,
+//! the connect HTTP shares),
 //! `classify` (error → [`ProbeReason`]), `family` (unprobeable from here: an address family
 //! this host has no route for), `schedule` (the loop, phase and jitter), `limits`
 //! (`[probing]`: in-flight bound, late threshold, open-file limit), `stats` (lateness, late,
@@ -25,27 +27,26 @@ mod schedule;
 mod starvation;
 mod stats;
 mod tcp;
+mod tls;
 mod trace;
+mod wire;
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use reqwest::header::HeaderValue;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
 use gslb_core::model::{EndpointId, ProbeOutcome, ProbeReason};
 use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 
-pub use classify::classify;
+pub use classify::{classify, error_chain};
 pub(crate) use dns::Dns;
 pub use dns::{
     DnsError, DnsSettings, default_dns_cache_size, default_dns_nameservers, default_dns_timeout,
 };
 pub use family::{family_routable, route_to};
-pub use http::{BODY_LIMIT, MAX_REDIRECTS, USER_AGENT};
+pub use http::MAX_REDIRECTS;
 pub use limits::{
     ProbingSettings, default_late_after, default_max_in_flight, effective_max_in_flight,
     open_file_limit, raise_open_file_limit,
@@ -55,8 +56,9 @@ pub use schedule::{
     run_endpoint_woken, start_phase,
 };
 pub use stats::{LatenessSnapshot, ProbeStats, StatsSnapshot};
+pub use wire::{BODY_LIMIT, USER_AGENT};
 
-use http::{ClientKey, HttpTarget};
+use http::HttpTarget;
 
 /// Errors building a [`Prober`] or a [`ProbeTarget`]: configuration problems, reported at
 /// start-up or policy load. A failing probe is never an error.
@@ -66,9 +68,9 @@ pub enum ProbeError {
     /// [`DnsSettings::nameservers`] is empty.
     #[error("reading the system DNS configuration")]
     SystemDns(#[source] hickory_resolver::ResolveError),
-    /// reqwest refused to build a client (e.g. the TLS backend failed to initialise).
-    #[error("building an HTTP client")]
-    Client(#[source] reqwest::Error),
+    /// The TLS client configuration could not be built (no usable trust store).
+    #[error("building the TLS configuration of HTTPS probes")]
+    Tls(#[source] rustls::Error),
     /// The endpoint cannot be probed with these settings.
     #[error("endpoint {endpoint}: {reason}")]
     InvalidTarget {
@@ -83,14 +85,13 @@ pub enum ProbeError {
 /// probe loops.
 ///
 /// Holds one hickory resolver (so one DNS cache per vantage point; it honours record TTLs), the
-/// reqwest clients: the shared default one (certificates verified, redirects not followed) and
-/// one per distinct other setting, built by [`Prober::target`] and reused by every target with
-/// that setting; the bound on probes in flight ([`ProbingSettings::max_in_flight`]) and the
-/// loops' [`ProbeStats`].
+/// two TLS client configurations (certificates verified or not) every HTTPS target shares, the
+/// bound on probes in flight ([`ProbingSettings::max_in_flight`]) and the loops'
+/// [`ProbeStats`].
 #[derive(Debug)]
 pub struct Prober {
     dns: dns::Dns,
-    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+    tls: tls::TlsConfigs,
     room: Semaphore,
     max_in_flight: usize,
     late_after: Duration,
@@ -112,7 +113,7 @@ pub struct ProbeTarget {
 
 #[derive(Debug, Clone)]
 enum TargetKind {
-    Http(HttpTarget),
+    Http(Box<HttpTarget>),
     Tcp { host: String, port: u16 },
 }
 
@@ -142,31 +143,28 @@ impl Prober {
         Self::with_limits(settings, &ProbingSettings::default())
     }
 
-    /// Builds the resolver and the shared default client (about 5 ms of CPU: do it once). The
-    /// in-flight bound is [`effective_max_in_flight`] of `probing.max_in_flight` and the
-    /// process's open-file limit.
+    /// Builds the resolver and the TLS configurations (reads the system trust store: a few ms
+    /// of CPU, do it once). The in-flight bound is [`effective_max_in_flight`] of
+    /// `probing.max_in_flight` and the process's open-file limit.
     ///
     /// # Errors
     /// [`ProbeError::SystemDns`] when `settings.nameservers` is empty and the system
-    /// configuration cannot be read; [`ProbeError::Client`] when reqwest fails to build.
+    /// configuration cannot be read; [`ProbeError::Tls`] when the trust store is unusable.
     pub fn with_limits(
         settings: &DnsSettings,
         probing: &ProbingSettings,
     ) -> Result<Prober, ProbeError> {
         let dns = dns::Dns::new(settings).map_err(ProbeError::SystemDns)?;
-        let source = probing.source_address;
-        let client =
-            http::build_client(&dns, &ClientKey::DEFAULT, source).map_err(ProbeError::Client)?;
-        let clients = Mutex::new(HashMap::from([(ClientKey::DEFAULT, client)]));
+        let tls = tls::TlsConfigs::new().map_err(ProbeError::Tls)?;
         let max_in_flight = effective_max_in_flight(probing.max_in_flight, open_file_limit())
             .min(Semaphore::MAX_PERMITS);
         Ok(Prober {
             dns,
-            clients,
+            tls,
             room: Semaphore::new(max_in_flight),
             max_in_flight,
             late_after: probing.late_after,
-            source,
+            source: probing.source_address,
             stats: ProbeStats::default(),
             starvation: starvation::Starvation::default(),
         })
@@ -203,24 +201,16 @@ impl Prober {
         self.stats.started(lateness, lateness > self.late_after);
     }
 
-    /// How many distinct reqwest clients exist: 1 (the default) plus one per distinct setting
-    /// of `tls_verify = false`, `follow_redirects = true` or `tls_server_name` seen so far.
-    pub fn client_count(&self) -> usize {
-        self.clients.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
     /// Prepares `endpoint` for probing with `spec`. Call once per endpoint at policy load,
-    /// not per probe: a setting that needs its own client builds it here (once per distinct
-    /// setting).
+    /// not per probe: the request's bytes are built here.
     ///
-    /// `tls_server_name` applies to `https://` URLs only: the request is sent to that name,
-    /// which this target's client resolves to the URL host's addresses, so SNI and certificate
-    /// checks use it while the connection goes to the URL's host; the `Host` header stays the
+    /// `tls_server_name` applies to `https://` URLs only: SNI and certificate checks use that
+    /// name while the connection goes to the URL host's addresses; the `Host` header stays the
     /// URL's authority unless `host_header` is set.
     ///
     /// # Errors
     /// [`ProbeError::InvalidTarget`] for a URL without a host, an invalid `host_header` or
-    /// `tls_server_name`; [`ProbeError::Client`] when building a client fails.
+    /// `tls_server_name`.
     pub fn target(&self, spec: &ProbeSpec, endpoint: &Endpoint) -> Result<ProbeTarget, ProbeError> {
         let invalid = |reason: &str| ProbeError::InvalidTarget {
             endpoint: endpoint.id.clone(),
@@ -231,51 +221,9 @@ impl Prober {
                 host: host.clone(),
                 port: *port,
             },
-            EndpointKind::Http(url) => {
-                let resolve = match url.host() {
-                    None => return Err(invalid("the URL has no host")),
-                    Some(url::Host::Domain(name)) => Some(name.to_owned()),
-                    Some(_) => None,
-                };
-                let mut url = url.clone();
-                let mut host_header = match &spec.host_header {
-                    Some(h) => Some(
-                        HeaderValue::from_str(h)
-                            .map_err(|_| invalid("host_header is not a valid header value"))?,
-                    ),
-                    None => None,
-                };
-                let mut alias = None;
-                if let (Some(sni), "https") = (&spec.tls_server_name, url.scheme()) {
-                    let real = url.host_str().unwrap_or_default().to_owned();
-                    let authority = match url.port() {
-                        Some(port) => format!("{real}:{port}"),
-                        None => real.clone(),
-                    };
-                    if host_header.is_none() {
-                        host_header = HeaderValue::from_str(&authority).ok();
-                    }
-                    url.set_host(Some(sni))
-                        .map_err(|_| invalid("tls_server_name is not a valid host name"))?;
-                    if !matches!(url.host(), Some(url::Host::Domain(_))) {
-                        return Err(invalid("tls_server_name must be a DNS name"));
-                    }
-                    alias = Some((sni.to_ascii_lowercase(), real));
-                }
-                let key = ClientKey {
-                    tls_verify: spec.tls_verify,
-                    follow_redirects: spec.follow_redirects,
-                    alias,
-                };
-                TargetKind::Http(HttpTarget {
-                    client: self.client(&key)?,
-                    url,
-                    resolve,
-                    host_header,
-                    expected_status: spec.expected_status.clone(),
-                    body_contains: spec.body_contains.clone(),
-                })
-            }
+            EndpointKind::Http(url) => TargetKind::Http(Box::new(
+                HttpTarget::new(spec, url, &self.tls).map_err(invalid)?,
+            )),
         };
         Ok(ProbeTarget {
             endpoint: endpoint.id.clone(),
@@ -283,16 +231,6 @@ impl Prober {
             timeout: spec.timeout,
             kind,
         })
-    }
-
-    fn client(&self, key: &ClientKey) -> Result<reqwest::Client, ProbeError> {
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = clients.get(key) {
-            return Ok(c.clone());
-        }
-        let client = http::build_client(&self.dns, key, self.source).map_err(ProbeError::Client)?;
-        clients.insert(key.clone(), client.clone());
-        Ok(client)
     }
 
     /// Runs one probe of `target`, from name resolution to the last body byte read, under a
@@ -307,9 +245,9 @@ impl Prober {
     /// Never fails: every failure is a [`ProbeOutcome`] with `success = false` and a reason
     /// (see [`classify()`]); `http_status` is set whenever a response arrived; `duration` and
     /// `dns_lookup` (host names only) are measured on tokio's clock; `cert_expiry` is the
-    /// `notAfter` of the peer's leaf certificate of an `https://` response (reqwest exposes
-    /// only the leaf, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate
-    /// expiring first is not seen).
+    /// `notAfter` of the peer's leaf certificate of the last TLS handshake (only the leaf is
+    /// read, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate expiring
+    /// first is not seen).
     ///
     /// A probe that waited for an answer (its timeout, or a name lookup that got none in time)
     /// and lost more than [`ProbingSettings::late_after`] of its time to CPU starvation is
@@ -333,7 +271,9 @@ impl Prober {
         let lookup = target.timeout / 2;
         let checked = trace::within(target.timeout, async {
             match &target.kind {
-                TargetKind::Http(t) => http::check(&self.dns, t, &mut trace, lookup).await,
+                TargetKind::Http(t) => {
+                    http::check(&self.dns, self.source, t, &mut trace, lookup).await
+                }
                 TargetKind::Tcp { host, port } => {
                     let to = tcp::Target {
                         host,

@@ -62,8 +62,8 @@ pub struct Metrics {
     /// `probe_http_status_code{...}`: HTTP status of the last probe, 0 without a response.
     pub probe_http_status_code: Table<GaugeCell>,
     /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the peer's leaf certificate
-    /// of the last TLS handshake expires (reqwest exposes only the leaf, so an intermediate
-    /// expiring first is not seen, unlike blackbox_exporter); absent for endpoints without TLS.
+    /// of the last TLS handshake expires (only the leaf is read, so an intermediate expiring
+    /// first is not seen, unlike blackbox_exporter); absent for endpoints without TLS.
     pub probe_ssl_earliest_cert_expiry: Table<GaugeCell>,
     /// `probe_dns_lookup_time_seconds{...}`: time the last probe spent resolving the endpoint's
     /// name; 0 for IP literals.

@@ -1,0 +1,125 @@
+//! TLS for HTTPS probes: the two client configurations a [`Prober`](super::Prober) shares
+//! between all its targets (certificates verified, or not), and the handshake.
+//!
+//! Verified: the operating system's trust store through `rustls-platform-verifier` (on Linux
+//! the system bundle, `SSL_CERT_FILE`/`SSL_CERT_DIR` honoured), the stack reqwest uses, so a
+//! private CA is trusted the same way. Not verified (`tls_verify = false`): any certificate is
+//! accepted, but the handshake's signatures are still checked against the certificate
+//! presented. Both: the aws-lc provider, TLS 1.2 and 1.3, ALPN `http/1.1`.
+//!
+//! Must not: resume sessions or send early data (each probe is a full handshake, as a new
+//! client would make), or build a configuration per probe.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// The verified and the unverified client configuration, built once per prober.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsConfigs {
+    verified: Arc<ClientConfig>,
+    unverified: Arc<ClientConfig>,
+}
+
+impl TlsConfigs {
+    /// Builds both configurations (reads the system trust store: a few ms, once).
+    ///
+    /// # Errors
+    /// The platform verifier cannot be built (no usable trust store).
+    pub(crate) fn new() -> Result<Self, rustls::Error> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let platform = rustls_platform_verifier::Verifier::new(provider.clone())?;
+        let any = AnyCertificate(provider.signature_verification_algorithms);
+        Ok(Self {
+            verified: Arc::new(config(&provider, Arc::new(platform))?),
+            unverified: Arc::new(config(&provider, Arc::new(any))?),
+        })
+    }
+
+    /// The configuration for `tls_verify`.
+    pub(crate) fn get(&self, verify: bool) -> &Arc<ClientConfig> {
+        if verify {
+            &self.verified
+        } else {
+            &self.unverified
+        }
+    }
+}
+
+fn config(
+    provider: &Arc<CryptoProvider>,
+    verifier: Arc<dyn ServerCertVerifier>,
+) -> Result<ClientConfig, rustls::Error> {
+    let mut config = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(config)
+}
+
+/// Runs the handshake for `name` on `tcp`. Errors are `io::Error`s wrapping the
+/// `rustls::Error` (the classifier looks through them).
+pub(crate) async fn handshake(
+    config: &Arc<ClientConfig>,
+    name: ServerName<'static>,
+    tcp: TcpStream,
+) -> std::io::Result<TlsStream<TcpStream>> {
+    // Without it, the request written right after the client's Finished would wait for the
+    // ACK of the Finished (Nagle), up to a delayed ACK's 40 ms.
+    tcp.set_nodelay(true)?;
+    TlsConnector::from(config.clone()).connect(name, tcp).await
+}
+
+/// The leaf certificate the server presented.
+pub(crate) fn leaf(tls: &TlsStream<TcpStream>) -> Option<&CertificateDer<'static>> {
+    tls.get_ref().1.peer_certificates()?.first()
+}
+
+/// `tls_verify = false`: every certificate is accepted; the handshake's signatures are
+/// still verified with the provider's algorithms.
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
