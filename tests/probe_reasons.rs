@@ -757,6 +757,51 @@ async fn a_redirect_to_another_host_and_port_is_followed_there() {
     );
 }
 
+#[tokio::test]
+async fn a_redirect_on_the_same_host_keeps_the_host_header() {
+    let o = origin().await;
+    o.set_mode(Mode::Redirect);
+    let spec = ProbeSpec {
+        follow_redirects: true,
+        host_header: Some("api.example.test".into()),
+        ..spec()
+    };
+    let out = probe(&prober(), &spec, &http(&format!("{}/health", o.base_url()))).await;
+    assert_reason(&out, ProbeReason::Ok);
+    assert_eq!(o.requests(), 2, "the 302, then /elsewhere");
+    assert_eq!(o.last_host().as_deref(), Some("api.example.test"));
+}
+
+#[tokio::test]
+async fn a_redirect_that_cannot_be_followed_is_judged_by_its_status() {
+    let p = prober();
+    let spec = ProbeSpec {
+        follow_redirects: true,
+        ..spec()
+    };
+    for location in ["http://[::bad/x", "ftp://files.example.test/x"] {
+        let answer =
+            format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n");
+        let addr = raw_server(Box::leak(answer.into_bytes().into_boxed_slice())).await;
+        let out = probe(&p, &spec, &http(&format!("http://{addr}/health"))).await;
+        assert_reason(&out, ProbeReason::HttpStatus);
+        assert_eq!(out.http_status, Some(302), "{location}");
+    }
+    // A redirect to a port nobody listens on: the outcome is the last request's, which got
+    // no answer (not the 302 before it).
+    let closed = TcpListener::bind(LOOPBACK)
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let answer =
+        format!("HTTP/1.1 302 Found\r\nLocation: http://{closed}/\r\nContent-Length: 0\r\n\r\n");
+    let addr = raw_server(Box::leak(answer.into_bytes().into_boxed_slice())).await;
+    let out = probe(&p, &spec, &http(&format!("http://{addr}/health"))).await;
+    assert_reason(&out, ProbeReason::ConnectionRefused);
+    assert_eq!(out.http_status, None);
+}
+
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn probes_close_with_a_reset_and_leave_no_time_wait_behind() {

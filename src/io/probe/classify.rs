@@ -24,15 +24,15 @@ use super::dns::DnsError;
 /// - a `rustls::Error`: a certificate that expired → `tls_expired`, is not valid yet →
 ///   `tls_not_yet_valid`, is for another name → `tls_name_mismatch`, does not chain to a
 ///   trusted root → `tls_unknown_issuer`; anything else (handshake, protocol) → `tls`;
-/// - a tokio timeout (`Elapsed`), a hyper timeout or an I/O `TimedOut` → `timeout`;
+/// - a tokio timeout (`Elapsed`) or an I/O `TimedOut` → `timeout`;
 /// - an I/O `ConnectionRefused` → `connection_refused`;
 /// - an I/O `NetworkUnreachable` → `network_unreachable` (counts against the origin: a withdrawn
 ///   regional prefix looks the same; the HTTP and TCP checks then ask `family` whether the
 ///   whole address family is unusable here, which makes it `unprobeable`); `AddrNotAvailable`, `OutOfMemory`, `EMFILE`, `ENFILE` or
 ///   `ENOBUFS` → `local_resources` (the prober's side);
-/// - an I/O `ConnectionReset`, `ConnectionAborted`, `BrokenPipe` or `UnexpectedEof`, or hyper's
-///   "connection closed before message completed" (`IncompleteMessage`) → `connection_reset`;
-/// - anything else → `other`.
+/// - an I/O `ConnectionReset`, `ConnectionAborted`, `BrokenPipe` or `UnexpectedEof` (the
+///   connection ended before the whole answer, head or body) → `connection_reset`;
+/// - anything else (an answer that is not HTTP: `InvalidData`) → `other`.
 ///
 /// An `io::Error` that wraps another error is looked through via `get_ref` (its `source()`
 /// skips the wrapped error itself, which is where rustls puts its error).
@@ -71,7 +71,7 @@ pub(crate) fn timed_out(
 
 /// The reason of a probe that ended by itself as `reason` (before its timeout) after losing
 /// `lost` of its time to CPU starvation ([`Starvation`](super::starvation)): a wait for an
-/// answer that did not come in time (a `timeout` that hyper or the OS reported, or a
+/// answer that did not come in time (a `timeout` that the OS reported, or a
 /// `resolver_unavailable` from a name lookup that got no answer within its limit:
 /// `lookup_timed_out`) is `late` when more than `late_after` of it was lost, like a timeout seen
 /// late ([`timed_out`]); any other reason stands, however starved the process (a refusal, a
@@ -152,15 +152,6 @@ fn reason_of(e: &(dyn Error + 'static)) -> Option<ProbeReason> {
     if e.is::<tokio::time::error::Elapsed>() {
         return Some(ProbeReason::Timeout);
     }
-    if let Some(h) = e.downcast_ref::<hyper::Error>() {
-        if h.is_incomplete_message() {
-            return Some(ProbeReason::ConnectionReset);
-        }
-        if h.is_timeout() {
-            return Some(ProbeReason::Timeout);
-        }
-        return None;
-    }
     if let Some(io) = e.downcast_ref::<io::Error>() {
         return match io.kind() {
             io::ErrorKind::ConnectionRefused => Some(ProbeReason::ConnectionRefused),
@@ -240,7 +231,7 @@ mod tests {
         assert!(!ProbeReason::Late.is_prober_side());
     }
 
-    /// A wrapper like the ones reqwest and hyper-util put around causes.
+    /// A wrapper like the ones error types put around their causes.
     #[derive(Debug)]
     struct Wrap(&'static str, Box<dyn Error + Send + Sync>);
 

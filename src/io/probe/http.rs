@@ -4,7 +4,7 @@
 //! Our own client, not reqwest: a probe needs one request per connection and none of a
 //! general client's pool, connector stack or spawned connection task, which cost about 30
 //! allocations per probe (two thirds of the daemon's at 10,000 probes a second) and a task
-//! wake-up each way (docs/benchmarks.md "Round 7").
+//! wake-up each way (docs/benchmarks.md, "Round 7").
 //!
 //! Must not: keep or reuse a connection (a kept-alive connection hides connect failures),
 //! follow redirects unless asked, or read more than [`BODY_LIMIT`](wire::BODY_LIMIT) bytes of a body.
@@ -43,6 +43,9 @@ pub(crate) struct HttpTarget {
     /// `https://`: the configuration for `tls_verify` and the name checked (SNI).
     tls: Option<ServerName<'static>>,
     config: Arc<ClientConfig>,
+    /// The `Host` header's value: `host_header`, else the URL's authority (the real host's when
+    /// `tls_server_name` is set); kept on redirects that stay on the URL's host and port.
+    host_header: String,
     request: Box<[u8]>,
     expected_status: Vec<u16>,
     body_contains: Option<String>,
@@ -88,6 +91,7 @@ impl HttpTarget {
         let host_header = host_header.unwrap_or_else(|| authority(&url));
         Ok(Self {
             request: wire::request(&target_of(&url), &host_header),
+            host_header,
             url,
             connect_to,
             tls: tls_name,
@@ -110,7 +114,8 @@ struct Hop<'t> {
 /// What a response means for the check.
 enum Answer {
     Done(ProbeReason),
-    Redirect(String),
+    /// Follow to this `http(s)://` URL.
+    Redirect(Url),
 }
 
 /// Runs one check from `source` when set; records in `trace` the lookup time, the status as
@@ -141,8 +146,8 @@ pub(crate) async fn check(
     for _ in 0..=MAX_REDIRECTS {
         match exchange(&hop, source, t, trace).await {
             Ok(Answer::Done(reason)) => return reason,
-            Ok(Answer::Redirect(location)) => {
-                hop = match redirected(dns, &hop, &location, (t, &addrs), lookup).await {
+            Ok(Answer::Redirect(url)) => {
+                hop = match redirected(dns, url, (t, &addrs), lookup).await {
                     Ok(next) => next,
                     Err(reason) => return reason,
                 };
@@ -161,39 +166,47 @@ pub(crate) async fn check(
 }
 
 /// Connects, runs the TLS handshake for `https://`, sends the request and reads the answer.
+/// What `trace` saw of an earlier hop (its 3xx, its certificate) is cleared first: the
+/// outcome reports the last request's.
 async fn exchange(
     hop: &Hop<'_>,
     source: Option<IpAddr>,
     t: &HttpTarget,
     trace: &mut Trace,
 ) -> std::io::Result<Answer> {
+    trace.http_status = None;
+    trace.cert_expiry = None;
     let port = hop.url.port_or_known_default().unwrap_or(80);
     let tcp = tcp::connect_any(&hop.addrs, port, source).await?;
     match &hop.tls {
-        None => answer(tcp, &hop.request, t, trace).await,
+        None => answer(tcp, hop, t, trace).await,
         Some(name) => {
             let tls = tls::handshake(&t.config, name.clone(), tcp).await?;
             trace.cert_expiry = tls::leaf(&tls).and_then(|der| not_after(der));
-            answer(tls, &hop.request, t, trace).await
+            answer(tls, hop, t, trace).await
         }
     }
 }
 
-/// Sends `request` on `stream` and judges the response: a redirect to follow, the status, then
-/// (when the status is expected) the body, read to its end or [`BODY_LIMIT`](wire::BODY_LIMIT).
+/// Sends the hop's request on `stream` and judges the response: a redirect to follow (a 3xx
+/// whose `Location` is a valid `http(s)://` URL; else the 3xx is judged by its status, as
+/// reqwest did), the status, then (when the status is expected) the body, read to its end or
+/// [`BODY_LIMIT`](wire::BODY_LIMIT).
 async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
-    request: &[u8],
+    hop: &Hop<'_>,
     t: &HttpTarget,
     trace: &mut Trace,
 ) -> std::io::Result<Answer> {
-    stream.write_all(request).await?;
+    stream.write_all(&hop.request).await?;
+    // TLS may hold the encrypted request in its buffer until flushed.
+    stream.flush().await?;
     let mut response = wire::Response::new(&mut stream);
     let head = response.head().await?;
     trace.http_status = Some(head.status);
     if t.follow_redirects && matches!(head.status, 301 | 302 | 303 | 307 | 308) {
-        if let Some(location) = head.location {
-            return Ok(Answer::Redirect(location));
+        if let Some(url) = head.location.and_then(|l| redirect_url(&hop.url, &l)) {
+            return Ok(Answer::Redirect(url));
         }
     }
     if !t.expected_status.contains(&head.status) {
@@ -208,47 +221,55 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     }))
 }
 
-/// The request after a redirect to `location` (relative to `hop`'s URL): the same addresses
-/// when it stays on the first request's host and port (so a `tls_server_name` keeps going to
-/// the URL host), else the new host's, resolved within `lookup`. The `Host` header is the new
-/// URL's authority (a `host_header` applies to the first request only).
+/// `location` resolved against `from`, when it is an `http(s)://` URL with a valid host.
+fn redirect_url(from: &Url, location: &str) -> Option<Url> {
+    let url = from.join(location).ok()?;
+    let valid = match url.scheme() {
+        "http" => url.host().is_some(),
+        "https" => server_name(&url).is_some(),
+        _ => false,
+    };
+    if !valid {
+        tracing::debug!(url = %from, location, "redirect not followed: not an http(s) URL");
+    }
+    valid.then_some(url)
+}
+
+/// The request after a redirect to `url`. On the first URL's host (the `tls_server_name`
+/// when set), whatever the port or scheme, it goes to the first request's addresses, so a
+/// `tls_server_name` probe keeps going to the URL host; else to the new host's, resolved within
+/// `lookup`. On the first URL's host and port it keeps the first request's `Host` header (a
+/// `host_header` included); else the header is the new URL's authority.
 async fn redirected<'t>(
     dns: &Dns,
-    hop: &Hop<'_>,
-    location: &str,
+    url: Url,
     (t, first): (&'t HttpTarget, &[IpAddr]),
     lookup: Duration,
 ) -> Result<Hop<'t>, ProbeReason> {
-    let other = |why: &str| {
-        tracing::debug!(url = %hop.url, location, "probe failed: {why}");
-        ProbeReason::Other
-    };
-    let url = hop
-        .url
-        .join(location)
-        .map_err(|_| other("invalid redirect"))?;
-    let tls = match url.scheme() {
-        "http" => None,
-        "https" => Some(server_name(&url).ok_or_else(|| other("invalid redirect host"))?),
-        _ => return Err(other("redirect to a scheme other than http(s)")),
-    };
-    let same =
-        url.host() == t.url.host() && url.port_or_known_default() == t.url.port_or_known_default();
+    let same_host = url.host() == t.url.host();
     let addrs = match url.host() {
-        _ if same => first.to_vec(),
+        _ if same_host => first.to_vec(),
         Some(url::Host::Domain(name)) => dns
             .lookup_within(name, lookup)
             .await
             .map_err(|e| failed(&url, &e))?,
         Some(url::Host::Ipv4(ip)) => vec![ip.into()],
         Some(url::Host::Ipv6(ip)) => vec![ip.into()],
-        None => return Err(other("redirect without a host")),
+        // `redirect_url` lets no URL without a host through.
+        None => return Err(ProbeReason::Other),
+    };
+    let host = if same_host && url.port_or_known_default() == t.url.port_or_known_default() {
+        t.host_header.clone()
+    } else {
+        authority(&url)
     };
     Ok(Hop {
-        request: Cow::Owned(wire::request(&target_of(&url), &authority(&url)).into_vec()),
+        request: Cow::Owned(wire::request(&target_of(&url), &host).into_vec()),
+        tls: (url.scheme() == "https")
+            .then(|| server_name(&url))
+            .flatten(),
         url: Cow::Owned(url),
         addrs: Cow::Owned(addrs),
-        tls,
     })
 }
 

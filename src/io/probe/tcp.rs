@@ -70,14 +70,19 @@ pub(crate) async fn check(
 
 /// Connects to `ips` at `port` in order until one accepts; the last error when none does
 /// (`HostUnreachable`, reported as `other`, for an empty list, which the resolver never
-/// returns). The stream closes with a RST when dropped.
+/// returns). With a `source`, addresses of its family only, unless there are none (then the
+/// bind's error says why). Addresses are tried one after another, each within what is left of
+/// the probe's timeout (no Happy Eyeballs race: the resolver answers A records only when it
+/// has them). The stream closes with a RST when dropped.
 pub(crate) async fn connect_any(
     ips: &[IpAddr],
     port: u16,
     source: Option<IpAddr>,
 ) -> io::Result<TcpStream> {
+    let same_family = |ip: &IpAddr| source.is_none_or(|s| s.is_ipv4() == ip.is_ipv4());
+    let any_family = !ips.iter().any(same_family);
     let mut last = io::Error::from(io::ErrorKind::HostUnreachable);
-    for &ip in ips {
+    for &ip in ips.iter().filter(|ip| any_family || same_family(ip)) {
         match connect(SocketAddr::new(ip, port), source).await {
             Ok(stream) => return Ok(stream),
             Err(e) => last = e,

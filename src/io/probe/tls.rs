@@ -3,9 +3,11 @@
 //!
 //! Verified: the operating system's trust store through `rustls-platform-verifier` (on Linux
 //! the system bundle, `SSL_CERT_FILE`/`SSL_CERT_DIR` honoured), the stack reqwest uses, so a
-//! private CA is trusted the same way. Not verified (`tls_verify = false`): any certificate is
-//! accepted, but the handshake's signatures are still checked against the certificate
-//! presented. Both: the aws-lc provider, TLS 1.2 and 1.3, ALPN `http/1.1`.
+//! private CA is trusted the same way. Not verified (`tls_verify = false`): any certificate and
+//! any handshake signature are accepted, as reqwest's `danger_accept_invalid_certs` does (an
+//! old appliance's 1024-bit or SHA-1 key still passes; checking signatures of a certificate
+//! nobody vouches for proves nothing). Both: the aws-lc provider, TLS 1.2 and 1.3, ALPN
+//! `http/1.1`.
 //!
 //! Must not: resume sessions or send early data (each probe is a full handshake, as a new
 //! client would make), or build a configuration per probe.
@@ -13,7 +15,7 @@
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
@@ -35,10 +37,9 @@ impl TlsConfigs {
     pub(crate) fn new() -> Result<Self, rustls::Error> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let platform = rustls_platform_verifier::Verifier::new(provider.clone())?;
-        let any = AnyCertificate(provider.signature_verification_algorithms);
         Ok(Self {
             verified: Arc::new(config(&provider, Arc::new(platform))?),
-            unverified: Arc::new(config(&provider, Arc::new(any))?),
+            unverified: Arc::new(config(&provider, Arc::new(AnyCertificate))?),
         })
     }
 
@@ -84,10 +85,9 @@ pub(crate) fn leaf(tls: &TlsStream<TcpStream>) -> Option<&CertificateDer<'static
     tls.get_ref().1.peer_certificates()?.first()
 }
 
-/// `tls_verify = false`: every certificate is accepted; the handshake's signatures are
-/// still verified with the provider's algorithms.
+/// `tls_verify = false`: every certificate and handshake signature is accepted.
 #[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
+struct AnyCertificate;
 
 impl ServerCertVerifier for AnyCertificate {
     fn verify_server_cert(
@@ -103,23 +103,39 @@ impl ServerCertVerifier for AnyCertificate {
 
     fn verify_tls12_signature(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn verify_tls13_signature(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+        Ok(HandshakeSignatureValid::assertion())
     }
 
+    /// Every scheme rustls knows, legacy ones included (the server picks).
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
+        use SignatureScheme as S;
+        vec![
+            S::RSA_PKCS1_SHA1,
+            S::ECDSA_SHA1_Legacy,
+            S::RSA_PKCS1_SHA256,
+            S::ECDSA_NISTP256_SHA256,
+            S::RSA_PKCS1_SHA384,
+            S::ECDSA_NISTP384_SHA384,
+            S::RSA_PKCS1_SHA512,
+            S::ECDSA_NISTP521_SHA512,
+            S::RSA_PSS_SHA256,
+            S::RSA_PSS_SHA384,
+            S::RSA_PSS_SHA512,
+            S::ED25519,
+            S::ED448,
+        ]
     }
 }

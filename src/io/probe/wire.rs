@@ -29,8 +29,8 @@ pub(crate) const HEAD_LIMIT: usize = 64 * 1024;
 /// Largest chunk-size line (size, extensions and CRLF): 4 KiB.
 pub(crate) const LINE_LIMIT: usize = 4 * 1024;
 
-/// Headers parsed in a response head: 64 (more is a malformed answer for a health check).
-const MAX_HEADERS: usize = 64;
+/// Headers parsed in a response head: 100 (hyper's limit; more is a malformed answer).
+const MAX_HEADERS: usize = 100;
 
 /// What is wrong with a response that does not parse. Read errors of the stream itself stay
 /// `io::Error`s with their own kind; these are wrapped as [`io::ErrorKind::InvalidData`], which
@@ -43,7 +43,8 @@ pub(crate) enum WireError {
     /// The head is over [`HEAD_LIMIT`] bytes.
     #[error("response head over {HEAD_LIMIT} bytes")]
     HeadTooLarge,
-    /// `Content-Length` is not a number, or two of them differ.
+    /// `Content-Length` is not a number, or two of them differ: reported when the body is
+    /// read (a status that is not expected is judged without it).
     #[error("invalid Content-Length")]
     ContentLength,
     /// A chunk-size line does not parse or is over [`LINE_LIMIT`] bytes.
@@ -79,8 +80,11 @@ pub(crate) enum Framing {
     Length(u64),
     /// Chunked transfer coding (the last coding of `Transfer-Encoding`).
     Chunked,
-    /// Until the server closes the connection.
+    /// Until the server closes the connection (no length, or a transfer coding other than
+    /// chunked last).
     UntilClose,
+    /// An invalid `Content-Length`: the body cannot be read ([`WireError::ContentLength`]).
+    Invalid,
 }
 
 /// A response head: the status, a `Location` header when there is one, and the body's framing.
@@ -124,7 +128,7 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
                 .map_err(WireError::Head)?
             {
                 httparse::Status::Complete(len) => {
-                    let head = interpret(&parsed)?;
+                    let head = interpret(&parsed);
                     self.at += len;
                     if (100..200).contains(&head.status) && head.status != 101 {
                         continue;
@@ -168,6 +172,7 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
                 }
             }
             Framing::Chunked => self.chunks(&mut body).await?,
+            Framing::Invalid => return Err(WireError::ContentLength.into()),
         }
         Ok(body.data)
     }
@@ -270,13 +275,14 @@ impl Body {
     }
 }
 
-/// The head's status, `Location` and framing (RFC 9112 §6.3: `Transfer-Encoding` ending in
-/// `chunked` wins over `Content-Length`; differing `Content-Length`s are an error).
-fn interpret(parsed: &httparse::Response<'_, '_>) -> io::Result<Head> {
+/// The head's status, `Location` and framing (RFC 9112 §6.3: a `Transfer-Encoding` wins over
+/// `Content-Length`, and reads to the close unless its last coding is `chunked`; a
+/// `Content-Length` list must repeat one number).
+fn interpret(parsed: &httparse::Response<'_, '_>) -> Head {
     let status = parsed.code.unwrap_or_default();
     let mut location = None;
-    let mut length: Option<u64> = None;
-    let mut chunked = false;
+    let mut length: Option<Option<u64>> = None;
+    let mut chunked: Option<bool> = None;
     for h in parsed.headers.iter() {
         if h.name.eq_ignore_ascii_case("location") {
             location = std::str::from_utf8(h.value)
@@ -284,28 +290,32 @@ fn interpret(parsed: &httparse::Response<'_, '_>) -> io::Result<Head> {
                 .map(|v| v.trim().to_owned());
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             let last = h.value.rsplit(|&b| b == b',').next().unwrap_or_default();
-            chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+            chunked = Some(last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .ok_or(WireError::ContentLength)?;
-            if length.is_some_and(|l| l != n) {
-                return Err(WireError::ContentLength.into());
+            for item in h.value.split(|&b| b == b',') {
+                let n = std::str::from_utf8(item.trim_ascii())
+                    .ok()
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse::<u64>().ok());
+                length = match length {
+                    Some(seen) if seen != n => Some(None),
+                    _ => Some(n),
+                };
             }
-            length = Some(n);
         }
     }
-    let framing = match status {
-        100..=199 | 204 | 304 => Framing::Empty,
-        _ if chunked => Framing::Chunked,
-        _ => length.map_or(Framing::UntilClose, Framing::Length),
+    let framing = match (status, chunked, length) {
+        (100..=199 | 204 | 304, ..) => Framing::Empty,
+        (_, Some(true), _) => Framing::Chunked,
+        (_, Some(false), _) | (_, None, None) => Framing::UntilClose,
+        (_, None, Some(Some(n))) => Framing::Length(n),
+        (_, None, Some(None)) => Framing::Invalid,
     };
-    Ok(Head {
+    Head {
         status,
         location,
         framing,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -360,6 +370,30 @@ mod tests {
         let (head, body) = read(answer, true).await.unwrap();
         assert_eq!(head.framing, Framing::Chunked);
         assert_eq!(body, b"ok region=seoul\n");
+    }
+
+    #[tokio::test]
+    async fn a_repeated_length_is_one_length_and_an_invalid_one_spares_the_status() {
+        let (head, body) = read(b"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok!", true)
+            .await
+            .unwrap();
+        assert_eq!(
+            (head.framing, body.as_slice()),
+            (Framing::Length(2), &b"ok"[..])
+        );
+        let mut stream = &b"HTTP/1.1 503 Busy\r\nContent-Length: x\r\n\r\n"[..];
+        let head = Response::new(&mut stream).head().await.unwrap();
+        assert_eq!((head.status, head.framing), (503, Framing::Invalid));
+    }
+
+    #[tokio::test]
+    async fn a_transfer_coding_other_than_chunked_last_reads_to_the_close() {
+        let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\nContent-Length: 2\r\n\r\nall of it";
+        let (head, body) = read(answer, true).await.unwrap();
+        assert_eq!(
+            (head.framing, body.as_slice()),
+            (Framing::UntilClose, &b"all of it"[..])
+        );
     }
 
     #[tokio::test]
@@ -429,6 +463,8 @@ mod tests {
         );
         let lengths = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok";
         assert_eq!(kind(read(lengths, true).await), InvalidData);
+        let sign = b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok";
+        assert_eq!(kind(read(sign, true).await), InvalidData);
         let size = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
         assert_eq!(kind(read(size, true).await), InvalidData);
         let crlf = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokX\r\n0\r\n\r\n";
