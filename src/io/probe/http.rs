@@ -29,8 +29,8 @@ use super::trace::Trace;
 use super::wire;
 use super::{family, tcp};
 
-/// Redirects followed when `follow_redirects` is on: 10 (reqwest's and curl's
-/// `--max-redirs` defaults are 10 and 50; 10 is the smaller).
+/// Redirects followed when `follow_redirects` is on: 10, reqwest's default limit (the probes'
+/// client before), kept so a policy's behaviour did not change.
 pub const MAX_REDIRECTS: usize = 10;
 
 /// An HTTP check, ready to run: the request's bytes are built once, here.

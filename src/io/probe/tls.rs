@@ -112,11 +112,11 @@ impl ServerCertVerifier for AnyCertificate {
 
     fn verify_tls13_signature(
         &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
+        self.verify_tls12_signature(message, cert, dss)
     }
 
     /// Every scheme rustls knows, legacy ones included (the server picks).
