@@ -16,8 +16,9 @@ use gslb_core::model::{EndpointId, Millis, ProbeOutcome, ProbeReason, VantageId}
 use gslb_core::policy::{Endpoint, EndpointKind, ProbeSpec};
 use support::dns::FakeDns;
 use support::tls::{
-    CERT_NOT_AFTER, CERT_PEM, EXPIRED_CERT_PEM, EXPIRED_KEY_PEM, EXPIRED_NOT_AFTER,
-    FUTURE_CERT_PEM, FUTURE_KEY_PEM, Seen, read_head, tls_origin, tls_origin_with,
+    CERT_NOT_AFTER, CERT_PEM, CHAIN_INTERMEDIATE_NOT_AFTER, CHAIN_KEY_PEM, CHAIN_LEAF_NOT_AFTER,
+    CHAIN_PEM, EXPIRED_CERT_PEM, EXPIRED_KEY_PEM, EXPIRED_NOT_AFTER, FUTURE_CERT_PEM,
+    FUTURE_KEY_PEM, Seen, read_head, tls_origin, tls_origin_with,
 };
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::mpsc;
@@ -413,7 +414,7 @@ async fn unverified_tls_passes_and_sends_the_sni_override_to_the_url_host() {
 }
 
 #[tokio::test]
-async fn https_probes_report_the_leaf_certificate_expiry_even_with_an_unexpected_status() {
+async fn https_probes_report_the_certificate_expiry_even_with_an_unexpected_status() {
     let t = tls_origin().await;
     let p = prober();
     let url = format!("https://{}/health", t.addr);
@@ -440,6 +441,28 @@ async fn https_probes_report_the_leaf_certificate_expiry_even_with_an_unexpected
     let plain = probe(&p, &spec(), &http(&o.base_url())).await;
     assert_reason(&plain, ProbeReason::Ok);
     assert_eq!(plain.cert_expiry, None);
+}
+
+#[tokio::test]
+async fn the_reported_expiry_is_the_earliest_of_the_chain_presented() {
+    let t = tls_origin_with(CHAIN_PEM, CHAIN_KEY_PEM).await;
+    let unverified = ProbeSpec {
+        tls_verify: false,
+        ..spec()
+    };
+    let out = probe(
+        &prober(),
+        &unverified,
+        &http(&format!("https://{}/health", t.addr)),
+    )
+    .await;
+    assert_reason(&out, ProbeReason::Ok);
+    const { assert!(CHAIN_INTERMEDIATE_NOT_AFTER < CHAIN_LEAF_NOT_AFTER) };
+    assert_eq!(
+        out.cert_expiry,
+        Some(Millis(CHAIN_INTERMEDIATE_NOT_AFTER)),
+        "the intermediate expires first: {out:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

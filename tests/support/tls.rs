@@ -88,6 +88,49 @@ YobE31GnirM4AEAI4Ln589l5LFDM+leQOIw9VG7mX9O86yo38TNb3WQd
 -----END PRIVATE KEY-----
 ";
 
+/// A leaf for `tokyo.gslb-test.test` valid until 2126 ([`CHAIN_LEAF_NOT_AFTER`]), then the
+/// intermediate that signed it, which expires first, in 2036 ([`CHAIN_INTERMEDIATE_NOT_AFTER`]).
+/// Made with `openssl req -x509 ... -days 3650 -subj /CN=gslb-test-intermediate -addext
+/// basicConstraints=critical,CA:TRUE` and `openssl x509 -req ... -CA <it> -days 36500`.
+pub const CHAIN_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBtjCCAVugAwIBAgIUJL91Vc4rmq+lzTE8eQ7rfcBA9DIwCgYIKoZIzj0EAwIw
+ITEfMB0GA1UEAwwWZ3NsYi10ZXN0LWludGVybWVkaWF0ZTAgFw0yNjEyMDIwNTQ0
+MDhaGA8yMTI2MTEwODA1NDQwOFowHzEdMBsGA1UEAwwUdG9reW8uZ3NsYi10ZXN0
+LnRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATTVov+d5vVqGcqHnh2akGv
+R5IWQ2CupfB1yNbwDVK5eG4YrLh5T7EMwHbKLnQ5/eDmQZVPgviMTGbB0GmLHpfK
+o3EwbzAfBgNVHREEGDAWghR0b2t5by5nc2xiLXRlc3QudGVzdDAMBgNVHRMBAf8E
+AjAAMB0GA1UdDgQWBBRtvY9gTc+HNVlOJTw2kAaDkXh9zzAfBgNVHSMEGDAWgBTK
++W4ija3TYutM+MYRk55KwgToKjAKBggqhkjOPQQDAgNJADBGAiEA7SF8ir3KE0fQ
+0fkl5NG3b5pQQSWbWDLDSlV8G9D9aPMCIQCloOh4IRxt+noyxVvd6MofMnqHwKM9
+DqTC/dG86lJ70Q==
+-----END CERTIFICATE-----
+-----BEGIN CERTIFICATE-----
+MIIBpzCCAU2gAwIBAgIUJFsp6+jG2OckBN2Gcqi/aLoUmKswCgYIKoZIzj0EAwIw
+ITEfMB0GA1UEAwwWZ3NsYi10ZXN0LWludGVybWVkaWF0ZTAeFw0yNjEyMDIwNTQ0
+MDhaFw0zNjExMjkwNTQ0MDhaMCExHzAdBgNVBAMMFmdzbGItdGVzdC1pbnRlcm1l
+ZGlhdGUwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATslivyK6Mp/+GI8mQVnht7
+a2vyg2w/+vx7TY/aJFUevb37dpC1MRUcHu4/SgJ9H1spzWKiK5Ol5sNhGQMDDRz8
+o2MwYTAdBgNVHQ4EFgQUyvluIo2t02LrTPjGEZOeSsIE6CowHwYDVR0jBBgwFoAU
+yvluIo2t02LrTPjGEZOeSsIE6CowDwYDVR0TAQH/BAUwAwEB/zAOBgNVHQ8BAf8E
+BAMCAgQwCgYIKoZIzj0EAwIDSAAwRQIhALiaGfHih+OdcIaQt/cogaQLbBSIzL1+
+W6EjqkrosOn8AiACi6pcQSgc/REa9+i1D/fj2e1p1lURuo4YNF0ipTse/Q==
+-----END CERTIFICATE-----
+";
+
+/// The key of [`CHAIN_PEM`]'s leaf.
+pub const CHAIN_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQguW8NfyQweFW4lJ8I
+nkR/gver7oqEyfboA8jqjin+Y1ahRANCAATTVov+d5vVqGcqHnh2akGvR5IWQ2Cu
+pfB1yNbwDVK5eG4YrLh5T7EMwHbKLnQ5/eDmQZVPgviMTGbB0GmLHpfK
+-----END PRIVATE KEY-----
+";
+
+/// `notAfter` of [`CHAIN_PEM`]'s leaf, Unix milliseconds.
+pub const CHAIN_LEAF_NOT_AFTER: u64 = 4_949_790_248_000;
+
+/// `notAfter` of [`CHAIN_PEM`]'s intermediate, Unix milliseconds: the earliest of the chain.
+pub const CHAIN_INTERMEDIATE_NOT_AFTER: u64 = 2_111_550_248_000;
+
 /// What the TLS origin saw of one request: the SNI and the `Host` header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seen {

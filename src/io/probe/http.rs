@@ -119,8 +119,8 @@ enum Answer {
 }
 
 /// Runs one check from `source` when set; records in `trace` the lookup time, the status as
-/// soon as a response head arrives and the leaf certificate's expiry as soon as a handshake
-/// ends (so a timeout while reading the body still reports them), or the expired
+/// soon as a response head arrives and the earliest `notAfter` of the certificates presented
+/// as soon as a handshake ends (so a timeout while reading the body still reports them), or the expired
 /// certificate's `notAfter` when the handshake failed on it. The lookup of the URL's host name
 /// (and of a redirect's) is limited to `lookup`.
 pub(crate) async fn check(
@@ -182,7 +182,10 @@ async fn exchange(
         None => answer(tcp, hop, t, trace).await,
         Some(name) => {
             let tls = tls::handshake(&t.config, name.clone(), tcp).await?;
-            trace.cert_expiry = tls::leaf(&tls).and_then(|der| not_after(der));
+            trace.cert_expiry = tls::chain(&tls)
+                .iter()
+                .filter_map(|der| not_after(der))
+                .min();
             answer(tls, hop, t, trace).await
         }
     }

@@ -245,9 +245,9 @@ impl Prober {
     /// Never fails: every failure is a [`ProbeOutcome`] with `success = false` and a reason
     /// (see [`classify()`]); `http_status` is set whenever a response arrived; `duration` and
     /// `dns_lookup` (host names only) are measured on tokio's clock; `cert_expiry` is the
-    /// `notAfter` of the peer's leaf certificate of the last TLS handshake (only the leaf is
-    /// read, so unlike blackbox_exporter's earliest-of-the-chain, an intermediate expiring
-    /// first is not seen).
+    /// earliest `notAfter` of the certificates the peer presented in the last TLS handshake
+    /// (its leaf and intermediates; blackbox_exporter takes the earliest of the verified chain,
+    /// which adds the root).
     ///
     /// A probe that waited for an answer (its timeout, or a name lookup that got none in time)
     /// and lost more than [`ProbingSettings::late_after`] of its time to CPU starvation is

@@ -80,9 +80,9 @@ pub(crate) async fn handshake(
     TlsConnector::from(config.clone()).connect(name, tcp).await
 }
 
-/// The leaf certificate the server presented.
-pub(crate) fn leaf(tls: &TlsStream<TcpStream>) -> Option<&CertificateDer<'static>> {
-    tls.get_ref().1.peer_certificates()?.first()
+/// The certificates the server presented, its leaf first (empty without any).
+pub(crate) fn chain(tls: &TlsStream<TcpStream>) -> &[CertificateDer<'static>] {
+    tls.get_ref().1.peer_certificates().unwrap_or_default()
 }
 
 /// `tls_verify = false`: every certificate and handshake signature is accepted.

@@ -22,7 +22,7 @@ pub(crate) struct Trace {
     dns: Option<(Instant, Option<Duration>)>,
     /// Whether the name lookup ended without an answer within its limit.
     lookup_timed_out: bool,
-    /// The peer's leaf certificate `notAfter`, for HTTPS responses.
+    /// The earliest `notAfter` of the certificates the peer presented, for HTTPS.
     pub(crate) cert_expiry: Option<Millis>,
 }
 

@@ -61,9 +61,9 @@ pub struct Metrics {
     pub probe_duration_seconds: Table<GaugeCell>,
     /// `probe_http_status_code{...}`: HTTP status of the last probe, 0 without a response.
     pub probe_http_status_code: Table<GaugeCell>,
-    /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the peer's leaf certificate
-    /// of the last TLS handshake expires (only the leaf is read, so an intermediate expiring
-    /// first is not seen, unlike blackbox_exporter); absent for endpoints without TLS.
+    /// `probe_ssl_earliest_cert_expiry{...}`: Unix time (seconds) the first of the certificates
+    /// the peer presented in the last TLS handshake expires (leaf or intermediate); absent for
+    /// endpoints without TLS.
     pub probe_ssl_earliest_cert_expiry: Table<GaugeCell>,
     /// `probe_dns_lookup_time_seconds{...}`: time the last probe spent resolving the endpoint's
     /// name; 0 for IP literals.
