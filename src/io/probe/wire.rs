@@ -29,6 +29,13 @@ pub(crate) const HEAD_LIMIT: usize = 64 * 1024;
 /// Largest chunk-size line (size, extensions and CRLF): 4 KiB.
 pub(crate) const LINE_LIMIT: usize = 4 * 1024;
 
+/// Bytes of chunked framing (size lines with their extensions, the CRLF after each chunk,
+/// trailers) read beyond one per body byte: 16 KiB (hyper's limits for chunk extensions and for
+/// trailers are 16 KiB each). With [`HEAD_LIMIT`] for all heads, interim ones included, a
+/// probe reads at most about `HEAD_LIMIT + 2 x BODY_LIMIT + FRAMING_ALLOWANCE` (208 KiB) of one
+/// response, however hostile the origin.
+pub(crate) const FRAMING_ALLOWANCE: usize = 16 * 1024;
+
 /// Headers parsed in a response head: 100 (hyper's limit; more is a malformed answer).
 const MAX_HEADERS: usize = 100;
 
@@ -40,9 +47,12 @@ pub(crate) enum WireError {
     /// The status line or a header does not parse.
     #[error("malformed response head: {0}")]
     Head(httparse::Error),
-    /// The head is over [`HEAD_LIMIT`] bytes.
+    /// The head, with the interim `1xx` heads before it, is over [`HEAD_LIMIT`] bytes.
     #[error("response head over {HEAD_LIMIT} bytes")]
     HeadTooLarge,
+    /// Chunked framing over [`FRAMING_ALLOWANCE`] bytes more than the body.
+    #[error("chunked framing over {FRAMING_ALLOWANCE} bytes more than the body")]
+    Framing,
     /// `Content-Length` is not a number, or two of them differ: reported when the body is
     /// read (a status that is not expected is judged without it).
     #[error("invalid Content-Length")]
@@ -101,6 +111,10 @@ pub(crate) struct Response<'s, S> {
     buf: Vec<u8>,
     /// Start of the bytes in `buf` not consumed yet.
     at: usize,
+    /// Bytes of interim (`1xx`) heads consumed.
+    interim: usize,
+    /// Bytes of chunked framing consumed (lines and their terminators).
+    framing: usize,
 }
 
 impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
@@ -110,11 +124,13 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
             stream,
             buf: Vec::with_capacity(2048),
             at: 0,
+            interim: 0,
+            framing: 0,
         }
     }
 
     /// Reads the final response head, skipping interim `1xx` answers (`100 Continue`,
-    /// `103 Early Hints`).
+    /// `103 Early Hints`); all of them together count toward [`HEAD_LIMIT`].
     ///
     /// # Errors
     /// The stream's read error; `UnexpectedEof` when it ends before a whole head;
@@ -130,13 +146,16 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
                 httparse::Status::Complete(len) => {
                     let head = interpret(&parsed);
                     self.at += len;
-                    if (100..200).contains(&head.status) && head.status != 101 {
-                        continue;
+                    if !(100..200).contains(&head.status) || head.status == 101 {
+                        return Ok(head);
                     }
-                    return Ok(head);
+                    self.interim += len;
+                    if self.interim >= HEAD_LIMIT {
+                        return Err(WireError::HeadTooLarge.into());
+                    }
                 }
                 httparse::Status::Partial => {
-                    if self.buf.len() - self.at >= HEAD_LIMIT {
+                    if self.interim + self.buf.len() - self.at >= HEAD_LIMIT {
                         return Err(WireError::HeadTooLarge.into());
                     }
                     self.fill().await?;
@@ -178,10 +197,11 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
     }
 
     /// Chunked transfer coding: size lines (hex, extensions ignored), data and CRLF, until the
-    /// last (zero-size) chunk and its trailer section, or a full body.
+    /// last (zero-size) chunk and its trailer section, or a full body; the framing read may
+    /// exceed the body by [`FRAMING_ALLOWANCE`] bytes at most.
     async fn chunks(&mut self, body: &mut Body) -> io::Result<()> {
         loop {
-            let line = self.line().await?;
+            let line = self.line(body).await?;
             let size = line.split(|&b| b == b';').next().unwrap_or_default();
             let size = std::str::from_utf8(size)
                 .ok()
@@ -190,14 +210,14 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
                 .ok_or(WireError::Chunk)?;
             if size == 0 {
                 // Trailer fields, up to the empty line that ends the message.
-                while !self.line().await?.is_empty() {}
+                while !self.line(body).await?.is_empty() {}
                 return Ok(());
             }
             self.take(size, body).await?;
             if body.full() {
                 return Ok(());
             }
-            if !self.line().await?.is_empty() {
+            if !self.line(body).await?.is_empty() {
                 return Err(WireError::Chunk.into());
             }
         }
@@ -217,13 +237,18 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
         Ok(())
     }
 
-    /// The next line without its CRLF (or bare LF), consumed.
-    async fn line(&mut self) -> io::Result<Vec<u8>> {
+    /// The next line of chunked framing without its CRLF (or bare LF), consumed and counted
+    /// against [`FRAMING_ALLOWANCE`] beyond the `body` read so far.
+    async fn line(&mut self, body: &Body) -> io::Result<Vec<u8>> {
         loop {
             if let Some(end) = self.buf[self.at..].iter().position(|&b| b == b'\n') {
                 let line = &self.buf[self.at..self.at + end];
                 let line = line.strip_suffix(b"\r").unwrap_or(line).to_vec();
                 self.at += end + 1;
+                self.framing += end + 1;
+                if self.framing > FRAMING_ALLOWANCE + body.seen {
+                    return Err(WireError::Framing.into());
+                }
                 return Ok(line);
             }
             if self.buf.len() - self.at > LINE_LIMIT {
@@ -438,6 +463,56 @@ mod tests {
         assert_eq!(body.len(), BODY_LIMIT);
         let (_, dropped) = read(&answer, false).await.unwrap();
         assert!(dropped.is_empty(), "a body not kept is read and dropped");
+    }
+
+    /// `what`, then `repeat` again and again (`times` times in all), then `end`.
+    fn endless(what: &[u8], repeat: &[u8], times: usize, end: &[u8]) -> Vec<u8> {
+        let mut v = what.to_vec();
+        for _ in 0..times {
+            v.extend_from_slice(repeat);
+        }
+        v.extend_from_slice(end);
+        v
+    }
+
+    #[tokio::test]
+    async fn a_hostile_origin_cannot_make_a_probe_read_without_bound() {
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let cases = [
+            // Interim answers for ever: together they are one head over the limit.
+            endless(
+                b"",
+                b"HTTP/1.1 100 Continue\r\n\r\n",
+                5_000,
+                b"HTTP/1.1 200 OK\r\n\r\n",
+            ),
+            // Trailers for ever.
+            endless(
+                chunked,
+                b"0\r\n",
+                1,
+                &[
+                    b"X-Trailer: aaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(1_000),
+                    b"\r\n".to_vec(),
+                ]
+                .concat(),
+            ),
+            // 4 KiB of extensions (or padding) for each byte of body.
+            endless(
+                chunked,
+                &[b"1;".as_slice(), &[b'e'; 4_000], b"\r\nx\r\n"].concat(),
+                50,
+                b"0\r\n\r\n",
+            ),
+        ];
+        for answer in cases {
+            let err = read(&answer, true).await.expect_err("must stop early");
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        }
+        // Small chunks of an honest body stay well within the allowance.
+        let honest = endless(chunked, b"8\r\nregion=a\r\n", 5_000, b"0\r\n\r\n");
+        let (_, body) = read(&honest, true).await.unwrap();
+        assert_eq!(body.len(), 40_000);
     }
 
     #[tokio::test]
