@@ -12,6 +12,7 @@
 //! reading the stream it is given.
 
 use std::io;
+use std::ops::Range;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -202,7 +203,10 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
     async fn chunks(&mut self, body: &mut Body) -> io::Result<()> {
         loop {
             let line = self.line(body).await?;
-            let size = line.split(|&b| b == b';').next().unwrap_or_default();
+            let size = self.buf[line]
+                .split(|&b| b == b';')
+                .next()
+                .unwrap_or_default();
             let size = std::str::from_utf8(size)
                 .ok()
                 .map(str::trim)
@@ -238,12 +242,13 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
     }
 
     /// The next line of chunked framing without its CRLF (or bare LF), consumed and counted
-    /// against [`FRAMING_ALLOWANCE`] beyond the `body` read so far.
-    async fn line(&mut self, body: &Body) -> io::Result<Vec<u8>> {
+    /// against [`FRAMING_ALLOWANCE`] beyond the `body` read so far: where it lies in `buf`
+    /// (valid until the next read).
+    async fn line(&mut self, body: &Body) -> io::Result<Range<usize>> {
         loop {
             if let Some(end) = self.buf[self.at..].iter().position(|&b| b == b'\n') {
-                let line = &self.buf[self.at..self.at + end];
-                let line = line.strip_suffix(b"\r").unwrap_or(line).to_vec();
+                let cr = end > 0 && self.buf[self.at + end - 1] == b'\r';
+                let line = self.at..self.at + end - usize::from(cr);
                 self.at += end + 1;
                 self.framing += end + 1;
                 if self.framing > FRAMING_ALLOWANCE + body.seen {
