@@ -26,11 +26,15 @@
 # stub sources alone, so a change to gslb's own code rebuilds only gslb's crates
 # (tests/deploy_files.rs checks that the manifests and stubs form a complete workspace).
 FROM rust:1.95-slim-bookworm AS build
-# protoc: etcd-client's build script compiles etcd's protobuf API (Debian protobuf-compiler).
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends protobuf-compiler=3.21.12* \
-    && rm -rf /var/lib/apt/lists/*
+# protoc: etcd-client's build script compiles etcd's protobuf API (Debian protobuf-compiler),
+# whose imports need the well-known .proto files (Debian libprotobuf-dev, only *recommended* by
+# protobuf-compiler). .ci/check-protoc.sh proves the pair works before the long build starts.
 WORKDIR /src
+COPY .ci/check-protoc.sh .ci/
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends protobuf-compiler=3.21.12* libprotobuf-dev=3.21.12* \
+    && rm -rf /var/lib/apt/lists/* \
+    && sh .ci/check-protoc.sh
 COPY Cargo.toml Cargo.lock ./
 COPY core/Cargo.toml core/
 COPY providers/api/Cargo.toml providers/api/

@@ -9,6 +9,12 @@
 #                                                   holds the official binary)
 #   etcd 3.4.23 (Debian `etcd-server`, pinned)    - the real etcd cluster of the cluster tests
 #   protoc 3.21.12 (Debian `protobuf-compiler`)   - builds etcd-client's gRPC code (build time)
+#   its .proto includes (Debian `libprotobuf-dev`) - google/protobuf/descriptor.proto and the other
+#                                                   well-known types etcd's protos import;
+#                                                   protobuf-compiler only *recommends* it, so
+#                                                   --no-install-recommends leaves it out
+# After installing, .ci/check-protoc.sh proves protoc compiles an import of descriptor.proto and
+# fails naming the missing package if it does not.
 # The Python tools go into the virtualenv at $GSLB_VENV, or <repo root>/.venv when unset (the
 # one .ci/install-emulators.sh uses). Idempotent: what is already installed is left alone.
 # Uses sudo for apt-get only when not root.
@@ -24,12 +30,14 @@ kubectl_pin="1.37.1"
 # not root.
 etcd_pin="etcd-server=3.4.23-4+b4"
 protoc_pin="protobuf-compiler=3.21.12-3+deb12u1"
+protoc_includes_pin="libprotobuf-dev=3.21.12-3+deb12u1"
 missing=()
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v etcd >/dev/null 2>&1 || missing+=("$etcd_pin")
 command -v protoc >/dev/null 2>&1 || missing+=("$protoc_pin")
+[ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=("$protoc_includes_pin")
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "install-tools: promtool, etcd and protoc already installed"
+    echo "install-tools: promtool, etcd, protoc and its includes already installed"
 else
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
@@ -44,6 +52,7 @@ promtool --version
 # All of it: `| head -1` would end etcd with SIGPIPE, which pipefail turns into exit 141.
 etcd --version
 protoc --version
+sh "$root/.ci/check-protoc.sh"
 
 if [ ! -x "$venv/bin/python" ]; then
     echo "install-tools: creating virtualenv at $venv"

@@ -484,7 +484,7 @@ async fn decision_churn_never_exceeds_the_provider_call_budget() {
         let before = h.fake.requests().len();
         for _ in 0..120 {
             flip += 1;
-            let active = if flip % 2 == 0 { "gcp" } else { "ncp" };
+            let active = if flip.is_multiple_of(2) { "gcp" } else { "ncp" };
             let mut d = decision(active, Verdict::Healthy, Verdict::Healthy);
             d.at = Millis(flip * 500);
             h.reconciler.decide(&d);

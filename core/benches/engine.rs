@@ -159,8 +159,8 @@ fn at_time(inputs: &mut [Input], i: usize, at: Millis) -> (Millis, &Input) {
     let input = &mut inputs[i % n];
     if let Input::Observe { observation, .. } = input {
         observation.at = at;
-        observation.outcome.success = i % 17 != 0;
-        observation.outcome.reason = if i % 17 != 0 {
+        observation.outcome.success = !i.is_multiple_of(17);
+        observation.outcome.reason = if !i.is_multiple_of(17) {
             ProbeReason::Ok
         } else {
             ProbeReason::Timeout

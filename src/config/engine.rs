@@ -82,13 +82,12 @@ impl EngineConfig {
         if self.canary_interval < Duration::from_secs(1) || self.canary_interval > hour {
             return Err("engine.canary_interval: must be between 1s and 1h".into());
         }
-        if let Some(g) = self.global_velocity {
-            if g.services == 0 || g.window < Duration::from_secs(1) {
-                return Err(
-                    "engine.global_velocity: services must be at least 1 and window at least 1s"
-                        .into(),
-                );
-            }
+        if let Some(g) = self.global_velocity
+            && (g.services == 0 || g.window < Duration::from_secs(1))
+        {
+            return Err(
+                "engine.global_velocity: services must be at least 1 and window at least 1s".into(),
+            );
         }
         self.canary_endpoints().map(drop)
     }

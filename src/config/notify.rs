@@ -210,18 +210,18 @@ impl NotifySettings {
                     "notify.webhooks[{i}]: set exactly one of url, url_file and url_env"
                 ));
             }
-            if let Some(u) = &w.url {
-                if !is_http(&u.0) {
-                    return Err(format!("{}: not an http(s) URL", key("url")));
-                }
+            if let Some(u) = &w.url
+                && !is_http(&u.0)
+            {
+                return Err(format!("{}: not an http(s) URL", key("url")));
             }
-            if let Some(v) = &w.url_env {
-                if v.is_empty() || v.starts_with("GSLB_") {
-                    return Err(format!(
-                        "{}: '{v}' must be a non-empty variable name outside GSLB_* (those are settings keys), e.g. SLACK_WEBHOOK_URL",
-                        key("url_env")
-                    ));
-                }
+            if let Some(v) = &w.url_env
+                && (v.is_empty() || v.starts_with("GSLB_"))
+            {
+                return Err(format!(
+                    "{}: '{v}' must be a non-empty variable name outside GSLB_* (those are settings keys), e.g. SLACK_WEBHOOK_URL",
+                    key("url_env")
+                ));
             }
             if w.events.is_empty() {
                 return Err(format!(

@@ -69,10 +69,10 @@ impl Route53Settings {
     /// # Errors
     /// The first value out of range, as `route53.<key>: reason`.
     pub(super) fn check(&self) -> Result<(), String> {
-        if let Some(u) = &self.endpoint_url {
-            if !is_http_url(u) {
-                return Err(format!("route53.endpoint_url: '{u}' is not an http(s) URL"));
-            }
+        if let Some(u) = &self.endpoint_url
+            && !is_http_url(u)
+        {
+            return Err(format!("route53.endpoint_url: '{u}' is not an http(s) URL"));
         }
         if self.region.is_empty() {
             return Err("route53.region: must not be empty".into());

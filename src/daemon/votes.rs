@@ -103,10 +103,10 @@ impl Monitor {
                 },
                 _ = ticker.tick() => None,
             };
-            if let Some(input) = input {
-                if self.inbox.send(input.into()).await.is_err() {
-                    return;
-                }
+            if let Some(input) = input
+                && self.inbox.send(input.into()).await.is_err()
+            {
+                return;
             }
             let now = synced && self.lease.borrow().alive(Instant::now());
             if self

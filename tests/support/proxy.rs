@@ -125,13 +125,13 @@ async fn forward(State(up): State<Upstream>, req: Request) -> Response {
     let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes()).expect("method");
     let mut headers = reqwest::header::HeaderMap::new();
     for (k, v) in req.headers() {
-        if k != "host" {
-            if let (Ok(k), Ok(v)) = (
+        if k != "host"
+            && let (Ok(k), Ok(v)) = (
                 reqwest::header::HeaderName::from_bytes(k.as_str().as_bytes()),
                 reqwest::header::HeaderValue::from_bytes(v.as_bytes()),
-            ) {
-                headers.append(k, v);
-            }
+            )
+        {
+            headers.append(k, v);
         }
     }
     let body = to_bytes(req.into_body(), 16 << 20)

@@ -257,11 +257,11 @@ impl<'a> Assessor<'a> {
                     String::new()
                 };
                 let text = match h.verdict_at(now, fresh) {
-                    _ if h.unprobeable_since.is_some() => h.explain(th),
+                    _ if h.unprobeable_since.is_some() => h.explain(th, &self.policy.probe),
                     Verdict::Unknown if h.last_at.is_some() && h.verdict != Verdict::Unknown => {
                         stale(h.prober_side, fresh)
                     }
-                    _ => h.explain(th),
+                    _ => h.explain(th, &self.policy.probe),
                 };
                 parts.push(format!("endpoint {e}{from} {text}"));
             }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::{Millis, ProbeOutcome, ProbeReason, Verdict};
-use crate::policy::{Flapping, Thresholds};
+use crate::policy::{Flapping, ProbeSpec, Thresholds};
 
 use super::damping::FlapHistory;
 
@@ -114,15 +114,19 @@ impl EndpointHealth {
     }
 
     /// A one-line explanation, e.g. `failed 3 consecutive probes (fall=3), last: timeout`,
-    /// `... last: http_status 503`, or `unprobeable from here since <time> ...`.
-    pub fn explain(&self, th: Thresholds) -> String {
+    /// `... last: http_status 503`, `... last: body_mismatch: the body lacks "ok" (...)` (the
+    /// text `probe` expected, [`ProbeSpec::explain`]), or `unprobeable from here since <time> ...`.
+    pub fn explain(&self, th: Thresholds, probe: &ProbeSpec) -> String {
         if let Some(since) = self.unprobeable_since {
             return format!(
                 "unprobeable from here since {} (no route for its address family; not counted)",
                 since.rfc3339()
             );
         }
-        let last = self.last.as_ref().map_or_else(|| "ok".into(), describe);
+        let last = self
+            .last
+            .as_ref()
+            .map_or_else(|| "ok".into(), |o| describe(o, probe));
         match self.verdict {
             Verdict::Unhealthy if self.consecutive_fail < th.fall => format!(
                 "still unhealthy: {} ok / {} failed in a row (rise={}, fall={}), last: {last}",
@@ -152,10 +156,14 @@ impl EndpointHealth {
 }
 
 /// A probe's reason as decision reasons show it: the reason's name, with the status for
-/// `http_status` (e.g. `http_status 503`).
-fn describe(o: &ProbeOutcome) -> String {
+/// `http_status` (e.g. `http_status 503`) and the expected text for `body_mismatch`.
+fn describe(o: &ProbeOutcome, probe: &ProbeSpec) -> String {
     match (o.reason, o.http_status) {
         (ProbeReason::HttpStatus, Some(code)) => format!("http_status {code}"),
+        (ProbeReason::BodyMismatch, _) => match probe.explain(o) {
+            Some(why) => format!("body_mismatch: {why}"),
+            None => o.reason.to_string(),
+        },
         (reason, _) => reason.to_string(),
     }
 }
@@ -202,6 +210,20 @@ mod tests {
     }
 
     const TH: Thresholds = Thresholds { fall: 3, rise: 2 };
+
+    fn probe() -> ProbeSpec {
+        ProbeSpec {
+            interval: Duration::from_secs(10),
+            timeout: Duration::from_secs(5),
+            expected_status: vec![200],
+            body_contains: Some("UP".into()),
+            host_header: None,
+            tls_server_name: None,
+            tls_verify: true,
+            follow_redirects: false,
+        }
+    }
+
     const F: Flapping = Flapping {
         high: 30.0,
         low: 20.0,
@@ -278,7 +300,7 @@ mod tests {
             h.record(&status, Millis(t), TH, &F);
         }
         assert_eq!(
-            h.explain(TH),
+            h.explain(TH, &probe()),
             "failed 3 consecutive probes (fall=3), last: http_status 503"
         );
         let expired = ProbeOutcome {
@@ -287,9 +309,22 @@ mod tests {
         };
         h.record(&expired, Millis(4), TH, &F);
         assert!(
-            h.explain(TH).ends_with("last: tls_expired"),
+            h.explain(TH, &probe()).ends_with("last: tls_expired"),
             "{}",
-            h.explain(TH)
+            h.explain(TH, &probe())
+        );
+        let body = ProbeOutcome {
+            reason: ProbeReason::BodyMismatch,
+            http_status: Some(200),
+            ..outcome(false)
+        };
+        h.record(&body, Millis(5), TH, &F);
+        assert!(
+            h.explain(TH, &probe()).ends_with(
+                "last: body_mismatch: the body lacks \"UP\" (probe.body_contains, first 64 KiB read)"
+            ),
+            "{}",
+            h.explain(TH, &probe())
         );
     }
 
@@ -305,7 +340,7 @@ mod tests {
         }
         assert_eq!((h.verdict, h.consecutive_fail), (Verdict::Unknown, 0));
         assert_eq!(h.unprobeable_since, Some(Millis(1_000)));
-        let text = h.explain(TH);
+        let text = h.explain(TH, &probe());
         assert!(
             text.starts_with("unprobeable from here since 1970-01-01T00:00:01"),
             "{text}"

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::model::{EndpointId, PoolId};
+use crate::model::{EndpointId, PoolId, ProbeOutcome, ProbeReason};
 
 /// One pool: a region's own endpoints.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +65,48 @@ pub struct ProbeSpec {
     pub tls_verify: bool,
     /// Follow redirects. Default `false`: a 3xx is judged as a status.
     pub follow_redirects: bool,
+}
+
+/// The most characters of `body_contains` an explanation quotes ([`ProbeSpec::explain`]);
+/// a longer text is cut there and ends in `…`.
+pub const QUOTED_BODY_CHARS: usize = 64;
+
+impl ProbeSpec {
+    /// What the check expected, for a failure the origin itself answered: `http_status` gives
+    /// the status received and the `expected_status` list, `body_mismatch` the text the body
+    /// lacked (at most [`QUOTED_BODY_CHARS`] characters, escaped like a TOML basic string) and
+    /// the key to change. `None` for every other outcome (those say nothing about the check).
+    ///
+    /// E.g. `the body lacks "ok" (probe.body_contains, first 64 KiB read)`.
+    pub fn explain(&self, outcome: &ProbeOutcome) -> Option<String> {
+        match outcome.reason {
+            ProbeReason::HttpStatus => {
+                let got = outcome
+                    .http_status
+                    .map_or_else(|| "another status".to_owned(), |s| format!("HTTP {s}"));
+                let want: Vec<String> = self.expected_status.iter().map(u16::to_string).collect();
+                Some(format!(
+                    "{got}, expected {} (probe.expected_status)",
+                    want.join(" or ")
+                ))
+            }
+            ProbeReason::BodyMismatch => {
+                let needle = self.body_contains.as_deref().unwrap_or_default();
+                let mut quoted: String = needle
+                    .chars()
+                    .take(QUOTED_BODY_CHARS)
+                    .flat_map(char::escape_debug)
+                    .collect();
+                if needle.chars().nth(QUOTED_BODY_CHARS).is_some() {
+                    quoted.push('…');
+                }
+                Some(format!(
+                    "the body lacks \"{quoted}\" (probe.body_contains, first 64 KiB read)"
+                ))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Rise/fall thresholds (HAProxy's `rise`/`fall`).
@@ -184,4 +226,67 @@ pub(super) fn failover_bound(probe: &ProbeSpec, thresholds: Thresholds, ttl: Dur
         .saturating_mul(thresholds.fall)
         .saturating_add(probe.timeout)
         .saturating_add(ttl)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(body: Option<&str>) -> ProbeSpec {
+        ProbeSpec {
+            interval: Duration::from_secs(10),
+            timeout: Duration::from_secs(5),
+            expected_status: vec![200, 204],
+            body_contains: body.map(str::to_owned),
+            host_header: None,
+            tls_server_name: None,
+            tls_verify: true,
+            follow_redirects: false,
+        }
+    }
+
+    fn failed(reason: ProbeReason, status: Option<u16>) -> ProbeOutcome {
+        ProbeOutcome {
+            success: false,
+            duration: Duration::from_millis(3),
+            http_status: status,
+            reason,
+            dns_lookup: None,
+            cert_expiry: None,
+        }
+    }
+
+    #[test]
+    fn a_body_mismatch_names_the_text_it_expected() {
+        let why = spec(Some("ok"))
+            .explain(&failed(ProbeReason::BodyMismatch, Some(200)))
+            .expect("explained");
+        assert_eq!(
+            why,
+            "the body lacks \"ok\" (probe.body_contains, first 64 KiB read)"
+        );
+    }
+
+    #[test]
+    fn a_long_or_odd_body_text_is_quoted_bounded_and_escaped() {
+        let long = format!("\"{}\n", "x".repeat(500));
+        let why = spec(Some(&long))
+            .explain(&failed(ProbeReason::BodyMismatch, Some(200)))
+            .expect("explained");
+        assert!(why.starts_with("the body lacks \"\\\"xxx"), "{why}");
+        assert!(why.contains("x…\" (probe.body_contains"), "{why}");
+        assert!(!why.contains('\n'), "{why}");
+        assert!(why.len() < 64 + 80, "{why}");
+    }
+
+    #[test]
+    fn a_wrong_status_names_the_expected_ones_and_other_failures_say_nothing() {
+        let s = spec(None);
+        assert_eq!(
+            s.explain(&failed(ProbeReason::HttpStatus, Some(503)))
+                .as_deref(),
+            Some("HTTP 503, expected 200 or 204 (probe.expected_status)")
+        );
+        assert_eq!(s.explain(&failed(ProbeReason::Timeout, None)), None);
+    }
 }

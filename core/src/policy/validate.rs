@@ -223,18 +223,18 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
             );
         }
     }
-    if let Some(h) = &raw.host_header {
-        if h.is_empty() || !h.bytes().all(|b| b.is_ascii_graphic()) {
-            report.add(
-                "probe.host_header",
-                "must be a non-empty host[:port] of visible ASCII characters",
-            );
-        }
+    if let Some(h) = &raw.host_header
+        && (h.is_empty() || !h.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        report.add(
+            "probe.host_header",
+            "must be a non-empty host[:port] of visible ASCII characters",
+        );
     }
-    if let Some(n) = &raw.tls_server_name {
-        if !is_dns_name(&normalise_name(n)) {
-            report.add("probe.tls_server_name", format!("'{n}' is not a DNS name"));
-        }
+    if let Some(n) = &raw.tls_server_name
+        && !is_dns_name(&normalise_name(n))
+    {
+        report.add("probe.tls_server_name", format!("'{n}' is not a DNS name"));
     }
     if raw.body_contains.as_deref() == Some("") {
         report.add(

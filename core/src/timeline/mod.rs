@@ -379,11 +379,10 @@ impl Recorder {
             .timelines
             .iter_mut()
             .find(|t| t.id == id && t.status == Status::Open)
+            && t.is_complete()
         {
-            if t.is_complete() {
-                t.status = Status::Complete;
-                out.push(Update::Closed(t.clone()));
-            }
+            t.status = Status::Complete;
+            out.push(Update::Closed(t.clone()));
         }
     }
 }

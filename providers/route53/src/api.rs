@@ -11,10 +11,12 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use aws_sdk_route53::Client;
+use aws_sdk_route53::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
 use aws_sdk_route53::config::http::HttpResponse;
 use aws_sdk_route53::config::retry::RetryConfig;
 use aws_sdk_route53::config::timeout::TimeoutConfig;
 use aws_sdk_route53::error::{ProvideErrorMetadata, SdkError};
+use futures_util::FutureExt;
 use governor::clock::Clock;
 use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
@@ -63,6 +65,8 @@ pub(crate) struct Api {
     max_attempts: u32,
     backoff_base: Duration,
     backoff_max: Duration,
+    /// Where requests go, named in "not delivered" errors (see [`endpoint_of`]).
+    endpoint: String,
 }
 
 impl Api {
@@ -87,6 +91,7 @@ impl Api {
             clock.clone(),
         );
         Self {
+            endpoint: endpoint_of(client, settings),
             client: Client::from_conf(config),
             limiter,
             clock,
@@ -120,7 +125,7 @@ impl Api {
             self.wait_for_permit().await;
             let err = match send(&self.client).await {
                 Ok(out) => return Ok(out),
-                Err(sdk_err) => classify(op, &sdk_err),
+                Err(sdk_err) => classify(op, &self.endpoint, &sdk_err),
             };
             if !retry_in_place(&err) || attempt >= self.max_attempts {
                 tracing::debug!(op, attempt, error = %err, "route53 call failed");
@@ -141,5 +146,71 @@ impl Api {
         while let Err(not_until) = self.limiter.check() {
             tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
         }
+    }
+}
+
+/// The URL requests go to, for error messages: `settings.endpoint_url` when set (an emulator or a
+/// private endpoint), else what the SDK's endpoint rules give for the client's region
+/// (`https://route53.amazonaws.com` in the `aws` partition), else "the Route 53 API".
+fn endpoint_of(client: &Client, settings: &Route53Settings) -> String {
+    if let Some(url) = &settings.endpoint_url {
+        return url.clone();
+    }
+    let region = client
+        .config()
+        .region()
+        .map_or_else(|| settings.region.clone(), ToString::to_string);
+    Params::builder()
+        .region(region)
+        .build()
+        .ok()
+        .and_then(|params| {
+            DefaultResolver::new()
+                .resolve_endpoint(&params)
+                .now_or_never()?
+                .ok()
+        })
+        .map_or_else(|| "the Route 53 API".to_owned(), |e| e.url().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::emulator_client;
+
+    #[test]
+    fn the_default_endpoint_is_route53s_global_one() {
+        let client = emulator_client("http://127.0.0.1:1");
+        let settings = Route53Settings::default();
+        assert_eq!(
+            endpoint_of(&client, &settings),
+            "https://route53.amazonaws.com"
+        );
+    }
+
+    /// A request that cannot reach its endpoint (nothing listens there) says where it was
+    /// going: the operator sees the mistyped or unreachable `[route53] endpoint_url`.
+    #[tokio::test]
+    async fn an_undelivered_request_names_its_endpoint() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", closed.local_addr().expect("addr"));
+        drop(closed);
+        let settings = Route53Settings {
+            endpoint_url: Some(url.clone()),
+            max_attempts: 1,
+            ..Route53Settings::default()
+        };
+        let api = Api::new(&emulator_client(&url), &settings);
+        let err = api
+            .call("GetHealthCheck", |c| {
+                c.get_health_check().health_check_id("hc").send()
+            })
+            .await
+            .expect_err("nothing listens");
+        assert!(
+            matches!(&err, ProviderError::Transient(m)
+                if m.contains(&format!("request to {url} not delivered"))),
+            "{err}"
+        );
     }
 }

@@ -59,7 +59,9 @@ const NO_CREDENTIALS: &str = "no usable AWS credentials (set AWS_ACCESS_KEY_ID a
     AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile in ~/.aws/config or \
     ~/.aws/credentials, or run with a web identity, container or instance role)";
 
-/// Classifies a failed call to operation `op` (used in the message, e.g. `"GetHealthCheck"`).
+/// Classifies a failed call to operation `op` (used in the message, e.g. `"GetHealthCheck"`)
+/// sent to `endpoint` (named when the request was not delivered: a DNS failure or a refused
+/// connection says which host it was for).
 ///
 /// - `Throttling` and friends, HTTP 429 → [`ProviderError::RateLimited`] (with the
 ///   `Retry-After` header when present);
@@ -71,7 +73,11 @@ const NO_CREDENTIALS: &str = "no usable AWS credentials (set AWS_ACCESS_KEY_ID a
 ///   could not be loaded → [`ProviderError::Auth`];
 /// - `InvalidInput` and every other 4xx, unreadable responses, requests that could not be
 ///   built → [`ProviderError::Invalid`].
-pub(crate) fn classify<E>(op: &str, err: &SdkError<E, HttpResponse>) -> ProviderError
+pub(crate) fn classify<E>(
+    op: &str,
+    endpoint: &str,
+    err: &SdkError<E, HttpResponse>,
+) -> ProviderError
 where
     E: ProvideErrorMetadata + StdError + 'static,
 {
@@ -113,9 +119,10 @@ where
             None if failure.is_user() => {
                 ProviderError::Invalid(format!("{op}: request rejected: {}", chain(err)))
             }
-            None => {
-                ProviderError::Transient(format!("{op}: request not delivered: {}", chain(err)))
-            }
+            None => ProviderError::Transient(format!(
+                "{op}: request to {endpoint} not delivered: {}",
+                chain(err)
+            )),
         },
         SdkError::ResponseError(_) => {
             let status = err.raw_response().map(|r| r.status().as_u16()).unwrap_or(0);
@@ -185,7 +192,7 @@ mod tests {
     #[test]
     fn timeouts_are_transient_and_retried_in_place() {
         let err = SdkError::<GetHealthCheckError, HttpResponse>::timeout_error("slow");
-        let class = classify("GetHealthCheck", &err);
+        let class = classify("GetHealthCheck", "http://127.0.0.1:1", &err);
         assert!(
             matches!(&class, ProviderError::Transient(m) if m.contains("GetHealthCheck")),
             "{class:?}"

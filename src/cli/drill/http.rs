@@ -189,11 +189,11 @@ impl AdminClient {
         url: &reqwest::Url,
         body: Option<&impl Serialize>,
     ) -> Result<T, ClientError> {
-        if let Some(token) = &self.token {
-            if let Ok(mut value) = HeaderValue::try_from(format!("Bearer {}", token.expose())) {
-                value.set_sensitive(true);
-                builder = builder.header(AUTHORIZATION, value);
-            }
+        if let Some(token) = &self.token
+            && let Ok(mut value) = HeaderValue::try_from(format!("Bearer {}", token.expose()))
+        {
+            value.set_sensitive(true);
+            builder = builder.header(AUTHORIZATION, value);
         }
         if let Some(body) = body {
             let json = serde_json::to_vec(body).map_err(|e| ClientError::Protocol {

@@ -306,21 +306,7 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
             "  provider serves: {}",
             name_or(p.serving.as_ref(), "none of the policy's pools")
         )?;
-        writeln!(out, "  probes now:")?;
-        for (endpoint, o) in &g.probes {
-            let pool = policy
-                .pools
-                .iter()
-                .find(|pool| pool.endpoints.iter().any(|e| &e.id == endpoint))
-                .map_or("?", |pool| pool.id.0.as_str());
-            let status = o.http_status.map_or_else(String::new, |s| format!(" {s}"));
-            writeln!(
-                out,
-                "    {pool} {endpoint}: {}{status} in {} ms",
-                o.reason,
-                o.duration.as_millis()
-            )?;
-        }
+        render_probes(g, out)?;
         match &p.decision {
             Some(d) => {
                 writeln!(
@@ -367,6 +353,44 @@ pub fn render(plans: &[ServicePlan], out: &mut impl Write) -> std::io::Result<()
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// The probe results, each failure the origin answered with what the check expected
+/// ([`ProbeSpec::explain`](gslb_core::policy::ProbeSpec::explain)); then, when every endpoint
+/// answered and failed the check, a line that says so first: the vantage point reaches every
+/// origin, so the check (or the origins' health answer) is what to fix, whatever the engine's
+/// rules make of every pool being down at once.
+fn render_probes(g: &Gathered, out: &mut impl Write) -> std::io::Result<()> {
+    let policy = &g.policy;
+    writeln!(out, "  probes now:")?;
+    let mut explained = Vec::new();
+    for (endpoint, o) in &g.probes {
+        let pool = policy
+            .pools
+            .iter()
+            .find(|pool| pool.endpoints.iter().any(|e| &e.id == endpoint))
+            .map_or("?", |pool| pool.id.0.as_str());
+        let status = o.http_status.map_or_else(String::new, |s| format!(" {s}"));
+        let why = policy.probe.explain(o);
+        writeln!(
+            out,
+            "    {pool} {endpoint}: {}{status} in {} ms{}",
+            o.reason,
+            o.duration.as_millis(),
+            why.as_ref().map_or_else(String::new, |w| format!(": {w}"))
+        )?;
+        explained.extend(why);
+    }
+    if !g.probes.is_empty() && explained.len() == g.probes.len() {
+        explained.dedup();
+        writeln!(
+            out,
+            "  check failing: every endpoint answered and none passed the check ({}): this \
+             vantage point reaches the origins; fix the check or the origins' health answer",
+            explained.join("; ")
+        )?;
     }
     Ok(())
 }

@@ -13,6 +13,24 @@ use gslb_core::model::{ProbeReason, ServiceId, Verdict};
 const NOW: Millis = Millis(1_800_000_000_000);
 
 fn gathered(seoul_ok: bool) -> Gathered {
+    gathered_with(
+        |pool, ok| {
+            if ok || pool != "seoul" {
+                (ProbeReason::Ok, Some(200))
+            } else {
+                (ProbeReason::ConnectionRefused, None)
+            }
+        },
+        seoul_ok,
+    )
+}
+
+/// The example policy with each endpoint's probe result `result(pool, seoul_ok)`: its reason
+/// and HTTP status.
+fn gathered_with(
+    result: impl Fn(&str, bool) -> (ProbeReason, Option<u16>),
+    seoul_ok: bool,
+) -> Gathered {
     let text = include_str!("../../../policies/api-seoul-tokyo.toml");
     let policy = gslb_core::policy::parse(Path::new("api.toml"), text).expect("valid");
     let pool = ObservedPool {
@@ -20,23 +38,22 @@ fn gathered(seoul_ok: bool) -> Gathered {
         version: Some("1".into()),
         healthy: None,
     };
-    let outcome = |ok: bool| ProbeOutcome {
-        success: ok,
-        duration: Duration::from_millis(5),
-        http_status: ok.then_some(200),
-        reason: if ok {
-            ProbeReason::Ok
-        } else {
-            ProbeReason::ConnectionRefused
-        },
-        dns_lookup: None,
-        cert_expiry: None,
+    let outcome = |pool: &str| {
+        let (reason, http_status) = result(pool, seoul_ok);
+        ProbeOutcome {
+            success: reason == ProbeReason::Ok,
+            duration: Duration::from_millis(5),
+            http_status,
+            reason,
+            dns_lookup: None,
+            cert_expiry: None,
+        }
     };
     let probes = policy
         .pools
         .iter()
         .flat_map(|p| p.endpoints.iter().map(move |e| (p, e)))
-        .map(|(p, e)| (e.id.clone(), outcome(seoul_ok || p.id.0 != "seoul")))
+        .map(|(p, e)| (e.id.clone(), outcome(&p.id.0)))
         .collect();
     Gathered {
         policy,
@@ -105,6 +122,54 @@ fn the_primary_down_for_fall_rounds_is_a_failover_write() {
     let text = String::from_utf8(out).expect("utf-8");
     assert!(text.contains("decision: failover -> tokyo"), "{text}");
     assert!(text.contains("connection_refused"), "{text}");
+}
+
+/// The example policy's `body_contains = "ok"` against origins that answer 200
+/// `{"status":"UP"}`: every endpoint answers and fails the body check. The plan names the text
+/// the check expected and points at the check, not at this vantage point.
+#[test]
+fn when_only_the_body_check_fails_the_plan_points_at_the_check() {
+    let g = gathered_with(|_, _| (ProbeReason::BodyMismatch, Some(200)), true);
+    let v = VantageId("here".into());
+    let mut plans = evaluate(vec![g], &EngineSettings::default(), vec![], &v, NOW, None);
+    let mut out = Vec::new();
+    render(&plans, &mut out).expect("renders");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(
+        text.contains("body_mismatch 200 in 5 ms: the body lacks \"ok\" (probe.body_contains"),
+        "{text}"
+    );
+    let check = text
+        .find("  check failing: every endpoint answered")
+        .unwrap_or_else(|| panic!("no check line: {text}"));
+    let decision = text.find("  decision:").expect("a decision");
+    assert!(check < decision, "the check comes first: {text}");
+    assert!(
+        text[check..].starts_with(
+            "  check failing: every endpoint answered and none passed the check (the body \
+             lacks \"ok\" (probe.body_contains, first 64 KiB read)): this vantage point \
+             reaches the origins"
+        ),
+        "{text}"
+    );
+    let p = plans.pop().expect("one plan");
+    assert_eq!(p.outcome, Outcome::NoChange, "fail static: {text}");
+    // One origin down for another reason: no check line (the network may be at fault).
+    let g = gathered_with(
+        |pool, _| match pool {
+            "seoul" => (ProbeReason::Timeout, None),
+            _ => (ProbeReason::BodyMismatch, Some(200)),
+        },
+        true,
+    );
+    let mut out = Vec::new();
+    render(
+        &evaluate(vec![g], &EngineSettings::default(), vec![], &v, NOW, None),
+        &mut out,
+    )
+    .expect("renders");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(!text.contains("check failing"), "{text}");
 }
 
 #[test]

@@ -207,10 +207,11 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     let mut response = wire::Response::new(&mut stream);
     let head = response.head().await?;
     trace.http_status = Some(head.status);
-    if t.follow_redirects && matches!(head.status, 301 | 302 | 303 | 307 | 308) {
-        if let Some(url) = head.location.and_then(|l| redirect_url(&hop.url, &l)) {
-            return Ok(Answer::Redirect(url));
-        }
+    if t.follow_redirects
+        && matches!(head.status, 301 | 302 | 303 | 307 | 308)
+        && let Some(url) = head.location.and_then(|l| redirect_url(&hop.url, &l))
+    {
+        return Ok(Answer::Redirect(url));
     }
     if !t.expected_status.contains(&head.status) {
         return Ok(Answer::Done(ProbeReason::HttpStatus));

@@ -109,7 +109,7 @@ impl Words {
             }
             self.retired.push_back(slot);
         }
-        if self.used % CHUNK == 0 {
+        if self.used.is_multiple_of(CHUNK) {
             self.chunks.push(Chunk::new());
         }
         self.used += 1;

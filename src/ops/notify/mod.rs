@@ -202,11 +202,11 @@ impl Reader {
                     return;
                 }
             };
-            if let Event::Decision(d) = &event {
-                if self.notified.repeats(d) {
-                    tracing::info!(sink = %name, service = %d.service, rule = d.rule.as_str(), "hold already notified before the restart; not sent again");
-                    continue;
-                }
+            if let Event::Decision(d) = &event
+                && self.notified.repeats(d)
+            {
+                tracing::info!(sink = %name, service = %d.service, rule = d.rule.as_str(), "hold already notified before the restart; not sent again");
+                continue;
             }
             let mode = |s: &ServiceId| self.board.mode(s).unwrap_or_default();
             let Some(n) = Notification::from_event(&event, &self.vantage, self.clock.now(), mode)

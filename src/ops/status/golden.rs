@@ -15,7 +15,7 @@ const TOKYO: &str = "https://tokyo.api.example.com:443/api/v1/health";
 
 /// Probe `i` of an endpoint from a vantage point: varied outcomes, every optional field used.
 fn observation(endpoint: &str, vantage: &str, i: u64) -> Observation {
-    let ok = endpoint == SEOUL || i % 4 == 0;
+    let ok = endpoint == SEOUL || i.is_multiple_of(4);
     Observation {
         endpoint: EndpointId::from(endpoint),
         vantage: VantageId::from(vantage),
@@ -29,7 +29,9 @@ fn observation(endpoint: &str, vantage: &str, i: u64) -> Observation {
             } else {
                 ProbeReason::Timeout
             },
-            dns_lookup: (i % 2 == 0).then(|| Duration::from_nanos(1_234_567 + i)),
+            dns_lookup: i
+                .is_multiple_of(2)
+                .then(|| Duration::from_nanos(1_234_567 + i)),
             cert_expiry: ok.then_some(Millis(1_900_000_000_000 + i)),
         },
     }

@@ -111,10 +111,10 @@ mod tests {
 
     fn outcome(i: u64) -> ProbeOutcome {
         ProbeOutcome {
-            success: i % 2 == 0,
+            success: i.is_multiple_of(2),
             duration: Duration::new(i, 123_456_789),
-            http_status: (i % 3 != 0).then_some(200 + i as u16),
-            reason: if i % 2 == 0 {
+            http_status: (!i.is_multiple_of(3)).then_some(200 + i as u16),
+            reason: if i.is_multiple_of(2) {
                 ProbeReason::Ok
             } else {
                 ProbeReason::Timeout

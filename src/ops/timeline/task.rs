@@ -164,10 +164,10 @@ pub fn spawn(
         }
         out.publish(task_store.recorder().interrupt(), &policies);
         out.observers.set.shutdown().await;
-        if let Some(a) = &out.audit {
-            if let Err(e) = a.flush().await {
-                tracing::error!(error = %e, "flushing the audit log after the last failover timelines");
-            }
+        if let Some(a) = &out.audit
+            && let Err(e) = a.flush().await
+        {
+            tracing::error!(error = %e, "flushing the audit log after the last failover timelines");
         }
     });
     (store, TimelineTask { stop, handle })
@@ -253,10 +253,9 @@ fn publish(
                 .by_service
                 .get(&t.service)
                 .is_some_and(|(id, _)| *id == t.id)
+                && let Some((_, h)) = observers.by_service.remove(&t.service)
             {
-                if let Some((_, h)) = observers.by_service.remove(&t.service) {
-                    h.abort();
-                }
+                h.abort();
             }
             let status = t.status.as_str();
             tracing::info!(service = %t.service, timeline = %t.id, status, "failover timeline closed");
