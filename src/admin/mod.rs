@@ -12,6 +12,7 @@
 //! relay its answer.
 
 pub mod auth;
+pub mod connections;
 pub mod drills;
 pub mod encoding;
 pub mod events;
@@ -166,10 +167,12 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AdminState) -> std:
     serve_on(listener, None, state, Routes::ALL).await
 }
 
-/// Serves `routes` on `listener`, over TLS with `tls` when given, until the task is dropped.
+/// Serves `routes` on `listener`, over TLS with `tls` when given, until the task is dropped,
+/// within [`connections::Limits::default`] (connection cap, header, idle, request and lifetime
+/// timeouts).
 ///
 /// # Errors
-/// Accepting connections fails, or (`InvalidInput`) a listener with the drill routes is on a
+/// The listener's address cannot be read, or (`InvalidInput`) a listener with the drill routes is on a
 /// non-loopback address and `state` has no token: [`crate::config::check_admin_listen`] is
 /// enforced here too, so no wiring can expose the drill routes unauthenticated.
 pub async fn serve_on(
@@ -197,10 +200,14 @@ pub async fn serve_on(
         tls = tls.is_some(),
         "admin API listening"
     );
+    let limits = connections::Limits::default();
     match tls {
-        Some(acceptor) => axum::serve(tls::TlsListener::new(listener, acceptor)?, app).await,
-        None => axum::serve(listener, app).await,
+        Some(acceptor) => {
+            connections::serve(tls::TlsListener::new(listener, acceptor)?, app, limits).await;
+        }
+        None => connections::serve(listener, app, limits).await,
     }
+    Ok(())
 }
 
 /// `GET /metrics`: rendered a family at a time (and compressed when asked) off the runtime's

@@ -10,18 +10,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use gslb_core::policy::file::read_text;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
+
+use super::connections::MAX_CONNECTIONS;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 /// How often the certificate and key files are read to notice a change: 5 s (as policy files,
 /// [`crate::daemon::reload::POLL_INTERVAL`]). A renewed certificate serves within that.
 pub const RELOAD_INTERVAL: Duration = crate::daemon::reload::POLL_INTERVAL;
+
+/// The largest certificate or key file read: 1 MiB (a chain of a few certificates is a few
+/// KiB).
+pub const MAX_PEM_FILE: u64 = 1 << 20;
 
 /// Longest time a client gets to complete its handshake: 10 s; a client that stalls is
 /// dropped without holding up the others.
@@ -136,10 +143,12 @@ impl ResolvesServerCert for CertStore {
 
 fn files_bytes(cert_file: &Path, key_file: &Path) -> Result<Vec<u8>, TlsError> {
     let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| TlsError {
-            path: p.to_path_buf(),
-            reason: e.to_string(),
-        })
+        read_text(p, MAX_PEM_FILE)
+            .map(String::into_bytes)
+            .map_err(|reason| TlsError {
+                path: p.to_path_buf(),
+                reason,
+            })
     };
     let mut bytes = read(cert_file)?;
     bytes.extend(read(key_file)?);
@@ -166,7 +175,9 @@ fn read_pair(cert_file: &Path, key_file: &Path) -> Result<(Vec<u8>, Arc<Certifie
 }
 
 /// A listener whose connections are TLS: accepted and handshaken on tasks of their own, so a
-/// slow or failing client holds up nobody; failed handshakes are logged at debug level.
+/// slow or failing client holds up nobody; failed handshakes are logged at debug level. At most
+/// [`MAX_CONNECTIONS`] connections are between accept and the server's loop at once, each for at
+/// most [`HANDSHAKE_TIMEOUT`] of handshake.
 #[derive(Debug)]
 pub struct TlsListener {
     ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
@@ -182,8 +193,14 @@ impl TlsListener {
     pub fn new(listener: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let (tx, ready) = mpsc::channel(64);
+        // At most this many handshakes (or handshaken connections waiting for the server's
+        // loop) hold a descriptor at once; then the loop stops accepting.
+        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let accepting = tokio::spawn(async move {
             loop {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
                 let (tcp, peer) = match listener.accept().await {
                     Ok(c) => c,
                     Err(e) => {
@@ -204,6 +221,7 @@ impl TlsListener {
                         }
                         Err(_) => tracing::debug!(%peer, "admin TLS handshake timed out"),
                     }
+                    drop(slot);
                 });
             }
         });

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use gslb_core::policy::{self, EndpointKind, Policy, Target};
 
+use crate::cli::preflight;
 use crate::config::Settings;
 use crate::config::dataplane::DataPlaneSettings;
 use crate::io::probe::{family_routable, route_to};
@@ -50,7 +51,15 @@ pub fn run(
         checked += 1;
         match Settings::load(file) {
             Ok(settings) => {
-                writeln!(out, "ok: {} (settings)", file.display())?;
+                match preflight::check(&settings) {
+                    Ok(_) => writeln!(out, "ok: {} (settings)", file.display())?,
+                    Err(problems) => {
+                        failed += 1;
+                        for problem in &problems {
+                            writeln!(out, "error: {}: {problem}", file.display())?;
+                        }
+                    }
+                }
                 default = settings.policies;
                 route53 = Some(settings.route53);
             }

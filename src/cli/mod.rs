@@ -11,6 +11,7 @@ pub mod demo;
 pub mod drill;
 pub mod healthcheck;
 pub mod plan;
+pub mod preflight;
 pub mod replay;
 pub mod run;
 

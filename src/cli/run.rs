@@ -175,7 +175,8 @@ pub async fn run<B: Bind>(
     mut reloader: Reloader,
     mut hangup: mpsc::Receiver<()>,
 ) -> Result<(), RunError> {
-    let auth = settings.admin_auth().map_err(RunError::config)?;
+    let auth = super::preflight::check(&settings)
+        .map_err(|problems| RunError::config(problems.join("\n")))?;
     let telemetry = Telemetry::new(Clock::system(), events::CAPACITY);
     // The policies loaded (a failed load exits before here); reloads record theirs too.
     telemetry

@@ -9,9 +9,13 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
+use gslb_core::policy::file::read_text;
 use subtle::ConstantTimeEq as _;
 
 use super::{ADMIN_TOKEN_ENV, AdminSettings};
+
+/// The largest token file read: 64 KiB (a file of named tokens for a few hundred operators).
+pub const MAX_TOKEN_FILE: u64 = 64 << 10;
 
 /// A shared secret callers present as `Authorization: Bearer <token>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -27,12 +31,12 @@ impl fmt::Debug for AdminToken {
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     /// The token file could not be read.
-    #[error("cannot read the admin token file {}: {source}", path.display())]
+    #[error("cannot read the admin token file {}: {reason}", path.display())]
     Unreadable {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (e.g. `No such file or directory`).
+        reason: String,
     },
     /// The token (file or variable) is empty or only whitespace.
     #[error("the admin token from {from} is empty")]
@@ -61,9 +65,9 @@ impl AdminToken {
     /// # Errors
     /// [`TokenError::Unreadable`] naming the file, or [`TokenError::Empty`].
     pub fn read_file(path: &Path) -> Result<Self, TokenError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Unreadable {
+        let text = read_text(path, MAX_TOKEN_FILE).map_err(|reason| TokenError::Unreadable {
             path: path.to_path_buf(),
-            source,
+            reason,
         })?;
         Self::new(&text, &path.display().to_string())
     }
@@ -138,8 +142,17 @@ impl AdminTokens {
             path: path.to_path_buf(),
             reason,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let text = read_text(path, MAX_TOKEN_FILE).map_err(|r| bad(format!("cannot read: {r}")))?;
+        // Never the parser's whole message: it quotes the offending line, which holds a secret.
+        let table: toml::Table = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            bad(match line {
+                Some(n) => format!("line {n} is not `name = \"token\"` (TOML)"),
+                None => "not `name = \"token\"` lines (TOML)".into(),
+            })
+        })?;
         if table.is_empty() {
             return Err(bad(
                 "names no token (write one `name = \"token\"` per line)".into(),

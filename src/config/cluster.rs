@@ -45,12 +45,12 @@ pub struct ClusterSettings {
     /// survives one lost round trip and an etcd leader election across a WAN (etcd's election
     /// timeout is tuned to about 10 round trips), short enough that a dead writer's key goes
     /// within seconds. At least 2 s (etcd's minimum TTL is about its election timeout).
-    #[serde(default = "default_lease_ttl", with = "humantime_serde")]
+    #[serde(default = "default_lease_ttl", with = "gslb_core::policy::duration")]
     pub lease_ttl: Duration,
     /// How often this instance writes its heartbeat key. Default 2 s. A peer's votes count
     /// while its heartbeat changed within `3 x heartbeat` on the reader's own clock (see
     /// [`ClusterSettings::fresh_for`]). At least 100 ms, below `lease_ttl`.
-    #[serde(default = "default_heartbeat", with = "humantime_serde")]
+    #[serde(default = "default_heartbeat", with = "gslb_core::policy::duration")]
     pub heartbeat: Duration,
     /// Fresh votes a pool's verdict needs (this instance's own included). Default: a
     /// majority of `vantages` (2 of 3). Between 1 and the number of `vantages`.

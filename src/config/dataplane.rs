@@ -96,7 +96,10 @@ pub struct DataPlaneSettings {
     pub secrets_dir: Option<PathBuf>,
     /// The checks' `RequestInterval`: `10s` (fast, extra cost) or `30s`. Default `30s`
     /// (Route 53 API Reference, `HealthCheckConfig`; fixed at creation).
-    #[serde(default = "default_request_interval", with = "humantime_serde")]
+    #[serde(
+        default = "default_request_interval",
+        with = "gslb_core::policy::duration"
+    )]
     pub request_interval: Duration,
     /// The checks' `FailureThreshold`: consecutive checks to change status, 1 to 10.
     /// Default 3 (Route 53's default).
@@ -198,7 +201,9 @@ impl DataPlaneSettings {
             .secrets_dir
             .as_ref()
             .map(|d| d.join(format!("{service}.{pool}")));
-        let from_file = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok());
+        let from_file = file
+            .as_ref()
+            .and_then(|f| gslb_core::policy::file::read_text(f, 64 << 10).ok());
         let Some(raw) = from_file.or_else(|| std::env::var(&var).ok()) else {
             let file = file.map_or_else(
                 || "no secrets_dir".to_owned(),

@@ -11,7 +11,10 @@ use serde::Deserialize;
 pub struct EngineConfig {
     /// The suspect-vantage window: every pool going down within it makes this vantage point
     /// suspect; it is also the half-life of the prober-side failure share. Default 1 min.
-    #[serde(default = "default_suspect_window", with = "humantime_serde")]
+    #[serde(
+        default = "default_suspect_window",
+        with = "gslb_core::policy::duration"
+    )]
     pub suspect_window: Duration,
     /// Canary targets (`https://…`, `http://…`, `tcp://host:port`) outside every policy that
     /// this vantage point probes to check its own network; all of them failing makes it
@@ -19,7 +22,10 @@ pub struct EngineConfig {
     #[serde(default)]
     pub canaries: Vec<String>,
     /// How often canaries are probed. Default 10 s.
-    #[serde(default = "default_canary_interval", with = "humantime_serde")]
+    #[serde(
+        default = "default_canary_interval",
+        with = "gslb_core::policy::duration"
+    )]
     pub canary_interval: Duration,
     /// Controller-wide velocity limit: at most `services` automatic switches within
     /// `window`. Default off (a real regional outage moves every service of the region).
@@ -34,7 +40,7 @@ pub struct GlobalVelocity {
     /// Switches allowed within the window.
     pub services: u32,
     /// The sliding window, e.g. `"10m"`.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "gslb_core::policy::duration")]
     pub window: Duration,
 }
 

@@ -184,7 +184,7 @@ pub struct RecordSettings {
 #[serde(deny_unknown_fields)]
 pub struct ReconcileSettings {
     /// Period of the resync read when nothing changes. Default 60 s; at least 100 ms.
-    #[serde(default = "default_resync", with = "humantime_serde")]
+    #[serde(default = "default_resync", with = "gslb_core::policy::duration")]
     pub resync: Duration,
     /// Each binding's provider call budget: at most this many calls that decisions cause (a
     /// read woken by a changed decision, and every write) in any minute, whatever the

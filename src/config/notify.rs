@@ -6,6 +6,7 @@
 //! file, and it is never logged or printed: [`WebhookUrl`]'s `Debug` is redacted and errors name
 //! the key, never the value.
 
+use gslb_core::policy::file::read_text;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,19 +47,19 @@ pub struct WebhookSettings {
     #[serde(default = "default_events")]
     pub events: Vec<NotifyKind>,
     /// Timeout of one attempt (connect, send, response). Default 5 s; 100 ms to 5 min.
-    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[serde(default = "default_timeout", with = "gslb_core::policy::duration")]
     pub timeout: Duration,
     /// Attempts per message, the first included. Default 5; 1 to 20.
     #[serde(default = "default_max_attempts")]
     pub max_attempts: u32,
     /// The first retry's backoff cap; it doubles per retry up to `max_backoff`, with full
     /// jitter (AWS Architecture Blog, "Exponential Backoff and Jitter"). Default 1 s.
-    #[serde(default = "default_backoff", with = "humantime_serde")]
+    #[serde(default = "default_backoff", with = "gslb_core::policy::duration")]
     pub backoff: Duration,
     /// The longest backoff, and the longest `Retry-After` obeyed. Default 60 s: Slack's
     /// limits on incoming webhooks are per second and per minute (api.slack.com/docs/rate-limits),
     /// so its `Retry-After` stays within a minute. At most 1 h.
-    #[serde(default = "default_max_backoff", with = "humantime_serde")]
+    #[serde(default = "default_max_backoff", with = "gslb_core::policy::duration")]
     pub max_backoff: Duration,
     /// Messages waiting per sink; when full the oldest is dropped (as Prometheus' alert
     /// notification queue does). Default 256; 1 to 100 000.
@@ -150,18 +151,21 @@ impl std::fmt::Debug for Webhook {
     }
 }
 
+/// The largest `url_file` read: 64 KiB (a URL is at most a few KiB).
+pub const MAX_URL_FILE: u64 = 64 << 10;
+
 /// A webhook URL could not be resolved. Names the key, never the URL.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookUrlError {
     /// `url_file` is unreadable.
-    #[error("notify.webhooks[{index}].url_file: cannot read {}", path.display())]
+    #[error("notify.webhooks[{index}].url_file: cannot read {}: {reason}", path.display())]
     Unreadable {
         /// The entry.
         index: usize,
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (e.g. `No such file or directory`).
+        reason: String,
     },
     /// `url_env` is not set.
     #[error("notify.webhooks[{index}].url_env: {var} is not set")]
@@ -277,11 +281,11 @@ impl NotifySettings {
                     (Some(u), _, _) => ("url", u.0.clone()),
                     (_, Some(path), _) => (
                         "url_file",
-                        std::fs::read_to_string(path).map_err(|source| {
+                        read_text(path, MAX_URL_FILE).map_err(|reason| {
                             WebhookUrlError::Unreadable {
                                 index,
                                 path: path.clone(),
-                                source,
+                                reason,
                             }
                         })?,
                     ),

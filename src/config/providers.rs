@@ -38,7 +38,10 @@ pub struct Route53Settings {
     pub requests_per_second: NonZeroU32,
     /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
     /// INSYNC within 60 s).
-    #[serde(default = "default_change_timeout", with = "humantime_serde")]
+    #[serde(
+        default = "default_change_timeout",
+        with = "gslb_core::policy::duration"
+    )]
     pub change_timeout: Duration,
     /// The failover mode per service (`[route53.modes] api = "data_plane"`); a service not
     /// named keeps the default, `verdict_check`. See [`FailoverMode`].

@@ -61,8 +61,8 @@ pub(super) fn read<T: DeserializeOwned>(
     list_keys: &[&str],
 ) -> Result<T, Vec<String>> {
     let name = file.display().to_string();
-    let text =
-        std::fs::read_to_string(file).map_err(|e| vec![format!("{name}: cannot read: {e}")])?;
+    let text = gslb_core::policy::file::read_text(file, gslb_core::policy::file::MAX_TEXT_FILE)
+        .map_err(|reason| vec![format!("{name}: cannot read: {reason}")])?;
     let source = Source::parse(&text).map_err(|errors| {
         errors
             .iter()

@@ -193,6 +193,8 @@ async fn write_loop(
     let mut failure: Option<io::Error> = None;
     let mut batch = String::new();
     let mut lines = 0u64;
+    // Where the last whole line ends; `None` when unknown (the file could not be measured).
+    let mut end = file.metadata().await.ok().map(|m| m.len());
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         let mut request = None;
@@ -208,14 +210,13 @@ async fn write_loop(
             }
         }
         if !batch.is_empty() {
-            let written = match file.write_all(batch.as_bytes()).await {
-                Ok(()) => file.flush().await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = written {
-                dropped.fetch_add(lines, Ordering::Relaxed);
-                tracing::error!(file = %path.display(), error = %e, lines, "cannot write JSON lines");
-                failure.get_or_insert(e);
+            match write_whole(&mut file, &batch, &mut end).await {
+                Ok(()) => {}
+                Err(e) => {
+                    dropped.fetch_add(lines, Ordering::Relaxed);
+                    tracing::error!(file = %path.display(), error = %e, lines, "cannot write JSON lines");
+                    failure.get_or_insert(e);
+                }
             }
             batch.clear();
             lines = 0;
@@ -245,6 +246,44 @@ async fn write_loop(
                 let _ = reply.send(result);
                 return;
             }
+        }
+    }
+}
+
+/// Appends `batch` (whole lines) so that the file still ends with a whole line when it fails
+/// part-way (a full disk): what was written of it is cut off again at `end`, where the last
+/// whole line ends. When the file cannot be cut (or `end` is unknown), the next batch starts
+/// with a line break, so the fragment stays a line of its own (a reader skips it) and never
+/// runs into the next entry.
+///
+/// # Errors
+/// The write or flush failed.
+async fn write_whole(
+    file: &mut tokio::fs::File,
+    batch: &str,
+    end: &mut Option<u64>,
+) -> io::Result<()> {
+    let prefix = if end.is_none() { "\n" } else { "" };
+    let written = async {
+        file.write_all(prefix.as_bytes()).await?;
+        file.write_all(batch.as_bytes()).await?;
+        file.flush().await
+    }
+    .await;
+    match written {
+        Ok(()) => {
+            *end = file.metadata().await.ok().map(|m| m.len());
+            Ok(())
+        }
+        Err(e) => {
+            let cut = match *end {
+                Some(at) => file.set_len(at).await.is_ok(),
+                None => false,
+            };
+            if !cut {
+                *end = None;
+            }
+            Err(e)
         }
     }
 }

@@ -66,7 +66,7 @@ pub enum Input {
         /// Counted vantage-point votes a pool's verdict needs.
         min_voters: u32,
         /// How long after its last heartbeat a vantage point's votes count.
-        #[serde(with = "humantime_serde")]
+        #[serde(with = "crate::policy::duration")]
         fresh_for: std::time::Duration,
     },
     /// Coordination through etcd holds (lease alive, peers' votes watched) or is lost (then

@@ -76,6 +76,10 @@ pub fn pools_as_map<S: serde::Serializer, V: Serialize>(
 pub struct Millis(pub u64);
 
 impl Millis {
+    /// The latest instant read from a file or the API: `9999-12-31T23:59:59.999Z`, the last
+    /// one RFC 3339 can write (four-digit years). Later ones are refused when read.
+    pub const MAX: Self = Self(253_402_300_799_999);
+
     /// `self + d`, saturating.
     pub fn plus(self, d: Duration) -> Self {
         Self(
@@ -84,9 +88,11 @@ impl Millis {
         )
     }
 
-    /// RFC 3339 with milliseconds, UTC, e.g. `2026-11-29T06:02:11.204Z`.
+    /// RFC 3339 with milliseconds, UTC, e.g. `2026-11-29T06:02:11.204Z`; an instant after
+    /// [`Millis::MAX`] (never read, only computed by saturating arithmetic) writes as
+    /// [`Millis::MAX`].
     pub fn rfc3339(self) -> String {
-        let t = std::time::UNIX_EPOCH + Duration::from_millis(self.0);
+        let t = std::time::UNIX_EPOCH + Duration::from_millis(self.0.min(Self::MAX.0));
         humantime::format_rfc3339_millis(t).to_string()
     }
 

@@ -35,13 +35,18 @@ impl Visitor<'_> for MillisVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Millis, E> {
+        if v > Millis::MAX.0 {
+            return Err(E::custom(format!(
+                "a time after {} (Unix milliseconds {v})",
+                Millis::MAX.rfc3339()
+            )));
+        }
         Ok(Millis(v))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Millis, E> {
-        u64::try_from(v)
-            .map(Millis)
-            .map_err(|_| E::custom(format!("a time before 1970: {v}")))
+        let v = u64::try_from(v).map_err(|_| E::custom(format!("a time before 1970: {v}")))?;
+        self.visit_u64(v)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Millis, E> {

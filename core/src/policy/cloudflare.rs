@@ -29,7 +29,7 @@ pub struct RawCloudflare {
     pub zone_id: String,
     #[serde(default)]
     pub load_balancer: Option<String>,
-    #[serde(default = "default_ttl", with = "humantime_serde")]
+    #[serde(default = "default_ttl", with = "crate::policy::duration")]
     pub ttl: Duration,
     #[serde(default)]
     pub pools: BTreeMap<String, RawCloudflarePool>,

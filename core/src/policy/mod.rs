@@ -17,7 +17,9 @@
 
 mod cloudflare;
 mod diff;
+pub mod duration;
 mod error;
+pub mod file;
 mod lenient;
 mod names;
 mod observe;
@@ -43,7 +45,7 @@ pub use route53::{AliasTarget, Route53Pool, Route53Target};
 pub use source::{Source, SyntaxError};
 pub use types::{Policy, Target};
 
-use error::Report;
+use error::{Report, capped};
 
 /// Parses and validates one policy text; `file` is only used in messages.
 ///
@@ -60,13 +62,13 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
             for e in syntax {
                 report.add_at("", Some(e.at), e.reason());
             }
-            return Err(PolicyErrors(report.errors));
+            return Err(PolicyErrors(capped(report.errors)));
         }
     };
     let value: toml::Table = match toml::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            let at = e.span().map(|s| Position::of(text, s.start));
+            let at = e.span().map(|s| source.position(s.start));
             report.add_at("", at, format!("not valid TOML: {}", e.message()));
             return Err(PolicyErrors(report.errors));
         }
@@ -79,7 +81,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
         report.add_at(p.key.clone(), source.locate(&p.key), p.reason.clone());
     }
     let Some(raw) = read.value else {
-        return Err(PolicyErrors(report.errors));
+        return Err(PolicyErrors(capped(report.errors)));
     };
     let mut rules = Report::new(file.to_path_buf());
     let policy = validate::validate(raw, &mut rules);
@@ -95,7 +97,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
         _ => {
             // In the order of the file; problems with no position (rules across keys) last.
             report.errors.sort_by_key(|e| (e.at.is_none(), e.at));
-            Err(PolicyErrors(report.errors))
+            Err(PolicyErrors(capped(report.errors)))
         }
     }
 }
@@ -167,11 +169,11 @@ pub fn load_each(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Policy, PolicyErrors
     }
     let mut services: BTreeMap<String, PathBuf> = BTreeMap::new();
     for file in files {
-        let result = match std::fs::read_to_string(&file) {
+        let result = match file::read_text(&file, file::MAX_TEXT_FILE) {
             Ok(text) => parse(&file, &text),
-            Err(e) => Err(PolicyErrors(vec![PolicyError::whole_file(
+            Err(reason) => Err(PolicyErrors(vec![PolicyError::whole_file(
                 file.clone(),
-                format!("cannot read: {e}"),
+                format!("cannot read: {reason}"),
             )])),
         };
         let result = result.and_then(|policy| match services.get(&policy.service.0) {

@@ -35,9 +35,9 @@ pub struct RawObserve {
     pub dns_name: Option<String>,
     #[serde(default)]
     pub nameservers: Vec<String>,
-    #[serde(default = "default_interval", with = "humantime_serde")]
+    #[serde(default = "default_interval", with = "crate::policy::duration")]
     pub interval: Duration,
-    #[serde(default = "default_window", with = "humantime_serde")]
+    #[serde(default = "default_window", with = "crate::policy::duration")]
     pub window: Duration,
     #[serde(default)]
     pub url: Option<String>,

@@ -25,13 +25,16 @@ pub struct RawPolicy {
     pub mode: Mode,
     #[serde(default)]
     pub failback: Failback,
-    #[serde(default = "default_failback_hold", with = "humantime_serde")]
+    #[serde(default = "default_failback_hold", with = "crate::policy::duration")]
     pub failback_hold: Duration,
-    #[serde(default = "default_failback_hold_max", with = "humantime_serde")]
+    #[serde(
+        default = "default_failback_hold_max",
+        with = "crate::policy::duration"
+    )]
     pub failback_hold_max: Duration,
-    #[serde(default = "default_min_dwell", with = "humantime_serde")]
+    #[serde(default = "default_min_dwell", with = "crate::policy::duration")]
     pub min_dwell: Duration,
-    #[serde(default, with = "humantime_serde")]
+    #[serde(default, with = "crate::policy::duration")]
     pub rto_budget: Option<Duration>,
     #[serde(default)]
     pub probe: RawProbe,
@@ -54,9 +57,9 @@ pub struct RawPolicy {
 /// `[probe]`.
 #[derive(Debug, Deserialize)]
 pub struct RawProbe {
-    #[serde(default = "default_interval", with = "humantime_serde")]
+    #[serde(default = "default_interval", with = "crate::policy::duration")]
     pub interval: Duration,
-    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[serde(default = "default_timeout", with = "crate::policy::duration")]
     pub timeout: Duration,
     #[serde(default = "default_expected_status")]
     pub expected_status: Vec<u16>,
@@ -128,13 +131,13 @@ impl Default for RawQuorum {
 pub struct RawDamping {
     #[serde(default = "default_penalty")]
     pub penalty: u32,
-    #[serde(default = "default_half_life", with = "humantime_serde")]
+    #[serde(default = "default_half_life", with = "crate::policy::duration")]
     pub half_life: Duration,
     #[serde(default = "default_suppress")]
     pub suppress: u32,
     #[serde(default = "default_reuse")]
     pub reuse: u32,
-    #[serde(default = "default_max_suppress", with = "humantime_serde")]
+    #[serde(default = "default_max_suppress", with = "crate::policy::duration")]
     pub max_suppress: Duration,
 }
 
@@ -173,7 +176,7 @@ impl Default for RawFlapping {
 pub struct RawVelocity {
     #[serde(default = "default_burst")]
     pub burst: u32,
-    #[serde(default = "default_refill", with = "humantime_serde")]
+    #[serde(default = "default_refill", with = "crate::policy::duration")]
     pub refill: Duration,
 }
 

@@ -39,7 +39,7 @@ pub struct RawRoute53 {
     pub record_name: Option<String>,
     #[serde(default = "default_record_type")]
     pub record_type: String,
-    #[serde(default = "default_ttl", with = "humantime_serde")]
+    #[serde(default = "default_ttl", with = "crate::policy::duration")]
     pub ttl: Duration,
     #[serde(default)]
     pub pools: BTreeMap<String, RawRoute53Pool>,

@@ -5,7 +5,7 @@
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::error::Position;
+use super::error::{Lines, Position};
 use super::lenient::Segment;
 
 /// One TOML syntax error.
@@ -33,7 +33,7 @@ impl SyntaxError {
 /// A parsed TOML document with the spans of its keys.
 #[derive(Debug)]
 pub struct Source<'t> {
-    text: &'t str,
+    lines: Lines<'t>,
     doc: Spanned<DeTable<'t>>,
 }
 
@@ -45,15 +45,16 @@ impl<'t> Source<'t> {
     /// The syntax errors, in order.
     pub fn parse(text: &'t str) -> Result<Self, Vec<SyntaxError>> {
         let (doc, errors) = DeTable::parse_recoverable(text);
+        let lines = Lines::new(text);
         if errors.is_empty() {
-            return Ok(Self { text, doc });
+            return Ok(Self { lines, doc });
         }
         let mut found: Vec<SyntaxError> = errors
             .into_iter()
             .map(|e| {
                 let offset = e.span().map_or(0, |s| s.start);
-                let at = Position::of(text, offset);
-                let line = text.lines().nth(at.line - 1).unwrap_or_default();
+                let at = lines.position(offset);
+                let line = lines.line(at.line);
                 SyntaxError {
                     at,
                     message: e.message().to_owned(),
@@ -65,6 +66,11 @@ impl<'t> Source<'t> {
         // line: one error per line, the first.
         found.dedup_by_key(|e| e.at.line);
         Err(found)
+    }
+
+    /// The position of byte `offset` of the text.
+    pub fn position(&self, offset: usize) -> Position {
+        self.lines.position(offset)
     }
 
     /// Where `key` (e.g. `pools[1].priority`) is written: its key, or for a list element the
@@ -87,7 +93,7 @@ impl<'t> Source<'t> {
             span = Some(s);
             value = Some(next);
         }
-        span.map(|s| Position::of(self.text, s.start))
+        span.map(|s| self.lines.position(s.start))
     }
 }
 
@@ -96,9 +102,7 @@ fn entry<'a, 't>(
     table: &'a DeTable<'t>,
     key: &str,
 ) -> Option<(std::ops::Range<usize>, &'a DeValue<'t>)> {
-    let (name, v) = table
-        .iter()
-        .find(|(name, _)| name.get_ref().as_ref() == key)?;
+    let (name, v) = table.get_key_value(key)?;
     Some((name.span(), v.get_ref()))
 }
 

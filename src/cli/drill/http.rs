@@ -13,12 +13,17 @@ use crate::admin::drills::{
 };
 use crate::admin::events::EventsResponse;
 use crate::config::{AdminToken, TokenError};
+use crate::io::http_body::read_at_most;
 use gslb_core::engine::Override;
 use gslb_core::model::ServiceId;
 
 /// How long one request may take, connection included: 30 s (the server gives up on the
 /// engine loop after 10 s).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest answer read from the admin API: 64 MiB (`/v1/events` at its largest `limit`
+/// is a few MiB); a larger one is refused as a protocol error, not read on.
+pub const ANSWER_LIMIT: usize = 64 << 20;
 
 /// The client failed; [`exit_code`](Self::exit_code) says how `gslb` exits.
 #[derive(Debug, thiserror::Error)]
@@ -206,9 +211,18 @@ impl AdminClient {
             url: url.to_string(),
             reason: innermost_cause(&e),
         };
-        let response = builder.send().await.map_err(unreachable)?;
+        let mut response = builder.send().await.map_err(unreachable)?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(unreachable)?;
+        let body = read_at_most(&mut response, ANSWER_LIMIT)
+            .await
+            .map_err(unreachable)?;
+        if body.truncated {
+            return Err(ClientError::Protocol {
+                url: url.to_string(),
+                reason: format!("{status}: the answer is larger than {ANSWER_LIMIT} bytes"),
+            });
+        }
+        let bytes = body.bytes;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol {
                 url: url.to_string(),

@@ -38,7 +38,7 @@ pub struct DnsSettings {
     /// included. Default 2 s. A probe's own lookup is further limited to half its probe
     /// timeout, so a resolver that does not answer is always reported as
     /// `resolver_unavailable` (the prober's side), never as a `timeout` of the origin.
-    #[serde(default = "default_dns_timeout", with = "humantime_serde")]
+    #[serde(default = "default_dns_timeout", with = "gslb_core::policy::duration")]
     pub timeout: Duration,
     /// Answers the resolver caches (one entry per name and record type), each for its TTL.
     /// Default 20,000: an A and an AAAA answer for each of 10,000 endpoint names (issue 6's

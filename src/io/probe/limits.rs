@@ -27,7 +27,7 @@ pub struct ProbingSettings {
     /// A probe that starts more than this after its planned time is counted late
     /// (`gslb_probes_late_total`). Default 50 ms: issue 6's target for the 99th percentile
     /// of scheduling lateness.
-    #[serde(default = "default_late_after", with = "humantime_serde")]
+    #[serde(default = "default_late_after", with = "gslb_core::policy::duration")]
     pub late_after: Duration,
     /// The local IP address every probe of this instance leaves from (HTTP and TCP probes
     /// bind to it before connecting; DNS lookups keep the resolver's own). Default: none, the

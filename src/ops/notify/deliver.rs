@@ -12,10 +12,15 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 
 use crate::config::Webhook;
+use crate::io::http_body::read_at_most;
 use crate::ops::metrics::Metrics;
 
-/// How much of an error response's body is logged.
+/// How much of an error response's body is logged: 200 characters.
 const BODY_LOGGED: usize = 200;
+
+/// How much of an error response's body is read: 4 KiB (enough for [`BODY_LOGGED`] characters
+/// of any UTF-8). A receiver that streams a body without end costs no more memory than this.
+const BODY_READ: usize = 4096;
 
 /// One sink's HTTP side (no `Debug`: it holds the secret URL).
 pub(super) struct Deliverer {
@@ -120,7 +125,11 @@ impl Deliverer {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(retry_after_secs);
-        let text = response.text().await.unwrap_or_default();
+        let mut response = response;
+        let body = read_at_most(&mut response, BODY_READ)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body.bytes);
         let why = format!(
             "HTTP {status}: {}",
             text.chars().take(BODY_LOGGED).collect::<String>()
@@ -303,5 +312,50 @@ mod tests {
         assert_eq!(count(&metrics, "failed"), 1);
         // Five 5 s timeouts and 15 s of backoff.
         assert!(start.elapsed() >= Duration::from_secs(40));
+    }
+
+    /// A receiver answering 404 with a body that never ends: the attempt reads 4 KiB of it,
+    /// logs the first 200 characters and is done at once, not at the sink's timeout, with its
+    /// memory bounded (issue 28: 1.87 GB for one message before).
+    #[tokio::test]
+    async fn an_endless_error_body_is_read_only_so_far() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = "HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+                    while socket.write_all(chunk.as_bytes()).await.is_ok() {}
+                });
+            }
+        });
+        let metrics = Metrics::new();
+        let d = deliverer(
+            format!("http://{addr}/hook").parse().expect("url"),
+            &metrics,
+        );
+        let start = std::time::Instant::now();
+        let attempt = d.attempt(b"{}").await;
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "read until the timeout: {:?}",
+            start.elapsed()
+        );
+        let Attempt::Fatal(why) = attempt else {
+            panic!("{attempt:?}");
+        };
+        assert_eq!(
+            why,
+            format!("HTTP 404 Not Found: {}", "x".repeat(BODY_LOGGED))
+        );
     }
 }

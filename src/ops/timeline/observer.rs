@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::io::clock::Clock;
+use crate::io::http_body::read_at_most;
 use crate::io::probe::{BODY_LIMIT, Dns, DnsSettings, USER_AGENT};
 use crate::ops::events::EventSender;
 use gslb_core::event::{Event, ObservedPhase};
@@ -206,14 +207,8 @@ async fn served_by(client: &reqwest::Client, sb: &ServedBy, names: &[String]) ->
             header_names(value, names).then(|| format!("{status} {h}: {value}"))
         }
         ServedByMarker::Body(marker) => {
-            let mut body = Vec::new();
-            while let Ok(Some(chunk)) = response.chunk().await {
-                body.extend_from_slice(&chunk);
-                if body.len() >= BODY_LIMIT {
-                    break;
-                }
-            }
-            let word = named_after(&String::from_utf8_lossy(&body), marker)?;
+            let body = read_at_most(&mut response, BODY_LIMIT).await.ok()?;
+            let word = named_after(&String::from_utf8_lossy(&body.bytes), marker)?;
             names
                 .iter()
                 .any(|n| word.eq_ignore_ascii_case(n))
