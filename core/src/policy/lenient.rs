@@ -134,6 +134,7 @@ pub fn read_all_with<T: DeserializeOwned>(
             touched: Vec::new(),
         },
         placed: Vec::new(),
+        unknown_seen: std::collections::BTreeSet::new(),
         retry,
     };
     for _ in 0..MAX_ROUNDS {
@@ -166,12 +167,15 @@ struct Reader<T, R> {
     read: Read<T>,
     /// Placeholders in place: their path and the attempt in use.
     placed: Vec<(Vec<Segment>, usize)>,
+    /// The keys of `read.unknown`, to keep each once.
+    unknown_seen: std::collections::BTreeSet<String>,
     retry: R,
 }
 
 impl<T, R: FnMut(&[Segment], &Value) -> Option<Value>> Reader<T, R> {
     fn unknown(&mut self, key: String) {
-        if !self.read.unknown.contains(&key) {
+        // A set beside the list: 40,000 unknown keys were 800 million comparisons.
+        if self.unknown_seen.insert(key.clone()) {
             self.read.unknown.push(key);
         }
     }
