@@ -58,7 +58,11 @@ fn setup(settings: &str) -> tempfile::TempDir {
 }
 
 /// Settings appended to the base, the environment, and a text both commands must print.
-type Case = (&'static str, &'static [(&'static str, &'static str)], &'static str);
+type Case = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
 
 #[test]
 fn check_config_refuses_every_setting_run_refuses_with_the_same_reason() {

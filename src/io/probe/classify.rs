@@ -131,6 +131,17 @@ fn tls_reason(e: &rustls::Error) -> ProbeReason {
             C::NotValidYet | C::NotValidYetContext { .. } => ProbeReason::TlsNotYetValid,
             C::NotValidForName | C::NotValidForNameContext { .. } => ProbeReason::TlsNameMismatch,
             C::UnknownIssuer => ProbeReason::TlsUnknownIssuer,
+            // A CA certificate served as the server's own: what `openssl req -x509` makes by
+            // default (CA:TRUE), a self-signed certificate no root vouches for. webpki refuses
+            // it before looking for an issuer; the operator's question is the same.
+            C::Other(other)
+                if matches!(
+                    other.0.downcast_ref::<webpki::Error>(),
+                    Some(webpki::Error::CaUsedAsEndEntity)
+                ) =>
+            {
+                ProbeReason::TlsUnknownIssuer
+            }
             _ => ProbeReason::Tls,
         },
         _ => ProbeReason::Tls,

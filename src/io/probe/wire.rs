@@ -37,8 +37,11 @@ pub(crate) const LINE_LIMIT: usize = 4 * 1024;
 /// response, however hostile the origin.
 pub(crate) const FRAMING_ALLOWANCE: usize = 16 * 1024;
 
-/// Headers parsed in a response head: 100 (hyper's limit; more is a malformed answer).
-const MAX_HEADERS: usize = 100;
+/// Header slots tried first when parsing a response head: 64, on the stack. A head with more
+/// headers is parsed again with one slot per line it holds: the number of headers is bounded
+/// only by [`HEAD_LIMIT`], as in Go's client (blackbox_exporter) and curl, not by a count
+/// (hyper's 100 failed healthy origins that send 120).
+const FEW_HEADERS: usize = 64;
 
 /// What is wrong with a response that does not parse. Read errors of the stream itself stay
 /// `io::Error`s with their own kind; these are wrapped as [`io::ErrorKind::InvalidData`], which
@@ -138,14 +141,8 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
     /// `InvalidData` ([`WireError`]) for a head that does not parse or is too large.
     pub(crate) async fn head(&mut self) -> io::Result<Head> {
         loop {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut parsed = httparse::Response::new(&mut headers);
-            match parsed
-                .parse(&self.buf[self.at..])
-                .map_err(WireError::Head)?
-            {
-                httparse::Status::Complete(len) => {
-                    let head = interpret(&parsed);
+            match parse_head(&self.buf[self.at..]).map_err(WireError::Head)? {
+                Some((head, len)) => {
                     self.at += len;
                     if !(100..200).contains(&head.status) || head.status == 101 {
                         return Ok(head);
@@ -155,7 +152,7 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
                         return Err(WireError::HeadTooLarge.into());
                     }
                 }
-                httparse::Status::Partial => {
+                None => {
                     if self.interim + self.buf.len() - self.at >= HEAD_LIMIT {
                         return Err(WireError::HeadTooLarge.into());
                     }
@@ -185,8 +182,17 @@ impl<'s, S: AsyncRead + Unpin> Response<'s, S> {
             }
             Framing::UntilClose => {
                 while !body.full() {
-                    if self.at == self.buf.len() && self.read().await? == 0 {
-                        break;
+                    if self.at == self.buf.len() {
+                        match self.read().await {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            // A TLS peer that closes without `close_notify`: for a body that
+                            // the close delimits, that is its end (curl and Go's client, so
+                            // blackbox_exporter, accept it; rustls reports it as an unexpected
+                            // end). A truncated body can only lack `body_contains`.
+                            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+                            Err(e) => return Err(e),
+                        }
                     }
                     self.take(self.buf.len() - self.at, &mut body).await?;
                 }
@@ -303,6 +309,36 @@ impl Body {
             self.data.extend_from_slice(bytes);
         }
     }
+}
+
+/// Parses the response head at the start of `buf`: its [`Head`] and length when it is whole,
+/// `None` when more bytes are needed. Obsolete line folding (RFC 9112 §5.2: a header value
+/// continued on a line that starts with a space or tab) is accepted, as a user agent must; the
+/// continuation stays in the value, whose ends are trimmed where it is read.
+fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, httparse::Error> {
+    let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
+    match parse_with(&mut few, buf) {
+        Err(httparse::Error::TooManyHeaders) => {
+            let lines = buf.iter().filter(|&&b| b == b'\n').count();
+            let mut many = vec![httparse::EMPTY_HEADER; lines];
+            parse_with(&mut many, buf)
+        }
+        parsed => parsed,
+    }
+}
+
+fn parse_with<'b>(
+    headers: &mut [httparse::Header<'b>],
+    buf: &'b [u8],
+) -> Result<Option<(Head, usize)>, httparse::Error> {
+    let mut parsed = httparse::Response::new(headers);
+    let status = httparse::ParserConfig::default()
+        .allow_obsolete_multiline_headers_in_responses(true)
+        .parse_response(&mut parsed, buf)?;
+    Ok(match status {
+        httparse::Status::Complete(len) => Some((interpret(&parsed), len)),
+        httparse::Status::Partial => None,
+    })
 }
 
 /// The head's status, `Location` and framing (RFC 9112 §6.3: a `Transfer-Encoding` wins over
