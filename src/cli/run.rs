@@ -191,7 +191,7 @@ pub async fn run<B: Bind>(
     let past = past(&settings).await;
     let notified = notify::Notified::new(past.decisions);
     let notifier = webhooks(&settings, &telemetry, &mut extra, &notified)?;
-    let (journal, saved, audit) = journal(&settings).await?;
+    let (journal, saved, audit) = journal(&settings, &telemetry.metrics).await?;
     let (builder, journal) = join_cluster(&settings, &telemetry, &policies, journal).await?;
     let mut daemon = builder
         .engine(settings.engine.engine_settings())
@@ -494,12 +494,15 @@ fn prober(settings: &Settings, telemetry: &Telemetry) -> Result<Arc<Prober>, Run
 /// file holds, and the audit log for the timeline task.
 async fn journal(
     settings: &Settings,
+    metrics: &crate::ops::metrics::Metrics,
 ) -> Result<(Journal, Vec<gslb_core::engine::Override>, AuditLog), RunError> {
     let state = StateFile::new(settings.state.overrides_file());
     let saved = state.load().map_err(RunError::config)?;
     let audit = AuditLog::open(settings.state.audit_log())
         .await
         .map_err(|e| RunError::config(e).context("opening the audit log ([state] dir)"))?;
+    let dropped = |log: &str| metrics.log_lines_dropped_total.with_label_values(&[log]);
+    audit.count_drops_in(dropped("audit"));
     let recording = match &settings.record.observations {
         Some(path) => Some(
             JsonlWriter::open(path, jsonl::DEFAULT_CAPACITY)
@@ -507,7 +510,8 @@ async fn journal(
                 .map_err(|e| {
                     RunError::config(e)
                         .context("opening the observation recording ([record] observations)")
-                })?,
+                })
+                .inspect(|w| w.count_drops_in(dropped("recording")))?,
         ),
         None => None,
     };

@@ -311,6 +311,11 @@ impl AuditLog {
         self.writer.dropped()
     }
 
+    /// See [`JsonlWriter::count_drops_in`].
+    pub fn count_drops_in(&self, metric: prometheus::IntCounter) {
+        self.writer.count_drops_in(metric);
+    }
+
     /// Waits until every recorded entry is written and synced.
     ///
     /// # Errors

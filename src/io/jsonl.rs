@@ -68,7 +68,23 @@ enum Control {
 pub struct JsonlWriter {
     path: Arc<Path>,
     tx: mpsc::Sender<Message>,
-    dropped: Arc<AtomicU64>,
+    dropped: Arc<Drops>,
+}
+
+/// Lines that never reached the file: counted here, and in a metric once one is given.
+#[derive(Debug, Default)]
+struct Drops {
+    count: AtomicU64,
+    metric: std::sync::OnceLock<prometheus::IntCounter>,
+}
+
+impl Drops {
+    fn add(&self, n: u64) {
+        self.count.fetch_add(n, Ordering::Relaxed);
+        if let Some(m) = self.metric.get() {
+            m.inc_by(n);
+        }
+    }
 }
 
 impl JsonlWriter {
@@ -95,7 +111,7 @@ impl JsonlWriter {
             .map_err(open_err)?;
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let path: Arc<Path> = path.into();
-        let dropped = Arc::new(AtomicU64::new(0));
+        let dropped = Arc::new(Drops::default());
         tokio::spawn(write_loop(file, rx, path.clone(), dropped.clone()));
         Ok(Self { path, tx, dropped })
     }
@@ -135,7 +151,14 @@ impl JsonlWriter {
     /// How many lines never reached the file: dropped by [`append`](Self::append) (full
     /// channel, closed writer, unserialisable value) or lost to a write error.
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.dropped.count.load(Ordering::Relaxed)
+    }
+
+    /// Counts every line dropped from now on in `metric` too (for every clone; the first
+    /// metric given stays), e.g. `gslb_log_lines_dropped_total{log="audit"}`: a drop is then
+    /// never silent.
+    pub fn count_drops_in(&self, metric: prometheus::IntCounter) {
+        let _ = self.dropped.metric.set(metric);
     }
 
     /// Waits until every line queued before this call is written, then syncs the file to disk.
@@ -175,7 +198,8 @@ impl JsonlWriter {
     }
 
     fn count_drop(&self, why: &str) {
-        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        self.dropped.add(1);
+        let n = self.dropped();
         if n.is_power_of_two() {
             tracing::warn!(file = %self.path.display(), dropped_total = n, "JSON line dropped: {why}");
         }
@@ -188,7 +212,7 @@ async fn write_loop(
     mut file: tokio::fs::File,
     mut rx: mpsc::Receiver<Message>,
     path: Arc<Path>,
-    dropped: Arc<AtomicU64>,
+    dropped: Arc<Drops>,
 ) {
     let mut failure: Option<io::Error> = None;
     let mut batch = String::new();
@@ -213,7 +237,7 @@ async fn write_loop(
             match write_whole(&mut file, &batch, &mut end).await {
                 Ok(()) => {}
                 Err(e) => {
-                    dropped.fetch_add(lines, Ordering::Relaxed);
+                    dropped.add(lines);
                     tracing::error!(file = %path.display(), error = %e, lines, "cannot write JSON lines");
                     failure.get_or_insert(e);
                 }
@@ -239,7 +263,7 @@ async fn write_loop(
                 // Lines that raced in behind the close are lost; count them.
                 while let Ok(m) = rx.try_recv() {
                     if let Message::Line(_) = m {
-                        dropped.fetch_add(1, Ordering::Relaxed);
+                        dropped.add(1);
                     }
                 }
                 drop(file);
@@ -341,6 +365,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("log.jsonl");
         let w = JsonlWriter::open(&path, 2).await.expect("open");
+        let metric = prometheus::IntCounter::new("dropped", "lines dropped").expect("counter");
+        w.clone().count_drops_in(metric.clone());
         let queued: Vec<bool> = (0..10).map(|i| w.append(&i)).collect();
         assert_eq!(
             queued,
@@ -349,6 +375,7 @@ mod tests {
             ]
         );
         assert_eq!(w.dropped(), 8);
+        assert_eq!(metric.get(), 8, "every drop is in the metric too");
         w.flush().await.expect("flush");
         assert_eq!(
             read_lines(&path),
@@ -402,5 +429,70 @@ mod tests {
             "{msg}"
         );
         assert!(matches!(err, JsonlError::Open { .. }));
+    }
+
+    /// The file the child of [`a_write_cut_short_by_a_full_disk_leaves_only_whole_lines`]
+    /// writes.
+    const TORN_CHILD: &str = "GSLB_TEST_JSONL_TORN_CHILD";
+
+    /// A full disk in the middle of a batch, then room again (issue 28: the next line ran into
+    /// the half-written one and `gslb replay` rejected the whole recording). The child runs
+    /// with a soft file-size limit of 4 KiB (`ulimit -S -f 4`, SIGXFSZ ignored): a batch that
+    /// crosses it is written in part and fails with `EFBIG`, as it would with `ENOSPC`; then
+    /// the child lifts the limit and appends more. Every line of the file is whole JSON.
+    #[test]
+    fn a_write_cut_short_by_a_full_disk_leaves_only_whole_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rec.jsonl");
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -S -f 4; exec \"$0\" \"$@\"")
+            .arg(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "io::jsonl::tests::torn_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(TORN_CHILD, &path)
+            .output()
+            .expect("run the child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = read_lines(&path);
+        assert!(lines.len() > 40, "{} lines", lines.len());
+        assert_eq!(lines.last(), Some(&serde_json::json!({"after": true})));
+    }
+
+    #[tokio::test]
+    #[ignore = "run by a_write_cut_short_by_a_full_disk_leaves_only_whole_lines"]
+    async fn torn_child() {
+        let path = std::env::var(TORN_CHILD).expect("the parent sets it");
+        let w = JsonlWriter::open(&path, 64).await.expect("open");
+        let padding = "x".repeat(90);
+        let mut failed = false;
+        for n in 0..200 {
+            // Batches of 8 lines of about 100 bytes: one of them crosses the 4 KiB limit.
+            for i in 0..8 {
+                w.append(&serde_json::json!({ "n": n * 8 + i, "pad": padding }));
+            }
+            if w.flush().await.is_err() {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed, "the file-size limit never cut a write short");
+        rlimit::setrlimit(rlimit::Resource::FSIZE, rlimit::INFINITY, rlimit::INFINITY)
+            .expect("lift the limit");
+        for n in 0..8 {
+            w.append(&serde_json::json!({ "n": n, "pad": padding }));
+        }
+        w.append(&serde_json::json!({"after": true}));
+        w.flush().await.expect("room again");
+        w.close().await.expect("close");
     }
 }

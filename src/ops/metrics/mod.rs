@@ -152,6 +152,10 @@ pub struct Metrics {
     /// `retried`, `failed` (gave up), `dropped` (pushed out of a full queue) or `lagged`
     /// (broadcast events the sink's reader missed, mostly probe results).
     pub webhook_deliveries_total: IntCounterVec,
+    /// `gslb_log_lines_dropped_total{log}`: lines that never reached the audit log
+    /// (`log="audit"`) or the observation recording (`recording`), counted by the appender
+    /// ([`crate::io::jsonl::JsonlWriter::count_drops_in`]).
+    pub log_lines_dropped_total: IntCounterVec,
     /// `gslb_build_info{version}`: always 1; the running version.
     pub build_info: GaugeVec,
     /// `gslb_cluster_coordinated`: 1 while coordinated (or alone), 0 while failing static.
@@ -234,6 +238,7 @@ impl Metrics {
             policy_reload_timestamp_seconds: r
                 .plain_gauge(&operations::POLICY_RELOAD_TIMESTAMP_SECONDS),
             webhook_deliveries_total: r.counter(&operations::WEBHOOK_DELIVERIES_TOTAL),
+            log_lines_dropped_total: r.counter(&operations::LOG_LINES_DROPPED_TOTAL),
             cluster_coordinated: r.plain_gauge(&cluster::CLUSTER_COORDINATED),
             cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
             cluster_fresh_voters: r.gauges(&cluster::CLUSTER_FRESH_VOTERS),

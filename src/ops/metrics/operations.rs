@@ -43,6 +43,15 @@ pub(super) const WEBHOOK_DELIVERIES_TOTAL: Family = Family {
     labels: &["sink", "result"],
 };
 
+pub(super) const LOG_LINES_DROPPED_TOTAL: Family = Family {
+    name: "gslb_log_lines_dropped_total",
+    help: "Lines of the audit log or the observation recording that never reached the file: the queue to the disk was full (a slow or stuck disk) or the write failed (a full disk).",
+    labels: &["log"],
+};
+
+/// The `log` label values of `gslb_log_lines_dropped_total`.
+pub const LOGS: [&str; 2] = ["audit", "recording"];
+
 /// The `result` label values of `gslb_policy_reloads_total`.
 const RELOAD_RESULTS: [&str; 2] = ["ok", "error"];
 
@@ -54,6 +63,9 @@ impl Metrics {
             .set(1.0);
         for result in RELOAD_RESULTS {
             self.policy_reloads_total.with_label_values(&[result]);
+        }
+        for log in LOGS {
+            self.log_lines_dropped_total.with_label_values(&[log]);
         }
     }
 
