@@ -194,12 +194,12 @@ fn main() -> ExitCode {
             if cli.log_format == LogFormat::Json {
                 // Every stderr line stays JSON for the log shipper.
                 tracing::error!(
-                    error = format!("{:#}", f.error),
+                    error = gslb::cli::describe(&f.error),
                     exit_code = f.code,
                     "exiting"
                 );
             } else {
-                eprintln!("error: {:#}", f.error);
+                eprintln!("error: {}", gslb::cli::describe(&f.error));
             }
             ExitCode::from(f.code)
         }

@@ -214,3 +214,26 @@ fn a_file_of_forty_thousand_mistakes_reports_the_first_hundred() {
         assert!(lines <= 102, "{file}: {lines} lines");
     }
 }
+
+/// A misspelt `timout` leaves the default timeout in force: the message says it is the
+/// default, and the misspelt key is reported as unknown.
+#[test]
+fn a_default_that_breaks_a_rule_is_named_as_the_default() {
+    let text = VALID
+        .replace("interval = \"10s\"", "interval = \"1s\"")
+        .replace("timeout = \"4s\"", "timout = \"500ms\"");
+    let errors = gslb_core::policy::parse(Path::new("api.toml"), &text).expect_err("invalid");
+    let reasons: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("probe.timout: unknown key")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "timeout 5s (the default: probe.timeout is not set; a misspelt key is reported above) must be shorter than interval 1s"
+        )),
+        "{reasons:?}"
+    );
+}

@@ -586,9 +586,17 @@ fn huge_values_are_rejected_not_overflowed() {
                 "min_dwell = \"5m\"\nfailback_hold = \"3000000000000000h\"\nfailback_hold_max = \"3000000000000000h\"",
             ),
     );
-    assert_error(&errs, "probe.interval", "at most 1h");
+    // Durations past any key's range are refused when read (at most ten years, every key);
+    // within that, each key's own range applies (below).
+    assert_error(&errs, "probe.interval", "is too long: at most 3650d");
     assert_error(&errs, "health.fall", "above the 100 allowed");
     assert_error(&errs, "quorum.fresh_intervals", "between 1 and 100");
+    assert_error(&errs, "failback_hold", "is too long: at most 3650d");
+    let errs = errors(&with("interval = \"10s\"", "interval = \"2h\"").replace(
+        "min_dwell = \"5m\"",
+        "min_dwell = \"5m\"\nfailback_hold = \"3000d\"\nfailback_hold_max = \"3000d\"",
+    ));
+    assert_error(&errs, "probe.interval", "at most 1h");
     assert_error(&errs, "failback_hold", "longer than the 7 days allowed");
 }
 

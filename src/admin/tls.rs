@@ -142,36 +142,49 @@ impl ResolvesServerCert for CertStore {
 }
 
 fn files_bytes(cert_file: &Path, key_file: &Path) -> Result<Vec<u8>, TlsError> {
+    let (mut cert, key) = files(cert_file, key_file)?;
+    cert.extend(key);
+    Ok(cert)
+}
+
+/// The certificate file's and the key file's bytes, each a regular file of at most
+/// [`MAX_PEM_FILE`] bytes.
+fn files(cert_file: &Path, key_file: &Path) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
     let read = |p: &Path| {
         read_text(p, MAX_PEM_FILE)
             .map(String::into_bytes)
             .map_err(|reason| TlsError {
                 path: p.to_path_buf(),
-                reason,
+                reason: format!("cannot read: {reason}"),
             })
     };
-    let mut bytes = read(cert_file)?;
-    bytes.extend(read(key_file)?);
-    Ok(bytes)
+    Ok((read(cert_file)?, read(key_file)?))
 }
 
 fn read_pair(cert_file: &Path, key_file: &Path) -> Result<(Vec<u8>, Arc<CertifiedKey>), TlsError> {
-    let bytes = files_bytes(cert_file, key_file)?;
+    let (cert, key) = files(cert_file, key_file)?;
     let bad = |p: &Path, reason: String| TlsError {
         path: p.to_path_buf(),
         reason,
     };
-    let chain = CertificateDer::pem_file_iter(cert_file)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+    let chain = CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(cert_file, e.to_string()))?;
     if chain.is_empty() {
         return Err(bad(cert_file, "holds no PEM certificate".into()));
     }
-    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| bad(key_file, e.to_string()))?;
+    let der = PrivateKeyDer::from_pem_slice(&key).map_err(|e| bad(key_file, e.to_string()))?;
     let provider = rustls::crypto::aws_lc_rs::default_provider();
-    let key = CertifiedKey::from_der(chain, key, &provider)
-        .map_err(|e| bad(cert_file, format!("does not go with the key: {e}")))?;
-    Ok((bytes, Arc::new(key)))
+    let certified = CertifiedKey::from_der(chain, der, &provider).map_err(|e| {
+        let why = match e {
+            rustls::Error::InconsistentKeys(_) => "its public key is not the key's".to_owned(),
+            other => other.to_string(),
+        };
+        bad(cert_file, format!("does not go with the key: {why}"))
+    })?;
+    let mut bytes = cert;
+    bytes.extend(key);
+    Ok((bytes, Arc::new(certified)))
 }
 
 /// A listener whose connections are TLS: accepted and handshaken on tasks of their own, so a

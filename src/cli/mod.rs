@@ -23,3 +23,61 @@ pub fn closed_pipe(error: &anyhow::Error) -> bool {
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// `error` and its causes as one line for an operator: joined with `: ` like anyhow's `{:#}`,
+/// but a cause whose text the line already holds is left out (many errors quote their source
+/// in their own message, which printed it twice), and Rust's ` (os error N)` suffix is dropped
+/// (the OS text before it says it).
+pub fn describe(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        let text = strip_os_error(&text);
+        if line.contains(text.as_str()) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// `text` without every ` (os error N)`.
+fn strip_os_error(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(" (os error ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + " (os error ".len()..];
+        match after.find(')') {
+            Some(end) if after[..end].bytes().all(|b| b.is_ascii_digit()) => {
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(" (os error ");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn a_cause_already_quoted_is_not_repeated_and_os_error_numbers_go() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let inner = anyhow::Error::new(io)
+            .context("cannot open /x/audit.jsonl: No such file or directory (os error 2)");
+        let outer = inner.context("opening the audit log");
+        assert_eq!(
+            describe(&outer),
+            "opening the audit log: cannot open /x/audit.jsonl: No such file or directory"
+        );
+    }
+}

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use gslb_core::policy::{Position, Segment, Source, is_under, read_all_with};
+use gslb_core::policy::{Position, Segment, Source, is_under, read_all_with, toml_reason};
 use serde::de::DeserializeOwned;
 use toml::Value;
 
@@ -69,8 +69,15 @@ pub(super) fn read<T: DeserializeOwned>(
             .map(|e| format!("{name}:{}: {}", e.at, e.reason()))
             .collect::<Vec<_>>()
     })?;
-    let mut root: toml::Table = toml::from_str(&text)
-        .map_err(|e| vec![format!("{name}: not valid TOML: {}", e.message())])?;
+    let mut root: toml::Table = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map_or_else(String::new, |s| format!(":{}", source.position(s.start)));
+        vec![format!(
+            "{name}{at}: not valid TOML: {}",
+            toml_reason(e.message())
+        )]
+    })?;
     let (vars, mut problems) = overlay(&mut root, env, list_keys);
     let mut as_text: Vec<String> = Vec::new();
     let read = read_all_with::<T>(Value::Table(root), |path, value| {

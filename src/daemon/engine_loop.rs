@@ -504,7 +504,7 @@ fn show_service(engine: &Engine, s: &ServiceEngine, at: Millis, telemetry: &Tele
 fn log_override(c: &OverrideChange) {
     match c {
         OverrideChange::Added(o) => {
-            tracing::warn!(id = %o.id, service = %o.service, action = %o.action, pool = %o.pool, actor = %o.actor, reason = %o.reason, expires = o.expires.0, "drill override started");
+            tracing::warn!(id = %o.id, service = %o.service, action = %o.action, pool = %o.pool, actor = %o.actor, reason = %o.reason, expires = %o.expires.rfc3339(), "drill override started");
         }
         OverrideChange::Ended {
             ended,
@@ -520,7 +520,8 @@ fn log_override(c: &OverrideChange) {
             tracing::info!(id = %o.id, service = %o.service, pool = %o.pool, "restore complete: the pool serves again");
         }
         OverrideChange::Skipped(o) => {
-            tracing::warn!(id = %o.id, service = %o.service, pool = %o.pool, "saved override skipped: its service or pool is not in the policies");
+            let why = gslb_core::engine::Overrides::skip_reason(o);
+            tracing::warn!(id = %o.id, service = %o.service, pool = %o.pool, "saved override skipped: {why}");
         }
     }
 }

@@ -101,7 +101,7 @@ impl Journal {
                     at,
                     CONTROLLER_ACTOR,
                     "drill.skip",
-                    "its service or pool is not in the loaded policies",
+                    gslb_core::engine::Overrides::skip_reason(o),
                     "skipped",
                 )
                 .with_service(o.service.clone())

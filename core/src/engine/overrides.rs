@@ -333,6 +333,22 @@ impl Overrides {
         due.iter().filter_map(|id| self.active.remove(id)).collect()
     }
 
+    /// Why [`Overrides::restore_all`] skipped `o`, in an operator's words: what is wrong with
+    /// the saved drill itself (no reason, an expiry not after its start, a duration over
+    /// [`MAX_OVERRIDE_TTL`]), else that its service or pool is not in the policies or another
+    /// drill of the pool was active.
+    pub fn skip_reason(o: &Override) -> &'static str {
+        if o.reason.trim().is_empty() {
+            "it has no reason"
+        } else if o.expires <= o.created {
+            "it expires before it starts"
+        } else if o.expires.0 - o.created.0 > MAX_OVERRIDE_TTL.as_millis() as u64 {
+            "it lasts more than 24h"
+        } else {
+            "its service or pool is not in the policies, or another drill of the pool is active"
+        }
+    }
+
     /// Re-installs overrides read back from the state file (at start), checked as a request
     /// would be: overrides for which `known` is false (unknown service or pool), with an empty
     /// reason, a lifetime outside (0, 24 h], a conflict with one already installed, or a

@@ -44,6 +44,7 @@ pub use parts::*;
 pub use route53::{AliasTarget, Route53Pool, Route53Target};
 pub use source::{Source, SyntaxError};
 pub use types::{Policy, Target};
+pub use words::toml_reason;
 
 use error::{Report, capped};
 
@@ -69,7 +70,11 @@ pub fn parse(file: &Path, text: &str) -> Result<Policy, PolicyErrors> {
         Ok(v) => v,
         Err(e) => {
             let at = e.span().map(|s| source.position(s.start));
-            report.add_at("", at, format!("not valid TOML: {}", e.message()));
+            report.add_at(
+                "",
+                at,
+                format!("not valid TOML: {}", words::toml_reason(e.message())),
+            );
             return Err(PolicyErrors(report.errors));
         }
     };

@@ -57,10 +57,12 @@ pub struct RawPolicy {
 /// `[probe]`.
 #[derive(Debug, Deserialize)]
 pub struct RawProbe {
-    #[serde(default = "default_interval", with = "crate::policy::duration")]
-    pub interval: Duration,
-    #[serde(default = "default_timeout", with = "crate::policy::duration")]
-    pub timeout: Duration,
+    /// `None` when not written: [`default_interval`] applies (and messages say so).
+    #[serde(default, with = "crate::policy::duration")]
+    pub interval: Option<Duration>,
+    /// `None` when not written: [`default_timeout`] applies (and messages say so).
+    #[serde(default, with = "crate::policy::duration")]
+    pub timeout: Option<Duration>,
     #[serde(default = "default_expected_status")]
     pub expected_status: Vec<u16>,
     #[serde(default)]
@@ -78,8 +80,8 @@ pub struct RawProbe {
 impl Default for RawProbe {
     fn default() -> Self {
         Self {
-            interval: default_interval(),
-            timeout: default_timeout(),
+            interval: None,
+            timeout: None,
             expected_status: default_expected_status(),
             body_contains: None,
             host_header: None,

@@ -63,18 +63,25 @@ pub(super) fn validate(raw: RawPolicy, report: &mut Report) -> Option<Policy> {
     })
 }
 
-/// `service` (a name for files, metrics and logs) and `hostname` (a fully qualified DNS name).
-fn names(raw: &RawPolicy, hostname: &str, report: &mut Report) {
-    if raw.service.is_empty()
-        || !raw
-            .service
+/// The longest service or pool name, and pool region: 63 characters (a DNS label's length;
+/// names become metric labels, record set identifiers and etcd keys).
+pub const MAX_NAME: usize = 63;
+
+/// What a service or pool name must be.
+const NAME_RULE: &str = "must be 1 to 63 characters, each a letter, a digit, '-' or '_'";
+
+/// Whether `name` is a service or pool name ([`NAME_RULE`]).
+fn is_name(name: &str) -> bool {
+    (1..=MAX_NAME).contains(&name.len())
+        && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        report.add(
-            "service",
-            "must be non-empty and use only letters, digits, '-' and '_'",
-        );
+}
+
+/// `service` (a name for files, metrics and logs) and `hostname` (a fully qualified DNS name).
+fn names(raw: &RawPolicy, hostname: &str, report: &mut Report) {
+    if !is_name(&raw.service) {
+        report.add("service", NAME_RULE);
     }
     if !is_dns_name(hostname) || !hostname.contains('.') {
         report.add(
@@ -178,7 +185,9 @@ fn rto_budget(
 }
 
 fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
-    if raw.interval < MIN_INTERVAL {
+    let interval = raw.interval.unwrap_or_else(super::raw::default_interval);
+    let timeout = raw.timeout.unwrap_or_else(super::raw::default_timeout);
+    if interval < MIN_INTERVAL {
         report.add(
             "probe.interval",
             format!(
@@ -187,7 +196,7 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
             ),
         );
     }
-    if raw.interval > MAX_INTERVAL {
+    if interval > MAX_INTERVAL {
         report.add(
             "probe.interval",
             format!(
@@ -196,16 +205,26 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
             ),
         );
     }
-    if raw.timeout.is_zero() {
+    if timeout.is_zero() {
         report.add("probe.timeout", "must be more than 0s");
     }
-    if raw.timeout >= raw.interval {
+    if timeout >= interval {
+        let default = |written: Option<Duration>| match written {
+            Some(_) => "",
+            None => " (the default: probe.timeout is not set; a misspelt key is reported above)",
+        };
+        let interval_default = |written: Option<Duration>| match written {
+            Some(_) => "",
+            None => " (the default)",
+        };
         report.add(
             "probe.timeout",
             format!(
-                "timeout {} must be shorter than interval {} (a probe must end before the next starts)",
-                humantime::format_duration(raw.timeout),
-                humantime::format_duration(raw.interval)
+                "timeout {}{} must be shorter than interval {}{} (a probe must end before the next starts)",
+                humantime::format_duration(timeout),
+                default(raw.timeout),
+                humantime::format_duration(interval),
+                interval_default(raw.interval),
             ),
         );
     }
@@ -243,8 +262,8 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
         );
     }
     ProbeSpec {
-        interval: raw.interval,
-        timeout: raw.timeout,
+        interval,
+        timeout,
         expected_status: raw.expected_status,
         body_contains: raw.body_contains,
         host_header: raw.host_header,
@@ -267,20 +286,18 @@ fn pools(raw: &[RawPool], hostname: &str, report: &mut Report) -> Vec<Pool> {
     let mut pools = Vec::new();
     for (i, p) in raw.iter().enumerate() {
         let key = format!("pools[{i}]");
-        if p.name.is_empty()
-            || !p
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            report.add(
-                format!("{key}.name"),
-                "must be non-empty and use only letters, digits, '-' and '_'",
-            );
+        if !is_name(&p.name) {
+            report.add(format!("{key}.name"), NAME_RULE);
         } else if !names.insert(p.name.as_str()) {
             report.add(
                 format!("{key}.name"),
                 format!("duplicate pool name '{}'", p.name),
+            );
+        }
+        if p.region.chars().count() > MAX_NAME || p.region.chars().any(char::is_control) {
+            report.add(
+                format!("{key}.region"),
+                format!("must be at most {MAX_NAME} characters, none of them a control character"),
             );
         }
         if p.priority == 0 {

@@ -4,6 +4,13 @@
 /// `message` (a serde or toml deserialisation error) about `key`, in the policy's words. A
 /// message it does not recognise is returned as it is.
 pub fn reason(message: &str, key: &str) -> String {
+    // A choice (`failback = "manual"`) given a number, a list or an empty table: toml's words
+    // for it are "unit variant" and "wanted exactly 1 element".
+    if message.starts_with("invalid type: unit variant")
+        || message.starts_with("wanted exactly 1 element")
+    {
+        return "must be one of its choices, written as a string".to_owned();
+    }
     if let Some(field) = between(message, "missing field `", "`") {
         return format!("{field} is required and missing");
     }
@@ -27,6 +34,23 @@ pub fn reason(message: &str, key: &str) -> String {
     }
 }
 
+/// A message of the TOML reader itself (a value TOML cannot hold) in the policy's words:
+/// an integer beyond 64 bits (`... as i128, expected any valid TOML value`), a float beyond
+/// `f64`. Any other message is returned as it is.
+pub fn toml_reason(message: &str) -> String {
+    let message = message.trim_end();
+    if let Some(n) = between(message, "integer `", "` as i128") {
+        return format!(
+            "the integer {n} is out of range (TOML integers are 64-bit: at most {})",
+            i64::MAX
+        );
+    }
+    if message.contains("floating-point number overflowed") {
+        return "a number too large (at most about 1.8e308)".to_owned();
+    }
+    message.to_owned()
+}
+
 /// The text between `open` and the next `close` in `s`.
 fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
     let start = s.find(open)? + open.len();
@@ -40,6 +64,12 @@ fn expected_words(expected: &str, key: &str, out_of_range: bool) -> String {
     let last = key.rsplit('.').next().unwrap_or(key);
     let last = last.split('[').next().unwrap_or(last);
     let words = match expected.trim() {
+        "a nonzero u8" | "a nonzero u16" | "a nonzero u32" if out_of_range => {
+            return integer_range(expected.trim().trim_start_matches("a nonzero "))
+                .replacen("from 0", "from 1", 1);
+        }
+        "a nonzero u8" | "a nonzero u16" | "a nonzero u32" | "a nonzero u64"
+        | "a nonzero usize" => "an integer of 1 or more",
         "u8" | "u16" | "u32" | "u64" | "usize" if out_of_range => return integer_range(expected),
         "u8" | "u16" | "u32" | "u64" | "usize" => "an integer",
         "i8" | "i16" | "i32" | "i64" | "isize" => "an integer",

@@ -223,8 +223,9 @@ fn drill_summary(change: &str, o: &Override, ended_by: Option<&str>) -> String {
         "ended" => format!("{}: {what} ended by {}", o.service, ended_by.unwrap_or("?")),
         "completed" => format!("{}: {what} completed: {} serves again", o.service, o.pool),
         "skipped" => format!(
-            "{}: saved {what} skipped: its service or pool is not in the policies",
-            o.service
+            "{}: saved {what} skipped: {}",
+            o.service,
+            gslb_core::engine::Overrides::skip_reason(o)
         ),
         _ => format!("{}: {what} expired", o.service),
     }
