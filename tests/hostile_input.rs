@@ -237,3 +237,30 @@ fn a_default_that_breaks_a_rule_is_named_as_the_default() {
         "{reasons:?}"
     );
 }
+
+/// serde reads a struct from a list of its fields in order: `probe = ["20s", "10s"]` passed as
+/// a `[probe]` table. A table must be a table, in policies and settings alike.
+#[test]
+fn a_list_where_a_table_belongs_is_refused() {
+    let policy = VALID.replace(
+        "[probe]\ninterval = \"10s\"\ntimeout = \"4s\"\nexpected_status = [200]\nbody_contains = \"ok\"\ntls_verify = true\nfollow_redirects = false\n",
+        "probe = [\"20s\", \"10s\"]\n",
+    );
+    assert!(policy.contains("probe = ["), "the example policy changed");
+    let errors = gslb_core::policy::parse(Path::new("api.toml"), &policy).expect_err("a list");
+    let reasons: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("probe: must be a table, not a list")),
+        "{reasons:?}"
+    );
+    let dir = setup("policies = [\"api.toml\"]\nprobing = [1024, \"50ms\"]\n");
+    let out = gslb(dir.path(), &["check", "--config", "gslb.toml"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("probing: must be a table, not a list"),
+        "{}",
+        text(&out)
+    );
+}

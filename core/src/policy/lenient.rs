@@ -140,7 +140,8 @@ pub fn read_all_with<T: DeserializeOwned>(
     for _ in 0..MAX_ROUNDS {
         let mut unknown = Vec::new();
         let mut on_unknown = |p: serde_ignored::Path<'_>| unknown.push(Segment::join(&ignored(&p)));
-        let de = serde_ignored::Deserializer::new(reader.value.clone(), &mut on_unknown);
+        let strict = super::strict::Strict(reader.value.clone());
+        let de = serde_ignored::Deserializer::new(strict, &mut on_unknown);
         let result: Result<T, _> = serde_path_to_error::deserialize(de);
         for key in unknown {
             reader.unknown(key);

@@ -27,6 +27,7 @@ mod parts;
 mod raw;
 mod route53;
 mod source;
+mod strict;
 mod tuning;
 mod types;
 mod validate;
