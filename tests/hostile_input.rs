@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const VALID: &str = include_str!("../policies/api-seoul-tokyo.toml");
 
@@ -29,16 +29,22 @@ fn gslb(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn gslb");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > HANG {
-            child.kill().ok();
-            panic!("gslb {args:?} still running after {HANG:?}");
+    let child = cmd.spawn().expect("spawn gslb");
+    let pid = child.id().to_string();
+    // A watchdog: kills the command unless it ends within HANG.
+    let (done, ended) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let hung = ended.recv_timeout(HANG).is_err();
+        if hung {
+            let _ = Command::new("kill").args(["-9", &pid]).status();
         }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+        hung
+    });
+    let out = child.wait_with_output().expect("output");
+    let _ = done.send(());
+    let hung = watchdog.join().expect("watchdog");
+    assert!(!hung, "gslb {args:?} still running after {HANG:?}");
+    out
 }
 
 fn text(out: &Output) -> String {

@@ -184,7 +184,9 @@ fn rto_budget(
     }
 }
 
-fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
+/// `probe.interval` and `probe.timeout` as in force (the defaults when not written), checked:
+/// the interval within its range, the timeout more than 0 and shorter than the interval.
+fn timing(raw: &RawProbe, report: &mut Report) -> (Duration, Duration) {
     let interval = raw.interval.unwrap_or_else(super::raw::default_interval);
     let timeout = raw.timeout.unwrap_or_else(super::raw::default_timeout);
     if interval < MIN_INTERVAL {
@@ -228,6 +230,11 @@ fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
             ),
         );
     }
+    (interval, timeout)
+}
+
+fn probe_spec(raw: RawProbe, report: &mut Report) -> ProbeSpec {
+    let (interval, timeout) = timing(&raw, report);
     if raw.expected_status.is_empty() {
         report.add(
             "probe.expected_status",

@@ -30,6 +30,11 @@ use crate::models::Envelope;
 /// Requests allowed at once before the even pace applies.
 const BURST: u32 = 10;
 
+/// The largest answer read: 32 MiB. A page of Cloudflare's list endpoints holds at most 1,000
+/// objects of a few KiB (the pools of an account, 5,000 at most); anything larger is not an
+/// answer of the API and is refused as [`ProviderError::Invalid`] before it fills memory.
+const ANSWER_LIMIT: usize = 32 << 20;
+
 /// A [`governor`] clock that reads tokio's clock, so a test that pauses time also pauses the
 /// rate limiter.
 #[derive(Debug, Clone)]
@@ -160,10 +165,18 @@ impl Api {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(bytes);
         }
-        let resp = req.send().await.map_err(|e| classify_transport(op, &e))?;
+        let mut resp = req.send().await.map_err(|e| classify_transport(op, &e))?;
         let status = resp.status().as_u16();
         let wait = retry_after(resp.headers());
-        let bytes = resp.bytes().await.map_err(|e| classify_transport(op, &e))?;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| classify_transport(op, &e))? {
+            if bytes.len() + chunk.len() > ANSWER_LIMIT {
+                return Err(ProviderError::Invalid(format!(
+                    "{op}: HTTP {status}, an answer larger than {ANSWER_LIMIT} bytes"
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let envelope = serde_json::from_slice::<Envelope>(&bytes).ok();
         match envelope {
             Some(e) if (200..300).contains(&status) && e.success => {
