@@ -270,3 +270,22 @@ fn a_list_where_a_table_belongs_is_refused() {
         text(&out)
     );
 }
+
+/// Route 53 allows 5 requests per second per account: more is refused, unless an emulator is
+/// named (the tests' emulators take 50).
+#[test]
+fn route53_requests_per_second_is_bounded_by_route53s_own_limit() {
+    let dir = setup("policies = [\"api.toml\"]\n[route53]\nrequests_per_second = 1000\n");
+    let out = gslb(dir.path(), &["check", "--config", "gslb.toml"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("route53.requests_per_second: 1000 is more than the 5 requests"),
+        "{}",
+        text(&out)
+    );
+    let dir = setup(
+        "policies = [\"api.toml\"]\n[route53]\nrequests_per_second = 50\nendpoint_url = \"http://127.0.0.1:5000\"\n",
+    );
+    let out = gslb(dir.path(), &["check", "--config", "gslb.toml"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

@@ -17,6 +17,10 @@ use serde::Deserialize;
 
 use super::dataplane::{DataPlaneSettings, FailoverMode, check_modes};
 
+/// The most `route53.requests_per_second` may ask for against Route 53 itself: 5, the API's
+/// limit per AWS account (Route 53 Developer Guide, "Quotas").
+pub const ROUTE53_MAX_RPS: u32 = 5;
+
 /// `[route53]`.
 ///
 /// The binary's conversion point: `gslb_route53::Route53Settings::configured(endpoint_url,
@@ -33,7 +37,7 @@ pub struct Route53Settings {
     pub region: String,
     /// Calls per second through the account's one rate limiter, shared by every Route 53
     /// binding (no burst). Default 2, well under Route 53's 5 requests per second per AWS
-    /// account.
+    /// account; at most [`ROUTE53_MAX_RPS`] unless `endpoint_url` names an emulator.
     #[serde(default = "default_rps")]
     pub requests_per_second: NonZeroU32,
     /// Deadline for a change batch to reach INSYNC. Default 120 s (changes are typically
@@ -67,7 +71,8 @@ impl Default for Route53Settings {
 }
 
 impl Route53Settings {
-    /// Checks that `endpoint_url`, when set, is an http(s) URL and `region` is not empty.
+    /// Checks that `endpoint_url`, when set, is an http(s) URL, `region` is not empty and
+    /// `requests_per_second` is within Route 53's limit (or an emulator is named).
     ///
     /// # Errors
     /// The first value out of range, as `route53.<key>: reason`.
@@ -79,6 +84,14 @@ impl Route53Settings {
         }
         if self.region.is_empty() {
             return Err("route53.region: must not be empty".into());
+        }
+        let rps = self.requests_per_second.get();
+        if rps > ROUTE53_MAX_RPS && self.endpoint_url.is_none() {
+            return Err(format!(
+                "route53.requests_per_second: {rps} is more than the {ROUTE53_MAX_RPS} requests per \
+                 second Route 53 allows per AWS account; more is allowed only with \
+                 route53.endpoint_url (an emulator)"
+            ));
         }
         if let Some(dp) = &self.data_plane {
             dp.check()?;

@@ -55,6 +55,22 @@ fn account_quota(per_second: NonZeroU32) -> Quota {
     Quota::per_second(pace).allow_burst(burst)
 }
 
+/// The first pause of the whole account after a `Throttling` answer: 1 s; each throttled
+/// answer in a row doubles it, up to [`THROTTLE_MAX`]. "Retry with exponential backoff" is
+/// Route 53's own advice for `Throttling` (Route 53 API Reference, "Common Errors").
+pub const THROTTLE_BASE: Duration = Duration::from_secs(1);
+
+/// The longest pause of the account after throttled answers: 60 s.
+pub const THROTTLE_MAX: Duration = Duration::from_secs(60);
+
+/// The account's answer to throttling: while `until` is ahead, no call of any binding on the
+/// account is sent. `level` counts throttled answers since the last success.
+#[derive(Debug, Default)]
+struct Throttle {
+    level: u32,
+    until: Option<tokio::time::Instant>,
+}
+
 /// The SDK client plus the rate limiter and retry policy every call of one AWS account
 /// shares (one per [`crate::Route53Account`]).
 #[derive(Debug)]
@@ -67,6 +83,8 @@ pub(crate) struct Api {
     backoff_max: Duration,
     /// Where requests go, named in "not delivered" errors (see [`endpoint_of`]).
     endpoint: String,
+    /// The pause after throttled answers, shared by every binding of the account.
+    throttle: std::sync::Mutex<Throttle>,
 }
 
 impl Api {
@@ -92,6 +110,7 @@ impl Api {
         );
         Self {
             endpoint: endpoint_of(client, settings),
+            throttle: std::sync::Mutex::default(),
             client: Client::from_conf(config),
             limiter,
             clock,
@@ -103,12 +122,15 @@ impl Api {
 
     /// Sends one request built by `send`, up to `max_attempts` times.
     ///
-    /// Each attempt first waits for the rate limiter. A failure is classified once; only
-    /// rate limiting and transient failures are tried again, after a full-jitter backoff
-    /// (raised to the provider's `Retry-After`).
+    /// Each attempt first waits out the account's throttle pause, then for the rate limiter.
+    /// A failure is classified once; only rate limiting and transient failures are tried
+    /// again. A throttled answer pauses the whole account ([`Api::throttled`]: exponential
+    /// from [`THROTTLE_BASE`] to [`THROTTLE_MAX`], half of it random), so every binding waits,
+    /// not only this call; a transient failure waits a full-jitter backoff of its own.
     ///
     /// # Errors
-    /// The classified error of the last attempt (see [`crate::classify`]).
+    /// The classified error of the last attempt (see [`crate::classify`]); a throttled one
+    /// carries the pause still ahead as its `retry_after`.
     pub(crate) async fn call<T, E, F, Fut>(
         &self,
         op: &'static str,
@@ -124,25 +146,65 @@ impl Api {
         loop {
             self.wait_for_permit().await;
             let err = match send(&self.client).await {
-                Ok(out) => return Ok(out),
-                Err(sdk_err) => classify(op, &self.endpoint, &sdk_err),
+                Ok(out) => {
+                    self.lock_throttle().level = 0;
+                    return Ok(out);
+                }
+                Err(sdk_err) => match classify(op, &self.endpoint, &sdk_err) {
+                    ProviderError::RateLimited { retry_after } => ProviderError::RateLimited {
+                        retry_after: Some(self.throttled(retry_after)),
+                    },
+                    other => other,
+                },
             };
             if !retry_in_place(&err) || attempt >= self.max_attempts {
                 tracing::debug!(op, attempt, error = %err, "route53 call failed");
                 return Err(err);
             }
-            let floor = match &err {
-                ProviderError::RateLimited { retry_after } => *retry_after,
-                _ => None,
+            // A throttled call waits out the account's pause before its next attempt.
+            let delay = match &err {
+                ProviderError::RateLimited { .. } => Duration::ZERO,
+                _ => backoff.next_delay(rand::random::<f64>(), None),
             };
-            let delay = backoff.next_delay(rand::random::<f64>(), floor);
             tracing::info!(op, attempt, delay = %format_args!("{}ms", delay.as_millis()), error = %err, "route53 call failed; retrying");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }
     }
 
+    /// Records a throttled answer: the account pauses for the next step of its backoff (at
+    /// least `retry_after`, when the answer had one), counted from now unless an earlier pause
+    /// ends later. Returns the pause still ahead.
+    fn throttled(&self, retry_after: Option<Duration>) -> Duration {
+        let now = tokio::time::Instant::now();
+        let mut t = self.lock_throttle();
+        t.level = t.level.saturating_add(1);
+        let step = THROTTLE_BASE
+            .saturating_mul(1u32 << (t.level - 1).min(16))
+            .min(THROTTLE_MAX);
+        let pause = (step / 2 + step.mul_f64(rand::random::<f64>() / 2.0))
+            .max(retry_after.unwrap_or_default());
+        let until = t.until.filter(|u| *u > now + pause).unwrap_or(now + pause);
+        t.until = Some(until);
+        tracing::info!(
+            level = t.level,
+            pause = %format_args!("{}ms", until.duration_since(now).as_millis()),
+            "route53 throttled: every binding of the account pauses"
+        );
+        until.duration_since(now)
+    }
+
+    fn lock_throttle(&self) -> std::sync::MutexGuard<'_, Throttle> {
+        self.throttle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     async fn wait_for_permit(&self) {
+        let until = self.lock_throttle().until;
+        if let Some(until) = until {
+            tokio::time::sleep_until(until).await;
+        }
         while let Err(not_until) = self.limiter.check() {
             tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
         }

@@ -86,8 +86,63 @@ async fn persistent_throttling_ends_rate_limited_after_max_attempts() {
         s,
     );
     let err = p.observe().await.unwrap_err();
-    assert_eq!(err, ProviderError::RateLimited { retry_after: None });
+    // The pause still ahead: the fourth throttled answer's step, 8 s, half of it random.
+    let ProviderError::RateLimited {
+        retry_after: Some(pause),
+    } = err
+    else {
+        panic!("{err:?}");
+    };
+    assert!(
+        pause >= std::time::Duration::from_secs(4) && pause <= std::time::Duration::from_secs(8),
+        "{pause:?}"
+    );
     assert_eq!(list.num_calls(), 4, "max_attempts counts the first attempt");
+}
+
+/// Throttling pauses the whole account, exponentially (issue 26: 35 throttled calls in 21 s
+/// before): the attempts of one call are spaced by at least 0.5, 1 and 2 s (each step of 1, 2,
+/// 4 s half random), and another binding of the account waits out the pause too.
+#[tokio::test(start_paused = true)]
+async fn throttling_pauses_every_binding_of_the_account_exponentially() {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let list = mock!(Client::list_resource_record_sets)
+        .match_requests({
+            let sent = sent.clone();
+            move |_| {
+                sent.lock().unwrap().push(tokio::time::Instant::now());
+                true
+            }
+        })
+        .sequence()
+        .http_status(400, Some(throttling()))
+        .repeatedly()
+        .build();
+    let s = gslb_route53::Route53Settings {
+        max_attempts: 4,
+        ..settings()
+    };
+    let client = mock_client!(aws_sdk_route53, RuleMode::MatchAny, [&list]);
+    let account = gslb_route53::Route53Account::new(&client, &s);
+    let a = gslb_route53::Route53Provider::with_account(&account, s.clone(), binding());
+    let b = gslb_route53::Route53Provider::with_account(&account, s, binding());
+    a.observe().await.unwrap_err();
+    let ended = tokio::time::Instant::now();
+    b.observe().await.unwrap_err();
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 8);
+    for (i, least) in [(1, 500), (2, 1000), (3, 2000)] {
+        let gap = sent[i] - sent[i - 1];
+        assert!(gap >= Duration::from_millis(least), "gap {i}: {gap:?}");
+    }
+    // The other binding's first call waited out the pause the fourth answer started (4-8 s).
+    let waited = sent[4] - ended;
+    assert!(waited >= Duration::from_secs(4), "{waited:?}");
+    // Its own answers keep doubling the pause (steps of 16, 32 and 60 s, half random).
+    let gap = sent[7] - sent[6];
+    assert!(gap >= Duration::from_secs(30), "{gap:?}");
 }
 
 #[tokio::test(start_paused = true)]
