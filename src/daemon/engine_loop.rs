@@ -367,6 +367,9 @@ fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
         log_override(c);
         let _ = telemetry.events.send(Event::Override(c.clone()));
     }
+    for f in &out.flaps {
+        telemetry.metrics.record_pool_flap(f);
+    }
 }
 
 /// Publishes one step's output (its drills already saved): audit, log and events, status,

@@ -79,6 +79,10 @@ pub const FLAP_WINDOW: usize = 21;
 pub struct FlapHistory {
     results: VecDeque<bool>,
     flapping: bool,
+    /// [`FlapHistory::percent`] as of the last result, so reading it costs nothing (a pool's
+    /// flap figures are read at every result, [`super::PoolFlap`]).
+    #[serde(skip)]
+    percent: f64,
 }
 
 impl FlapHistory {
@@ -88,7 +92,8 @@ impl FlapHistory {
             self.results.pop_front();
         }
         self.results.push_back(ok);
-        let p = self.percent();
+        let p = self.weighted_changes();
+        self.percent = p;
         if p > f.high {
             self.flapping = true;
         } else if p < f.low {
@@ -98,8 +103,13 @@ impl FlapHistory {
 
     /// The weighted state-change percentage: each change between consecutive results weighs
     /// from 0.8 (oldest) to 1.2 (newest), linearly, as Nagios does; the sum is divided by the
-    /// 20 transitions of a full window.
+    /// 20 transitions of a full window. Kept from the last [`FlapHistory::record`].
     pub fn percent(&self) -> f64 {
+        self.percent
+    }
+
+    /// [`FlapHistory::percent`] computed from the results.
+    fn weighted_changes(&self) -> f64 {
         let transitions = FLAP_WINDOW - 1;
         let changes = self
             .results

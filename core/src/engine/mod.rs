@@ -38,7 +38,7 @@ pub use cluster::{ClusterView, VantageVote};
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
 pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 pub use health::{EndpointHealth, pool_verdict};
-pub use input::{Confirm, Input, Output, OverrideChange, Reply, Step};
+pub use input::{Confirm, Input, Output, OverrideChange, PoolFlap, Reply, Step};
 pub use overrides::{
     DEFAULT_OVERRIDE_TTL, MAX_ACTOR, MAX_OVERRIDE_TTL, MAX_REASON, Override, OverrideAction,
     OverrideError, OverrideId, OverrideRequest, Overrides, REVERT_ACTOR, REVERT_SUFFIX,
@@ -274,8 +274,9 @@ impl Engine {
         let Some(s) = self.services.resolve_mut(service, handle) else {
             return Vec::new();
         };
-        let (transition, moved) = s.observe(observation, at, &mut self.vantages);
+        let (transition, moved, flap) = s.observe(observation, at, &mut self.vantages);
         out.transitions.extend(transition);
+        out.flaps.extend(flap);
         let due = self.always || moved || s.needs_decision(at, self.vantages.generation());
         if due {
             vec![service.clone()]

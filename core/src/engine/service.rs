@@ -19,6 +19,7 @@ use super::cluster::{ClusterView, RemoteVerdicts};
 use super::damping::FlapPenalty;
 use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
 use super::health::{EndpointHealth, pool_verdict};
+use super::input::PoolFlap;
 use super::overrides::{OverrideAction, Overrides};
 use super::rails::{self, Violation};
 use super::rules::choose;
@@ -296,9 +297,9 @@ impl ServiceEngine {
         obs: &Observation,
         at: Millis,
         vantages: &mut Vantages,
-    ) -> (Option<EndpointTransition>, bool) {
+    ) -> (Option<EndpointTransition>, bool, Option<PoolFlap>) {
         let Some(&index) = self.endpoint_pool.get(&obs.endpoint) else {
-            return (None, false);
+            return (None, false, None);
         };
         let policy = &*self.policy;
         let pool = &policy.pools[index].id;
@@ -350,7 +351,35 @@ impl ServiceEngine {
             vantage: obs.vantage.clone(),
             verdict,
         });
-        (transition, moved)
+        (transition, moved, self.refresh_flap(index))
+    }
+
+    /// Pool `index`'s flap figures from its endpoints' histories now (the highest endpoint's
+    /// percentage; flapping while any endpoint is), written to its verdict when they differ
+    /// from what it shows, and then returned. A pool with no verdict yet has none to show.
+    fn refresh_flap(&mut self, index: usize) -> Option<PoolFlap> {
+        let pool = &self.policy.pools[index];
+        let histories = || {
+            pool.endpoints
+                .iter()
+                .filter_map(|e| self.evidence.get(&e.id))
+                .flat_map(|m| m.iter())
+                .map(|(_, h)| &h.flap)
+        };
+        let percent = histories().map(|h| h.percent()).fold(0.0, f64::max).round() as u32;
+        let flapping = histories().any(|h| h.flapping());
+        let slot = self.pools.get_mut(&pool.id)?;
+        if (slot.flap_percent, slot.flapping) == (percent, flapping) {
+            return None;
+        }
+        slot.flap_percent = percent;
+        slot.flapping = flapping;
+        Some(PoolFlap {
+            service: self.policy.service.clone(),
+            pool: pool.id.clone(),
+            flap_percent: percent,
+            flapping,
+        })
     }
 
     /// Whether a decision at `at` may differ from the last one, with the suspect state at

@@ -2,7 +2,7 @@
 //! the velocity budget, safety rails, flapping and damping, suspect vantage points, drill
 //! overrides and switches by kind. Written by the engine loop only.
 
-use gslb_core::engine::{Decision, OverrideAction, Overrides, Rule, Suspicion};
+use gslb_core::engine::{Decision, OverrideAction, Overrides, PoolFlap, Rule, Suspicion};
 use gslb_core::model::{Millis, ServiceId, VantageId, Verdict};
 use gslb_core::policy::{Mode, Policy};
 
@@ -110,6 +110,18 @@ fn switch_kind(rule: Rule) -> &'static str {
 }
 
 impl Metrics {
+    /// Sets a pool's flap gauges (`gslb_pool_flap_percent`, `gslb_pool_flapping`) as an
+    /// observation left them, without waiting for a decision ([`PoolFlap`]).
+    pub fn record_pool_flap(&self, f: &PoolFlap) {
+        let labels = [f.service.0.as_str(), f.pool.0.as_str()];
+        self.pool_flap_percent
+            .with_label_values(&labels)
+            .set(f64::from(f.flap_percent));
+        self.pool_flapping
+            .with_label_values(&labels)
+            .set(f64::from(u8::from(f.flapping)));
+    }
+
     /// Sets pool verdict and active pool gauges from a decision; when `counted` (the decision
     /// changed), counts it by rule, and as a switch when it moved the serving pool and `mode`
     /// is `enforce`: a shadow service's switch is one gslb would make, not one that happened

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use gslb_core::engine::{Decision, Override, SafetyState, ServiceEngine};
+use gslb_core::engine::{Decision, Override, PoolVerdict, SafetyState, ServiceEngine};
 use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
@@ -28,6 +28,7 @@ struct Health {
     consecutive_ok: u32,
     consecutive_fail: u32,
     flap_percent: u32,
+    flapping: bool,
     unprobeable_since: Option<Millis>,
 }
 
@@ -185,6 +186,7 @@ impl Entry {
                     consecutive_ok: h.consecutive_ok,
                     consecutive_fail: h.consecutive_fail,
                     flap_percent: h.flap.percent().round() as u32,
+                    flapping: h.flap.flapping(),
                     unprobeable_since: h.unprobeable_since,
                 });
             }
@@ -250,7 +252,9 @@ impl Entry {
                     pool: pool.id.clone(),
                     priority: pool.priority,
                     region: pool.region.clone(),
-                    state: decision.and_then(|d| d.pools.get(&pool.id)).cloned(),
+                    state: decision
+                        .and_then(|d| d.pools.get(&pool.id))
+                        .map(|v| self.with_current_flap(number(i), v)),
                     endpoints: if endpoints {
                         self.endpoints(number(i), vantages)
                     } else {
@@ -274,6 +278,18 @@ impl Entry {
             apply: self.apply.clone(),
             decided: self.decided.clone(),
             safety: Some(self.safety.clone()),
+        }
+    }
+
+    /// Pool `pool`'s verdict `v` as decided, with its flap figures as they stand now (from
+    /// its endpoints' evidence: the highest percentage, flapping while any endpoint is): a
+    /// pool that flaps below `fall` is never re-decided, and its status must not wait for it.
+    fn with_current_flap(&self, pool: u16, v: &PoolVerdict) -> PoolVerdict {
+        let of_pool = || self.health.iter().filter(|h| h.pool == pool);
+        PoolVerdict {
+            flap_percent: of_pool().map(|h| h.flap_percent).max().unwrap_or(0),
+            flapping: of_pool().any(|h| h.flapping),
+            ..v.clone()
         }
     }
 
