@@ -114,12 +114,16 @@ impl Metrics {
     /// observation left them, without waiting for a decision ([`PoolFlap`]).
     pub fn record_pool_flap(&self, f: &PoolFlap) {
         let labels = [f.service.0.as_str(), f.pool.0.as_str()];
+        self.set_pool_flap(&labels, f.flap_percent, f.flapping);
+    }
+
+    fn set_pool_flap(&self, labels: &[&str; 2], percent: u32, flapping: bool) {
         self.pool_flap_percent
-            .with_label_values(&labels)
-            .set(f64::from(f.flap_percent));
+            .with_label_values(labels)
+            .set(f64::from(percent));
         self.pool_flapping
-            .with_label_values(&labels)
-            .set(f64::from(u8::from(f.flapping)));
+            .with_label_values(labels)
+            .set(f64::from(u8::from(flapping)));
     }
 
     /// Sets pool verdict and active pool gauges from a decision; when `counted` (the decision
@@ -138,12 +142,7 @@ impl Metrics {
             let labels = [service, pool.0.as_str()];
             let active = f64::from(u8::from(d.active.as_ref() == Some(pool)));
             self.active_pool.with_label_values(&labels).set(active);
-            self.pool_flap_percent
-                .with_label_values(&labels)
-                .set(f64::from(v.flap_percent));
-            self.pool_flapping
-                .with_label_values(&labels)
-                .set(f64::from(u8::from(v.flapping)));
+            self.set_pool_flap(&labels, v.flap_percent, v.flapping);
             self.pool_damping_penalty
                 .with_label_values(&labels)
                 .set(f64::from(v.penalty));
