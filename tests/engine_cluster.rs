@@ -12,7 +12,6 @@ use std::time::Duration;
 use gslb_core::engine::{Engine, EngineSettings, Input, Rule, VantageVote};
 use gslb_core::model::{EndpointId, Millis, PoolId, ServiceId, VantageId, Verdict};
 use proptest::prelude::*;
-use proptest::test_runner::TestRunner;
 use support::sim::{HERE, INTERVAL, SEOUL, Sim, TOKYO, policy};
 
 /// Heartbeats keep a vantage point fresh for three probe intervals.
@@ -255,13 +254,8 @@ fn no_switch_without_enough_fresh_votes_or_coordination() {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(1_000);
-    let mut runner = TestRunner::new(ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
     let strategy = (1..=3u32, prop::collection::vec(event(), 1..120));
-    let result = runner.run(&strategy, |(min_voters, events)| {
+    support::props::run("engine_cluster", cases, strategy, |(min_voters, events)| {
         let mut sim = cluster(min_voters);
         let peers = ["b", "c"];
         for e in events {
@@ -313,7 +307,4 @@ fn no_switch_without_enough_fresh_votes_or_coordination() {
         }
         Ok(())
     });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
 }

@@ -13,6 +13,7 @@ pub mod dns;
 pub mod emulators;
 pub mod etcd;
 pub mod policy;
+pub mod props;
 pub mod proxy;
 pub mod r53_model;
 pub mod reconcile;

@@ -199,7 +199,7 @@ impl Engine {
         }
         for v in self.vantages.settle(at) {
             for s in self.services.values_mut() {
-                s.restart_streaks(&v, at);
+                s.restart_streaks(&v, at, &mut self.vantages);
             }
         }
         touched.extend(match input {

@@ -435,13 +435,32 @@ impl ServiceEngine {
 
     /// Restarts the rise/fall counts of every endpoint as seen from `vantage`, which stopped
     /// being suspect at `since`: its verdicts must re-form from what it sees from then on.
-    pub(super) fn restart_streaks(&mut self, vantage: &VantageId, since: Millis) {
+    ///
+    /// A result at `since` itself stays in its streak; a pool whose view re-formed from such
+    /// results is reported to `vantages` at once ([`Vantages::record_reformed`]), so its view
+    /// counts from `since`: a view left down since an earlier outage, with that outage's time,
+    /// must not keep the "every pool went down within the window" rule from seeing a
+    /// vantage-wide outage that is still going on.
+    pub(super) fn restart_streaks(
+        &mut self,
+        vantage: &VantageId,
+        since: Millis,
+        vantages: &mut Vantages,
+    ) {
         for h in self
             .evidence
             .values_mut()
             .filter_map(|m| m.get_mut(vantage))
         {
             h.restart_streak(since);
+        }
+        let th = self.policy.thresholds;
+        let service = &self.policy.service;
+        for pool in self.policy.pools.iter() {
+            let reformed = self.view(&pool.id, vantage, |h| h.reformed(th));
+            if reformed != Verdict::Unknown {
+                vantages.record_reformed(vantage, service, &pool.id, reformed, since);
+            }
         }
     }
 
