@@ -233,3 +233,17 @@ pub struct Candidate {
     /// With `confirm_target`: the target pool whose passing probe the switch waits for.
     pub confirm: Option<PoolId>,
 }
+
+/// A pool's flap figures as they stand after an observation ([`super::Output::flaps`]); the pool's
+/// [`PoolVerdict`] shows the same from then on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolFlap {
+    /// The service.
+    pub service: ServiceId,
+    /// The pool.
+    pub pool: PoolId,
+    /// The weighted state-change percentage of its most flapping endpoint, rounded.
+    pub flap_percent: u32,
+    /// Whether any of its endpoints is flapping.
+    pub flapping: bool,
+}

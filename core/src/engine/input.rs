@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 
-use super::decide::Decision;
+use super::decide::{Decision, PoolFlap};
 use super::overrides::{Override, OverrideError, OverrideId, OverrideRequest};
 use super::safety::SafetyState;
 use super::service::EndpointTransition;
@@ -203,20 +203,6 @@ pub struct Output {
     /// A pool whose flap figures changed with the observation, decided or not: a pool that
     /// flaps below `fall` is never re-decided, and its flap gauges must not wait for that.
     pub flaps: Vec<PoolFlap>,
-}
-
-/// A pool's flap figures as they stand after an observation ([`Output::flaps`]); the pool's
-/// [`super::PoolVerdict`] shows the same from then on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PoolFlap {
-    /// The service.
-    pub service: ServiceId,
-    /// The pool.
-    pub pool: PoolId,
-    /// The weighted state-change percentage of its most flapping endpoint, rounded.
-    pub flap_percent: u32,
-    /// Whether any of its endpoints is flapping.
-    pub flapping: bool,
 }
 
 /// A request to probe a pool's endpoints now, out of schedule ([`Output::confirm`]).

@@ -36,9 +36,9 @@ use std::time::Duration;
 pub use by_vantage::ByVantage;
 pub use cluster::{ClusterView, VantageVote};
 pub use damping::{FLAP_WINDOW, FlapHistory, FlapPenalty};
-pub use decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
+pub use decide::{Blocked, Candidate, Decision, PoolFlap, PoolVerdict, Rule, RuleInput};
 pub use health::{EndpointHealth, pool_verdict};
-pub use input::{Confirm, Input, Output, OverrideChange, PoolFlap, Reply, Step};
+pub use input::{Confirm, Input, Output, OverrideChange, Reply, Step};
 pub use overrides::{
     DEFAULT_OVERRIDE_TTL, MAX_ACTOR, MAX_OVERRIDE_TTL, MAX_REASON, Override, OverrideAction,
     OverrideError, OverrideId, OverrideRequest, Overrides, REVERT_ACTOR, REVERT_SUFFIX,

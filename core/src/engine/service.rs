@@ -17,9 +17,8 @@ use super::assess::{Assessment, Assessor, ByEndpoint, PoolAssessment, ProviderVo
 use super::by_vantage::ByVantage;
 use super::cluster::{ClusterView, RemoteVerdicts};
 use super::damping::FlapPenalty;
-use super::decide::{Blocked, Candidate, Decision, PoolVerdict, Rule, RuleInput};
+use super::decide::{Blocked, Candidate, Decision, PoolFlap, PoolVerdict, Rule, RuleInput};
 use super::health::{EndpointHealth, pool_verdict};
-use super::input::PoolFlap;
 use super::overrides::{OverrideAction, Overrides};
 use super::rails::{self, Violation};
 use super::rules::choose;
