@@ -17,10 +17,10 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
-
-use super::connections::MAX_CONNECTIONS;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
+
+use super::connections::MAX_CONNECTIONS;
 
 /// How often the certificate and key files are read to notice a change: 5 s (as policy files,
 /// [`crate::daemon::reload::POLL_INTERVAL`]). A renewed certificate serves within that.

@@ -32,7 +32,7 @@ pub fn describe(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
-        let text = strip_os_error(&text);
+        let text = gslb_core::policy::file::without_os_error(&text);
         if line.contains(text.as_str()) {
             continue;
         }
@@ -42,27 +42,6 @@ pub fn describe(error: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
-}
-
-/// `text` without every ` (os error N)`.
-fn strip_os_error(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(" (os error ") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + " (os error ".len()..];
-        match after.find(')') {
-            Some(end) if after[..end].bytes().all(|b| b.is_ascii_digit()) => {
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push_str(" (os error ");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

@@ -49,14 +49,31 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {
     })
 }
 
-/// An I/O error's text without Rust's `(os error N)` suffix (it doubled in messages that
-/// already carry the OS text).
-pub fn os_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
+/// An I/O error's text without Rust's `(os error N)` suffix ([`without_os_error`]).
+fn os_error(e: &std::io::Error) -> String {
+    without_os_error(&e.to_string())
+}
+
+/// `text` without every ` (os error N)`: Rust's suffix to an OS error's text, which says
+/// nothing the text before it does not (and doubled in messages quoting their source).
+pub fn without_os_error(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(" (os error ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + " (os error ".len()..];
+        match after.find(')') {
+            Some(end) if after[..end].bytes().all(|b| b.is_ascii_digit()) => {
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(" (os error ");
+                rest = after;
+            }
+        }
     }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
