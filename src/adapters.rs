@@ -81,7 +81,7 @@ impl Bind for Adapters<'_> {
                     tally.set_identifier,
                     tally.tally_check_id,
                     tally.health_threshold,
-                    dp.instances.len(),
+                    2 * dp.instances.len(),
                     tally.created,
                     tally.updated,
                 )
@@ -528,7 +528,8 @@ impl Adapters<'_> {
 fn vote_pool(v: PoolVotes) -> VotePool {
     VotePool {
         set_identifier: v.set_identifier,
-        search_string: v.search_string,
+        drain_string: v.drain_string,
+        serve_string: v.serve_string,
         voters: v
             .targets
             .into_iter()

@@ -49,13 +49,15 @@ fn declared() -> Vec<String> {
     })
     .expect("prober");
     metrics.register_prober(&prober).expect("registers");
-    // Alone, the cluster's families have no sample (cluster_votes checks them in a cluster).
+    // Alone, the cluster's families have no sample (cluster_votes checks them in a cluster),
+    // nor have the data-plane mode's without such a service (route53_data_plane checks them).
     let cluster_only = gslb::ops::metrics::CLUSTER_ONLY;
+    let data_plane_only = gslb::ops::metrics::DATA_PLANE_ONLY;
     metrics
         .families()
         .into_iter()
         .map(|(n, _)| n)
-        .filter(|n| !cluster_only.contains(&n.as_str()))
+        .filter(|n| !cluster_only.contains(&n.as_str()) && !data_plane_only.contains(&n.as_str()))
         .collect()
 }
 

@@ -20,7 +20,9 @@ use gslb_core::engine::{Decision, Rule};
 use gslb_core::event::Event;
 use gslb_core::model::{ByPool, Millis, PoolId, ServiceId};
 use gslb_core::planner::ProviderPools;
-use gslb_provider::{FailoverStyle, MemoryProvider, ObservedState, Plan, Provider, ProviderError};
+use gslb_provider::{
+    FailoverStyle, MemoryProvider, ObservedState, Plan, Provider, ProviderError, Served,
+};
 
 /// The in-memory provider with scripted failures for `apply`, and a call counter.
 struct Faulty {
@@ -33,6 +35,8 @@ struct Faulty {
     /// While set, reads (`.0`) or writes (`.1`) never answer (a hung connection no adapter
     /// timeout ends).
     hang: Mutex<(bool, bool)>,
+    /// What each read says the provider's answers serve (Route 53 data-plane mode's tally).
+    served: Mutex<Option<Served>>,
 }
 
 impl Faulty {
@@ -47,6 +51,7 @@ impl Faulty {
             applies: Mutex::new(0),
             observe_delay: Mutex::new(Duration::ZERO),
             hang: Mutex::new((false, false)),
+            served: Mutex::new(None),
         }
     }
 
@@ -74,7 +79,9 @@ impl Provider for Faulty {
         let delay = *self.observe_delay.lock().expect("lock");
         tokio::time::sleep(delay).await;
         self.hang_while_set(false).await;
-        self.inner.observe().await
+        let mut state = self.inner.observe().await?;
+        state.served = self.served.lock().expect("lock").clone();
+        Ok(state)
     }
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
         *self.applies.lock().expect("lock") += 1;
@@ -488,4 +495,55 @@ async fn a_provider_call_that_never_answers_fails_as_transient_at_its_deadline()
     h.next_applied().await;
     h.read_back().await;
     assert_eq!(state(&h.sinks).state, ApplyState::Applied);
+}
+
+/// Route 53 data-plane mode: the provider stores this instance's vote at once, but serves
+/// what every instance's votes give. The decision stays decided but not applied, with why,
+/// while the answers serve another pool or have not settled, and is announced in sync once
+/// they serve its pool and settled, without another write.
+#[tokio::test(start_paused = true)]
+async fn a_decision_is_applied_only_once_the_providers_answers_serve_it() {
+    let provider = Faulty::new(vec![], None);
+    let serves = |pool: &str, settled: bool| Served {
+        pool: pool.into(),
+        settled,
+        why: format!("Route 53's tally serves {pool}"),
+    };
+    *provider.served.lock().expect("lock") = Some(serves("seoul", true));
+    let mut h = start(provider, decision("tokyo", Rule::Failover));
+    let (provider, sinks) = (h.provider.clone(), h.sinks.clone());
+    h.next_applied().await;
+    assert_eq!(
+        h.next_in_sync(Duration::from_secs(60)).await,
+        None,
+        "the vote is not the answer"
+    );
+    let pending = state(&sinks);
+    assert_eq!(pending.state, ApplyState::Pending);
+    assert_eq!(pending.observed_active, Some(PoolId("seoul".into())));
+    assert_eq!(
+        pending.awaiting.as_deref(),
+        Some("Route 53's tally serves seoul")
+    );
+
+    // The tally turns to tokyo: still pending until the checkers have had time to follow.
+    *provider.served.lock().expect("lock") = Some(serves("tokyo", false));
+    assert_eq!(h.next_in_sync(Duration::from_secs(30)).await, None);
+    assert_eq!(state(&sinks).observed_active, Some(PoolId("tokyo".into())));
+    *provider.served.lock().expect("lock") = Some(serves("tokyo", true));
+    let (_, active) = h
+        .next_in_sync(Duration::from_secs(10))
+        .await
+        .expect("in sync within a recheck of the answers settling");
+    assert_eq!(active, PoolId("tokyo".into()));
+    let applied = state(&sinks);
+    assert_eq!(
+        (applied.state, applied.awaiting),
+        (ApplyState::Applied, None)
+    );
+    assert_eq!(
+        provider.applies(),
+        1,
+        "waiting for the answers writes nothing"
+    );
 }

@@ -2,14 +2,18 @@
 //! provisioned records and checks, and the data-plane model (`support::r53_model`) standing in
 //! for Route 53's health checkers and failover answers.
 //!
-//! Covers: provisioning makes per pool three inverted HTTPS string-match vote checks and a
-//! CALCULATED tally check, permissive first and raised to 2 by the next run; with the Route 53
-//! API unreachable (a proxy refuses every call), one instance alone voting drain changes
-//! nothing, a dead instance changes nothing, and stopping the primary's origin makes the
+//! Covers: provisioning makes per pool and instance an HTTPS string-match serve check and an
+//! inverted drain check, and a CALCULATED tally check over the six, permissive first and
+//! raised to 3 by the next run; with the Route 53 API unreachable (a proxy refuses every
+//! call), one instance alone voting drain changes nothing (and its status, events and `gslb
+//! drill` say so), a dead instance changes nothing, stopping the primary's origin makes the
 //! modelled data plane serve the secondary within the bound `gslb check` prints, with no API
-//! call attempted. The same with `[cluster]` on a real etcd that is then killed. And the
-//! read-only commands: `provision --dry-run` and `plan` of a data-plane service, and the
-//! verdict checks a switch from `verdict_check` mode leaves unused.
+//! call attempted, and once failed over the data plane keeps the secondary while one instance
+//! is left, and answers the primary only when none is. The same with `[cluster]` on a real
+//! etcd that is then killed. Route 53's answer for every count of live instances, before and
+//! after a failover, as `docs/route53-data-plane.md` tabulates it. And the read-only
+//! commands: `provision --dry-run` and `plan` of a data-plane service, and the verdict checks
+//! a switch from `verdict_check` mode leaves unused.
 
 mod support;
 
@@ -20,7 +24,6 @@ use std::time::{Duration, Instant};
 use gslb::cli::check::{data_plane_detection, data_plane_line};
 use gslb::config::Settings;
 use gslb::io::origin::Origin;
-use serde_json::json;
 use support::daemon::{Daemon, log_file, read_log, status, status_all};
 use support::emulators::{Emulator, Kind};
 use support::etcd::EtcdCluster;
@@ -149,6 +152,23 @@ async fn vote(instance: &Instance, pool: &str) -> Option<String> {
     r.text().await.ok()
 }
 
+/// The JSON `url` answers.
+async fn get_json(url: &str) -> serde_json::Value {
+    let body = reqwest::get(url)
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .expect(url)
+        .bytes()
+        .await
+        .expect(url);
+    serde_json::from_slice(&body).expect(url)
+}
+
+/// What a vote URL answers while its instance votes seoul serve.
+fn serve_seoul() -> String {
+    format!("gslb-serve {SEOUL_SECRET}")
+}
+
 /// Starts `gslb run` for every instance and waits until each serves seoul and votes serve.
 async fn run_all(dir: &Path, all: &[Instance]) -> Vec<Daemon> {
     let daemons = all
@@ -164,7 +184,7 @@ async fn run_all(dir: &Path, all: &[Instance]) -> Vec<Daemon> {
     for i in all {
         let up = eventually(Duration::from_secs(20), || async {
             let s = status(i.admin, "api").await?;
-            let serving = vote(i, "seoul").await.filter(|v| v == "gslb-serve")?;
+            let serving = vote(i, "seoul").await.filter(|v| *v == serve_seoul())?;
             (s["active"] == "seoul").then_some(serving)
         })
         .await;
@@ -185,7 +205,10 @@ async fn settled_model(client: &aws_sdk_route53::Client, zone: &str) -> DataPlan
         .run_until(10, |m| {
             m.records().iter().all(|r| {
                 m.tally(r.health_check.as_deref().unwrap_or_default())
-                    .is_some_and(|(children, _, _)| children.iter().all(|c| m.healthy(c)))
+                    .is_some_and(|(children, _, _)| {
+                        // Every serve check healthy, every drain check healthy (inverted).
+                        children.iter().all(|c| m.healthy(c))
+                    })
             })
         })
         .await;
@@ -233,7 +256,7 @@ fn the_model_follows_route53_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() {
+async fn data_plane_failover_needs_no_route53_api_and_outlives_its_instances() {
     let moto = Emulator::start(Kind::Moto);
     let client = sdk(&moto.endpoint());
     let zone = create_zone(&client, "example.test.").await;
@@ -264,23 +287,23 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
     let line = data_plane_line(&policy, &dp);
     assert!(text.contains(&line), "{text}\nlacks\n{line}");
     assert!(
-        line.contains("8 health checks") && line.contains("USD/month"),
+        line.contains("14 health checks") && line.contains("USD/month"),
         "{line}"
     );
     let detection = data_plane_detection(&policy);
     let ttl = policy.target.ttl();
     let bound = dp.worst_case_failover(detection, ttl);
 
-    // Provision: permissive tally checks first, raised to 2 of 3 by the next run.
+    // Provision: permissive tally checks first, raised to 3 (of 6) by the next run.
     let first = provision(dir.path());
     assert!(first.contains("threshold 0 (permissive"), "{first}");
     let second = provision(dir.path());
-    assert!(second.contains("threshold 2;"), "{second}");
+    assert!(second.contains("threshold 3;"), "{second}");
     let third = provision(dir.path());
     assert_eq!(
         third
             .matches("record unchanged; tally check")
-            .zip(third.matches("threshold 2; vote checks 0 created, 0 corrected"))
+            .zip(third.matches("threshold 3; vote checks 0 created, 0 corrected"))
             .count(),
         2,
         "a third run changes nothing:\n{third}"
@@ -289,7 +312,7 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
     for r in model.records() {
         let tally = r.health_check.as_deref().expect("record carries a tally");
         let (children, threshold, inverted) = model.tally(tally).expect("CALCULATED");
-        assert_eq!((children.len(), threshold, inverted), (3, 2, true));
+        assert_eq!((children.len(), threshold, inverted), (6, 3, 3));
         for c in &children {
             let url = model.url_of(c).expect("string match");
             assert!(url.starts_with("https://127.0.90."), "{url}");
@@ -306,21 +329,35 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
         .collect();
     let mut model = settled_model(&client, &zone).await;
 
-    // One instance alone voting drain changes nothing.
-    let drills = format!("http://{}/v1/drills", all[0].admin);
-    let http = reqwest::Client::new();
-    let created: serde_json::Value = http
-        .post(&drills)
-        .header("content-type", "application/json")
-        .body(json!({"service": "api", "action": "drain", "pool": "seoul", "reason": "one vote", "actor": "test"}).to_string())
-        .send()
-        .await
-        .expect("drill")
-        .bytes()
-        .await
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .expect("drill answer");
+    // One instance alone voting drain changes nothing, and nothing says it moved traffic:
+    // `gslb drill` exits 3 naming the vote, the status stays pending with what Route 53's
+    // tally serves, and no failover timeline reaches "provider in sync".
+    let admin = format!("http://{}", all[0].admin);
+    let out = gslb(
+        dir.path(),
+        &[
+            "drill",
+            "--admin",
+            &admin,
+            "drain",
+            "--service",
+            "api",
+            "--pool",
+            "seoul",
+            "--reason",
+            "one vote",
+            "--actor",
+            "test",
+        ],
+    )
+    .output()
+    .expect("gslb drill");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("not in effect by itself") && said.contains("this instance's vote only"),
+        "{said}"
+    );
     let drain_seoul = format!("gslb-drain {SEOUL_SECRET}");
     let voted = eventually(Duration::from_secs(10), || async {
         vote(&all[0], "seoul").await.filter(|v| *v == drain_seoul)
@@ -331,24 +368,51 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
         .run_until(10, |m| {
             let tally = m.records()[0].health_check.clone().unwrap_or_default();
             m.tally(&tally).is_some_and(|(children, _, _)| {
-                children.iter().filter(|c| !m.healthy(c)).count() == 1
+                // a's serve check and its drain check.
+                children.iter().filter(|c| !m.healthy(c)).count() == 2
             })
         })
         .await;
     assert!(seen.is_some(), "Route 53 never saw instance a's vote");
     model.run_until(4, |_| false).await;
     assert_eq!(model.answer(), "seoul", "one vote of three must not drain");
-    let id = created["id"].as_str().expect("drill id");
-    let ended = http
-        .delete(format!("{drills}/{id}"))
-        .header("content-type", "application/json")
-        .body(json!({"reason": "done"}).to_string())
-        .send()
-        .await
-        .expect("end drill");
-    assert!(ended.status().is_success());
+    // The status says what Route 53's tally serves, and why the drill is not applied.
+    let shown = eventually(Duration::from_secs(15), || async {
+        let s = status(all[0].admin, "api").await?;
+        let apply = &s["apply"];
+        let why = apply["awaiting"].as_str()?;
+        (apply["route53_tally"]["pools"][0]["votes"]["a"] == "drain"
+            && why.starts_with("Route 53's tally serves seoul (seoul: 2 serve, 1 drain"))
+        .then(|| apply.clone())
+    })
+    .await
+    .expect("instance a's status never showed its drain vote in the tally");
+    assert_eq!(shown["state"], "pending", "{shown}");
+    assert_eq!(shown["observed_active"], "seoul", "{shown}");
+    assert_eq!(shown["route53_tally"]["serves"], "seoul", "{shown}");
+    let events = get_json(&format!("{admin}/v1/events")).await;
+    let timelines = events["timelines"].as_array().expect("timelines");
+    assert!(!timelines.is_empty(), "{events}");
+    assert!(
+        timelines
+            .iter()
+            .all(|t| t["phases"]["provider_in_sync"].is_null()),
+        "a timeline says in sync: {events}"
+    );
+    let listed = get_json(&format!("{admin}/v1/drills")).await;
+    let id = listed["overrides"][0]["id"]
+        .as_str()
+        .expect("a drill id")
+        .to_owned();
+    let ended = gslb(
+        dir.path(),
+        &["drill", "--admin", &admin, "end", &id, "--reason", "done"],
+    )
+    .output()
+    .expect("gslb drill end");
+    assert!(ended.status.success(), "{ended:?}");
     let back = eventually(Duration::from_secs(10), || async {
-        vote(&all[0], "seoul").await.filter(|v| v == "gslb-serve")
+        vote(&all[0], "seoul").await.filter(|v| *v == serve_seoul())
     })
     .await;
     assert!(back.is_some(), "instance a keeps voting drain");
@@ -375,14 +439,18 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
         .run_until(20, |m| m.answer() == "tokyo")
         .await
         .expect("the modelled data plane never served tokyo");
-    // The dead instance's vote check is healthy (no vote to drain); the two drain votes are
-    // a majority, so the tally check is unhealthy.
+    // The dead instance gives no vote: its serve check is unhealthy and its drain check
+    // (inverted) healthy; a and b drain, so both of their checks are unhealthy.
     let tally = model.records()[0].health_check.clone().expect("tally");
     let (children, _, _) = model.tally(&tally).expect("tally check");
     let dead_url = format!("https://{}/", all[2].vote);
     for c in &children {
         let dead = model.url_of(c).is_some_and(|u| u.starts_with(&dead_url));
-        assert_eq!(model.healthy(c), dead, "vote check {c}");
+        assert_eq!(
+            model.healthy(c),
+            dead && model.inverted(c),
+            "vote check {c}"
+        );
     }
     assert!(!model.healthy(&tally));
     let checkers = dp.request_interval * rounds;
@@ -395,6 +463,42 @@ async fn data_plane_failover_needs_no_route53_api_and_a_majority_of_instances() 
         total <= bound + Duration::from_secs(2),
         "failover took {total:?} (detection {measured:?}, checkers {checkers:?}), bound {bound:?}"
     );
+
+    // Failed over, the instances die one by one: while one votes, Route 53 keeps tokyo (fail
+    // static); with none left it answers the PRIMARY, as with no votes at all. The last one
+    // shows it: one voter of three, and the tally still serves tokyo.
+    daemons[1] = None;
+    model.run_until(5, |_| false).await;
+    assert_eq!(
+        model.answer(),
+        "tokyo",
+        "one instance left keeps the failover"
+    );
+    let alone = eventually(Duration::from_secs(15), || async {
+        let s = status(all[0].admin, "api").await?;
+        let tally = &s["apply"]["route53_tally"];
+        (tally["voters"] == 1 && tally["serves"] == "tokyo").then_some(())
+    })
+    .await;
+    assert!(
+        alone.is_some(),
+        "instance a's status never showed one voter left"
+    );
+    let metrics = reqwest::get(format!("{admin}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    for line in [
+        "gslb_dataplane_voters{service=\"api\"} 1",
+        "gslb_dataplane_instances{service=\"api\"} 3",
+    ] {
+        assert!(metrics.contains(line), "no {line} in\n{metrics}");
+    }
+    daemons[0] = None;
+    model.run_until(5, |m| m.answer() == "seoul").await;
+    assert_eq!(model.answer(), "seoul", "no instance left: the PRIMARY");
     assert_eq!(
         proxy
             .counts
@@ -457,7 +561,7 @@ async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
     assert!(out.status.success() && !text.contains("warning"), "{text}");
     provision(dir.path());
     let second = provision(dir.path());
-    assert!(second.contains("threshold 2;"), "{second}");
+    assert!(second.contains("threshold 3;"), "{second}");
 
     // The Route 53 API is unreachable, then etcd too.
     proxy.refuse_all();
@@ -481,7 +585,8 @@ async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
     assert!(lost.is_some(), "the instances never lost coordination");
     let mut model = settled_model(&client, &zone).await;
 
-    // Instance a alone (b and c paused: no answer, no vote) votes drain: nothing changes.
+    // b and c paused (no answer: no vote), the primary's origin stops: instance a, without
+    // etcd, votes drain from its own probes, and as the one instance voting it decides.
     signal(&daemons[1], "STOP");
     signal(&daemons[2], "STOP");
     seoul.stop().await;
@@ -491,10 +596,13 @@ async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
         alone.is_some(),
         "instance a without etcd never voted drain: {log}"
     );
-    model.run_until(4, |_| false).await;
-    assert_eq!(model.answer(), "seoul", "one vote of three must not drain");
+    let served = model.run_until(20, |m| m.answer() == "tokyo").await;
+    assert!(
+        served.is_some(),
+        "one voting instance never moved the data plane"
+    );
 
-    // b and c resume, still without etcd: a majority votes drain, the data plane serves tokyo.
+    // b and c resume, still without etcd: they vote drain too, and tokyo stays.
     signal(&daemons[1], "CONT");
     signal(&daemons[2], "CONT");
     let majority = eventually(Duration::from_secs(15), || async {
@@ -503,11 +611,8 @@ async fn data_plane_votes_fail_over_with_cluster_while_etcd_is_down() {
     })
     .await;
     assert!(majority.is_some(), "b and c without etcd never voted drain");
-    let served = model.run_until(20, |m| m.answer() == "tokyo").await;
-    assert!(
-        served.is_some(),
-        "the modelled data plane never served tokyo"
-    );
+    model.run_until(5, |_| false).await;
+    assert_eq!(model.answer(), "tokyo");
     assert_eq!(
         proxy
             .counts
@@ -566,7 +671,7 @@ async fn data_plane_provision_dry_run_shows_checks_and_batch_and_writes_nothing(
         assert!(text.contains(&line), "{text}\nlacks {line}");
     }
     assert!(
-        text.contains("vote checks 3 to create, 0 to correct"),
+        text.contains("vote checks 6 to create, 0 to correct"),
         "{text}"
     );
     assert!(
@@ -585,7 +690,7 @@ async fn data_plane_provision_dry_run_shows_checks_and_batch_and_writes_nothing(
     let (before, _) = snapshot(&client, &zone).await;
     let (code, text) = dry_run(dir.path());
     assert_eq!(code, Some(2), "{text}");
-    assert!(text.contains("threshold 2;"), "{text}");
+    assert!(text.contains("threshold 3;"), "{text}");
     assert!(
         text.contains("vote checks 0 to create, 0 to correct"),
         "{text}"
@@ -657,7 +762,7 @@ async fn data_plane_plan_shows_votes_tally_checks_and_records() {
     let tally = record.health_check_id().expect("tally check");
     assert!(checks.iter().any(|c| c.id == tally));
     let line = format!(
-        "record seoul: tally check {tally} threshold 2 (wanted 2 of 3 vote checks), vote checks 0 missing, 0 to correct; record carries it"
+        "record seoul: tally check {tally} threshold 3 (wanted 3 of 6 vote checks), vote checks 0 missing, 0 to correct; record carries it"
     );
     assert!(text.contains(&line), "{text}\nlacks {line}");
 

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use super::{AdminState, Caller};
 use crate::daemon::inbox::{Message, MessageSender, ReplyTo};
-use crate::ops::status::StatusBoard;
+use crate::ops::status::{StatusBoard, TallyView};
 use gslb_core::engine::{
     Input, Override, OverrideAction, OverrideError, OverrideId, OverrideRequest,
 };
@@ -95,8 +95,9 @@ pub struct DrillList {
 /// engine evaluated it. An accepted drill that is not in effect names why in `held` (the engine
 /// holds it: a drain of the only healthy pool, a force or restore of a pool that is not healthy,
 /// a safety rail) or `ignored` (the provider never applies it: a drain of the Cloudflare load
-/// balancer's fallback pool); `gslb drill` then exits 3. It stays active either way, and
-/// applies as soon as it can.
+/// balancer's fallback pool) or `one_vote` (Route 53 data-plane mode without coordination
+/// through etcd: the drill is this instance's vote, and Route 53 counts every instance's);
+/// `gslb drill` then exits 3. It stays active either way, and applies as soon as it can.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrillCreated {
     /// The override.
@@ -108,6 +109,9 @@ pub struct DrillCreated {
     /// Why the provider ignores it, when it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignored: Option<String>,
+    /// Why it moves only this instance's vote, when it does (Route 53 data-plane mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_vote: Option<String>,
 }
 
 impl DrillCreated {
@@ -120,6 +124,9 @@ impl DrillCreated {
             let order: Vec<PoolId> = s.pools.iter().map(|p| p.pool.clone()).collect();
             o.held_by(&order, s.last_decision.as_ref()?)
         });
+        let one_vote = status
+            .as_ref()
+            .and_then(|s| one_vote(s.apply.route53_tally.as_ref()?, board));
         let fallback = status.and_then(|s| s.apply.fallback_pool);
         let ignored = (held.is_none()
             && o.action == OverrideAction::Drain
@@ -129,7 +136,27 @@ impl DrillCreated {
             drill: o,
             held,
             ignored,
+            one_vote,
         }
+    }
+}
+
+/// Why a drill on a Route 53 data-plane service whose votes are read as `tally` moves only
+/// this instance's vote: it runs alone among several instances (each votes its own drills),
+/// or in a cluster that lost coordination (votes then follow this instance's own verdicts).
+/// `None` with one instance, or while coordinated (the drill is shared and every instance
+/// votes it).
+fn one_vote(tally: &TallyView, board: &StatusBoard) -> Option<String> {
+    match board.cluster() {
+        None if tally.instances > 1 => Some(format!(
+            "Route 53 data-plane mode: a drill is this instance's vote only, and Route 53 serves a pool while at least as many voting instances say serve as drain; start it on the other instances too, or run them with [cluster] (now: {})",
+            tally.summary()
+        )),
+        Some(c) if !c.coordinated => Some(format!(
+            "Route 53 data-plane mode: coordination through etcd is lost, so votes follow this instance's own probes and a drill moves no vote until it is back (now: {})",
+            tally.summary()
+        )),
+        _ => None,
     }
 }
 

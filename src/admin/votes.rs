@@ -1,5 +1,5 @@
-//! The vote listener: `GET /v1/vote/<service>/<pool>` answers `200` with the pool's drain
-//! string while this instance votes drain, `200 gslb-serve` otherwise, and `404` for a
+//! The vote listener: `GET /v1/vote/<service>/<pool>` answers `200` with the text of this
+//! instance's vote on the pool (its serve or drain string, or `gslb-abstain`), and `404` for a
 //! service or pool it does not know. Route 53's string-match checks read it; nothing else is
 //! served here (the admin API stays private). Over TLS when a certificate is configured
 //! (Route 53 does not validate it, see `docs/route53-data-plane.md`).
@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 
+use super::connections;
 use super::tls::{CertStore, TlsError, TlsListener};
 use crate::config::dataplane::DataPlaneSettings;
 use crate::daemon::dataplane::VoteRegistry;
@@ -48,18 +49,10 @@ pub enum VoteServerError {
     },
 }
 
-async fn serve<L>(listener: L, app: Router)
-where
-    L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
-{
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!(error = %e, "vote listener stopped");
-    }
-}
-
 /// Binds `settings.listen` and serves the vote routes there (TLS with `tls_cert_file` and
-/// `tls_key_file`, reloaded when they change) on tasks added to `tasks`.
+/// `tls_key_file`, reloaded when they change) on tasks added to `tasks`. The listener faces
+/// Route 53's checkers, so it keeps the admin API's connection bounds
+/// ([`connections::Limits::default`]).
 ///
 /// # Errors
 /// See [`VoteServerError`].
@@ -83,13 +76,14 @@ pub async fn spawn(
     let local = listener.local_addr().map_err(bind)?;
     let app = router(registry);
     tracing::info!(addr = %local, tls = tls.is_some(), "route53 data-plane vote listener on /v1/vote/<service>/<pool>");
+    let limits = connections::Limits::default();
     match tls {
         Some(acceptor) => {
             let l = TlsListener::new(listener, acceptor).map_err(bind)?;
-            tasks.spawn(serve(l, app));
+            tasks.spawn(connections::serve(l, app, limits));
         }
         None => {
-            tasks.spawn(serve(listener, app));
+            tasks.spawn(connections::serve(listener, app, limits));
         }
     }
     Ok(local)

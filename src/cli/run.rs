@@ -219,7 +219,7 @@ pub async fn run<B: Bind>(
     attach_canaries(&mut daemon, &settings)?;
     let binder = &VotingBinder {
         inner: binder,
-        registry: vote_listener(&settings, own_view(&daemon), &mut extra).await?,
+        registry: vote_listener(&settings, own_view(&daemon), &telemetry, &mut extra).await?,
         settings: &settings.route53,
     };
     for policy in &policies {
@@ -314,17 +314,21 @@ fn own_view(daemon: &Daemon) -> Option<dataplane::OwnView> {
 
 /// With a service in Route 53 data-plane mode: starts the vote listener
 /// (`[route53.data_plane] listen`) on `tasks`; the registry it reads (votes following `own`
-/// while coordination is lost) is returned for the binder to fill. Without one: an empty
-/// registry and no listener.
+/// while coordination is lost, each board's tally read into `telemetry`) is returned for the
+/// binder to fill. Without one: an empty registry and no listener.
 ///
 /// # Errors
-/// The listener cannot bind (exit code 1) or its TLS files cannot be read (exit code 2).
+/// The listener cannot bind or the tally's client cannot be built (exit code 1), or its TLS
+/// files cannot be read (exit code 2).
 async fn vote_listener(
     settings: &Settings,
     own: Option<dataplane::OwnView>,
+    telemetry: &Telemetry,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Result<VoteRegistry, RunError> {
-    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), own);
+    let registry = VoteRegistry::new(dataplane::stale_after(settings.reconcile.resync), own)
+        .with_tally(telemetry.clone())
+        .map_err(|e| RunError::runtime(e).context("building the vote tally's HTTP client"))?;
     let r53 = &settings.route53;
     let Some(dp) = r53.data_plane.as_ref().filter(|_| {
         r53.modes

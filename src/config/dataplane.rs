@@ -1,7 +1,7 @@
 //! `[route53.modes]` and `[route53.data_plane]`: which Route 53 bindings fail over through
 //! Route 53's data plane (votes counted by Route 53 health checks) instead of gslb's verdict
-//! checks, and the numbers that mode is built from: the vote strings, the instances' majority,
-//! the CALCULATED threshold, the worst-case failover and the monthly health-check cost.
+//! checks, and the numbers that mode is built from: the vote strings and how Route 53 counts
+//! them, the CALCULATED threshold, the worst-case failover and the monthly health-check cost.
 //!
 //! Plain data and arithmetic; the one I/O here is [`DataPlaneSettings::secret`], which reads a
 //! pool's vote secret from its file or environment variable. See `docs/route53-data-plane.md`.
@@ -33,30 +33,74 @@ pub fn vote_path(service: &str, pool: &str) -> String {
 }
 
 /// What a vote URL answers while its instance decides the pool must not serve:
-/// `gslb-drain <secret>`. It is the `SearchString` of the pool's inverted string-match checks
-/// (at most 255 characters, Route 53 API Reference, `HealthCheckConfig`).
+/// `gslb-drain <secret>`. It is the `SearchString` of the pool's inverted *drain checks* (at
+/// most 255 characters, Route 53 API Reference, `HealthCheckConfig`).
 pub fn drain_text(secret: &str) -> String {
     format!("gslb-drain {secret}")
 }
 
-/// What a vote URL answers while its instance lets the pool serve (never contains
-/// [`drain_text`]).
-pub const SERVE_TEXT: &str = "gslb-serve";
-
-/// Instances whose drain votes take a pool out: a strict majority of `instances`,
-/// `instances / 2 + 1` (3 of 3 gives 2, 1 gives 1).
-pub fn majority(instances: usize) -> usize {
-    instances / 2 + 1
+/// What a vote URL answers while its instance lets the pool serve: `gslb-serve <secret>`, the
+/// `SearchString` of the pool's (not inverted) *serve checks*. Never contains [`drain_text`].
+pub fn serve_text(secret: &str) -> String {
+    format!("gslb-serve {secret}")
 }
 
-/// The pool's CALCULATED check's `HealthThreshold`: healthy children needed to keep serving.
+/// What a vote URL answers while its instance gives no vote (its drain vote went stale, or it
+/// has not decided since it started): neither string, so Route 53 counts it as a dead
+/// instance.
+pub const ABSTAIN_TEXT: &str = "gslb-abstain";
+
+/// One instance's vote on one pool as Route 53's checkers read its URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Vote {
+    /// [`serve_text`]: the pool may serve.
+    Serve,
+    /// [`drain_text`]: the pool must not serve.
+    Drain,
+    /// Neither string: dead, unreachable, stale, or [`ABSTAIN_TEXT`].
+    Abstain,
+}
+
+impl Vote {
+    /// The vote's word in status and logs: `serve`, `drain` or `no vote`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Serve => "serve",
+            Self::Drain => "drain",
+            Self::Abstain => "no vote",
+        }
+    }
+
+    /// How many of this instance's two checks for the pool are healthy: the serve check
+    /// (healthy when its string is answered) and the inverted drain check (healthy unless its
+    /// string is answered). Serve 2, abstain 1, drain 0.
+    pub fn healthy_children(self) -> usize {
+        match self {
+            Self::Serve => 2,
+            Self::Abstain => 1,
+            Self::Drain => 0,
+        }
+    }
+}
+
+/// The pool's CALCULATED tally check's `HealthThreshold`: `instances`.
 ///
-/// A child is an inverted string-match check, so it is healthy while its instance does *not*
-/// answer the drain string (serving, dead, unreachable or stale). The pool must drain once
-/// [`majority`] instances vote drain, i.e. once fewer than `instances - majority + 1`
-/// children are healthy: 3 instances give 2, 1 gives 1, 5 give 3.
+/// Its children are two checks per instance ([`Vote::healthy_children`]), so with `s` serve,
+/// `d` drain and `a` abstaining instances `2s + a = instances + s - d` children are healthy,
+/// and the pool serves while `s >= d`: **a pool drains when more of the instances that vote
+/// say drain than serve.** An instance that is dead, unreachable or stale gives no vote either
+/// way, so losing instances keeps the last serving pool as long as one instance votes (see
+/// `docs/route53-data-plane.md`, "Losing instances").
 pub fn health_threshold(instances: usize) -> usize {
-    instances - majority(instances) + 1
+    instances
+}
+
+/// Whether the tally check of a pool with these `votes` (one per instance) is healthy, as
+/// Route 53 counts it: healthy children ([`Vote::healthy_children`]) at least
+/// [`health_threshold`].
+pub fn tally_healthy(votes: &[Vote]) -> bool {
+    let healthy: usize = votes.iter().map(|v| v.healthy_children()).sum();
+    healthy >= health_threshold(votes.len())
 }
 
 /// One gslb instance as Route 53's checkers reach it (`[[route53.data_plane.instances]]`).
@@ -120,7 +164,7 @@ fn default_failure_threshold() -> u32 {
 }
 
 /// Longest vote secret: `SearchString` holds 255 characters (Route 53 API Reference) and
-/// [`drain_text`] adds 11.
+/// [`drain_text`] and [`serve_text`] add 11.
 pub const SECRET_MAX: usize = 244;
 
 /// Shortest vote secret accepted: 16 characters.
@@ -254,8 +298,10 @@ pub struct PoolVotes {
     pub set_identifier: String,
     /// One per instance.
     pub targets: Vec<VoteTarget>,
-    /// [`drain_text`] of the pool's secret.
-    pub search_string: String,
+    /// [`drain_text`] of the pool's secret: the drain checks' search string.
+    pub drain_string: String,
+    /// [`serve_text`] of the pool's secret: the serve checks' search string.
+    pub serve_string: String,
 }
 
 impl DataPlaneSettings {
@@ -271,7 +317,7 @@ impl DataPlaneSettings {
     ) -> Result<Vec<PoolVotes>, String> {
         let mut out = Vec::new();
         for (pool, set_identifier) in pools {
-            let search_string = drain_text(&self.secret(service, pool)?);
+            let secret = self.secret(service, pool)?;
             let mut targets = Vec::new();
             for inst in &self.instances {
                 targets.push(vote_target(inst, service, pool)?);
@@ -279,7 +325,8 @@ impl DataPlaneSettings {
             out.push(PoolVotes {
                 set_identifier: set_identifier.clone(),
                 targets,
-                search_string,
+                drain_string: drain_text(&secret),
+                serve_string: serve_text(&secret),
             });
         }
         Ok(out)
@@ -356,15 +403,16 @@ pub const PRICES: CheckPrices = CheckPrices {
 };
 
 impl DataPlaneSettings {
-    /// Health checks per service: one string-match check per pool and instance, and one
-    /// CALCULATED check per pool.
+    /// Health checks per service: two string-match checks (serve and drain) per pool and
+    /// instance, and one CALCULATED check per pool.
     pub fn checks_per_service(&self, pools: usize) -> usize {
-        pools * (self.instances.len() + 1)
+        pools * (2 * self.instances.len() + 1)
     }
 
     /// Monthly cost of one service's checks in US dollars, `(on AWS endpoints, on non-AWS
-    /// endpoints)`: per pool and instance a basic check plus string matching, plus HTTPS for
-    /// an `https` instance URL, plus the fast interval at `10s`; per pool one CALCULATED check.
+    /// endpoints)`: per pool and instance two checks, each a basic check plus string matching,
+    /// plus HTTPS for an `https` instance URL, plus the fast interval at `10s`; per pool one
+    /// CALCULATED check.
     /// Free-tier checks are not deducted.
     pub fn monthly_cost(&self, pools: usize) -> (f64, f64) {
         let fast = usize::from(self.request_interval.as_secs() == 10);
@@ -372,8 +420,8 @@ impl DataPlaneSettings {
         for inst in &self.instances {
             let https = usize::from(inst.url.starts_with("https:"));
             let features = (1 + https + fast) as f64;
-            aws += PRICES.aws_basic + features * PRICES.aws_feature;
-            other += PRICES.other_basic + features * PRICES.other_feature;
+            aws += 2.0 * (PRICES.aws_basic + features * PRICES.aws_feature);
+            other += 2.0 * (PRICES.other_basic + features * PRICES.other_feature);
         }
         let p = pools as f64;
         (p * (aws + PRICES.aws_basic), p * (other + PRICES.aws_basic))
@@ -456,22 +504,41 @@ mod tests {
     }
 
     #[test]
-    fn a_majority_of_drain_votes_leaves_fewer_healthy_children_than_the_threshold() {
+    fn a_pool_drains_when_more_voting_instances_say_drain_than_serve() {
+        use Vote::{Abstain, Drain, Serve};
         for n in 1..=9usize {
-            let t = health_threshold(n);
             for drains in 0..=n {
-                // Inverted children: healthy = not voting drain (serving, dead or unreachable).
-                let healthy = n - drains;
-                assert_eq!(
-                    healthy >= t,
-                    drains < majority(n),
-                    "{n} instances, {drains} drain votes"
-                );
+                for serves in 0..=n - drains {
+                    let mut votes = vec![Drain; drains];
+                    votes.extend(vec![Serve; serves]);
+                    votes.resize(n, Abstain);
+                    assert_eq!(
+                        tally_healthy(&votes),
+                        serves >= drains,
+                        "{n} instances: {serves} serve, {drains} drain"
+                    );
+                }
             }
         }
-        assert_eq!((majority(3), health_threshold(3)), (2, 2));
-        assert_eq!((majority(1), health_threshold(1)), (1, 1));
-        assert_eq!((majority(4), health_threshold(4)), (3, 2));
+        assert!(
+            tally_healthy(&[Abstain, Abstain, Abstain]),
+            "no votes: serves"
+        );
+        assert!(!tally_healthy(&[Drain, Abstain, Abstain]), "one voter left");
+        assert!(tally_healthy(&[Drain, Serve, Abstain]), "a tie serves");
+        assert_eq!(Drain.word(), "drain");
+        assert_eq!(Abstain.word(), "no vote");
+    }
+
+    #[test]
+    fn neither_string_contains_the_other() {
+        let (s, d) = (
+            serve_text("0123456789abcdef"),
+            drain_text("0123456789abcdef"),
+        );
+        assert!(!s.contains(&d) && !d.contains(&s));
+        assert!(!ABSTAIN_TEXT.contains(&s) && !ABSTAIN_TEXT.contains(&d));
+        assert_eq!(s.len(), "gslb-serve ".len() + 16);
     }
 
     #[test]
@@ -508,12 +575,12 @@ mod tests {
     #[test]
     fn cost_and_bound_add_up() {
         let s = settings();
-        assert_eq!(s.checks_per_service(2), 8);
-        // https + string match: non-AWS 0.75 + 2 x 2.00 = 4.75 per child, 3 children and a
+        assert_eq!(s.checks_per_service(2), 14);
+        // https + string match: non-AWS 0.75 + 2 x 2.00 = 4.75 per child, 6 children and a
         // 0.50 parent per pool, 2 pools.
         let (aws, other) = s.monthly_cost(2);
-        assert!((other - 2.0 * (3.0 * 4.75 + 0.5)).abs() < 1e-9, "{other}");
-        assert!((aws - 2.0 * (3.0 * 2.5 + 0.5)).abs() < 1e-9, "{aws}");
+        assert!((other - 2.0 * (6.0 * 4.75 + 0.5)).abs() < 1e-9, "{other}");
+        assert!((aws - 2.0 * (6.0 * 2.5 + 0.5)).abs() < 1e-9, "{aws}");
         assert_eq!(
             s.worst_case_failover(Duration::from_secs(31), Duration::from_secs(60)),
             Duration::from_secs(31 + 90 + 30 + 60)

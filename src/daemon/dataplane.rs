@@ -20,26 +20,33 @@ use gslb_core::engine::pool_verdict;
 use gslb_core::model::{EndpointId, ServiceId, Verdict};
 use gslb_core::policy::{Failback, Mode, Policy, Target};
 use gslb_provider::{
-    FailoverStyle, MemoryProvider, ObservedState, Plan, PoolRef, Provider, ProviderError,
+    FailoverStyle, MemoryProvider, ObservedState, Plan, PoolRef, Provider, ProviderError, Served,
 };
 
 use crate::config::Route53Settings;
-use crate::config::dataplane::{SERVE_TEXT, drain_text};
+use crate::config::dataplane::{ABSTAIN_TEXT, Vote, drain_text, serve_text};
+use crate::daemon::tally::{self, TallyPool, TallySpec};
 use crate::io::coordination::LocalVerdicts;
+use crate::ops::telemetry::Telemetry;
 
 /// This instance's votes for one service: per pool (by set identifier) whether it may serve.
 /// Starts with every pool serving. A [`Provider`] (`"route53-votes"`) that writes nothing
 /// outside this process and is not [`Provider::elected`]: in a cluster every instance votes
 /// its own view.
 ///
-/// A vote to drain is *stale*, and no longer given, once the reconciler has not read the
-/// board (`observe`, done on every decision and every `[reconcile] resync`) for `stale_after`:
-/// an instance whose controller stopped deciding then counts as "no vote to drain".
+/// The votes are given only while the reconciler reads the board (`observe`, done on every
+/// decision and every `[reconcile] resync`): before its first read, and once it has not read
+/// it for `stale_after`, every pool gets [`Vote::Abstain`]. An instance whose controller
+/// stopped deciding then counts as a dead one: no vote either way.
+///
+/// Its reads carry what Route 53's tally serves ([`ObservedState::served`]) once the tally
+/// reader ([`crate::daemon::tally`]) has read the instances' vote URLs.
 #[derive(Debug)]
 pub struct VoteBoard {
     votes: MemoryProvider,
-    read: Mutex<Instant>,
+    read: Mutex<Option<Instant>>,
     stale_after: Duration,
+    served: Arc<watch::Sender<Option<Served>>>,
 }
 
 impl VoteBoard {
@@ -48,31 +55,33 @@ impl VoteBoard {
     pub fn new(set_identifiers: &[PoolRef], stale_after: Duration) -> Self {
         Self {
             votes: MemoryProvider::new(FailoverStyle::Enablement, set_identifiers),
-            read: Mutex::new(Instant::now()),
+            read: Mutex::new(None),
             stale_after,
+            served: Arc::new(watch::Sender::new(None)),
         }
     }
 
-    /// Whether this instance currently votes to drain `pool` (a set identifier): disabled by
-    /// the last decision and read within `stale_after`. `None` for a pool the board does not
-    /// have.
-    pub fn drains(&self, pool: &PoolRef) -> Option<bool> {
+    /// This instance's vote on `pool` (a set identifier): [`Vote::Drain`] when the last
+    /// decision disabled it, [`Vote::Serve`] otherwise, [`Vote::Abstain`] unless the board was
+    /// read within `stale_after`. `None` for a pool the board does not have.
+    pub fn vote(&self, pool: &PoolRef) -> Option<Vote> {
         let fresh = self.fresh();
         let snapshot = self.votes.snapshot();
-        snapshot.pools.get(pool).map(|p| !p.enabled && fresh)
+        snapshot.pools.get(pool).map(|p| match (fresh, p.enabled) {
+            (false, _) => Vote::Abstain,
+            (true, true) => Vote::Serve,
+            (true, false) => Vote::Drain,
+        })
     }
 
     /// Whether the reconciler read the board within `stale_after`.
     fn fresh(&self) -> bool {
-        self.read_at().elapsed() <= self.stale_after
-    }
-
-    fn read_at(&self) -> Instant {
-        *self.read.lock().unwrap_or_else(PoisonError::into_inner)
+        let read = *self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        read.is_some_and(|at| at.elapsed() <= self.stale_after)
     }
 
     fn mark_read(&self) {
-        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     }
 
     fn pools(&self) -> Vec<PoolRef> {
@@ -91,7 +100,9 @@ impl Provider for VoteBoard {
 
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
         self.mark_read();
-        self.votes.observe().await
+        let mut state = self.votes.observe().await?;
+        state.served = self.served.borrow().clone();
+        Ok(state)
     }
 
     async fn apply(&self, plan: &Plan) -> Result<(), ProviderError> {
@@ -104,13 +115,25 @@ impl Provider for VoteBoard {
     }
 }
 
-/// One pool's vote: its set identifier, the string its URL answers while draining, and the
-/// pool's endpoints (for this instance's own view).
+/// One pool's vote: its set identifier, the strings its URL answers while serving and
+/// draining, and the pool's endpoints (for this instance's own view).
 #[derive(Debug, Clone)]
 struct Ballot {
     set_identifier: PoolRef,
+    serve: String,
     drain: String,
     endpoints: Vec<EndpointId>,
+}
+
+impl Ballot {
+    /// What the vote URL answers for `vote`.
+    fn text(&self, vote: Vote) -> String {
+        match vote {
+            Vote::Serve => self.serve.clone(),
+            Vote::Drain => self.drain.clone(),
+            Vote::Abstain => ABSTAIN_TEXT.to_owned(),
+        }
+    }
 }
 
 /// One service's board and ballots by pool name; `own_view`: whether this instance's own
@@ -124,6 +147,25 @@ struct Entry {
     /// Pools this instance's own view drained while coordination was lost, kept drained with
     /// `failback = "manual"` until coordination is back.
     latched: std::collections::BTreeSet<String>,
+    /// The service's tally reader, stopped when the entry is replaced.
+    _reader: Option<Arc<Reader>>,
+}
+
+/// A tally reader's task, aborted when dropped.
+#[derive(Debug)]
+struct Reader(tokio::task::AbortHandle);
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What a registry's tally readers need: the client they read with and where they report.
+#[derive(Debug, Clone)]
+struct Readers {
+    client: reqwest::Client,
+    telemetry: Telemetry,
 }
 
 /// With `[cluster]`: whether coordination through etcd holds, and this instance's own
@@ -143,6 +185,7 @@ pub struct VoteRegistry {
     entries: Arc<Mutex<BTreeMap<String, Entry>>>,
     stale_after: Duration,
     own: Option<OwnView>,
+    readers: Option<Readers>,
 }
 
 impl VoteRegistry {
@@ -155,7 +198,21 @@ impl VoteRegistry {
             entries: Arc::default(),
             stale_after,
             own,
+            readers: None,
         }
+    }
+
+    /// This registry, starting a tally reader ([`crate::daemon::tally`]) for each board it
+    /// makes, which reports to `telemetry`.
+    ///
+    /// # Errors
+    /// The reader's HTTP client cannot be set up (its TLS back end).
+    pub fn with_tally(mut self, telemetry: Telemetry) -> reqwest::Result<Self> {
+        self.readers = Some(Readers {
+            client: tally::client()?,
+            telemetry,
+        });
+        Ok(self)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
@@ -163,30 +220,29 @@ impl VoteRegistry {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// What `service`'s `pool` vote URL answers: `Some(body)` ([`drain_text`] while this
-    /// instance votes drain, else [`SERVE_TEXT`]), `None` for an unknown service or pool.
-    /// The vote is the engine's decision, or, with `[cluster]` while coordination is lost,
-    /// this instance's own view ([`own_drains`]).
+    /// What `service`'s `pool` vote URL answers: `Some(body)`, the text of this instance's
+    /// vote ([`serve_text`], [`drain_text`] or [`ABSTAIN_TEXT`]); `None` for an unknown
+    /// service or pool. The vote is the engine's decision ([`VoteBoard::vote`]), or, with
+    /// `[cluster]` while coordination is lost, this instance's own view ([`own_drains`]).
     pub fn answer(&self, service: &str, pool: &str) -> Option<String> {
         let mut map = self.lock();
         let entry = map.get_mut(service)?;
         let ballot = entry.ballots.get(pool)?;
-        let engine = entry.board.drains(&ballot.set_identifier)?;
-        let drains = match &self.own {
-            Some(own) if !*own.coordinated.borrow() => {
-                entry.own_view && entry.board.fresh() && own.drains(service, pool, entry)
+        let engine = entry.board.vote(&ballot.set_identifier)?;
+        let vote = match &self.own {
+            Some(own) if !*own.coordinated.borrow() && engine != Vote::Abstain => {
+                if entry.own_view && own.drains(service, pool, entry) {
+                    Vote::Drain
+                } else {
+                    Vote::Serve
+                }
             }
             _ => {
                 entry.latched.clear();
                 engine
             }
         };
-        let ballot = entry.ballots.get(pool)?;
-        Some(if drains {
-            ballot.drain.clone()
-        } else {
-            SERVE_TEXT.to_owned()
-        })
+        Some(entry.ballots.get(pool)?.text(vote))
     }
 
     /// The board of a data-plane `policy` (Route 53 target), its secrets read: the board
@@ -211,8 +267,15 @@ impl VoteRegistry {
             ));
         };
         let mut ballots = BTreeMap::new();
+        let mut pools = Vec::new();
         for p in &t.pools {
             let secret = dp.secret(&policy.service.0, &p.pool.0)?;
+            pools.push(TallyPool {
+                pool: p.pool.clone(),
+                set_identifier: p.set_identifier.clone(),
+                serve: serve_text(&secret),
+                drain: drain_text(&secret),
+            });
             let endpoints = policy
                 .pools
                 .iter()
@@ -223,6 +286,7 @@ impl VoteRegistry {
                 p.pool.0.clone(),
                 Ballot {
                     set_identifier: p.set_identifier.clone(),
+                    serve: serve_text(&secret),
                     drain: drain_text(&secret),
                     endpoints,
                 },
@@ -234,6 +298,18 @@ impl VoteRegistry {
             Some(e) if e.board.pools() == sorted(&ids) => e.board.clone(),
             _ => Arc::new(VoteBoard::new(&ids, self.stale_after)),
         };
+        let (checkers, aggregation) = dp.checker_delay();
+        let spec = TallySpec {
+            service: policy.service.clone(),
+            pools,
+            instances: dp
+                .instances
+                .iter()
+                .map(|i| (i.name.clone(), i.url.clone()))
+                .collect(),
+            lag: checkers.saturating_add(aggregation),
+            period: dp.request_interval / 3,
+        };
         map.insert(
             policy.service.0.clone(),
             Entry {
@@ -242,9 +318,23 @@ impl VoteRegistry {
                 own_view: policy.mode == Mode::Enforce,
                 manual_failback: policy.failback == Failback::Manual,
                 latched: std::collections::BTreeSet::new(),
+                _reader: self.read_tally(spec, &board),
             },
         );
         Ok(board)
+    }
+
+    /// Starts the tally reader of `spec` reporting into `board`, when this registry has
+    /// readers ([`Self::with_tally`]).
+    fn read_tally(&self, spec: TallySpec, board: &VoteBoard) -> Option<Arc<Reader>> {
+        let r = self.readers.as_ref()?;
+        let task = tokio::spawn(tally::run(
+            spec,
+            r.client.clone(),
+            board.served.clone(),
+            r.telemetry.clone(),
+        ));
+        Some(Arc::new(Reader(task.abort_handle())))
     }
 }
 
@@ -305,10 +395,15 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn a_drain_vote_goes_stale_without_reads() {
+    async fn votes_are_given_only_while_the_board_is_read() {
         let board = VoteBoard::new(&["seoul".into(), "tokyo".into()], Duration::from_secs(30));
-        assert_eq!(board.drains(&"seoul".into()), Some(false));
+        assert_eq!(
+            board.vote(&"seoul".into()),
+            Some(Vote::Abstain),
+            "not read yet"
+        );
         let state = board.observe().await.expect("observe");
+        assert_eq!(board.vote(&"seoul".into()), Some(Vote::Serve));
         let version = state.pools["seoul"].version.clone();
         let plan: Plan = vec![Change::SetEnabled {
             pool: "seoul".into(),
@@ -316,13 +411,14 @@ mod tests {
             expected_version: version,
         }];
         board.apply(&plan).await.expect("apply");
-        assert_eq!(board.drains(&"seoul".into()), Some(true));
-        assert_eq!(board.drains(&"tokyo".into()), Some(false));
-        assert_eq!(board.drains(&"osaka".into()), None);
+        assert_eq!(board.vote(&"seoul".into()), Some(Vote::Drain));
+        assert_eq!(board.vote(&"tokyo".into()), Some(Vote::Serve));
+        assert_eq!(board.vote(&"osaka".into()), None);
         tokio::time::advance(Duration::from_secs(31)).await;
-        assert_eq!(board.drains(&"seoul".into()), Some(false), "stale");
+        assert_eq!(board.vote(&"seoul".into()), Some(Vote::Abstain), "stale");
+        assert_eq!(board.vote(&"tokyo".into()), Some(Vote::Abstain), "stale");
         board.observe().await.expect("observe");
-        assert_eq!(board.drains(&"seoul".into()), Some(true), "read again");
+        assert_eq!(board.vote(&"seoul".into()), Some(Vote::Drain), "read again");
         assert!(!board.elected());
     }
 

@@ -15,4 +15,5 @@ pub mod inbox;
 pub mod reconcile;
 pub mod reload;
 pub mod shared_drills;
+pub mod tally;
 pub mod votes;

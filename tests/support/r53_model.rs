@@ -255,8 +255,8 @@ impl DataPlaneModel {
         [&self.primary, &self.secondary]
     }
 
-    /// `(children, HealthThreshold, every child inverted)` of CALCULATED check `id`.
-    pub fn tally(&self, id: &str) -> Option<(Vec<String>, usize, bool)> {
+    /// `(children, HealthThreshold, children inverted)` of CALCULATED check `id`.
+    pub fn tally(&self, id: &str) -> Option<(Vec<String>, usize, usize)> {
         match &self.checks.get(id)?.kind {
             Kind::Calculated {
                 children,
@@ -264,12 +264,15 @@ impl DataPlaneModel {
             } => Some((
                 children.clone(),
                 *threshold,
-                children
-                    .iter()
-                    .all(|c| self.checks.get(c).is_some_and(|c| c.inverted)),
+                children.iter().filter(|c| self.inverted(c)).count(),
             )),
             Kind::Match { .. } => None,
         }
+    }
+
+    /// Whether check `id` is inverted.
+    pub fn inverted(&self, id: &str) -> bool {
+        self.checks.get(id).is_some_and(|c| c.inverted)
     }
 
     /// The URL string-match check `id` probes.

@@ -121,6 +121,7 @@ mod tests {
                 .collect(),
             fallback: Some(fallback.into()),
             writer_epoch: None,
+            served: None,
         }
     }
 

@@ -49,10 +49,23 @@ impl ProviderPools {
         }
     }
 
-    /// The gslb pool the provider serves in `observed`, judged as the provider does.
+    /// The gslb pool the provider serves in `observed`: what its answers serve when gslb can
+    /// see it ([`ObservedState::served`]), else its stored state judged as the provider does.
     pub fn serving(&self, observed: &ObservedState) -> Option<PoolId> {
-        let r = observed.active(&self.priority)?;
+        let r = match &observed.served {
+            Some(s) => &s.pool,
+            None => observed.active(&self.priority)?,
+        };
         self.pool_of(r).cloned()
+    }
+
+    /// Why the provider does not serve `decision` yet although it stores it: `Some` when
+    /// `observed` says what its answers serve ([`ObservedState::served`]) and that is another
+    /// pool than the decision's, or has not settled; `None` otherwise.
+    pub fn awaiting(&self, decision: &Decision, observed: &ObservedState) -> Option<String> {
+        let served = observed.served.as_ref()?;
+        let wanted = self.refs.get(decision.active.as_ref()?)?;
+        (served.pool != *wanted || !served.settled).then(|| served.why.clone())
     }
 
     /// The gslb pool that is the provider's fallback pool in `observed` (Cloudflare

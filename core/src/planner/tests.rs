@@ -37,6 +37,7 @@ fn observed() -> ObservedState {
             .collect(),
         fallback: Some("p-aws".into()),
         writer_epoch: None,
+        served: None,
     }
 }
 

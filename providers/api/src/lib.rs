@@ -26,7 +26,7 @@ pub use memory::{MemoryProvider, RecordedWrite};
 #[cfg(feature = "shared")]
 pub use shared::SharedRead;
 pub use state::{
-    Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, diff,
+    Change, DesiredState, FailoverStyle, ObservedPool, ObservedState, Plan, PoolRef, Served, diff,
 };
 
 use std::future::Future;

@@ -44,6 +44,7 @@ impl MemoryProvider {
                 .collect(),
             fallback: None,
             writer_epoch: None,
+            served: None,
         };
         Self {
             style,

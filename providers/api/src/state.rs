@@ -96,6 +96,26 @@ pub struct ObservedState {
     /// balancer's `description`, see [`Provider::apply_as`](crate::Provider::apply_as));
     /// `None` when it keeps none or no cluster writer has written yet.
     pub writer_epoch: Option<u64>,
+    /// What the provider's answers serve, when that is not the state it stores and gslb can
+    /// see it: Route 53 data-plane mode stores only this instance's votes, while Route 53
+    /// serves what its tally of every instance's votes says. `None` for a provider whose
+    /// stored state is what it serves. The reconciler reports the decision applied only once
+    /// this serves its pool and is [`Served::settled`].
+    pub served: Option<Served>,
+}
+
+/// What a provider's answers serve, as gslb observes them (see [`ObservedState::served`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Served {
+    /// The pool served.
+    pub pool: PoolRef,
+    /// Whether the provider has had time to act on what gslb observes: for Route 53's data
+    /// plane, the answer has held for the checkers' share of a failover (`RequestInterval x
+    /// FailureThreshold` plus one `RequestInterval`).
+    pub settled: bool,
+    /// Why, in the policy's words, for the status while it is not the decision's pool or not
+    /// settled, e.g. "Route 53's tally serves seoul: 1 of 3 instances vote to drain it".
+    pub why: String,
 }
 
 impl ObservedState {
@@ -252,6 +272,7 @@ mod tests {
                 .collect(),
             fallback: None,
             writer_epoch: None,
+            served: None,
         }
     }
 

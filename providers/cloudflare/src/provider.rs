@@ -363,6 +363,7 @@ impl Provider for CloudflareProvider {
             pools,
             fallback,
             writer_epoch: epoch::read(lb.description.as_deref()),
+            served: None,
         })
     }
 

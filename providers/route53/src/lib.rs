@@ -44,6 +44,6 @@ pub mod testing;
 pub use account::Route53Account;
 pub use aws_sdk_route53::Client;
 pub use config::{Route53Alias, Route53Binding, Route53Pool, Route53Settings, default_region};
-pub use dataplane::{DataPlaneBinding, DataPlaneReport, TallyReport, VotePool, Voter};
+pub use dataplane::{DataPlaneBinding, DataPlaneReport, Side, TallyReport, VotePool, Voter};
 pub use provider::Route53Provider;
 pub use provision::{NEW_CHECK, PoolProvision, ProvisionAction, ProvisionOptions, ProvisionReport};

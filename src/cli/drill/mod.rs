@@ -5,8 +5,8 @@
 //! It only talks HTTP to a running `gslb run`; it never reads the state file or the audit log
 //! and decides nothing itself. Arguments are checked before anything is sent (exit code 2);
 //! a refusal by the server is reported with the server's message (exit code 1); a drill the
-//! server started but that is not in effect (held by the engine, or ignored by the provider) is
-//! reported with the reason (exit code 3).
+//! server started but that is not in effect (held by the engine, ignored by the provider, or one
+//! vote of several in Route 53 data-plane mode) is reported with the reason (exit code 3).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -192,14 +192,17 @@ pub async fn drill(args: DrillArgs) -> Result<String, ClientError> {
     };
     let created = client.start(&request).await?;
     let line = describe(&created.drill, now);
-    match (created.held, created.ignored) {
-        (Some(why), _) => Err(ClientError::NotInEffect(format!(
+    match (created.held, created.ignored, created.one_vote) {
+        (Some(why), _, _) => Err(ClientError::NotInEffect(format!(
             "started {line}, but it is held: {why}"
         ))),
-        (None, Some(why)) => Err(ClientError::NotInEffect(format!(
+        (None, Some(why), _) => Err(ClientError::NotInEffect(format!(
             "started {line}, but it is ignored: {why}"
         ))),
-        (None, None) => Ok(format!("started {line}\n")),
+        (None, None, Some(why)) => Err(ClientError::NotInEffect(format!(
+            "started {line}, but it is not in effect by itself: {why}"
+        ))),
+        (None, None, None) => Ok(format!("started {line}\n")),
     }
 }
 

@@ -64,6 +64,7 @@ fn gathered_with(
             pools: [("seoul".into(), pool.clone()), ("tokyo".into(), pool)].into(),
             fallback: None,
             writer_epoch: None,
+            served: None,
         },
         probes,
     }

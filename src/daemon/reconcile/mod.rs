@@ -406,7 +406,12 @@ impl<P: Provider> Reconciler<'_, P> {
         let seen = observed_active.clone();
         let (found, pass) = match planned.outcome {
             Outcome::NotPushed => (Some(seen), self.not_pushed(decision, observed_active)),
-            Outcome::InSync => (Some(seen), self.in_sync(decision, observed_active)),
+            Outcome::InSync => {
+                match decision.and_then(|d| self.steering.pools.awaiting(d, observed)) {
+                    Some(why) => (None, self.awaiting(decision, observed_active, why)),
+                    None => (Some(seen), self.in_sync(decision, observed_active)),
+                }
+            }
             Outcome::Refused(r) => (None, self.refused(decision, r)),
             Outcome::Stopped { until, declared } => (None, self.stopped(decision, until, declared)),
             Outcome::Shadow(plan) => (None, self.shadow(decision, observed_active, plan)),

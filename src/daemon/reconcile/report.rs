@@ -11,6 +11,11 @@ use gslb_core::planner::{Refusal, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
 use gslb_provider::{Plan, Provider};
 
 use super::{Pass, Reconciler};
+
+/// How soon a pass looks again while the provider stores the decision but does not serve it
+/// yet ([`Reconciler::awaiting`]): 5 s, half the shortest interval at which the data-plane
+/// tally is read (`request_interval / 3` of 30 s).
+pub const SERVED_RECHECK: Duration = Duration::from_secs(5);
 use crate::ops::logging::List;
 use crate::ops::status::ApplyState;
 
@@ -25,6 +30,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.observed_active = observed_active;
             a.state = ApplyState::NotPushed;
             a.last_error = None;
+            a.awaiting = None;
         });
         Pass::Settled
     }
@@ -49,6 +55,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.write_fight = None;
             a.refused = None;
             a.fenced = None;
+            a.awaiting = None;
         });
         // The planner is in sync only for a pushed decision with an active pool.
         let fresh = decision.map(|d| d.at) != self.announced;
@@ -63,6 +70,27 @@ impl<P: Provider> Reconciler<'_, P> {
             });
         }
         Pass::Settled
+    }
+
+    /// The provider stores the decision but does not serve it yet (Route 53 data-plane mode:
+    /// this instance's vote is given, the tally of every instance's votes serves another
+    /// pool, or Route 53's checkers have not had time to follow): `pending`, with `why`. Looks
+    /// again after [`SERVED_RECHECK`], when the tally may have changed.
+    pub(super) fn awaiting(
+        &self,
+        decision: Option<&Decision>,
+        observed_active: Option<PoolId>,
+        why: String,
+    ) -> Pass {
+        let now = self.telemetry.clock.now();
+        self.status(decision, |a| {
+            a.observed_active = observed_active;
+            a.state = ApplyState::Pending;
+            a.pending_since.get_or_insert(now);
+            a.last_error = None;
+            a.awaiting = Some(why);
+        });
+        Pass::Wait(SERVED_RECHECK)
     }
 
     /// A rule refused the plan: counted per pass by reason, logged, and the status stays

@@ -18,6 +18,7 @@
 
 mod cells;
 mod cluster;
+mod dataplane;
 mod engine;
 mod index;
 mod operations;
@@ -44,6 +45,7 @@ use crate::ops::endpoints::EndpointTable;
 
 pub use cells::{Cell, CounterCell, GaugeCell, HistogramCell, Layout};
 pub use cluster::CLUSTER_ONLY;
+pub use dataplane::DATA_PLANE_ONLY;
 pub use operations::PHASE_BUCKETS;
 pub use provider::RECONCILE_BUCKETS;
 pub use table::Table;
@@ -178,6 +180,10 @@ pub struct Metrics {
     /// `gslb_cluster_late_writes_total{binding}`: writes of an older writer seen after this
     /// writer's own (Cloudflare's epoch stamp), each corrected.
     pub cluster_late_writes_total: Table<CounterCell>,
+    /// `gslb_dataplane_voters{service}`: instances giving Route 53 a vote, as read here.
+    pub dataplane_voters: Table<GaugeCell>,
+    /// `gslb_dataplane_instances{service}`: instances listed for Route 53 data-plane mode.
+    pub dataplane_instances: Table<GaugeCell>,
 }
 
 /// One metric family as declared: name, help text and label names (none for a plain gauge).
@@ -247,6 +253,8 @@ impl Metrics {
             cluster_fenced_write_refusals_total: r
                 .counters(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
             cluster_late_writes_total: r.counters(&writer::CLUSTER_LATE_WRITES_TOTAL),
+            dataplane_voters: r.gauges(&dataplane::DATAPLANE_VOTERS),
+            dataplane_instances: r.gauges(&dataplane::DATAPLANE_INSTANCES),
             probe_series: Arc::default(),
             export: r.finish(),
         };

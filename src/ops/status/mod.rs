@@ -5,7 +5,9 @@
 //!
 //! One writer per fact: the engine loop writes a service's pools, decision and what it handed
 //! to the reconciler and when ([`Decided`], via [`StatusBoard::record_decided`]); the
-//! reconciler writes what it saw and did ([`ApplyStatus`], via [`StatusBoard::update_apply`]).
+//! reconciler writes what it saw and did ([`ApplyStatus`], via [`StatusBoard::update_apply`]);
+//! in Route 53 data-plane mode the vote tally reader writes what Route 53's tally serves
+//! ([`ApplyStatus::route53_tally`]).
 //! Whether the latest decision is `pending`, and since when, is derived when read
 //! ([`StatusBoard::snapshot`], [`StatusBoard::pending_since`]) from those two.
 
@@ -24,6 +26,9 @@ use gslb_core::policy::Mode;
 
 mod entry;
 mod recent;
+mod tally;
+
+pub use tally::{PoolTally, TallyView};
 
 use entry::Entry;
 
@@ -122,6 +127,16 @@ pub struct ApplyStatus {
     /// unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
+    /// Set while the provider holds the decision but does not serve it yet (Route 53
+    /// data-plane mode: this instance votes for it, and Route 53's tally serves another pool,
+    /// or its checkers have not had time to follow): why. The decision stays `pending`
+    /// ("decided but not applied"). Cleared once it serves it. Not shown when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub awaiting: Option<String>,
+    /// Route 53 data-plane mode only: what Route 53's tally of every instance's votes serves,
+    /// as this instance reads their vote URLs ([`TallyView`]). Not shown otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route53_tally: Option<TallyView>,
     /// The provider's fallback pool as of the last successful observe (Cloudflare
     /// `fallback_pool`): a drain of it is ignored. Not shown.
     #[serde(skip)]

@@ -1,12 +1,12 @@
-//! The data-plane mode's health checks: per pool and instance an inverted string-match check
-//! of the instance's vote URL (a *vote check*), per pool a CALCULATED check over them (the
-//! *tally check*) that the pool's failover record carries. All are gslb's: their
-//! `CallerReference` starts with gslb's prefix.
+//! The data-plane mode's health checks: per pool and instance two string-match checks of the
+//! instance's vote URL (*vote checks*: a serve check, and an inverted drain check), per pool a
+//! CALCULATED check over them (the *tally check*) that the pool's failover record carries. All
+//! are gslb's: their `CallerReference` starts with gslb's prefix.
 
 use aws_sdk_route53::types::{HealthCheck, HealthCheckConfig, HealthCheckType};
 use gslb_provider::ProviderError;
 
-use super::Voter;
+use super::{Side, Voter};
 use crate::api::Api;
 use crate::ownership::{CALLER_REFERENCE_PREFIX, caller_reference, caller_reference_stem};
 
@@ -56,9 +56,10 @@ fn probes(c: &HealthCheckConfig, v: &Voter) -> bool {
         && c.resource_path() == Some(v.path.as_str())
 }
 
-/// The desired config of `v`'s vote check.
+/// The desired config of `v`'s vote check on `side`.
 fn vote_config(
     v: &Voter,
+    side: Side,
     search: &str,
     interval: i32,
     threshold: i32,
@@ -73,7 +74,7 @@ fn vote_config(
         .search_string(search)
         .request_interval(interval)
         .failure_threshold(threshold)
-        .inverted(true)
+        .inverted(side.inverted())
         .set_enable_sni((v.https && !is_ip).then_some(true))
         .build()
         .map_err(|e| ProviderError::Invalid(format!("vote check config: {e}")))
@@ -84,40 +85,40 @@ fn vote_config(
 pub(crate) enum Ensured {
     /// The check was as desired.
     Kept,
-    /// The check's search string, failure threshold or inversion was corrected.
+    /// The check's search string or failure threshold was corrected.
     Updated,
     /// A new check was made.
     Created,
 }
 
-/// `v`'s vote check among `listed`, read only: `Some((check, as_desired))` for the gslb
-/// check of `v`'s URL with `interval` (`as_desired`: its search string, failure threshold and
-/// inversion are right), `None` when there is none.
+/// `v`'s vote check on `side` among `listed`, read only: `Some((check, as_desired))` for
+/// the gslb check of `v`'s URL with `interval` and the side's inversion (`as_desired`: its
+/// search string and failure threshold are right), `None` when there is none.
 pub(crate) fn find_vote<'a>(
     listed: &'a [HealthCheck],
     v: &Voter,
-    search: &str,
+    (side, search): (Side, &str),
     (interval, threshold): (i32, i32),
 ) -> Option<(&'a HealthCheck, bool)> {
     let found = listed.iter().find(|hc| {
         ours(hc)
-            && hc
-                .health_check_config()
-                .is_some_and(|c| probes(c, v) && c.request_interval() == Some(interval))
+            && hc.health_check_config().is_some_and(|c| {
+                probes(c, v)
+                    && c.request_interval() == Some(interval)
+                    && c.inverted().unwrap_or(false) == side.inverted()
+            })
     })?;
     let same = found.health_check_config().is_some_and(|c| {
-        c.search_string() == Some(search)
-            && c.failure_threshold() == Some(threshold)
-            && c.inverted() == Some(true)
+        c.search_string() == Some(search) && c.failure_threshold() == Some(threshold)
     });
     Some((found, same))
 }
 
-/// Makes `v`'s inverted vote check exist as desired among `listed`; returns its id.
+/// Makes `v`'s vote check on `side` exist as desired among `listed`; returns its id.
 ///
 /// A gslb check of the same URL with another `RequestInterval` (fixed at creation) is left
-/// alone and a new one made; one with another search string, failure threshold or inversion
-/// is updated in place, fenced by its `HealthCheckVersion` ([`find_vote`] says which).
+/// alone and a new one made; one with another search string or failure threshold is updated
+/// in place, fenced by its `HealthCheckVersion` ([`find_vote`] says which).
 ///
 /// # Errors
 /// Those of [`Api::call`].
@@ -125,11 +126,11 @@ pub(crate) async fn ensure_vote(
     api: &Api,
     listed: &[HealthCheck],
     v: &Voter,
-    search: &str,
+    (side, search): (Side, &str),
     (interval, threshold): (i32, i32),
     set_identifier: &str,
 ) -> Result<(String, Ensured), ProviderError> {
-    if let Some((hc, same)) = find_vote(listed, v, search, (interval, threshold)) {
+    if let Some((hc, same)) = find_vote(listed, v, (side, search), (interval, threshold)) {
         if same {
             return Ok((hc.id.clone(), Ensured::Kept));
         }
@@ -139,14 +140,14 @@ pub(crate) async fn ensure_vote(
                 .health_check_version(hc.health_check_version)
                 .search_string(search)
                 .failure_threshold(threshold)
-                .inverted(true)
                 .send()
         })
         .await?;
         return Ok((hc.id.clone(), Ensured::Updated));
     }
-    let config = vote_config(v, search, interval, threshold)?;
-    let reference = new_caller_reference(&format!("{set_identifier}-{}", v.instance));
+    let config = vote_config(v, side, search, interval, threshold)?;
+    let label = format!("{set_identifier}-{}-{}", v.instance, side.word());
+    let reference = new_caller_reference(&label);
     let out = api
         .call("CreateHealthCheck", |c| {
             c.create_health_check()
@@ -287,9 +288,28 @@ mod tests {
     #[test]
     fn a_vote_check_is_recognised_by_its_url() {
         let v = voter();
-        let c = vote_config(&v, "gslb-drain x", 30, 3).expect("config");
+        let c = vote_config(&v, Side::Drain, "gslb-drain x", 30, 3).expect("config");
         assert!(probes(&c, &v));
         assert_eq!(c.inverted(), Some(true));
+        let serve = vote_config(&v, Side::Serve, "gslb-serve x", 30, 3).expect("config");
+        assert_eq!(
+            serve.inverted(),
+            Some(false),
+            "the serve check is not inverted"
+        );
+        let listed = vec![
+            check("d", "gslb-seoul-a-drain-1", c.clone()),
+            check("s", "gslb-seoul-a-serve-1", serve),
+        ];
+        let found = |side, search| find_vote(&listed, &v, (side, search), (30, 3));
+        assert_eq!(
+            found(Side::Drain, "gslb-drain x").map(|(h, same)| (h.id.as_str(), same)),
+            Some(("d", true))
+        );
+        assert_eq!(
+            found(Side::Serve, "gslb-serve y").map(|(h, same)| (h.id.as_str(), same)),
+            Some(("s", false))
+        );
         assert_eq!(c.ip_address(), Some("203.0.113.10"));
         assert_eq!(c.enable_sni(), None, "no SNI for an IP address");
         let mut other = v.clone();
@@ -300,7 +320,7 @@ mod tests {
         assert!(!probes(&c, &other), "HTTP_STR_MATCH is another check");
         let mut named = v.clone();
         named.host = "Seoul.gslb.example.com".into();
-        let c = vote_config(&named, "gslb-drain x", 10, 3).expect("config");
+        let c = vote_config(&named, Side::Drain, "gslb-drain x", 10, 3).expect("config");
         assert_eq!(
             c.fully_qualified_domain_name(),
             Some("Seoul.gslb.example.com")

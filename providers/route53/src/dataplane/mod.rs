@@ -2,14 +2,16 @@
 //! failover needs no Route 53 API call (AWS Well-Architected REL11-BP04, "Rely on the data
 //! plane and not the control plane during recovery").
 //!
-//! Per pool: one inverted string-match *vote check* per instance on that instance's vote URL
-//! (healthy while the instance does not answer the drain string: serving, dead, unreachable
-//! or stale all count as "no vote to drain"), and one CALCULATED *tally check* over them with
-//! `HealthThreshold` = healthy children needed to keep serving, which the pool's failover
-//! record carries. A new inverted check counts as unhealthy until it has data (Route 53
-//! Developer Guide, "How Amazon Route 53 determines whether a health check is healthy"), so a
-//! new tally check is made permissive (threshold 0) and raised only by a later run once every
-//! vote check has data.
+//! Per pool and instance two string-match *vote checks* on that instance's vote URL: a *serve
+//! check* (healthy while the instance answers the serve string) and an inverted *drain check*
+//! (healthy unless it answers the drain string). An instance that serves makes both healthy,
+//! one that drains neither, and one that is dead, unreachable or stale exactly one: it gives
+//! no vote either way. One CALCULATED *tally check* per pool over all of them, with
+//! `HealthThreshold` = the number of instances, is healthy while at least as many voting
+//! instances say serve as drain; the pool's failover record carries it. A new inverted check
+//! counts as unhealthy until it has data (Route 53 Developer Guide, "How Amazon Route 53
+//! determines whether a health check is healthy"), so a new tally check is made permissive
+//! (threshold 0) and raised only by a later run once every vote check has data.
 //!
 //! Provisioning only: the vote URLs are served by the `gslb` daemon; the numbers (search
 //! string, threshold, interval) come from its settings.
@@ -38,16 +40,56 @@ pub struct Voter {
     pub path: String,
 }
 
-/// One pool's votes: every instance's URL and the drain string they answer.
+/// Which of an instance's two vote checks for a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Not inverted: healthy while the instance answers the serve string.
+    Serve,
+    /// Inverted: healthy unless the instance answers the drain string.
+    Drain,
+}
+
+impl Side {
+    /// Both sides, in the order their checks are listed as the tally's children.
+    pub const BOTH: [Side; 2] = [Side::Serve, Side::Drain];
+
+    /// The check's `Inverted`.
+    pub fn inverted(self) -> bool {
+        self == Side::Drain
+    }
+
+    /// `serve` or `drain` (in the check's caller reference).
+    pub fn word(self) -> &'static str {
+        match self {
+            Side::Serve => "serve",
+            Side::Drain => "drain",
+        }
+    }
+}
+
+/// One pool's votes: every instance's URL and the strings they answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VotePool {
     /// The pool's record's set identifier (binding order, PRIMARY first).
     pub set_identifier: String,
     /// One per instance.
     pub voters: Vec<Voter>,
-    /// The `SearchString`: what a vote URL answers while its instance votes drain (at most
-    /// 255 characters).
-    pub search_string: String,
+    /// The drain checks' `SearchString`: what a vote URL answers while its instance votes
+    /// drain (at most 255 characters).
+    pub drain_string: String,
+    /// The serve checks' `SearchString`: what a vote URL answers while its instance votes
+    /// serve (at most 255 characters).
+    pub serve_string: String,
+}
+
+impl VotePool {
+    /// The search string of `side`'s checks.
+    pub fn search(&self, side: Side) -> &str {
+        match side {
+            Side::Serve => &self.serve_string,
+            Side::Drain => &self.drain_string,
+        }
+    }
 }
 
 /// The data-plane checks of a binding.
@@ -207,17 +249,12 @@ impl Route53Provider {
     ) -> Result<TallyReport, ProviderError> {
         let listed = checks::list_all(&self.api).await?;
         let (mut children, mut created, mut updated) = (Vec::new(), 0, 0);
-        for v in &pool.voters {
-            let timing = (dp.request_interval, dp.failure_threshold);
-            let (id, what) = checks::ensure_vote(
-                &self.api,
-                &listed,
-                v,
-                &pool.search_string,
-                timing,
-                &pool.set_identifier,
-            )
-            .await?;
+        let timing = (dp.request_interval, dp.failure_threshold);
+        for (v, side) in pool.voters.iter().flat_map(|v| Side::BOTH.map(|s| (v, s))) {
+            let wanted = (side, pool.search(side));
+            let (id, what) =
+                checks::ensure_vote(&self.api, &listed, v, wanted, timing, &pool.set_identifier)
+                    .await?;
             created += usize::from(what == checks::Ensured::Created);
             updated += usize::from(what == checks::Ensured::Updated);
             children.push(id);
@@ -255,8 +292,8 @@ impl Route53Provider {
     ) -> Result<TallyReport, ProviderError> {
         let timing = (dp.request_interval, dp.failure_threshold);
         let (mut children, mut created, mut updated) = (Vec::new(), 0, 0);
-        for v in &pool.voters {
-            match checks::find_vote(listed, v, &pool.search_string, timing) {
+        for (v, side) in pool.voters.iter().flat_map(|v| Side::BOTH.map(|s| (v, s))) {
+            match checks::find_vote(listed, v, (side, pool.search(side)), timing) {
                 Some((hc, same)) => {
                     updated += usize::from(!same);
                     children.push(hc.id.clone());
