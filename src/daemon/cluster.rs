@@ -106,9 +106,10 @@ impl Cluster {
 /// (retrying every `lease_ttl / 4` until etcd answers) and feeds them to the engine as
 /// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, merges what
 /// other instances put since (as `RestoreSafety` again) and puts each service's state from
-/// `board` that changed since it was last put. Restoring before the first put means a
-/// restarted instance never overwrites a spent budget with a full one; merging before each
-/// put means an instance that spent less never overwrites one that spent more.
+/// `board` that differs from the saved one. Restoring before the first put means a restarted
+/// instance never overwrites a spent budget with a full one; merging before each put means an
+/// instance that spent less never overwrites one that spent more. Every instance puts, however
+/// many saved states it found when it started.
 pub async fn keep_safety(
     cluster: Arc<Cluster>,
     services: Vec<ServiceId>,
@@ -126,49 +127,30 @@ pub async fn keep_safety(
             }
         }
     };
+    // The saved state of each service as last read or put: what etcd holds, as far as known.
+    let mut seen: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
     for (service, state) in saved {
         tracing::info!(service = %service, "continuing the shared safety state from etcd");
-        let restore = Input::RestoreSafety {
-            service,
-            safety: state,
-        };
-        if commands.send(restore.into()).await.is_err() {
+        seen.insert(service.clone(), state.clone());
+        if !restore(&commands, service, state).await {
             return;
         }
     }
-    let mut put: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
     loop {
         tokio::time::sleep(period).await;
-        // Every instance puts its own state (the last put wins in etcd), so first merge what
-        // the others put into the engine (a merge only ever keeps the more spent budget, the
-        // higher penalty, the later switch); a service whose saved state was merged now is put
-        // at the next round, once the board shows the merge. So a budget one instance spent is
-        // never carried back by another's put, and a restart of every instance continues it.
-        let merging = match safety::load(client, keys, &services).await {
-            Ok(saved) => saved
-                .into_iter()
-                .filter(|(service, state)| put.get(service) != Some(state))
-                .collect(),
-            Err(_) => Vec::new(),
+        let merged = match merge_saved(client, keys, &services, &commands, &mut seen).await {
+            Some(merged) => merged,
+            None => return,
         };
-        let mut merged = Vec::new();
-        for (service, state) in merging {
-            merged.push(service.clone());
-            let restore = Input::RestoreSafety {
-                service,
-                safety: state,
-            };
-            if commands.send(restore.into()).await.is_err() {
-                return;
-            }
-        }
         for (service, state) in board.safety() {
-            if put.get(&service) == Some(&state) || merged.contains(&service) {
+            // A service merged this round is put at the next, once the board shows the merge;
+            // one whose state etcd already holds is not put again.
+            if merged.contains(&service) || seen.get(&service) == Some(&state) {
                 continue;
             }
             match safety::save(client, keys, &service, &state).await {
                 Ok(()) => {
-                    put.insert(service, state);
+                    seen.insert(service, state);
                 }
                 Err(e) => {
                     tracing::warn!(service = %service, error = %e, "cannot save the shared safety state; retrying")
@@ -176,6 +158,43 @@ pub async fn keep_safety(
             }
         }
     }
+}
+
+/// Merges into the engine every saved state that changed since `seen` (another instance put
+/// it), recording it there: the services merged, or `None` once the engine is gone. A failed
+/// read merges nothing (the next round reads again).
+async fn merge_saved(
+    client: &etcd_client::Client,
+    keys: &crate::io::coordination::keys::Keys,
+    services: &[ServiceId],
+    commands: &MessageSender,
+    seen: &mut BTreeMap<ServiceId, SafetyState>,
+) -> Option<Vec<ServiceId>> {
+    let saved = safety::load(client, keys, services)
+        .await
+        .unwrap_or_default();
+    let mut merged = Vec::new();
+    for (service, state) in saved {
+        if seen.get(&service) == Some(&state) {
+            continue;
+        }
+        seen.insert(service.clone(), state.clone());
+        merged.push(service.clone());
+        if !restore(commands, service, state).await {
+            return None;
+        }
+    }
+    Some(merged)
+}
+
+/// Hands `state` to the engine as `service`'s saved safety state (it merges it); `false` once
+/// the engine is gone.
+async fn restore(commands: &MessageSender, service: ServiceId, state: SafetyState) -> bool {
+    let input = Input::RestoreSafety {
+        service,
+        safety: state,
+    };
+    commands.send(input.into()).await.is_ok()
 }
 
 impl Drop for Cluster {

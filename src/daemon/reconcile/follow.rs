@@ -5,11 +5,13 @@
 //! became the writer, write that pool back: a switch nobody decided.
 //!
 //! The rule: whenever a follower's fresh read finds the provider serving another pool than its
-//! previous read did (the writer wrote), and on the first pass after becoming the writer (the
-//! predecessor may have written since this instance's last read), the instance hands the
-//! serving pool to its engine ([`Input::Adopt`]) when its own decision names another one, and
-//! waits until the engine has applied it; the next pass judges the decision made from there.
-//! A serving pool this instance wrote itself never triggers it.
+//! previous read did (the writer wrote), and on the first pass after becoming the writer when
+//! the provider serves another pool than this instance last read (the predecessor wrote since;
+//! or nothing was read before), the instance hands the serving pool to its engine
+//! ([`Input::Adopt`]) when its own decision names another one, and waits until the engine has
+//! applied it; the next pass judges the decision made from there. A serving pool this instance
+//! wrote itself never triggers it, nor does a predecessor that decided a switch but never wrote
+//! it: the new writer writes its own decision of that switch, counted once.
 
 use gslb_core::engine::{Decision, Input};
 use gslb_core::model::{PoolId, ServiceId};
@@ -76,10 +78,15 @@ impl<P: Provider> Reconciler<'_, P> {
         let writer = matches!(seat.role(), Role::Writer { .. });
         let seen = std::mem::replace(&mut self.following.seen, serving.cloned());
         let was_writer = std::mem::replace(&mut self.following.was_writer, writer);
+        // A new writer adopts only what the provider was changed to since its last read: a
+        // serving pool it saw before is one its engine already judged, and its decision away
+        // from it (e.g. the failover its predecessor decided too but never wrote) stands, so
+        // the switch is not decided, and counted, a second time.
+        let changed = seen.as_ref() != serving;
         let moved = if writer {
-            !was_writer
+            !was_writer && changed
         } else {
-            seen.is_some() && seen.as_ref() != serving
+            seen.is_some() && changed
         };
         let serving = serving?;
         if !moved || decision.and_then(|d| d.active.as_ref()) == Some(serving) {
