@@ -13,6 +13,8 @@
 #                                                   well-known types etcd's protos import;
 #                                                   protobuf-compiler only *recommends* it, so
 #                                                   --no-install-recommends leaves it out
+#   faketime 0.9.10 (Debian `faketime`, pinned)   - runs one cluster instance with its wall clock
+#                                                   off (tests/cluster_writer.rs, skewed clocks)
 # After installing, .ci/check-protoc.sh proves protoc compiles an import of descriptor.proto and
 # fails naming the missing package if it does not.
 # The Python tools go into the virtualenv at $GSLB_VENV, or <repo root>/.venv when unset (the
@@ -31,13 +33,15 @@ kubectl_pin="1.37.1"
 etcd_pin="etcd-server=3.4.23-4+b4"
 protoc_pin="protobuf-compiler=3.21.12-3+deb12u1"
 protoc_includes_pin="libprotobuf-dev=3.21.12-3+deb12u1"
+faketime_pin="faketime=0.9.10-2.1"
 missing=()
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v etcd >/dev/null 2>&1 || missing+=("$etcd_pin")
 command -v protoc >/dev/null 2>&1 || missing+=("$protoc_pin")
 [ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=("$protoc_includes_pin")
+command -v faketime >/dev/null 2>&1 || missing+=("$faketime_pin")
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "install-tools: promtool, etcd, protoc and its includes already installed"
+    echo "install-tools: promtool, etcd, protoc and its includes, faketime already installed"
 else
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
@@ -53,6 +57,14 @@ promtool --version
 etcd --version
 protoc --version
 sh "$root/.ci/check-protoc.sh"
+# faketime must move the wall clock and leave the monotonic one alone, as the test needs.
+real="$(date +%s)"
+faked="$(FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f +1d date +%s)"
+if [ $((faked - real)) -lt 86000 ] || [ $((faked - real)) -gt 86800 ]; then
+    echo "install-tools: faketime did not move the clock by a day ($real -> $faked)" >&2
+    exit 1
+fi
+echo "install-tools: faketime moves the wall clock"
 
 if [ ! -x "$venv/bin/python" ]; then
     echo "install-tools: creating virtualenv at $venv"

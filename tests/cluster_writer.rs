@@ -490,3 +490,62 @@ async fn a_writer_that_missed_a_switch_adopts_the_serving_pool_and_never_writes_
     let log = fake.write_log();
     assert_eq!(log.len(), 1, "a switch nobody decided: {log:?}");
 }
+
+/// A drill lasts its duration on every instance whatever their wall clocks say: with b's
+/// clock 20 s ahead, a 30 s drill started on a is listed everywhere until about 30 s, not
+/// ended for everyone when b's clock reads its end (after 10 s). Each instance counts the time
+/// left from the drill's etcd lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_lasts_its_duration_on_every_instance_whatever_their_clocks() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    if !c.instances[1].restart_with_clock("+20s") {
+        return;
+    }
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let started_at = Instant::now();
+    let started = reqwest::Client::new()
+        .post(format!("http://{}/v1/drills", c.instances[0].admin))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "service": "web", "action": "drain", "pool": "ncp",
+                "reason": "skewed clocks", "duration": "30s"
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST /v1/drills");
+    assert!(started.status().is_success(), "{:?}", started.text().await);
+    let body: serde_json::Value =
+        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
+    let id = body["id"].as_str().expect("drill id").to_owned();
+    for x in &c.instances {
+        let listed = eventually(Duration::from_secs(10), || async {
+            x.drill_ids().await.filter(|ids| ids.contains(&id))
+        })
+        .await;
+        assert!(listed.is_some(), "{} lists {id}:\n{}", x.vantage, c.logs());
+    }
+    for x in &c.instances {
+        eventually(Duration::from_secs(60), || async {
+            x.drill_ids().await.filter(|ids| !ids.contains(&id))
+        })
+        .await
+        .unwrap_or_else(|| panic!("{} never ended {id}", x.vantage));
+        let lasted = started_at.elapsed();
+        assert!(
+            lasted >= Duration::from_secs(28),
+            "{} ended the 30 s drill after {lasted:?}:\n{}",
+            x.vantage,
+            c.logs()
+        );
+    }
+}

@@ -3,8 +3,9 @@
 //! stored in etcd and loaded into every instance's engine, so every drill list shows it and
 //! every engine decides with it; one ended on any instance ends everywhere; one that expires
 //! is audited once in the cluster: by the instance whose delete of its key succeeds (each
-//! engine expires it at the same instant; the local journal does not audit expiries in a
-//! cluster, see [`Journal::expiries_audited_elsewhere`](crate::io::journal::Journal)).
+//! engine expires it at the same moment: an instance loading a drill from etcd counts its time
+//! left from the key's lease, not from its own wall clock; the local journal does not audit
+//! expiries in a cluster, see [`Journal::expiries_audited_elsewhere`](crate::io::journal::Journal)).
 //!
 //! Must not: decide anything about a drill; the engine does.
 
@@ -19,7 +20,7 @@ use super::cluster::Cluster;
 use super::inbox::{Message, MessageSender};
 use crate::io::audit::{AuditEntry, AuditLog};
 use crate::io::clock::Clock;
-use crate::io::coordination::drills::{self, Change};
+use crate::io::coordination::drills::{self, Change, Stored};
 
 /// A drill deleted elsewhere whose expiry is this close is left to the local engine to expire
 /// (clock skew between instances), rather than ended.
@@ -40,7 +41,7 @@ pub async fn keep_drills(
     loop {
         let watched = async {
             let (stored, revision) = drills::list(client, keys).await?;
-            mirror(&commands, stored, &clock).await;
+            mirror(&commands, client, stored, &clock).await;
             drills::watch(&cluster.clients.untimed, keys, revision).await
         };
         let mut stream = match watched.await {
@@ -54,7 +55,7 @@ pub async fn keep_drills(
         loop {
             tokio::select! {
                 next = drills::next(&mut stream, keys) => match next {
-                    Ok(Some(changes)) => apply(&commands, changes, &clock).await,
+                    Ok(Some(changes)) => apply(&commands, client, changes, &clock).await,
                     Ok(None) | Err(_) => break,
                 },
                 event = events.recv() => match event {
@@ -80,7 +81,9 @@ async fn publish(
 ) {
     let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
     let done = match change {
-        OverrideChange::Added(o) => drills::store(client, keys, o).await.map(|()| false),
+        OverrideChange::Added(o) => drills::store(client, keys, o, clock.now())
+            .await
+            .map(|()| false),
         OverrideChange::Ended { ended, .. } => drills::remove(client, keys, &ended.id).await,
         OverrideChange::Expired(o) => {
             let removed = drills::remove(client, keys, &o.id).await;
@@ -96,14 +99,28 @@ async fn publish(
     }
 }
 
-/// Loads `stored` drills the engine does not have yet (and that have not expired).
-async fn mirror(commands: &MessageSender, stored: Vec<Override>, clock: &Clock) {
+/// Loads `stored` drills the engine does not have yet (and that have not expired), each
+/// ending when its lease says ([`drills::remaining`], counted on this instance's clock from
+/// now), or at its `expires` when etcd cannot tell.
+async fn mirror(
+    commands: &MessageSender,
+    client: &etcd_client::Client,
+    stored: Vec<Stored>,
+    clock: &Clock,
+) {
     let local = local(commands).await;
-    let now = clock.now();
-    let missing: Vec<Override> = stored
-        .into_iter()
-        .filter(|o| o.expires > now && !local.iter().any(|l| l.id == o.id))
-        .collect();
+    let mut missing: Vec<Override> = Vec::new();
+    for Stored { mut drill, lease } in stored {
+        if local.iter().any(|l| l.id == drill.id) {
+            continue;
+        }
+        if let Ok(Some(left)) = drills::remaining(client, lease).await {
+            drill.expires = clock.now().plus(left);
+        }
+        if drill.expires > clock.now() {
+            missing.push(drill);
+        }
+    }
     if !missing.is_empty() {
         let _ = commands
             .send(Input::LoadOverrides { overrides: missing }.into())
@@ -113,7 +130,12 @@ async fn mirror(commands: &MessageSender, stored: Vec<Override>, clock: &Clock) 
 
 /// Applies watched changes: stored drills are mirrored; a drill deleted elsewhere that this
 /// engine still has, and that is not about to expire here too, is ended.
-async fn apply(commands: &MessageSender, changes: Vec<Change>, clock: &Clock) {
+async fn apply(
+    commands: &MessageSender,
+    client: &etcd_client::Client,
+    changes: Vec<Change>,
+    clock: &Clock,
+) {
     let mut stored = Vec::new();
     for change in changes {
         match change {
@@ -135,7 +157,7 @@ async fn apply(commands: &MessageSender, changes: Vec<Change>, clock: &Clock) {
             }
         }
     }
-    mirror(commands, stored, clock).await;
+    mirror(commands, client, stored, clock).await;
 }
 
 /// The engine's active drills (empty when the engine loop has stopped).

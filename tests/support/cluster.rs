@@ -37,7 +37,11 @@ pub struct Instance {
 
 impl Instance {
     fn spawn(&mut self) {
-        let child = gslb(self.dir.path(), &["run", "--config", "gslb.toml"])
+        self.spawn_with(gslb(self.dir.path(), &["run", "--config", "gslb.toml"]));
+    }
+
+    fn spawn_with(&mut self, mut run: std::process::Command) {
+        let child = run
             .env("GSLB_LOG", "debug")
             .stderr(log_file(
                 self.dir.path(),
@@ -46,6 +50,30 @@ impl Instance {
             .spawn()
             .expect("gslb run");
         self.child = Some(child);
+    }
+
+    /// Kills it and starts it again with its wall clock `offset` off (libfaketime's
+    /// `faketime -f`, e.g. `+90s`; the monotonic clock stays true). `false` when faketime is
+    /// not installed (the caller skips).
+    pub fn restart_with_clock(&mut self, offset: &str) -> bool {
+        let Some(faketime) = super::emulators::tool("faketime") else {
+            return false;
+        };
+        self.kill();
+        let gslb_run = gslb(self.dir.path(), &[]);
+        let mut run = std::process::Command::new(faketime);
+        run.args(["-f", offset])
+            .arg(gslb_run.get_program())
+            .args(["run", "--config", "gslb.toml"])
+            .current_dir(self.dir.path())
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .envs(
+                gslb_run
+                    .get_envs()
+                    .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+            );
+        self.spawn_with(run);
+        true
     }
 
     /// Its service `web` in `/v1/status`, once it answers.

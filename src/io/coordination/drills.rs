@@ -1,22 +1,44 @@
-//! Drills shared through etcd (`<prefix>/drills/<id>`, JSON of the [`Override`], no lease:
-//! a drill outlives the instance that started it, until it ends or expires). Every instance
-//! mirrors them into its engine; the one whose delete of an expired drill succeeds records
-//! the expiry, so a drill expires once in the cluster, not once per instance.
+//! Drills shared through etcd (`<prefix>/drills/<id>`, JSON of the [`Override`]), each on an
+//! etcd lease of its own that lasts [`LEASE_MARGIN`] longer than the drill: a drill outlives
+//! the instance that started it, until it ends or expires. Every instance mirrors them into
+//! its engine, with the time left counted from the lease ([`remaining`]), so the drill ends at
+//! the same moment on every instance whatever their wall clocks say; the one whose delete of
+//! an expired drill succeeds records the expiry, so a drill expires once in the cluster, not
+//! once per instance.
 //!
 //! Must not: decide anything about a drill (the engine does) or hold it anywhere else.
 
+use std::time::Duration;
+
 use etcd_client::{
-    Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions, WatchStream,
+    Client, Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, WatchOptions,
+    WatchStream,
 };
 use gslb_core::engine::{Override, OverrideId};
+use gslb_core::model::Millis;
 
 use super::keys::Keys;
+
+/// How much longer a drill's etcd lease lasts than the drill: 60 s. The instances end the
+/// drill when its time is up (and delete its key); the lease removes only a drill that no
+/// instance was up to end.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(60);
+
+/// A drill as stored in etcd, and the lease its key is on (0: none, a drill stored by an
+/// earlier gslb, whose `expires` stands).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The drill.
+    pub drill: Override,
+    /// Its key's lease id.
+    pub lease: i64,
+}
 
 /// What the drills' watch reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// A drill was stored (started on some instance).
-    Stored(Override),
+    Stored(Stored),
     /// A drill's key was deleted (ended or expired on some instance).
     Deleted(OverrideId),
 }
@@ -25,20 +47,13 @@ pub enum Change {
 ///
 /// # Errors
 /// etcd did not answer. A value that is not an [`Override`] is skipped with a warning.
-pub async fn list(
-    client: &Client,
-    keys: &Keys,
-) -> Result<(Vec<Override>, i64), etcd_client::Error> {
+pub async fn list(client: &Client, keys: &Keys) -> Result<(Vec<Stored>, i64), etcd_client::Error> {
     let got = client
         .kv_client()
         .get(keys.drills(), Some(GetOptions::new().with_prefix()))
         .await?;
     let revision = got.header().map_or(0, |h| h.revision());
-    let drills = got
-        .kvs()
-        .iter()
-        .filter_map(|kv| parse(kv.value()))
-        .collect();
+    let drills = got.kvs().iter().filter_map(stored).collect();
     Ok((drills, revision))
 }
 
@@ -78,7 +93,7 @@ pub async fn next(
         .filter_map(|e| {
             let kv = e.kv()?;
             match e.event_type() {
-                EventType::Put => parse(kv.value()).map(Change::Stored),
+                EventType::Put => stored(kv).map(Change::Stored),
                 EventType::Delete => {
                     let key = std::str::from_utf8(kv.key()).ok()?;
                     let id = key.strip_prefix(&prefix)?;
@@ -90,7 +105,9 @@ pub async fn next(
     Ok(Some(changes))
 }
 
-/// Stores `drill` unless a drill with its id is stored already.
+/// Stores `drill` (at `now`, on this instance's clock) unless a drill with its id is stored
+/// already, on a new lease of the drill's time left plus [`LEASE_MARGIN`], whole seconds
+/// rounded up.
 ///
 /// # Errors
 /// etcd did not answer.
@@ -98,13 +115,44 @@ pub async fn store(
     client: &Client,
     keys: &Keys,
     drill: &Override,
+    now: Millis,
 ) -> Result<(), etcd_client::Error> {
+    let left = drill.expires.since(now).saturating_add(LEASE_MARGIN);
+    let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    let lease = client
+        .lease_client()
+        .grant(i64::try_from(secs).unwrap_or(i64::MAX), None)
+        .await?
+        .id();
     let key = keys.drill(&drill.id.0);
     let value = serde_json::to_vec(drill).unwrap_or_default();
+    let put = PutOptions::new().with_lease(lease);
     let txn = Txn::new()
         .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
-        .and_then([TxnOp::put(key, value, None)]);
-    client.kv_client().txn(txn).await.map(|_| ())
+        .and_then([TxnOp::put(key, value, Some(put))]);
+    let stored = client.kv_client().txn(txn).await?.succeeded();
+    if !stored {
+        // Stored already (with a lease of its own): this lease is not needed.
+        let _ = client.lease_client().revoke(lease).await;
+    }
+    Ok(())
+}
+
+/// How long the drill on `lease` has left, counted now on etcd's clock: the lease's time to
+/// live less [`LEASE_MARGIN`] (whole seconds). `None` for a drill without a lease (0).
+///
+/// # Errors
+/// etcd did not answer.
+pub async fn remaining(
+    client: &Client,
+    lease: i64,
+) -> Result<Option<Duration>, etcd_client::Error> {
+    if lease == 0 {
+        return Ok(None);
+    }
+    let ttl = client.lease_client().time_to_live(lease, None).await?.ttl();
+    let ttl = Duration::from_secs(u64::try_from(ttl).unwrap_or(0));
+    Ok(Some(ttl.saturating_sub(LEASE_MARGIN)))
 }
 
 /// Deletes drill `id`; `true` when this call deleted it (it was still stored), `false` when
@@ -122,6 +170,14 @@ pub async fn remove(
         .when([Compare::version(key.clone(), CompareOp::Greater, 0)])
         .and_then([TxnOp::delete(key, None)]);
     client.kv_client().txn(txn).await.map(|r| r.succeeded())
+}
+
+/// The drill in `kv`, with its lease.
+fn stored(kv: &etcd_client::KeyValue) -> Option<Stored> {
+    Some(Stored {
+        drill: parse(kv.value())?,
+        lease: kv.lease(),
+    })
 }
 
 fn parse(value: &[u8]) -> Option<Override> {
