@@ -126,7 +126,8 @@ impl DrillCreated {
         });
         let one_vote = status
             .as_ref()
-            .and_then(|s| one_vote(s.apply.route53_tally.as_ref()?, board));
+            .filter(|s| s.apply.provider == crate::daemon::dataplane::VOTES)
+            .and_then(|s| one_vote(s.apply.route53_tally.as_ref(), board));
         let fallback = status.and_then(|s| s.apply.fallback_pool);
         let ignored = (held.is_none()
             && o.action == OverrideAction::Drain
@@ -141,20 +142,19 @@ impl DrillCreated {
     }
 }
 
-/// Why a drill on a Route 53 data-plane service whose votes are read as `tally` moves only
-/// this instance's vote: it runs alone among several instances (each votes its own drills),
-/// or in a cluster that lost coordination (votes then follow this instance's own verdicts).
-/// `None` with one instance, or while coordinated (the drill is shared and every instance
-/// votes it).
-fn one_vote(tally: &TallyView, board: &StatusBoard) -> Option<String> {
+/// Why a drill on a Route 53 data-plane service moves only this instance's vote: it runs alone
+/// among several instances (each votes its own drills; how many, from `tally`, the votes last
+/// read, when there is one yet), or in a cluster that lost coordination (votes then follow
+/// this instance's own verdicts). `None` with one instance, or while coordinated (the drill is
+/// shared and every instance votes it).
+fn one_vote(tally: Option<&TallyView>, board: &StatusBoard) -> Option<String> {
+    let now = tally.map_or(String::new(), |t| format!(" (now: {})", t.summary()));
     match board.cluster() {
-        None if tally.instances > 1 => Some(format!(
-            "Route 53 data-plane mode: a drill is this instance's vote only, and Route 53 serves a pool while at least as many voting instances say serve as drain; start it on the other instances too, or run them with [cluster] (now: {})",
-            tally.summary()
+        None if tally.is_none_or(|t| t.instances > 1) => Some(format!(
+            "Route 53 data-plane mode: a drill is this instance's vote only, and Route 53 serves a pool while at least as many voting instances say serve as drain; start it on the other instances too, or run them with [cluster]{now}"
         )),
         Some(c) if !c.coordinated => Some(format!(
-            "Route 53 data-plane mode: coordination through etcd is lost, so votes follow this instance's own probes and a drill moves no vote until it is back (now: {})",
-            tally.summary()
+            "Route 53 data-plane mode: coordination through etcd is lost, so votes follow this instance's own probes and a drill moves no vote until it is back{now}"
         )),
         _ => None,
     }

@@ -115,4 +115,60 @@ mod tests {
             .expect("body");
         assert_eq!(&body[..], b"gslb-unknown");
     }
+
+    async fn get(app: &axum::Router, path: &str) -> (u16, String) {
+        let request = Request::get(path).body(Body::empty()).expect("request");
+        let answer = app.clone().oneshot(request).await.expect("answer");
+        let status = answer.status().as_u16();
+        let body = axum::body::to_bytes(answer.into_body(), 1024)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// A service's vote URL abstains until its board holds a decision, and answers
+    /// `404 gslb-unknown` (no vote) once a reload removed the service.
+    #[tokio::test]
+    async fn a_vote_url_abstains_before_a_decision_and_goes_with_its_service() {
+        use gslb_provider::Provider as _;
+        let policy = gslb_core::policy::parse(
+            std::path::Path::new("api.toml"),
+            include_str!("../../policies/api-seoul-tokyo.toml"),
+        )
+        .expect("policy");
+        let secrets = tempfile::tempdir().expect("tempdir");
+        for pool in ["seoul", "tokyo"] {
+            let secret = format!("{pool}-secret-0123456789");
+            std::fs::write(secrets.path().join(format!("api.{pool}")), secret).expect("secret");
+        }
+        let settings: crate::config::Route53Settings = toml::from_str(&format!(
+            "[modes]\napi = \"data_plane\"\n[data_plane]\ninstance = \"a\"\nlisten = \"127.0.0.1:0\"\n\
+             secrets_dir = {:?}\n[[data_plane.instances]]\nname = \"a\"\nurl = \"https://127.0.0.1:9\"\n",
+            secrets.path()
+        ))
+        .expect("settings");
+        let registry = VoteRegistry::new(std::time::Duration::from_secs(60), None);
+        let board = registry.board(&policy, &settings).expect("board");
+        let app = super::router(registry.clone());
+        assert_eq!(
+            get(&app, "/v1/vote/api/seoul").await,
+            (200, "gslb-abstain".into())
+        );
+        board.observe().await.expect("observe");
+        assert_eq!(
+            get(&app, "/v1/vote/api/seoul").await,
+            (200, "gslb-abstain".into()),
+            "read, not decided"
+        );
+        board.decided();
+        assert_eq!(
+            get(&app, "/v1/vote/api/seoul").await,
+            (200, "gslb-serve seoul-secret-0123456789".into())
+        );
+        registry.remove("api");
+        assert_eq!(
+            get(&app, "/v1/vote/api/seoul").await,
+            (404, "gslb-unknown".into())
+        );
+    }
 }

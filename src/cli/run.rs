@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gslb_core::model::ServiceId;
 use gslb_core::policy::{self, Policy};
 use gslb_provider::AnyProvider;
 use tokio::sync::mpsc;
@@ -54,6 +55,11 @@ impl<B: Bind> Bind for VotingBinder<'_, B> {
         }
         self.inner.bind(policy).await
     }
+
+    fn forget(&self, service: &ServiceId) {
+        self.registry.remove(&service.0);
+        self.inner.forget(service);
+    }
 }
 
 /// Any error, boxed: why a provider could not be set up for a policy (e.g. no Cloudflare API
@@ -80,6 +86,12 @@ pub trait Bind: Sync {
         _policy: &Policy,
     ) -> impl Future<Output = Result<Option<(Vec<String>, bool)>, BoxError>> + Send {
         async { Ok(None) }
+    }
+
+    /// `service` was removed by a reload: drop what `bind` set up for it outside its provider
+    /// (a data-plane vote board). Default: nothing.
+    fn forget(&self, service: &ServiceId) {
+        let _ = service;
     }
 
     /// Read-only: how the records `policy`'s target names differ from what the policy says
@@ -589,6 +601,9 @@ async fn reload<B: Bind>(
         }
     }
     daemon.controller().reload(&diff).await;
+    for service in &diff.removed {
+        binder.forget(service);
+    }
     for (policy, provider) in bound {
         if let Err(e) = daemon.attach(&policy, Arc::new(provider)) {
             // Checked above; a target that builds once builds again.

@@ -10,6 +10,7 @@
 //! See `docs/route53-data-plane.md`.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -30,14 +31,16 @@ use crate::io::coordination::LocalVerdicts;
 use crate::ops::telemetry::Telemetry;
 
 /// This instance's votes for one service: per pool (by set identifier) whether it may serve.
-/// Starts with every pool serving. A [`Provider`] (`"route53-votes"`) that writes nothing
+/// Starts with every pool serving. A [`Provider`] ([`VOTES`]) that writes nothing
 /// outside this process and is not [`Provider::elected`]: in a cluster every instance votes
 /// its own view.
 ///
-/// The votes are given only while the reconciler reads the board (`observe`, done on every
-/// decision and every `[reconcile] resync`): before its first read, and once it has not read
-/// it for `stale_after`, every pool gets [`Vote::Abstain`]. An instance whose controller
-/// stopped deciding then counts as a dead one: no vote either way.
+/// The votes are given only once the reconciler has found the board holding a decision that
+/// pushes a pool ([`Provider::decided`]: the state the board starts with is no decision, so a
+/// restarted instance does not vote before its engine has decided), and only while it reads
+/// the board (`observe`, done on every decision and every `[reconcile] resync`): once it has
+/// not read it for `stale_after`, every pool gets [`Vote::Abstain`]. An instance whose
+/// controller stopped deciding then counts as a dead one: no vote either way.
 ///
 /// Its reads carry what Route 53's tally serves ([`ObservedState::served`]) once the tally
 /// reader ([`crate::daemon::tally`]) has read the instances' vote URLs.
@@ -47,7 +50,18 @@ pub struct VoteBoard {
     read: Mutex<Option<Instant>>,
     stale_after: Duration,
     served: Arc<watch::Sender<Option<Served>>>,
+    /// Whether a pushed decision was found on the board since the start.
+    decided: AtomicBool,
+    /// Whether a tally reader reports into `served` (reads then wait for its first report).
+    tallied: AtomicBool,
 }
+
+/// The vote board's provider name, in status and metrics.
+pub const VOTES: &str = "route53-votes";
+
+/// How long a read of a tallied board waits for the tally's first report: the tally's read
+/// timeout ([`tally::READ_TIMEOUT`]) and a second.
+const FIRST_TALLY_WAIT: Duration = Duration::from_secs(7);
 
 impl VoteBoard {
     /// A board of the pools `set_identifiers`, every one serving, whose drain votes go stale
@@ -58,14 +72,17 @@ impl VoteBoard {
             read: Mutex::new(None),
             stale_after,
             served: Arc::new(watch::Sender::new(None)),
+            decided: AtomicBool::new(false),
+            tallied: AtomicBool::new(false),
         }
     }
 
     /// This instance's vote on `pool` (a set identifier): [`Vote::Drain`] when the last
-    /// decision disabled it, [`Vote::Serve`] otherwise, [`Vote::Abstain`] unless the board was
-    /// read within `stale_after`. `None` for a pool the board does not have.
+    /// decision disabled it, [`Vote::Serve`] otherwise, [`Vote::Abstain`] before a pushed
+    /// decision was found on the board or unless it was read within `stale_after`. `None` for
+    /// a pool the board does not have.
     pub fn vote(&self, pool: &PoolRef) -> Option<Vote> {
-        let fresh = self.fresh();
+        let fresh = self.fresh() && self.decided.load(Ordering::Relaxed);
         let snapshot = self.votes.snapshot();
         snapshot.pools.get(pool).map(|p| match (fresh, p.enabled) {
             (false, _) => Vote::Abstain,
@@ -91,15 +108,22 @@ impl VoteBoard {
 
 impl Provider for VoteBoard {
     fn name(&self) -> &'static str {
-        "route53-votes"
+        VOTES
     }
 
     fn style(&self) -> FailoverStyle {
         FailoverStyle::Enablement
     }
 
+    /// This instance's votes, with what Route 53's tally serves. Until the tally's first
+    /// report, waits for it (at most [`FIRST_TALLY_WAIT`]), so the engine's adoption at start
+    /// takes what Route 53 serves, not the board's initial state.
     async fn observe(&self) -> Result<ObservedState, ProviderError> {
         self.mark_read();
+        if self.tallied.load(Ordering::Relaxed) {
+            let mut first = self.served.subscribe();
+            let _ = tokio::time::timeout(FIRST_TALLY_WAIT, first.wait_for(Option::is_some)).await;
+        }
         let mut state = self.votes.observe().await?;
         state.served = self.served.borrow().clone();
         Ok(state)
@@ -112,6 +136,10 @@ impl Provider for VoteBoard {
 
     fn elected(&self) -> bool {
         false
+    }
+
+    fn decided(&self) {
+        self.decided.store(true, Ordering::Relaxed);
     }
 }
 
@@ -144,9 +172,10 @@ struct Entry {
     ballots: BTreeMap<String, Ballot>,
     own_view: bool,
     manual_failback: bool,
-    /// Pools this instance's own view drained while coordination was lost, kept drained with
-    /// `failback = "manual"` until coordination is back.
-    latched: std::collections::BTreeSet<String>,
+    /// The pool this instance's own view drained while coordination was lost, kept drained
+    /// with `failback = "manual"` until coordination is back. One at most: a pool drained
+    /// later replaces it, so the latch never drains every pool.
+    latched: Option<String>,
     /// The service's tally reader, stopped when the entry is replaced.
     _reader: Option<Arc<Reader>>,
 }
@@ -238,7 +267,7 @@ impl VoteRegistry {
                 }
             }
             _ => {
-                entry.latched.clear();
+                entry.latched = None;
                 engine
             }
         };
@@ -317,17 +346,28 @@ impl VoteRegistry {
                 ballots,
                 own_view: policy.mode == Mode::Enforce,
                 manual_failback: policy.failback == Failback::Manual,
-                latched: std::collections::BTreeSet::new(),
+                latched: None,
                 _reader: self.read_tally(spec, &board),
             },
         );
         Ok(board)
     }
 
+    /// Forgets `service` (removed by a reload): its vote URLs answer `404 gslb-unknown` (no
+    /// vote), its tally reader stops and its data-plane gauges go.
+    pub fn remove(&self, service: &str) {
+        if self.lock().remove(service).is_some()
+            && let Some(r) = &self.readers
+        {
+            r.telemetry.metrics.forget_voters(service);
+        }
+    }
+
     /// Starts the tally reader of `spec` reporting into `board`, when this registry has
     /// readers ([`Self::with_tally`]).
     fn read_tally(&self, spec: TallySpec, board: &VoteBoard) -> Option<Arc<Reader>> {
         let r = self.readers.as_ref()?;
+        board.tallied.store(true, Ordering::Relaxed);
         let task = tokio::spawn(tally::run(
             spec,
             r.client.clone(),
@@ -355,13 +395,24 @@ impl OwnView {
                 (name.as_str(), pool_verdict(of))
             })
             .collect();
-        let latched = entry.manual_failback && entry.latched.contains(pool);
-        let drains = own_drains(pool, &pools, latched);
-        if drains && entry.manual_failback {
-            entry.latched.insert(pool.to_owned());
-        }
-        drains
+        let latch = entry.manual_failback.then_some(&mut entry.latched);
+        own_vote(pool, &pools, latch)
     }
+}
+
+/// [`own_drains`] for `pool` with `failback = "manual"`'s `latch` (`None` with `auto`): the
+/// pool drained last stays drained, and draining a pool moves the latch to it.
+fn own_vote(
+    pool: &str,
+    pools: &BTreeMap<&str, Verdict>,
+    latch: Option<&mut Option<String>>,
+) -> bool {
+    let latched = latch.as_deref().is_some_and(|l| l.as_deref() == Some(pool));
+    let drains = own_drains(pool, pools, latched);
+    if drains && let Some(l) = latch {
+        *l = Some(pool.to_owned());
+    }
+    drains
 }
 
 /// This instance's own vote for `pool`, from its own pool verdicts `pools` (by pool name):
@@ -395,7 +446,7 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn votes_are_given_only_while_the_board_is_read() {
+    async fn votes_are_given_only_once_decided_and_while_the_board_is_read() {
         let board = VoteBoard::new(&["seoul".into(), "tokyo".into()], Duration::from_secs(30));
         assert_eq!(
             board.vote(&"seoul".into()),
@@ -403,6 +454,12 @@ mod tests {
             "not read yet"
         );
         let state = board.observe().await.expect("observe");
+        assert_eq!(
+            board.vote(&"seoul".into()),
+            Some(Vote::Abstain),
+            "read (the adoption at start) but nothing decided yet"
+        );
+        board.decided();
         assert_eq!(board.vote(&"seoul".into()), Some(Vote::Serve));
         let version = state.pools["seoul"].version.clone();
         let plan: Plan = vec![Change::SetEnabled {
@@ -440,5 +497,29 @@ mod tests {
             "manual failback latch"
         );
         assert!(!own_drains("seoul", &of(Healthy, Unhealthy), true));
+    }
+
+    #[test]
+    fn the_manual_failback_latch_never_drains_every_pool() {
+        use Verdict::{Healthy, Unhealthy};
+        let of = |s: Verdict, t: Verdict| BTreeMap::from([("seoul", s), ("tokyo", t)]);
+        let mut latch = None;
+        assert!(own_vote("seoul", &of(Unhealthy, Healthy), Some(&mut latch)));
+        assert!(
+            own_vote("seoul", &of(Healthy, Healthy), Some(&mut latch)),
+            "held"
+        );
+        assert!(own_vote("tokyo", &of(Healthy, Unhealthy), Some(&mut latch)));
+        let both = of(Healthy, Healthy);
+        let votes = [
+            own_vote("seoul", &both, Some(&mut latch)),
+            own_vote("tokyo", &both, Some(&mut latch)),
+        ];
+        assert_eq!(
+            votes,
+            [false, true],
+            "only the pool drained last stays drained"
+        );
+        assert!(!own_vote("seoul", &both, None), "auto failback: no latch");
     }
 }

@@ -3,7 +3,8 @@
 //! Per data-plane service, one task reads every instance's vote URL for every pool (its own
 //! included, through the URL Route 53's checkers use) every `request_interval / 3`, judges each
 //! answer as a string-match check does (2xx or 3xx, the string in the first 5,120 bytes, the
-//! certificate not validated, 4 s to connect and 2 s to answer), counts the votes as the tally
+//! certificate not validated, 4 s to connect, then at most 2 s between reads of the answer and
+//! 6 s in all), counts the votes as the tally
 //! checks do ([`tally_healthy`]) and applies Route 53's failover rule. It publishes:
 //! - [`Served`] for the reconciler, through the service's vote board: the decision is
 //!   reported applied only once the tally serves its pool and has held for the checkers'
@@ -23,7 +24,6 @@ use gslb_core::model::{Millis, PoolId, ServiceId};
 use gslb_provider::{PoolRef, Served};
 
 use crate::config::dataplane::{Vote, tally_healthy};
-use crate::io::http_body::read_at_most;
 use crate::ops::status::{PoolTally, TallyView};
 use crate::ops::telemetry::Telemetry;
 
@@ -34,6 +34,9 @@ pub const BODY_READ: usize = 5120;
 /// Connection timeout of a read: 4 s, as Route 53's checkers (Developer Guide, "How Amazon
 /// Route 53 determines whether a health check is healthy").
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// Longest wait for each part of the answer once connected: 2 s, as Route 53's checkers.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whole-read timeout: the 4 s to connect and the 2 s Route 53 gives the answer.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(6);
@@ -69,7 +72,8 @@ pub struct TallySpec {
 
 /// The client the tally reads with: no certificate validation (Route 53 does none on an
 /// `HTTPS_STR_MATCH` check; the vote's secret, not the certificate, makes it genuine), no
-/// redirects followed, [`CONNECT_TIMEOUT`] and [`READ_TIMEOUT`].
+/// redirects followed, [`CONNECT_TIMEOUT`], [`ANSWER_TIMEOUT`] between reads and
+/// [`READ_TIMEOUT`] in all.
 ///
 /// # Errors
 /// The TLS back end cannot be set up.
@@ -78,18 +82,28 @@ pub fn client() -> reqwest::Result<reqwest::Client> {
         .danger_accept_invalid_certs(true)
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(ANSWER_TIMEOUT)
         .timeout(READ_TIMEOUT)
         .build()
 }
 
-/// Reads the votes, publishes them, and waits `spec.period`, until aborted.
+/// Reads the votes, publishes them, and waits `spec.period`, until aborted. A reader that
+/// replaces another (a reload) continues its `since` from the status.
 pub async fn run(
     spec: TallySpec,
     client: reqwest::Client,
     served: Arc<watch::Sender<Option<Served>>>,
     telemetry: Telemetry,
 ) {
-    let mut since: Option<(usize, Millis)> = None;
+    let shown = telemetry
+        .board
+        .snapshot_of(Some(&spec.service), false)
+        .remove(&spec.service)
+        .and_then(|s| s.apply.route53_tally);
+    let mut since: Option<(usize, Millis)> = shown.and_then(|t| {
+        let at = spec.pools.iter().position(|p| p.pool == t.serves)?;
+        Some((at, t.since))
+    });
     loop {
         let votes = read_all(&client, &spec).await;
         let now = telemetry.clock.now();
@@ -151,21 +165,28 @@ async fn read_one(client: &reqwest::Client, url: String, pool: &TallyPool) -> Re
     if !(200..400).contains(&status) {
         return (Vote::Abstain, Some("error status"));
     }
-    let Ok(body) = read_at_most(&mut response, BODY_READ).await else {
-        return (Vote::Abstain, Some("unreachable"));
-    };
-    judge(&body.bytes, pool)
+    let mut body = Vec::new();
+    while body.len() < BODY_READ {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) => break,
+            Err(e) if e.is_timeout() => return (Vote::Abstain, Some("timeout")),
+            Err(_) => return (Vote::Abstain, Some("unreachable")),
+        }
+    }
+    body.truncate(BODY_READ);
+    judge(&body, pool)
 }
 
-/// The vote in `body` (at most [`BODY_READ`] bytes of a 2xx or 3xx answer).
+/// The vote in `body` (at most [`BODY_READ`] bytes of a 2xx or 3xx answer), as the two checks
+/// count it: both strings make the serve check healthy and the drain check unhealthy, which
+/// is no vote.
 fn judge(body: &[u8], pool: &TallyPool) -> Read {
     let has = |s: &str| !s.is_empty() && body.windows(s.len()).any(|w| w == s.as_bytes());
-    if has(&pool.drain) {
-        (Vote::Drain, None)
-    } else if has(&pool.serve) {
-        (Vote::Serve, None)
-    } else {
-        (Vote::Abstain, Some("abstains"))
+    match (has(&pool.serve), has(&pool.drain)) {
+        (true, false) => (Vote::Serve, None),
+        (false, true) => (Vote::Drain, None),
+        _ => (Vote::Abstain, Some("abstains")),
     }
 }
 
@@ -264,6 +285,57 @@ mod tests {
             Vote::Abstain,
             "another secret is no vote"
         );
+        let both = format!("{} {}", p.serve, p.drain);
+        assert_eq!(judge(both.as_bytes(), p).0, Vote::Abstain, "both strings");
+    }
+
+    /// A loopback vote URL that answers `head` then `body`, waiting `delay` before the head,
+    /// and then keeps the connection open without ending the body.
+    async fn stalling_url(delay: Duration, body: Vec<u8>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let _ = conn.read(&mut buf).await;
+                    tokio::time::sleep(delay).await;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n",
+                        body.len() + 10
+                    );
+                    let _ = conn.write_all(head.as_bytes()).await;
+                    let _ = conn.write_all(&body).await;
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                });
+            }
+        });
+        format!("http://{addr}/v1/vote/api/seoul")
+    }
+
+    #[tokio::test]
+    async fn a_vote_url_is_read_as_route53_reads_it() {
+        let s = spec();
+        let p = &s.pools[0];
+        let c = client().expect("client");
+        // The vote ends exactly at byte 5,120 and the body goes on later: read at once.
+        let mut body = vec![b' '; BODY_READ - p.serve.len()];
+        body.extend_from_slice(p.serve.as_bytes());
+        let url = stalling_url(Duration::ZERO, body).await;
+        let started = std::time::Instant::now();
+        assert_eq!(read_one(&c, url, p).await, (Vote::Serve, None));
+        assert!(
+            started.elapsed() < ANSWER_TIMEOUT,
+            "{:?}",
+            started.elapsed()
+        );
+        // An answer 3 s after connecting is none: Route 53 waits 2 s.
+        let url = stalling_url(Duration::from_secs(3), p.serve.clone().into_bytes()).await;
+        assert_eq!(read_one(&c, url, p).await, (Vote::Abstain, Some("timeout")));
     }
 
     #[test]

@@ -17,6 +17,7 @@ trait DynProvider: Send + Sync {
     fn name(&self) -> &'static str;
     fn style(&self) -> FailoverStyle;
     fn elected(&self) -> bool;
+    fn decided(&self);
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn observe_within(
         &self,
@@ -41,6 +42,10 @@ impl<P: Provider> DynProvider for P {
 
     fn elected(&self) -> bool {
         Provider::elected(self)
+    }
+
+    fn decided(&self) {
+        Provider::decided(self);
     }
 
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
@@ -96,6 +101,10 @@ impl Provider for AnyProvider {
 
     fn elected(&self) -> bool {
         self.0.elected()
+    }
+
+    fn decided(&self) {
+        self.0.decided();
     }
 
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {

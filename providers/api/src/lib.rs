@@ -102,6 +102,11 @@ pub trait Provider: Send + Sync + 'static {
     fn elected(&self) -> bool {
         true
     }
+    /// Told after each pass that found the provider holding a decision that pushes a pool
+    /// (in sync, or just written). Default: nothing. A provider that answers only with what
+    /// this instance decided (Route 53 data-plane votes) gives no answer before the first
+    /// such pass after a start: the state it started with is no decision.
+    fn decided(&self) {}
 }
 
 /// What a cluster writer's write carries: its epoch (the fencing token: the creation revision

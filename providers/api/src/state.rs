@@ -114,7 +114,7 @@ pub struct Served {
     /// FailureThreshold` plus one `RequestInterval`).
     pub settled: bool,
     /// Why, in the policy's words, for the status while it is not the decision's pool or not
-    /// settled, e.g. "Route 53's tally serves seoul: 1 of 3 instances vote to drain it".
+    /// settled, e.g. "Route 53's tally serves seoul (seoul: 2 serve, 1 drain; tokyo: 3 serve)".
     pub why: String,
 }
 

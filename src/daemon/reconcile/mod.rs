@@ -520,6 +520,9 @@ impl<P: Provider> Reconciler<'_, P> {
         match written {
             Ok(()) => {
                 self.fight.wrote(desired);
+                if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
+                    self.provider.decided();
+                }
                 let at = self.telemetry.clock.now();
                 let count = plan.len() as u64;
                 self.telemetry
@@ -534,6 +537,7 @@ impl<P: Provider> Reconciler<'_, P> {
                     a.write_fight = None;
                     a.refused = None;
                     a.fenced = None;
+                    a.awaiting = None;
                 });
                 let _ = self.telemetry.events.send(Event::Applied {
                     service: service.clone(),

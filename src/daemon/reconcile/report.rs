@@ -11,13 +11,13 @@ use gslb_core::planner::{Refusal, WRITE_FIGHT_LIMIT, WRITE_FIGHT_WINDOW};
 use gslb_provider::{Plan, Provider};
 
 use super::{Pass, Reconciler};
-
-/// How soon a pass looks again while the provider stores the decision but does not serve it
-/// yet ([`Reconciler::awaiting`]): 5 s, half the shortest interval at which the data-plane
-/// tally is read (`request_interval / 3` of 30 s).
-pub const SERVED_RECHECK: Duration = Duration::from_secs(5);
 use crate::ops::logging::List;
 use crate::ops::status::ApplyState;
+
+/// How soon a pass looks again while the provider stores the decision but does not serve it
+/// yet ([`Reconciler::awaiting`]): 5 s, between the intervals at which the data-plane tally is
+/// read (`request_interval / 3`: 3.3 s or 10 s).
+pub const SERVED_RECHECK: Duration = Duration::from_secs(5);
 
 impl<P: Provider> Reconciler<'_, P> {
     /// The decision pushes nothing (a hold, or no serving pool): the status says so.
@@ -44,6 +44,7 @@ impl<P: Provider> Reconciler<'_, P> {
         observed_active: Option<PoolId>,
     ) -> Pass {
         let service = self.service().clone();
+        self.provider.decided();
         let mut reached = false;
         self.status(decision, |a| {
             reached = a.state != ApplyState::Applied;
@@ -83,6 +84,7 @@ impl<P: Provider> Reconciler<'_, P> {
         why: String,
     ) -> Pass {
         let now = self.telemetry.clock.now();
+        self.provider.decided();
         self.status(decision, |a| {
             a.observed_active = observed_active;
             a.state = ApplyState::Pending;
@@ -108,6 +110,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.state = ApplyState::Pending;
             a.pending_since.get_or_insert(now);
             a.refused = Some(r.reason);
+            a.awaiting = None;
         });
         Pass::Fatal
     }
@@ -156,6 +159,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.state = ApplyState::Pending;
             a.pending_since.get_or_insert(now);
             a.write_fight = Some(message);
+            a.awaiting = None;
         });
         Pass::Stopped(left)
     }
@@ -195,6 +199,7 @@ impl<P: Provider> Reconciler<'_, P> {
             a.observed_active = observed_active;
             a.state = ApplyState::Shadow;
             a.last_error = None;
+            a.awaiting = None;
             if a.would_write.as_ref() != Some(&plan) {
                 a.would_write = Some(plan.clone());
                 fresh = true;

@@ -28,4 +28,10 @@ impl Metrics {
             .with_label_values(&[service])
             .set(instances as f64);
     }
+
+    /// Removes `service`'s data-plane gauges (the service is gone).
+    pub fn forget_voters(&self, service: &str) {
+        self.dataplane_voters.remove_label_values(&[service]);
+        self.dataplane_instances.remove_label_values(&[service]);
+    }
 }
