@@ -549,3 +549,94 @@ async fn a_drill_lasts_its_duration_on_every_instance_whatever_their_clocks() {
         );
     }
 }
+
+/// Whether `x` comes to list drill `id` (`listed`) or not, within 15 s.
+async fn listed_by(x: &support::cluster::Instance, id: &str, listed: bool) -> bool {
+    eventually(Duration::from_secs(15), || async {
+        x.drill_ids()
+            .await
+            .filter(|ids| ids.iter().any(|i| i == id) == listed)
+    })
+    .await
+    .is_some()
+}
+
+/// A drill ended while an instance was down stays ended: etcd is the cluster's one drill
+/// store, so the instance's state file does not bring it back when it restarts, nor does the
+/// instance share it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start(&fake, &head()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        "never applied:\n{}",
+        c.logs()
+    );
+    let http = reqwest::Client::new();
+    let drills = format!("http://{}/v1/drills", c.instances[0].admin);
+    let started = http
+        .post(&drills)
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "service": "web", "action": "drain", "pool": "ncp",
+                "reason": "ended while c is down", "duration": "10m"
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST /v1/drills");
+    assert!(started.status().is_success(), "{:?}", started.text().await);
+    let body: serde_json::Value =
+        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
+    let id = body["id"].as_str().expect("drill id").to_owned();
+    for i in 0..3 {
+        assert!(
+            listed_by(&c.instances[i], &id, true).await,
+            "{} lists {id}",
+            c.instances[i].vantage
+        );
+    }
+    // c saved the drill in its state file; it goes down, and the drill is ended on a.
+    c.instances[2].kill();
+    let ended = http
+        .delete(format!("{drills}/{id}"))
+        .header("content-type", "application/json")
+        .body(serde_json::json!({"reason": "drill over"}).to_string())
+        .send()
+        .await
+        .expect("DELETE /v1/drills");
+    assert!(ended.status().is_success(), "{:?}", ended.text().await);
+    for i in 0..2 {
+        assert!(
+            listed_by(&c.instances[i], &id, false).await,
+            "{} still lists {id}",
+            c.instances[i].vantage
+        );
+    }
+    c.instances[2].restart();
+    assert!(
+        listed_by(&c.instances[2], &id, false).await,
+        "c brought {id} back from its state file:\n{}",
+        c.logs()
+    );
+    // c has synced with the cluster: it reports the serving pool applied.
+    let synced = eventually(Duration::from_secs(30), || async {
+        let s = c.instances[2].status().await?;
+        (s["apply"]["state"] == "applied").then_some(())
+    })
+    .await;
+    assert!(synced.is_some(), "{}", c.logs());
+    for i in 0..3 {
+        let ids = c.instances[i].drill_ids().await.expect("drill list");
+        assert!(
+            !ids.contains(&id),
+            "{} lists {id} again",
+            c.instances[i].vantage
+        );
+    }
+}

@@ -1,19 +1,29 @@
 //! Drills shared by every instance of a cluster (`[cluster]`), through etcd
-//! ([`crate::io::coordination::drills`]): a drill started on any instance (admin API) is
-//! stored in etcd and loaded into every instance's engine, so every drill list shows it and
-//! every engine decides with it; one ended on any instance ends everywhere; one that expires
-//! is audited once in the cluster: by the instance whose delete of its key succeeds (each
-//! engine expires it at the same moment: an instance loading a drill from etcd counts its time
-//! left from the key's lease, not from its own wall clock; the local journal does not audit
-//! expiries in a cluster, see [`Journal::expiries_audited_elsewhere`](crate::io::journal::Journal)).
+//! ([`crate::io::coordination::drills`]), the cluster's one drill store: a drill started on any
+//! instance (admin API) is stored in etcd and loaded into every instance's engine, so every
+//! drill list shows it and every engine decides with it; one ended on any instance ends
+//! everywhere; one that expires is audited once in the cluster: by the instance whose delete of
+//! its key succeeds (each engine expires it at the same moment: an instance loading a drill
+//! from etcd counts its time left from the key's lease, not from its own wall clock; the local
+//! journal does not audit expiries in a cluster, see
+//! [`Journal::expiries_audited_elsewhere`](crate::io::journal::Journal)).
+//!
+//! Level-based, like the reconciler: every pass compares the engine's drills with etcd's (kept
+//! by a watch) and with what this instance saw of each before ([`Known`]), and acts on the
+//! difference ([`plan`]). Watch answers, the engine's drill events and a timer only wake it, so
+//! a missed event (a lagging broadcast) loses nothing. A drill this instance had that etcd no
+//! longer has was ended elsewhere, also while this instance was down: it is ended here, never
+//! brought back from the state file.
 //!
 //! Must not: decide anything about a drill; the engine does.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gslb_core::engine::{Input, Override, OverrideChange};
+use gslb_core::engine::{Input, Override, OverrideId};
 use gslb_core::event::Event;
+use gslb_core::model::Millis;
 use tokio::sync::{broadcast, oneshot};
 
 use super::cluster::Cluster;
@@ -23,12 +33,91 @@ use crate::io::clock::Clock;
 use crate::io::coordination::drills::{self, Change, Stored};
 
 /// A drill deleted elsewhere whose expiry is this close is left to the local engine to expire
-/// (clock skew between instances), rather than ended.
+/// (the instances' ends differ by up to a second), rather than ended.
 const EXPIRY_SLACK: Duration = Duration::from_secs(5);
 
-/// Keeps the drills shared, forever (see the module docs): mirrors etcd's drills into the
-/// engine behind `commands`, and this engine's drill changes (from `events`) into etcd,
-/// recording a drill's expiry in `audit` when this instance removed it.
+/// What this instance saw of each drill id: in its engine (with the end it had there), in
+/// etcd, and whether a first pass has run since the start (the engine's drills then came from
+/// the state file).
+#[derive(Debug, Default)]
+pub struct Known {
+    local: BTreeMap<OverrideId, Millis>,
+    shared: BTreeSet<OverrideId>,
+    synced: bool,
+}
+
+/// What one pass does.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// Drills in etcd the engine never had: load them.
+    pub load: Vec<Stored>,
+    /// Drills the engine has that etcd had and no longer has (ended elsewhere): end them.
+    pub end: Vec<OverrideId>,
+    /// Drills the engine has that etcd never had (started here): store them.
+    pub store: Vec<Override>,
+    /// Drills etcd has that the engine had and no longer has (ended or expired here): delete
+    /// them. Each with the end it had in this engine.
+    pub remove: Vec<Override>,
+}
+
+/// The pass for etcd's drills `shared` and the engine's `local` at `now`, updating `known` as
+/// if every action succeeds (see [`Known`]). On the first pass every local drill counts as
+/// seen in etcd: one etcd no longer has was ended while this instance was away. A drill about
+/// to expire is left to expire.
+pub fn plan(
+    shared: &BTreeMap<OverrideId, Stored>,
+    local: &[Override],
+    known: &mut Known,
+    now: Millis,
+) -> Actions {
+    if !known.synced {
+        known.shared.extend(local.iter().map(|o| o.id.clone()));
+        known.synced = true;
+    }
+    let mut actions = Actions::default();
+    // Ended elsewhere but about to expire here: left to expire, still known as shared.
+    let mut expiring = Vec::new();
+    for o in local.iter().filter(|o| !shared.contains_key(&o.id)) {
+        if !known.shared.contains(&o.id) {
+            actions.store.push(o.clone());
+        } else if o.expires > now.plus(EXPIRY_SLACK) {
+            actions.end.push(o.id.clone());
+        } else {
+            expiring.push(o.id.clone());
+        }
+    }
+    for (id, s) in shared {
+        if local.iter().any(|o| &o.id == id) {
+            continue;
+        }
+        match known.local.get(id) {
+            Some(end) => actions.remove.push(Override {
+                expires: *end,
+                ..s.drill.clone()
+            }),
+            None => actions.load.push(s.clone()),
+        }
+    }
+    known.local = local
+        .iter()
+        .chain(actions.load.iter().map(|s| &s.drill))
+        .chain(&actions.remove)
+        .map(|o| (o.id.clone(), o.expires))
+        .collect();
+    known.shared = shared
+        .keys()
+        .cloned()
+        .chain(actions.store.iter().map(|o| o.id.clone()))
+        .chain(actions.end.iter().cloned())
+        .chain(expiring)
+        .collect();
+    actions
+}
+
+/// Keeps the drills shared, forever (see the module docs): watches etcd's drills, and on each
+/// watch answer, drill event of the engine behind `commands` (from `events`) or `lease_ttl /
+/// 4`, reconciles the two, recording in `audit` a drill's expiry when this instance deleted
+/// its key.
 pub async fn keep_drills(
     cluster: Arc<Cluster>,
     commands: MessageSender,
@@ -37,134 +126,242 @@ pub async fn keep_drills(
     clock: Clock,
 ) {
     let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
-    let retry = cluster.timing.lease_ttl / 4;
+    let period = cluster.timing.lease_ttl / 4;
+    let mut known = Known::default();
     loop {
         let watched = async {
             let (stored, revision) = drills::list(client, keys).await?;
-            mirror(&commands, client, stored, &clock).await;
-            drills::watch(&cluster.clients.untimed, keys, revision).await
+            let stream = drills::watch(&cluster.clients.untimed, keys, revision).await?;
+            Ok::<_, etcd_client::Error>((stored, stream))
         };
-        let mut stream = match watched.await {
+        let (stored, mut stream) = match watched.await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the shared drills yet; retrying");
-                tokio::time::sleep(retry).await;
+                tokio::time::sleep(period).await;
                 continue;
             }
         };
+        let mut shared: BTreeMap<OverrideId, Stored> = stored
+            .into_iter()
+            .map(|s| (s.drill.id.clone(), s))
+            .collect();
+        let mut due = true;
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
+            if due {
+                let pass = Pass {
+                    cluster: &cluster,
+                    commands: &commands,
+                    audit: audit.as_ref(),
+                    clock: &clock,
+                };
+                if !pass.run(&shared, &mut known).await {
+                    return;
+                }
+            }
+            due = tokio::select! {
                 next = drills::next(&mut stream, keys) => match next {
-                    Ok(Some(changes)) => apply(&commands, client, changes, &clock).await,
+                    Ok(Some(changes)) => {
+                        watched_changes(&mut shared, changes);
+                        true
+                    }
                     Ok(None) | Err(_) => break,
                 },
                 event = events.recv() => match event {
-                    Ok(Event::Override(change)) => {
-                        publish(&cluster, &change, audit.as_ref(), &clock).await;
-                    }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Ok(Event::Override(_)) | Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Ok(_) => false,
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-            }
+                _ = tick.tick() => true,
+            };
         }
-        tokio::time::sleep(retry).await;
+        tokio::time::sleep(period).await;
     }
 }
 
-/// This engine's drill change into etcd: a started drill is stored, an ended one removed, an
-/// expired one removed and, when this instance removed it, audited.
-async fn publish(
-    cluster: &Cluster,
-    change: &OverrideChange,
-    audit: Option<&AuditLog>,
-    clock: &Clock,
-) {
-    let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
-    let done = match change {
-        OverrideChange::Added(o) => drills::store(client, keys, o, clock.now())
-            .await
-            .map(|()| false),
-        OverrideChange::Ended { ended, .. } => drills::remove(client, keys, &ended.id).await,
-        OverrideChange::Expired(o) => {
-            let removed = drills::remove(client, keys, &o.id).await;
-            if let (Ok(true), Some(a)) = (&removed, audit) {
-                a.record(&AuditEntry::drill_expired(clock.now(), o));
-            }
-            removed
-        }
-        _ => Ok(false),
-    };
-    if let Err(e) = done {
-        tracing::warn!(error = %e, "cannot share a drill change through etcd");
-    }
-}
-
-/// Loads `stored` drills the engine does not have yet (and that have not expired), each
-/// ending when its lease says ([`drills::remaining`], counted on this instance's clock from
-/// now), or at its `expires` when etcd cannot tell.
-async fn mirror(
-    commands: &MessageSender,
-    client: &etcd_client::Client,
-    stored: Vec<Stored>,
-    clock: &Clock,
-) {
-    let local = local(commands).await;
-    let mut missing: Vec<Override> = Vec::new();
-    for Stored { mut drill, lease } in stored {
-        if local.iter().any(|l| l.id == drill.id) {
-            continue;
-        }
-        if let Ok(Some(left)) = drills::remaining(client, lease).await {
-            drill.expires = clock.now().plus(left);
-        }
-        if drill.expires > clock.now() {
-            missing.push(drill);
-        }
-    }
-    if !missing.is_empty() {
-        let _ = commands
-            .send(Input::LoadOverrides { overrides: missing }.into())
-            .await;
-    }
-}
-
-/// Applies watched changes: stored drills are mirrored; a drill deleted elsewhere that this
-/// engine still has, and that is not about to expire here too, is ended.
-async fn apply(
-    commands: &MessageSender,
-    client: &etcd_client::Client,
-    changes: Vec<Change>,
-    clock: &Clock,
-) {
-    let mut stored = Vec::new();
+/// Applies a watch answer to etcd's drills as known here.
+fn watched_changes(shared: &mut BTreeMap<OverrideId, Stored>, changes: Vec<Change>) {
     for change in changes {
         match change {
-            Change::Stored(o) => stored.push(o),
+            Change::Stored(s) => {
+                shared.insert(s.drill.id.clone(), s);
+            }
             Change::Deleted(id) => {
-                let now = clock.now();
-                let ends = local(commands)
-                    .await
-                    .into_iter()
-                    .any(|o| o.id == id && o.expires > now.plus(EXPIRY_SLACK));
-                if ends {
-                    let end = Input::EndOverride {
-                        id,
-                        actor: "cluster".into(),
-                        reason: "ended on another instance".into(),
-                    };
-                    let _ = commands.send(end.into()).await;
+                shared.remove(&id);
+            }
+        }
+    }
+}
+
+/// What one pass needs.
+struct Pass<'a> {
+    cluster: &'a Cluster,
+    commands: &'a MessageSender,
+    audit: Option<&'a AuditLog>,
+    clock: &'a Clock,
+}
+
+impl Pass<'_> {
+    /// Plans and acts; an action that fails is planned again by a later pass. `false` once
+    /// the engine is gone.
+    async fn run(&self, shared: &BTreeMap<OverrideId, Stored>, known: &mut Known) -> bool {
+        let Some(local) = local(self.commands).await else {
+            return false;
+        };
+        let actions = plan(shared, &local, known, self.clock.now());
+        let (client, keys) = (&self.cluster.clients.kv, &self.cluster.clients.keys);
+        for o in &actions.store {
+            if let Err(e) = drills::store(client, keys, o, self.clock.now()).await {
+                tracing::warn!(error = %e, drill = %o.id, "cannot share a drill through etcd; retrying");
+                known.shared.remove(&o.id);
+            }
+        }
+        for o in &actions.remove {
+            match drills::remove(client, keys, &o.id).await {
+                Ok(true) if o.expires <= self.clock.now() => {
+                    if let Some(a) = self.audit {
+                        a.record(&AuditEntry::drill_expired(self.clock.now(), o));
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, drill = %o.id, "cannot remove a shared drill from etcd; retrying");
                 }
             }
         }
+        for id in actions.end {
+            let end = Input::EndOverride {
+                id,
+                actor: "cluster".into(),
+                reason: "ended on another instance".into(),
+            };
+            if self.commands.send(end.into()).await.is_err() {
+                return false;
+            }
+        }
+        self.load(actions.load).await
     }
-    mirror(commands, client, stored, clock).await;
+
+    /// Loads `stored` drills into the engine, each ending when its lease says
+    /// ([`drills::remaining`], counted on this instance's clock from now), or at its
+    /// `expires` when etcd cannot tell; one already over is skipped.
+    async fn load(&self, stored: Vec<Stored>) -> bool {
+        let client = &self.cluster.clients.kv;
+        let mut overrides = Vec::new();
+        for Stored { mut drill, lease } in stored {
+            if let Ok(Some(left)) = drills::remaining(client, lease).await {
+                drill.expires = self.clock.now().plus(left);
+            }
+            if drill.expires > self.clock.now() {
+                overrides.push(drill);
+            }
+        }
+        overrides.is_empty()
+            || self
+                .commands
+                .send(Input::LoadOverrides { overrides }.into())
+                .await
+                .is_ok()
+    }
 }
 
-/// The engine's active drills (empty when the engine loop has stopped).
-async fn local(commands: &MessageSender) -> Vec<Override> {
+/// The engine's active drills; `None` when the engine loop has stopped.
+async fn local(commands: &MessageSender) -> Option<Vec<Override>> {
     let (tx, rx) = oneshot::channel();
-    if commands.send(Message::ListOverrides(tx)).await.is_err() {
-        return Vec::new();
+    commands.send(Message::ListOverrides(tx)).await.ok()?;
+    rx.await.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use gslb_core::engine::OverrideAction;
+    use gslb_core::model::{PoolId, ServiceId};
+
+    use super::*;
+
+    fn drill(id: &str, expires: u64) -> Override {
+        Override {
+            id: OverrideId(id.into()),
+            service: ServiceId("web".into()),
+            action: OverrideAction::Drain,
+            pool: PoolId("ncp".into()),
+            reason: "test".into(),
+            actor: "alice".into(),
+            created: Millis(0),
+            expires: Millis(expires),
+        }
     }
-    rx.await.unwrap_or_default()
+
+    fn shared(drills: &[&Override]) -> BTreeMap<OverrideId, Stored> {
+        drills
+            .iter()
+            .map(|o| {
+                let s = Stored {
+                    drill: (*o).clone(),
+                    lease: 7,
+                };
+                (o.id.clone(), s)
+            })
+            .collect()
+    }
+
+    const NOW: Millis = Millis(1_000);
+
+    #[test]
+    fn a_drill_started_here_is_stored_and_one_from_etcd_loaded() {
+        let (mine, theirs) = (drill("mine", 600_000), drill("theirs", 600_000));
+        let mut known = Known::default();
+        plan(&shared(&[]), &[], &mut known, NOW);
+        let a = plan(&shared(&[&theirs]), &[mine.clone()], &mut known, NOW);
+        assert_eq!(a.store, vec![mine.clone()]);
+        assert_eq!(
+            a.load.iter().map(|s| &s.drill).collect::<Vec<_>>(),
+            [&theirs]
+        );
+        assert!(a.end.is_empty() && a.remove.is_empty());
+        // Both done: nothing more to do.
+        let a = plan(&shared(&[&theirs, &mine]), &[mine, theirs], &mut known, NOW);
+        assert_eq!(a, Actions::default());
+    }
+
+    #[test]
+    fn a_drill_ended_elsewhere_is_ended_here_and_one_ended_here_is_removed() {
+        let (a1, b1) = (drill("a1", 600_000), drill("b1", 600_000));
+        let mut known = Known::default();
+        plan(
+            &shared(&[&a1, &b1]),
+            &[a1.clone(), b1.clone()],
+            &mut known,
+            NOW,
+        );
+        // a1 left etcd (ended on another instance); b1 left this engine (ended here).
+        let a = plan(&shared(&[&b1]), &[a1.clone()], &mut known, NOW);
+        assert_eq!(a.end, vec![a1.id.clone()]);
+        assert_eq!(a.remove, vec![b1.clone()]);
+        assert!(a.load.is_empty() && a.store.is_empty(), "{a:?}");
+        // A failed remove is planned again, never loaded back.
+        let a = plan(&shared(&[&b1]), &[], &mut known, NOW);
+        assert_eq!((a.remove, a.load), (vec![b1], vec![]));
+    }
+
+    #[test]
+    fn a_drill_from_the_state_file_that_etcd_no_longer_has_is_ended_not_shared_again() {
+        let stale = drill("stale", 600_000);
+        let mut known = Known::default();
+        let a = plan(&shared(&[]), &[stale.clone()], &mut known, NOW);
+        assert_eq!((a.end, a.store), (vec![stale.id], vec![]));
+    }
+
+    #[test]
+    fn a_drill_about_to_expire_is_left_to_expire() {
+        let ending = drill("ending", NOW.0 + 2_000);
+        let mut known = Known::default();
+        plan(&shared(&[&ending]), &[ending.clone()], &mut known, NOW);
+        let a = plan(&shared(&[]), &[ending.clone()], &mut known, NOW);
+        assert_eq!(a, Actions::default());
+        let a = plan(&shared(&[]), &[ending], &mut known, NOW);
+        assert_eq!(a, Actions::default(), "nor shared again by the next pass");
+    }
 }
