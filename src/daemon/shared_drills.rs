@@ -314,7 +314,12 @@ mod tests {
         let (mine, theirs) = (drill("mine", 600_000), drill("theirs", 600_000));
         let mut known = Known::default();
         plan(&shared(&[]), &[], &mut known, NOW);
-        let a = plan(&shared(&[&theirs]), &[mine.clone()], &mut known, NOW);
+        let a = plan(
+            &shared(&[&theirs]),
+            std::slice::from_ref(&mine),
+            &mut known,
+            NOW,
+        );
         assert_eq!(a.store, vec![mine.clone()]);
         assert_eq!(
             a.load.iter().map(|s| &s.drill).collect::<Vec<_>>(),
@@ -337,7 +342,7 @@ mod tests {
             NOW,
         );
         // a1 left etcd (ended on another instance); b1 left this engine (ended here).
-        let a = plan(&shared(&[&b1]), &[a1.clone()], &mut known, NOW);
+        let a = plan(&shared(&[&b1]), std::slice::from_ref(&a1), &mut known, NOW);
         assert_eq!(a.end, vec![a1.id.clone()]);
         assert_eq!(a.remove, vec![b1.clone()]);
         assert!(a.load.is_empty() && a.store.is_empty(), "{a:?}");
@@ -350,7 +355,7 @@ mod tests {
     fn a_drill_from_the_state_file_that_etcd_no_longer_has_is_ended_not_shared_again() {
         let stale = drill("stale", 600_000);
         let mut known = Known::default();
-        let a = plan(&shared(&[]), &[stale.clone()], &mut known, NOW);
+        let a = plan(&shared(&[]), std::slice::from_ref(&stale), &mut known, NOW);
         assert_eq!((a.end, a.store), (vec![stale.id], vec![]));
     }
 
@@ -358,8 +363,13 @@ mod tests {
     fn a_drill_about_to_expire_is_left_to_expire() {
         let ending = drill("ending", NOW.0 + 2_000);
         let mut known = Known::default();
-        plan(&shared(&[&ending]), &[ending.clone()], &mut known, NOW);
-        let a = plan(&shared(&[]), &[ending.clone()], &mut known, NOW);
+        plan(
+            &shared(&[&ending]),
+            std::slice::from_ref(&ending),
+            &mut known,
+            NOW,
+        );
+        let a = plan(&shared(&[]), std::slice::from_ref(&ending), &mut known, NOW);
         assert_eq!(a, Actions::default());
         let a = plan(&shared(&[]), &[ending], &mut known, NOW);
         assert_eq!(a, Actions::default(), "nor shared again by the next pass");
