@@ -184,6 +184,67 @@ async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_and_a_late_one_
     );
 }
 
+/// Lands a late write of `epoch` at the fake: `order` first, the description's stamp `epoch`.
+fn land_late_write(fake: &Fake, order: [&str; 2], epoch: u64) {
+    let description = fake.load_balancer()["description"]
+        .as_str()
+        .map(str::to_owned);
+    fake.edit_load_balancer(serde_json::json!({
+        "default_pools": order,
+        "description": epoch::stamp(description.as_deref(), epoch),
+    }));
+}
+
+/// The epoch stamped at the fake once it is `want`, within 8 s (4 of the writer's late-write
+/// checks, far under the 60 s resync).
+async fn stamped(fake: &Fake, want: u64) -> Option<()> {
+    eventually(Duration::from_secs(8), || async {
+        let lb = fake.load_balancer();
+        (epoch::read(lb["description"].as_str()) == Some(want)).then_some(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_write_of_an_older_epoch_is_written_over_at_once_also_in_the_same_order() {
+    let fake = Fake::start().await;
+    let Some((mut c, writer, epoch)) = settled(&fake, Layout::default()).await else {
+        return;
+    };
+    c.ncp.stop().await;
+    assert!(
+        applied_on(&c, "gcp", None, Duration::from_secs(20)).await,
+        "{}",
+        c.logs()
+    );
+    assert_eq!(fake.write_log().last().and_then(|w| w.epoch), Some(epoch));
+    // The same order as the writer's, stamped by an older writer: stamped again.
+    let writes = fake.write_log().len();
+    land_late_write(&fake, [ids::GCP, ids::NCP], epoch - 1);
+    stamped(&fake, epoch)
+        .await
+        .unwrap_or_else(|| panic!("the old stamp stayed:\n{}", c.logs()));
+    assert_eq!(fake.write_log().len(), writes + 1, "{:?}", fake.write_log());
+    // Another order: written over as quickly.
+    land_late_write(&fake, [ids::NCP, ids::GCP], epoch - 2);
+    stamped(&fake, epoch)
+        .await
+        .unwrap_or_else(|| panic!("the late write stayed:\n{}", c.logs()));
+    assert_eq!(fake.load_balancer()["default_pools"][0], ids::GCP);
+    let metrics = c.instances[writer].metrics().await;
+    assert!(
+        metrics.contains("gslb_cluster_late_writes_total{binding=\"web\"} 2"),
+        "{metrics}"
+    );
+    // Logged once per write over a late write (the log line follows the write's read-back).
+    let x = &c.instances[writer];
+    eventually(Duration::from_secs(5), || async {
+        (x.log().matches("wrote over the late write").count() == 2).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("{}", x.log()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_three_etcd_members_down_no_write_fail_static() {
     let fake = Fake::start().await;

@@ -13,7 +13,9 @@ pub mod fight;
 
 use std::collections::BTreeMap;
 
-use gslb_provider::{DesiredState, FailoverStyle, ObservedState, Plan, PoolRef, ProviderError};
+use gslb_provider::{
+    Change, DesiredState, FailoverStyle, ObservedState, Plan, PoolRef, ProviderError,
+};
 
 use crate::engine::Decision;
 use crate::model::{ByPool, Millis, PoolId, ServiceId, Verdict};
@@ -93,6 +95,13 @@ pub struct Request<'a> {
     pub decision: Option<&'a Decision>,
     /// The provider's state, read afresh.
     pub observed: &'a ObservedState,
+    /// `[cluster]`: the epoch this instance has written under as the binding's writer, if it
+    /// has. When the provider reports an older writer epoch
+    /// ([`ObservedState::writer_epoch`]), a late write of a former writer landed after this
+    /// writer's: the state is written again with this epoch's stamp even when it matches the
+    /// decision (the same pool order, [`Change::SetOrder`] to itself). `None` alone, for a
+    /// follower, and in `gslb plan`.
+    pub restamp: Option<u64>,
 }
 
 /// What [`plan`] answers.
@@ -190,7 +199,15 @@ pub fn plan(
         let name = pools.pool_of(&f).map_or(f.as_str(), |p| p.0.as_str());
         fallback::ignored_drain(name)
     });
-    let plan = gslb_provider::diff(&desired, observed)?;
+    let mut plan = gslb_provider::diff(&desired, observed)?;
+    if plan.is_empty()
+        && let Some(order) = stale_stamp(request.restamp, observed)
+    {
+        plan.push(Change::SetOrder {
+            from: order.clone(),
+            to: order.clone(),
+        });
+    }
     let outcome = if plan.is_empty() {
         Outcome::InSync
     } else {
@@ -200,6 +217,14 @@ pub fn plan(
         outcome,
         ignored_drain,
     })
+}
+
+/// The order to write again when the provider carries an older writer's stamp than `restamp`
+/// (see [`Request::restamp`]); `None` when it carries none, this one or a newer one, or has
+/// no order gslb writes.
+fn stale_stamp(restamp: Option<u64>, observed: &ObservedState) -> Option<&Vec<PoolRef>> {
+    let (mine, seen) = (restamp?, observed.writer_epoch?);
+    (seen < mine).then_some(observed.order.as_ref()?)
 }
 
 /// The rules for a non-empty `plan` towards `desired`, in order: the unhealthy-fallback

@@ -67,15 +67,57 @@ fn decision(rule: Rule, active: &str, drained: &[&str]) -> Decision {
 }
 
 fn planned(d: &Decision, shadow: bool, fight: &mut FightGuard) -> Planned {
-    let (pools, observed) = (pools(), observed());
+    stamped(d, shadow, fight, &observed(), None)
+}
+
+/// [`planned`] against `observed`, as a cluster writer that wrote under `restamp`.
+fn stamped(
+    d: &Decision,
+    shadow: bool,
+    fight: &mut FightGuard,
+    observed: &ObservedState,
+    restamp: Option<u64>,
+) -> Planned {
+    let pools = pools();
     let request = Request {
         pools: &pools,
         style: FailoverStyle::Order,
         shadow,
         decision: Some(d),
-        observed: &observed,
+        observed,
+        restamp,
     };
     plan(&request, fight, Millis(0)).expect("plannable")
+}
+
+#[test]
+fn a_late_write_of_an_older_epoch_is_stamped_again_even_when_it_matches() {
+    let stay = decision(Rule::Stay, "ncp", &[]);
+    let mut late = observed();
+    late.writer_epoch = Some(12);
+    let order = late.order.clone().expect("an order");
+    let fight = &mut FightGuard::default();
+    let Outcome::Write { plan, .. } = stamped(&stay, false, fight, &late, Some(15)).outcome else {
+        panic!("the same order, written again under epoch 15")
+    };
+    assert_eq!(
+        plan,
+        vec![Change::SetOrder {
+            from: order.clone(),
+            to: order
+        }]
+    );
+    // Its own stamp, a newer writer's, no stamp, or no epoch of its own: nothing to write.
+    for (seen, mine) in [
+        (Some(15), Some(15)),
+        (Some(16), Some(15)),
+        (None, Some(15)),
+        (Some(12), None),
+    ] {
+        late.writer_epoch = seen;
+        let outcome = stamped(&stay, false, &mut FightGuard::default(), &late, mine).outcome;
+        assert_eq!(outcome, Outcome::InSync, "seen {seen:?}, mine {mine:?}");
+    }
 }
 
 #[test]
@@ -129,6 +171,7 @@ fn a_pool_without_a_provider_pool_cannot_be_planned() {
         shadow: false,
         decision: Some(&d),
         observed: &observed,
+        restamp: None,
     };
     let e = plan(&request, &mut FightGuard::default(), Millis(0)).expect_err("unbound");
     assert!(matches!(e, ProviderError::Invalid(_)), "{e:?}");

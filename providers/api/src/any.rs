@@ -18,6 +18,7 @@ trait DynProvider: Send + Sync {
     fn style(&self) -> FailoverStyle;
     fn elected(&self) -> bool;
     fn decided(&self);
+    fn fences_writes(&self) -> bool;
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>>;
     fn observe_within(
         &self,
@@ -46,6 +47,10 @@ impl<P: Provider> DynProvider for P {
 
     fn decided(&self) {
         Provider::decided(self);
+    }
+
+    fn fences_writes(&self) -> bool {
+        Provider::fences_writes(self)
     }
 
     fn observe(&self) -> BoxFuture<'_, Result<ObservedState, ProviderError>> {
@@ -105,6 +110,10 @@ impl Provider for AnyProvider {
 
     fn decided(&self) {
         self.0.decided();
+    }
+
+    fn fences_writes(&self) -> bool {
+        self.0.fences_writes()
     }
 
     fn observe(&self) -> impl Future<Output = Result<ObservedState, ProviderError>> + Send {

@@ -107,6 +107,14 @@ pub trait Provider: Send + Sync + 'static {
     /// this instance decided (Route 53 data-plane votes) gives no answer before the first
     /// such pass after a start: the state it started with is no decision.
     fn decided(&self) {}
+    /// Whether the provider itself refuses a write made under a stale view (a version fence:
+    /// Route 53's `HealthCheckVersion`). Default `true`. `false` for a provider without
+    /// compare-and-set (Cloudflare): a write a former cluster writer sent can land after a
+    /// newer writer's, so the newer writer reads back often for a while after taking over
+    /// (see the reconciler's `fenced` module).
+    fn fences_writes(&self) -> bool {
+        true
+    }
 }
 
 /// What a cluster writer's write carries: its epoch (the fencing token: the creation revision

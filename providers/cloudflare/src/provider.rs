@@ -326,6 +326,11 @@ impl Provider for CloudflareProvider {
         FailoverStyle::Order
     }
 
+    /// `false`: the Load Balancing API has no conditional write (no ETag, no If-Match).
+    fn fences_writes(&self) -> bool {
+        false
+    }
+
     /// A fresh read: [`Provider::observe_within`] with `Duration::ZERO`.
     ///
     /// # Errors

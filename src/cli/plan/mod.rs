@@ -273,6 +273,7 @@ pub fn outcome(g: &Gathered, decision: Option<&Decision>, now: Millis) -> Outcom
         shadow: g.policy.mode == Mode::Shadow,
         decision,
         observed: &g.observed,
+        restamp: None,
     };
     match planner::plan(&request, &mut FightGuard::default(), now).map(|p| p.outcome) {
         Ok(planner::Outcome::NotPushed | planner::Outcome::InSync) => Outcome::NoChange,

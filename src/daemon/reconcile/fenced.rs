@@ -1,18 +1,32 @@
 //! The reconciler's cluster side (`[cluster]` only): the binding's [`Seat`] in the status and
 //! `gslb_cluster_writer`, the fence before each write (followers plan and report but never
-//! write; a refused fence is counted and shown as decided but not applied), and the detection
-//! of a late write from an older writer on read-back.
+//! write; a refused fence is counted and shown as decided but not applied), and late writes of
+//! an older writer: a new writer on a provider without compare-and-set reads back every
+//! [`LATE_WRITE_CHECK`] for [`LATE_WRITE_WINDOW`] after taking over, and a late write it finds
+//! is written over at once, stamped with its own epoch, also when it wrote the same order.
 
 use std::time::Duration;
 
 use gslb_core::engine::Decision;
 use gslb_provider::{DesiredState, ObservedState, Plan, Provider, Stamp};
+use tokio::time::Instant;
 
 use super::{Pass, Reconciler};
 use crate::io::coordination::election::Role;
 use crate::io::coordination::fence::Refusal;
 use crate::io::coordination::seat::Seat;
 use crate::ops::status::SeatView;
+
+/// How often a new writer reads a provider without compare-and-set back while a write of its
+/// predecessor may still land: every 2 s, so such a late write is replaced within about 2 s
+/// (a read of the zone's shared state, not paced by the call budget).
+pub const LATE_WRITE_CHECK: Duration = Duration::from_secs(2);
+
+/// How long after becoming the writer a late write of a predecessor is looked for: 120 s. Every
+/// write of a predecessor was sent before this instance took over (its lease had expired, and
+/// the takeover delay outlasts its write deadline); Cloudflare's edge ends a request it has not
+/// answered after 100 s (its documented proxy read timeout, HTTP 524), plus 20 s of margin.
+pub const LATE_WRITE_WINDOW: Duration = Duration::from_secs(120);
 
 impl<P: Provider> Reconciler<'_, P> {
     /// Shows this instance's role, the writer and its epoch in the status and
@@ -36,17 +50,28 @@ impl<P: Provider> Reconciler<'_, P> {
             .set(if on { 1.0 } else { 0.0 });
     }
 
-    /// A writer that has written under its epoch and now reads an older epoch at the provider
-    /// sees a late write of a former writer: counted and logged once per late epoch; the plan
-    /// that follows corrects it.
+    /// Notes when this instance became the writer (for [`Reconciler::late_write_check`]), and
+    /// whether `observed` carries a late write: a writer that has written under its epoch and
+    /// now reads an older epoch at the provider sees a write of a former writer that landed
+    /// after its own. Counted and logged once per late epoch; the planner writes over it
+    /// ([`Request::restamp`](gslb_core::planner::Request::restamp)), and the write that does
+    /// is logged.
     pub(super) fn check_late_write(&mut self, seat: &Seat, observed: &ObservedState) {
+        self.late_now = None;
         let Role::Writer { me, .. } = seat.role() else {
             return;
         };
+        if self.took_over.is_none_or(|(epoch, _)| epoch != me.epoch) {
+            self.took_over = Some((me.epoch, Instant::now()));
+        }
         let (Some(seen), Some(mine)) = (observed.writer_epoch, self.stamped) else {
             return;
         };
-        if mine == me.epoch && seen < mine && self.late != Some(seen) {
+        if mine != me.epoch || seen >= mine {
+            return;
+        }
+        self.late_now = Some(seen);
+        if self.late != Some(seen) {
             self.late = Some(seen);
             self.telemetry
                 .metrics
@@ -55,9 +80,40 @@ impl<P: Provider> Reconciler<'_, P> {
                 .inc();
             tracing::warn!(
                 service = %self.service(), epoch = mine, late_epoch = seen,
-                "a late write of an older writer landed after this writer's; correcting it"
+                "a late write of an older writer landed after this writer's"
             );
         }
+    }
+
+    /// The epoch to stamp again over a late write ([`Request::restamp`]): this writer's, once
+    /// it has written under it; `None` otherwise.
+    ///
+    /// [`Request::restamp`]: gslb_core::planner::Request::restamp
+    pub(super) fn restamp(&self) -> Option<u64> {
+        let me = self.role()?.writer().cloned()?;
+        (self.stamped == Some(me.epoch)).then_some(me.epoch)
+    }
+
+    /// Logs a write that replaced a late write seen by this pass.
+    pub(super) fn corrected_late_write(&mut self) {
+        if let Some(late) = self.late_now.take() {
+            tracing::warn!(
+                service = %self.service(), late_epoch = late,
+                "wrote over the late write of an older writer"
+            );
+        }
+    }
+
+    /// How long to wait before the next read while a former writer's write may still land
+    /// (the provider has no compare-and-set, [`Provider::fences_writes`]): [`LATE_WRITE_CHECK`]
+    /// during [`LATE_WRITE_WINDOW`] after this instance became the writer; `None` otherwise
+    /// (alone, a follower, a fencing provider, or later).
+    pub(super) fn late_write_check(&self) -> Option<Duration> {
+        let (epoch, at) = self.took_over?;
+        let me = self.role()?.writer().cloned()?;
+        let watching =
+            !self.provider.fences_writes() && me.epoch == epoch && at.elapsed() < LATE_WRITE_WINDOW;
+        watching.then_some(LATE_WRITE_CHECK)
     }
 
     /// The fence before a write: the [`Stamp`] to write with, or how to go on when refused

@@ -161,6 +161,8 @@ async fn serve<P: Provider>(
         announced: None,
         stamped: None,
         late: None,
+        late_now: None,
+        took_over: None,
         following: follow::Following::default(),
         budget: budget::CallBudget::new(steering.calls_per_minute),
         settled: None,
@@ -194,7 +196,11 @@ async fn serve<P: Provider>(
                 let passed = Box::pin(reconciler.pass(&mut decisions, !on_timer)).await;
                 took.observe(started.elapsed().as_secs_f64());
                 let paced = !matches!(passed, Pass::Wrote | Pass::Budget(_));
-                (next_wait(passed, &mut backoff, steering.resync), paced)
+                let check = matches!(passed, Pass::Settled)
+                    .then(|| reconciler.late_write_check())
+                    .flatten();
+                let wait = next_wait(passed, &mut backoff, steering.resync);
+                (check.map_or(wait, |c| c.min(wait)), paced)
             }
         };
         heartbeat.idle(wait, bound);
@@ -319,6 +325,10 @@ struct Reconciler<'a, P> {
     stamped: Option<u64>,
     /// `[cluster]`: the older epoch last reported as a late write (each is counted once).
     late: Option<u64>,
+    /// `[cluster]`: the older epoch of a late write the current pass found.
+    late_now: Option<u64>,
+    /// `[cluster]`: the epoch under which this instance last became the writer, and when.
+    took_over: Option<(u64, tokio::time::Instant)>,
     /// `[cluster]`: what following the writer remembers between passes.
     following: follow::Following,
     /// The binding's provider call budget.
@@ -394,6 +404,7 @@ impl<P: Provider> Reconciler<'_, P> {
             shadow: self.steering.shadow,
             decision,
             observed,
+            restamp: self.restamp(),
         };
         let now = self.telemetry.clock.now();
         let planned = match planner::plan(&request, &mut self.fight, now) {
@@ -519,6 +530,7 @@ impl<P: Provider> Reconciler<'_, P> {
         };
         match written {
             Ok(()) => {
+                self.corrected_late_write();
                 self.fight.wrote(desired);
                 if decision.is_some_and(|d| d.rule.pushes() && d.active.is_some()) {
                     self.provider.decided();
