@@ -40,8 +40,12 @@ impl Instance {
         self.spawn_with(gslb(self.dir.path(), &["run", "--config", "gslb.toml"]));
     }
 
+    /// Spawns `run` in a process group of its own, so that signals reach `gslb run` also
+    /// behind a wrapper that forks (Debian's `faketime` waits for its child).
     fn spawn_with(&mut self, mut run: std::process::Command) {
+        use std::os::unix::process::CommandExt;
         let child = run
+            .process_group(0)
             .env("GSLB_LOG", "debug")
             .stderr(log_file(
                 self.dir.path(),
@@ -96,22 +100,19 @@ impl Instance {
         }
     }
 
-    /// SIGKILL, reaped.
+    /// SIGKILL to its process group, reaped.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
+            let _ = group_signal(c.id(), "KILL");
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    /// Sends `sig` (`STOP`, `CONT`).
+    /// Sends `sig` (`STOP`, `CONT`) to its process group.
     pub fn signal(&self, sig: &str) {
         let pid = self.child.as_ref().expect("running").id();
-        let ok = std::process::Command::new("kill")
-            .args([format!("-{sig}"), pid.to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill -{sig} {pid}");
+        assert!(group_signal(pid, sig), "kill -{sig} -- -{pid}");
     }
 
     /// Kills and starts it again on the same files.
@@ -157,12 +158,18 @@ impl Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         if let Some(c) = &self.child {
-            let _ = std::process::Command::new("kill")
-                .args(["-CONT", &c.id().to_string()])
-                .status();
+            group_signal(c.id(), "CONT");
         }
         self.kill();
     }
+}
+
+/// Sends `sig` to the process group led by `pid`; whether `kill` succeeded.
+fn group_signal(pid: u32, sig: &str) -> bool {
+    std::process::Command::new("kill")
+        .args([format!("-{sig}"), "--".to_owned(), format!("-{pid}")])
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The whole set-up.

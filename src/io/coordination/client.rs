@@ -1,5 +1,6 @@
 //! The etcd connection: two clients over the same members, TLS (mutual) from
-//! `[cluster.tls]`'s files.
+//! `[cluster.tls]`'s files. Each client sends to one member at a time and moves to the next
+//! when that member fails ([`super::failover`]).
 //!
 //! etcd-client's per-request timeout also cancels a blocking `campaign` (an election call that
 //! waits until this instance leads), so campaigns and the long-lived streams (watches, lease
@@ -7,12 +8,14 @@
 //! ([`Clients::untimed`]); every other call goes through [`Clients::kv`], which has it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use serde::Deserialize;
 
 use super::error::{CoordinationError, ErrorCounter, EtcdOp};
+use super::failover::{Failover, Pin};
 use super::keys::Keys;
 
 /// `[cluster.tls]`: PEM files of etcd's client mTLS (relative to the settings file).
@@ -59,6 +62,10 @@ pub struct Clients {
     pub keys: Keys,
     /// `gslb_cluster_etcd_errors_total{op}`.
     pub errors: ErrorCounter,
+    /// The member both clients send to ([`super::failover`]).
+    pin: Arc<Pin>,
+    /// How many members `[cluster] endpoints` names.
+    members: usize,
 }
 
 impl std::fmt::Debug for Clients {
@@ -70,8 +77,9 @@ impl std::fmt::Debug for Clients {
 }
 
 impl Clients {
-    /// Builds both clients for `to`. The channels connect lazily: members that are
-    /// down now are tried again on each call, so gslb starts (and fails static) without etcd.
+    /// Builds both clients for `to`. The channels connect lazily: a member that is down now is
+    /// left for the next one on the first call that fails, so gslb starts (and fails static)
+    /// without etcd.
     ///
     /// # Errors
     /// A TLS file cannot be read ([`CoordinationError::TlsFile`]), or the client refuses an
@@ -86,10 +94,12 @@ impl Clients {
         if let Some(tls) = to.tls {
             options = options.with_tls(tls_options(tls)?);
         }
+        let pin = Arc::new(Pin::default());
         let connect = |options: ConnectOptions| {
             let errors = errors.clone();
+            let failover = Failover(Arc::clone(&pin));
             async move {
-                Client::connect(to.endpoints, Some(options))
+                Client::connect_with_balanced_channel(to.endpoints, Some(options), failover)
                     .await
                     .map_err(|e| errors.failed(EtcdOp::Connect, e))
             }
@@ -101,7 +111,27 @@ impl Clients {
             untimed,
             keys: Keys::new(to.prefix),
             errors,
+            pin,
+            members: to.endpoints.len(),
         })
+    }
+
+    /// The member calls go to now (an index into `[cluster] endpoints`), to hand to
+    /// [`Clients::suspect`] when a call started now is not answered in time.
+    pub fn member(&self) -> usize {
+        self.pin.member()
+    }
+
+    /// A call sent to `member` (read with [`Clients::member`] before the call) was not answered
+    /// within its caller's own limit (a stream's message, a stream that would not open): both
+    /// clients leave that member, as they do on a failure they see themselves.
+    pub fn suspect(&self, member: usize) {
+        if self.pin.leave(member, self.members) {
+            tracing::debug!(
+                member,
+                "etcd member did not answer in time; the next member takes the requests"
+            );
+        }
     }
 }
 

@@ -115,8 +115,8 @@ pub async fn run(
                     Err(e) => super::error::describe(e),
                     Ok(_) => "etcd answered without a leader key".to_owned(),
                 };
-                tracing::warn!(election = %campaign.name, %reason, "campaign failed; campaigning again");
-                role.send_replace(Role::Unknown);
+                // The role stays what the follower last read (reads have their own rule).
+                tracing::info!(election = %campaign.name, %reason, "campaign failed; campaigning again");
                 tokio::time::sleep(campaign.poll).await;
                 continue;
             }
@@ -169,20 +169,33 @@ async fn hold(
     }
 }
 
-/// As a follower: publishes the current leader every `poll`. Never returns while `role` has
-/// receivers.
+/// How many reads of the leader in a row may fail before a follower's role is `unknown`: 4
+/// (one lease TTL of polls). A read that fails on a member that is down is followed by one on
+/// the next member (`failover`), so one failure says nothing about the cluster.
+const UNANSWERED_READS: u32 = 4;
+
+/// As a follower: publishes the current leader every `poll` ([`Role::Unknown`] once
+/// [`UNANSWERED_READS`] reads in a row failed). Never returns while `role` has receivers.
 async fn follow(campaign: &Campaign, client: &Client, role: &watch::Sender<Role>) {
+    let mut unanswered = 0;
     loop {
-        let seen = leader(client, &campaign.name).await;
-        let next = match seen {
-            Ok(writer) => Role::Follower { writer },
-            Err(()) => Role::Unknown,
+        let next = match leader(client, &campaign.name).await {
+            Ok(writer) => {
+                unanswered = 0;
+                Some(Role::Follower { writer })
+            }
+            Err(()) => {
+                unanswered += 1;
+                (unanswered >= UNANSWERED_READS).then_some(Role::Unknown)
+            }
         };
-        role.send_if_modified(|r| {
-            let changed = *r != next;
-            *r = next;
-            changed
-        });
+        if let Some(next) = next {
+            role.send_if_modified(|r| {
+                let changed = *r != next;
+                *r = next;
+                changed
+            });
+        }
         if role.is_closed() {
             return;
         }

@@ -118,6 +118,7 @@ impl LeaseTask {
             if last.is_none_or(|t| t.elapsed() >= self.ttl) {
                 return CoordinationError::LeaseExpired(id);
             }
+            let member = self.clients.member();
             if stream.is_none() {
                 let mut untimed = self.clients.untimed.clone();
                 match timeout(wait, untimed.lease_keep_alive(id)).await {
@@ -128,6 +129,7 @@ impl LeaseTask {
                     }
                     Err(_) => {
                         self.clients.errors.timed_out(EtcdOp::LeaseKeepalive);
+                        self.clients.suspect(member);
                         continue;
                     }
                 }
@@ -153,6 +155,7 @@ impl LeaseTask {
                 }
                 Err(_) => {
                     self.clients.errors.timed_out(EtcdOp::LeaseKeepalive);
+                    self.clients.suspect(member);
                     stream = None;
                 }
             }

@@ -10,6 +10,7 @@ pub mod client;
 pub mod drills;
 pub mod election;
 pub mod error;
+mod failover;
 pub mod fence;
 pub mod keys;
 pub mod lease;

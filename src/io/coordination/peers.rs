@@ -1,9 +1,10 @@
 //! Watching the other vantage points: their votes and heartbeats, read once, then watched
 //! from the revision read. Every put of a heartbeat is one [`PeerEvent::Heartbeat`] (the
 //! reader's engine times it on its own clock); a vote put or deleted (its lease gone) is one
-//! [`PeerEvent::Verdict`] (`unknown` when deleted). When the watch breaks, the reader is told
-//! it is not synced, then everything is read again (votes that vanished meanwhile become
-//! `unknown`) and watched anew.
+//! [`PeerEvent::Verdict`] (`unknown` when deleted). A watch that breaks after running a while is
+//! resumed at once from the revision after its last event (the reader stays synced); otherwise
+//! the reader is told it is not synced, then everything is read again (votes that vanished
+//! meanwhile become `unknown`) and watched anew.
 //!
 //! A heartbeat key present at the first read proves nothing about now (etcd extends every
 //! lease when its own leader changes), so only heartbeats put while watching count.
@@ -18,7 +19,7 @@ use tokio::time::timeout;
 use gslb_core::model::{VantageId, Verdict};
 
 use super::client::{Clients, request_timeout};
-use super::error::EtcdOp;
+use super::error::{CoordinationError, EtcdOp};
 use super::keys::VoteKey;
 use super::votes::parse_verdict;
 
@@ -55,9 +56,11 @@ impl Watcher {
     pub async fn run(self, tx: mpsc::Sender<PeerEvent>) {
         let mut known: BTreeMap<Vec<u8>, VoteKey> = BTreeMap::new();
         while !tx.is_closed() {
-            if let Err(e) = self.sync_and_watch(&tx, &mut known).await {
-                tracing::warn!(error = %e, "watch of the other vantage points broke");
-            }
+            let broke = match self.sync(&tx, &mut known).await {
+                Ok(next) => self.watch(&tx, &mut known, next).await,
+                Err(e) => e,
+            };
+            tracing::warn!(error = %broke, "watch of the other vantage points broke");
             if tx.send(PeerEvent::Synced(false)).await.is_err() {
                 return;
             }
@@ -65,20 +68,18 @@ impl Watcher {
         }
     }
 
-    /// Reads every vote, reports the differences with `known`, then watches from the revision
-    /// read until the stream ends.
-    async fn sync_and_watch(
+    /// Reads every vote and reports the differences with `known`: the revision to watch from.
+    async fn sync(
         &self,
         tx: &mpsc::Sender<PeerEvent>,
         known: &mut BTreeMap<Vec<u8>, VoteKey>,
-    ) -> Result<(), super::CoordinationError> {
+    ) -> Result<i64, CoordinationError> {
         let keys = &self.clients.keys;
-        let errors = &self.clients.errors;
         let mut kv = self.clients.kv.clone();
         let read = kv
             .get(keys.votes(), Some(GetOptions::new().with_prefix()))
             .await
-            .map_err(|e| errors.failed(EtcdOp::Get, e))?;
+            .map_err(|e| self.clients.errors.failed(EtcdOp::Get, e))?;
         let revision = read.header().map_or(0, |h| h.revision());
         let mut seen = BTreeMap::new();
         for kvp in read.kvs() {
@@ -93,30 +94,87 @@ impl Watcher {
             }
         }
         *known = seen;
+        Ok(revision + 1)
+    }
+
+    /// Watches from revision `next` and reports each event; synced once the first stream
+    /// opens. A stream that breaks after running at least `retry` is opened again at once from
+    /// the revision after the last one it delivered (nothing is lost: etcd replays from there;
+    /// the member that broke it is left, see `failover`), staying synced. Returns why it
+    /// stopped: a stream that could not open or broke sooner, or a cancelled watch (its
+    /// revision compacted), after which everything is read again.
+    async fn watch(
+        &self,
+        tx: &mpsc::Sender<PeerEvent>,
+        known: &mut BTreeMap<Vec<u8>, VoteKey>,
+        mut next: i64,
+    ) -> CoordinationError {
+        let mut synced = false;
+        loop {
+            let opened = tokio::time::Instant::now();
+            let stream = match self.open(next).await {
+                Ok(s) => s,
+                Err(e) => return e,
+            };
+            if !synced {
+                synced = true;
+                let _ = tx.send(PeerEvent::Synced(true)).await;
+            }
+            let broke = self.follow(stream, tx, known, &mut next).await;
+            if opened.elapsed() < self.retry || tx.is_closed() {
+                return broke;
+            }
+            tracing::debug!(error = %broke, revision = next, "watch of the other vantage points broke; resuming");
+        }
+    }
+
+    /// Opens a watch of the whole prefix (votes and heartbeats) from revision `next`.
+    async fn open(&self, next: i64) -> Result<etcd_client::WatchStream, CoordinationError> {
+        let errors = &self.clients.errors;
         let mut untimed = self.clients.untimed.clone();
-        let options = WatchOptions::new()
-            .with_prefix()
-            .with_start_revision(revision + 1);
-        let prefix = keys.votes().trim_end_matches("votes/").to_owned();
-        let mut stream = timeout(
+        let options = WatchOptions::new().with_prefix().with_start_revision(next);
+        let prefix = self
+            .clients
+            .keys
+            .votes()
+            .trim_end_matches("votes/")
+            .to_owned();
+        let member = self.clients.member();
+        let stream = timeout(
             request_timeout(self.retry * 3),
             untimed.watch(prefix, Some(options)),
         )
         .await
-        .map_err(|_| errors.timed_out_error(EtcdOp::Watch))?
+        .map_err(|_| {
+            self.clients.suspect(member);
+            errors.timed_out_error(EtcdOp::Watch)
+        })?
         .map_err(|e| errors.failed(EtcdOp::Watch, e))?;
-        let _ = tx.send(PeerEvent::Synced(true)).await;
-        while let Some(resp) = stream
-            .message()
-            .await
-            .map_err(|e| errors.failed(EtcdOp::Watch, e))?
-        {
+        Ok(stream)
+    }
+
+    /// Reports the events of `stream` until it ends; `next` follows the revision after the
+    /// last response. Returns why it ended.
+    async fn follow(
+        &self,
+        mut stream: etcd_client::WatchStream,
+        tx: &mpsc::Sender<PeerEvent>,
+        known: &mut BTreeMap<Vec<u8>, VoteKey>,
+        next: &mut i64,
+    ) -> CoordinationError {
+        let (keys, errors) = (&self.clients.keys, &self.clients.errors);
+        loop {
+            let resp = match stream.message().await {
+                Ok(Some(resp)) => resp,
+                Ok(None) => return errors.timed_out_error(EtcdOp::Watch),
+                Err(e) => return errors.failed(EtcdOp::Watch, e),
+            };
             if resp.canceled() {
-                errors.timed_out(EtcdOp::Watch);
-                return Ok(());
+                return errors.timed_out_error(EtcdOp::Watch);
             }
             for ev in resp.events() {
                 let Some(kvp) = ev.kv() else { continue };
+                *next = (*next).max(kvp.mod_revision() + 1);
                 let put = ev.event_type() == EventType::Put;
                 if let Some(v) = keys.parse_heartbeat(kvp.key()).filter(|v| *v != self.own) {
                     if put {
@@ -135,7 +193,6 @@ impl Watcher {
                 }
             }
         }
-        Ok(())
     }
 
     /// A peer's vote key and its verdict (`unknown` without a value: deleted); `None` for

@@ -1,0 +1,109 @@
+//! One etcd member down while quorum holds (issue 27, defect 4): three real `gslb run`
+//! processes (vantage points a, b, c on 127.0.25.1-3), a real three-member etcd (127.0.24.1-3),
+//! the Cloudflare fake. With one member killed, and then another paused (SIGSTOP: its
+//! connections stay open and nothing answers), every instance stays coordinated and keeps its
+//! role, and a failover is written as usual.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use gslb_cloudflare::fake::Fake;
+use support::cluster::{GslbCluster, INTERVAL_MS, Layout};
+use support::eventually;
+
+fn head() -> String {
+    format!(
+        "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = 3\nrise = 2"
+    )
+}
+
+fn layout() -> Layout {
+    Layout {
+        etcd: 24,
+        admin: 25,
+        ..Layout::default()
+    }
+}
+
+/// Every instance's view of the cluster: (vantage point, coordinated, role of `web`).
+async fn views(c: &GslbCluster) -> Vec<(String, bool, String)> {
+    let mut seen = Vec::new();
+    for x in &c.instances {
+        let all = support::daemon::status_all(x.admin).await;
+        let coordinated = all
+            .as_ref()
+            .is_some_and(|a| a["cluster"]["coordinated"] == true);
+        let role = all
+            .as_ref()
+            .and_then(|a| a["services"]["web"]["apply"]["cluster"]["role"].as_str())
+            .unwrap_or("no answer")
+            .to_owned();
+        seen.push((x.vantage.clone(), coordinated, role));
+    }
+    seen
+}
+
+/// Looks at every instance every 200 ms for `during`: each moment one was not coordinated or
+/// its role was neither writer nor follower, with the time since the start of the watch.
+async fn degraded(c: &GslbCluster, during: Duration) -> Vec<String> {
+    let start = Instant::now();
+    let mut bad = Vec::new();
+    while start.elapsed() < during {
+        for (vantage, coordinated, role) in views(c).await {
+            if !coordinated || !matches!(role.as_str(), "writer" | "follower") {
+                let at = start.elapsed();
+                bad.push(format!(
+                    "{at:.1?} {vantage}: coordinated {coordinated}, role {role}"
+                ));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    bad
+}
+
+/// Every instance applied on `pool`, within `within`.
+async fn applied_on(c: &GslbCluster, pool: &str, within: Duration) -> bool {
+    eventually(within, || async {
+        for x in &c.instances {
+            let s = x.status().await?;
+            (s["apply"]["state"] == "applied" && s["active"] == pool).then_some(())?;
+        }
+        Some(())
+    })
+    .await
+    .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_etcd_member_killed_then_another_paused_degrades_no_instance() {
+    let fake = Fake::start().await;
+    let Some(mut c) = GslbCluster::start_with(&fake, &head(), layout()).await else {
+        return;
+    };
+    assert!(
+        applied_on(&c, "ncp", Duration::from_secs(30)).await,
+        "{}",
+        c.logs()
+    );
+    c.writer(Duration::from_secs(20), None)
+        .await
+        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    // Killed: its port refuses connections. Watched for three lease TTLs and more.
+    c.etcd.kill(0);
+    let bad = degraded(&c, Duration::from_secs(15)).await;
+    assert!(bad.is_empty(), "member 0 killed: {bad:#?}\n{}", c.logs());
+    // Back, then another one paused: connections to it stay open and nothing answers.
+    c.etcd.restart(0);
+    c.etcd.wait_healthy(0);
+    c.etcd.pause(1);
+    let bad = degraded(&c, Duration::from_secs(15)).await;
+    // A failover while it is paused is written as usual.
+    c.ncp.stop().await;
+    let failed_over = applied_on(&c, "gcp", Duration::from_secs(15)).await;
+    c.etcd.resume(1);
+    assert!(bad.is_empty(), "member 1 paused: {bad:#?}\n{}", c.logs());
+    assert!(failed_over, "{}", c.logs());
+    assert_eq!(fake.write_log().len(), 1, "{:?}", fake.write_log());
+}
