@@ -14,6 +14,7 @@ use gslb::config::ClusterSettings;
 use gslb::daemon::reconcile::CALL_DEADLINE;
 use gslb::io::coordination::election::Role;
 use gslb::io::coordination::fence::{Refusal, Timing};
+use gslb::io::coordination::leaders;
 use gslb::io::coordination::seat::Seat;
 use gslb::io::coordination::{Clients, ErrorCounter, LeaseTask};
 use gslb_provider::DesiredState;
@@ -25,6 +26,7 @@ struct Instance {
     seat: Seat,
     election: tokio::task::JoinHandle<()>,
     lease: tokio::task::JoinHandle<()>,
+    reader: tokio::task::JoinHandle<()>,
 }
 
 impl Instance {
@@ -39,11 +41,13 @@ impl Instance {
         let (task, state) = LeaseTask::new(clients.clone(), TTL);
         let lease = tokio::spawn(task.run());
         let timing = Timing::derive(TTL, CALL_DEADLINE).expect("timing");
-        let (seat, election) = Seat::join(&clients, state, vantage, "api", timing);
+        let (leaders, reader) = leaders::spawn(clients.clone(), TTL / 4);
+        let (seat, election) = Seat::join(&clients, state, leaders, vantage, "api", timing);
         Self {
             seat,
             election,
             lease,
+            reader,
         }
     }
 
@@ -52,6 +56,7 @@ impl Instance {
     fn stop_keepalives(&self) {
         self.lease.abort();
         self.election.abort();
+        self.reader.abort();
     }
 }
 
@@ -134,4 +139,76 @@ async fn one_writer_is_fenced_and_a_lost_lease_hands_over_to_a_larger_epoch() {
     .await
     .expect("the new writer writes after its takeover delay");
     assert_eq!(admitted.epoch, new_epoch);
+}
+
+/// `Range` requests sent so far (`gslb_cluster_etcd_requests_total{method="Range"}`).
+fn ranges(requests: &prometheus::IntCounterVec) -> u64 {
+    requests.with_label_values(&["Range"]).get()
+}
+
+/// A hundred bindings' elections cost one read per poll, not one per binding (issue 27,
+/// defect 8): every seat follows the one read of every election ([`leaders::spawn`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_elections_are_read_in_one_request_per_poll() {
+    let ips = [1, 2, 3].map(|i| Ipv4Addr::new(127, 0, 26, i));
+    let Some(etcd) = EtcdCluster::start(ips) else {
+        return;
+    };
+    let text = format!(
+        "endpoints = {:?}\nvantages = [\"a\"]\nlease_ttl = \"4s\"\nheartbeat = \"1s\"\nprefix = \"/t\"\n",
+        etcd.endpoints()
+    );
+    let settings: ClusterSettings = toml::from_str(&text).expect("settings");
+    let opts = prometheus::Opts::new("requests", "requests");
+    let requests = prometheus::IntCounterVec::new(opts, &["method"]).expect("vector");
+    let counter = ErrorCounter::detached().counting_requests(requests.clone());
+    let clients = Clients::connect(settings.connect(), counter)
+        .await
+        .expect("connect");
+    let (task, state) = LeaseTask::new(clients.clone(), TTL);
+    let _lease = tokio::spawn(task.run());
+    let poll = TTL / 4;
+    let (leaders, _reader) = leaders::spawn(clients.clone(), poll);
+    let timing = Timing::derive(TTL, CALL_DEADLINE).expect("timing");
+    let seats: Vec<_> = (0..100)
+        .map(|i| {
+            let binding = format!("svc-{i}");
+            Seat::join(
+                &clients,
+                state.clone(),
+                leaders.clone(),
+                "a",
+                &binding,
+                timing,
+            )
+        })
+        .collect();
+    let all_lead = support::eventually(TTL * 4, || async {
+        let writers = seats
+            .iter()
+            .filter(|(s, _)| matches!(s.role(), Role::Writer { .. }))
+            .count();
+        (writers == seats.len()).then_some(())
+    })
+    .await;
+    assert!(
+        all_lead.is_some(),
+        "alone, this instance leads every election"
+    );
+    let before = ranges(&requests);
+    let window = poll * 5;
+    tokio::time::sleep(window).await; // a measurement window, not a wait for a condition
+    let read = ranges(&requests) - before;
+    // One read per poll (at most 5 in the window, 6 at an edge; fewer when reads are slow);
+    // one per binding and poll would be 500.
+    assert!(
+        (1..=6).contains(&read),
+        "{read} Range requests in {window:?}"
+    );
+    // Every seat still leads: the shared read shows each its own key.
+    let leading = seats
+        .iter()
+        .filter(|(s, _)| matches!(s.role(), Role::Writer { .. }))
+        .count();
+    assert_eq!(leading, seats.len());
 }

@@ -272,7 +272,8 @@ async fn join_cluster(
     let Some(cluster) = &settings.cluster else {
         return Ok((builder, journal));
     };
-    let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone());
+    let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone())
+        .counting_requests(telemetry.metrics.cluster_etcd_requests_total.clone());
     let member = Cluster::start(cluster, settings.vantage.clone(), errors)
         .await
         .map_err(|e| match e {

@@ -6,7 +6,7 @@
 //! Must not: decide, or write to a provider. Without `[cluster]` none of this exists and gslb
 //! runs alone, exactly as before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use crate::ops::status::StatusBoard;
 use crate::config::ClusterSettings;
 use crate::daemon::reconcile::CALL_DEADLINE;
 use crate::io::coordination::fence::Timing;
+use crate::io::coordination::leaders::{self, LeaderPoll};
 use crate::io::coordination::seat::Seat;
 use crate::io::coordination::{Clients, CoordinationError, ErrorCounter, LeaseState, LeaseTask};
 use gslb_core::model::{ServiceId, VantageId};
@@ -37,6 +38,9 @@ pub struct Cluster {
     /// The writers' time relations, derived from `lease_ttl` ([`Timing::derive`]).
     pub timing: Timing,
     keeper: tokio::task::JoinHandle<()>,
+    /// Every election, read once per `lease_ttl / 4` for all bindings ([`leaders::spawn`]).
+    leaders: watch::Receiver<LeaderPoll>,
+    reader: tokio::task::JoinHandle<()>,
     /// Whether coordination holds (lease alive and the other vantage points watched), set by
     /// the votes' monitor ([`super::votes`]).
     coordinated: Arc<watch::Sender<bool>>,
@@ -61,12 +65,15 @@ impl Cluster {
         let clients = Clients::connect(settings.connect(), errors).await?;
         let (task, lease) = LeaseTask::new(clients.clone(), settings.lease_ttl);
         let keeper = tokio::spawn(task.run());
+        let (leaders, reader) = leaders::spawn(clients.clone(), settings.lease_ttl / 4);
         Ok(Self {
             clients,
             lease,
             vantage,
             timing,
             keeper,
+            leaders,
+            reader,
             coordinated: Arc::new(watch::Sender::new(false)),
         })
     }
@@ -89,6 +96,7 @@ impl Cluster {
         let (seat, task) = Seat::join(
             &self.clients,
             self.lease.clone(),
+            self.leaders.clone(),
             &self.vantage.0,
             &service.0,
             self.timing,
@@ -118,8 +126,9 @@ pub async fn keep_safety(
 ) {
     let period = cluster.timing.lease_ttl / 4;
     let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
+    let services: BTreeSet<ServiceId> = services.into_iter().collect();
     let saved = loop {
-        match safety::load(client, keys, &services).await {
+        match safety::load(client, keys, &services, 0).await {
             Ok(saved) => break saved,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the shared safety state yet; retrying");
@@ -129,7 +138,8 @@ pub async fn keep_safety(
     };
     // The saved state of each service as last read or put: what etcd holds, as far as known.
     let mut seen: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
-    for (service, state) in saved {
+    let mut revision = saved.revision;
+    for (service, state) in saved.states {
         tracing::info!(service = %service, "continuing the shared safety state from etcd");
         seen.insert(service.clone(), state.clone());
         if !restore(&commands, service, state).await {
@@ -138,7 +148,12 @@ pub async fn keep_safety(
     }
     loop {
         tokio::time::sleep(period).await;
-        let merged = match merge_saved(client, keys, &services, &commands, &mut seen).await {
+        let read = Read {
+            client,
+            keys,
+            services: &services,
+        };
+        let merged = match merge_saved(read, &mut revision, &commands, &mut seen).await {
             Some(merged) => merged,
             None => return,
         };
@@ -160,21 +175,33 @@ pub async fn keep_safety(
     }
 }
 
-/// Merges into the engine every saved state that changed since `seen` (another instance put
-/// it), recording it there: the services merged, or `None` once the engine is gone. A failed
-/// read merges nothing (the next round reads again).
+/// Where [`merge_saved`] reads: the client, the key layout and the services kept.
+#[derive(Clone, Copy)]
+struct Read<'a> {
+    client: &'a etcd_client::Client,
+    keys: &'a crate::io::coordination::keys::Keys,
+    services: &'a BTreeSet<ServiceId>,
+}
+
+/// Merges into the engine every saved state put after `revision` (one read for all services)
+/// that differs from `seen` (another instance put it), recording it there and moving
+/// `revision` to the read's: the services merged, or `None` once the engine is gone. A failed
+/// read merges nothing (the next round reads again from the same revision).
 async fn merge_saved(
-    client: &etcd_client::Client,
-    keys: &crate::io::coordination::keys::Keys,
-    services: &[ServiceId],
+    read: Read<'_>,
+    revision: &mut i64,
     commands: &MessageSender,
     seen: &mut BTreeMap<ServiceId, SafetyState>,
 ) -> Option<Vec<ServiceId>> {
-    let saved = safety::load(client, keys, services)
+    let saved = safety::load(read.client, read.keys, read.services, *revision)
         .await
-        .unwrap_or_default();
+        .unwrap_or_else(|_| safety::Saved {
+            states: Vec::new(),
+            revision: *revision,
+        });
+    *revision = saved.revision;
     let mut merged = Vec::new();
-    for (service, state) in saved {
+    for (service, state) in saved.states {
         if seen.get(&service) == Some(&state) {
             continue;
         }
@@ -200,6 +227,7 @@ async fn restore(commands: &MessageSender, service: ServiceId, state: SafetyStat
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.keeper.abort();
+        self.reader.abort();
     }
 }
 

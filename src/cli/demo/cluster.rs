@@ -101,7 +101,8 @@ impl Instance {
         let settings: ClusterSettings =
             toml::from_str(&text).map_err(|e| DemoError::Cluster(e.to_string()))?;
         let telemetry = Telemetry::new(Clock::system(), 4096);
-        let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone());
+        let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone())
+            .counting_requests(telemetry.metrics.cluster_etcd_requests_total.clone());
         let id = VantageId(vantage.into());
         let member = Cluster::start(&settings, id.clone(), errors)
             .await

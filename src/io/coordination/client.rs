@@ -97,7 +97,10 @@ impl Clients {
         let pin = Arc::new(Pin::default());
         let connect = |options: ConnectOptions| {
             let errors = errors.clone();
-            let failover = Failover(Arc::clone(&pin));
+            let failover = Failover {
+                pin: Arc::clone(&pin),
+                counter: errors.clone(),
+            };
             async move {
                 Client::connect_with_balanced_channel(to.endpoints, Some(options), failover)
                     .await

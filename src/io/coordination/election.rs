@@ -4,11 +4,12 @@
 //! to its lease, on the etcd client without a request timeout (a per-request timeout would
 //! cancel the blocking campaign). The winner's leader key's creation revision is its epoch:
 //! the fencing token every write carries ([`super::fence`]); a newer writer's epoch is always
-//! larger. While it leads, the winner checks every `poll` that its key still exists with that
-//! revision and that its lease is the one it campaigned with; when either fails it steps down
-//! to follower and campaigns again. Losing leadership never ends the process.
-//! Followers read the current leader (identity and epoch) every `poll`, for status and
-//! `gslb plan`.
+//! larger. While it leads, the winner checks in each read of every election
+//! ([`super::leaders`], one read per `poll` for all bindings) that its key still exists with
+//! that revision, and that its lease is the one it campaigned with; when either fails it steps
+//! down to follower and campaigns again. Losing leadership never ends the process. Followers
+//! take the current leader (identity and epoch) from the same reads, for status; `gslb plan`
+//! reads it once ([`leader`]).
 //!
 //! Must not: write to a provider, or hold the role anywhere but in the one [`Role`] watch.
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 use tokio::sync::watch;
 
+use super::leaders::LeaderPoll;
 use super::lease::LeaseState;
 
 /// A binding's writer as etcd names it.
@@ -82,11 +84,12 @@ pub struct Campaign {
 
 /// Takes part in `campaign` until `role` has no receiver left: campaigns with the current
 /// lease from `lease` (`None` while there is none) on `campaigner` (no request timeout),
-/// reads and checks with `client`, and publishes this instance's role to `role`.
+/// follows and checks with the reads of every election in `leaders` ([`super::leaders`]),
+/// and publishes this instance's role to `role`.
 pub async fn run(
     campaign: Campaign,
     campaigner: Client,
-    client: Client,
+    leaders: watch::Receiver<LeaderPoll>,
     mut lease: watch::Receiver<LeaseState>,
     role: watch::Sender<Role>,
 ) {
@@ -101,7 +104,7 @@ pub async fn run(
         let mut elections = campaigner.election_client();
         let won = tokio::select! {
             won = elections.campaign(campaign.name.as_bytes(), campaign.vantage.as_bytes(), lease_id) => won,
-            () = follow(&campaign, &client, &role) => return,
+            () = follow(&campaign, leaders.clone(), &role) => return,
             () = role.closed() => return,
             changed = lease.wait_for(|l| l.id != Some(lease_id)) => {
                 if changed.is_err() { return; }
@@ -132,7 +135,7 @@ pub async fn run(
             won_at: Instant::now(),
         });
         tokio::select! {
-            () = hold(&campaign, &client, key.key(), key.rev(), lease_id, &mut lease) => {}
+            () = hold(leaders.clone(), key.key(), key.rev(), lease_id, &mut lease) => {}
             () = role.closed() => return,
         }
         tracing::warn!(election = %campaign.name, epoch = me.epoch, "leadership lost; now a follower");
@@ -140,12 +143,11 @@ pub async fn run(
     }
 }
 
-/// Returns once this instance no longer leads: its key is gone or has another creation
-/// revision, or its lease changed. An unanswered check keeps the role (the fence refuses
-/// writes on a stale lease meanwhile).
+/// Returns once this instance no longer leads: a read of the elections newer than its key
+/// finds the key gone or with another creation revision, or its lease changed. An unanswered
+/// read keeps the role (the fence refuses writes on a stale lease meanwhile).
 async fn hold(
-    campaign: &Campaign,
-    client: &Client,
+    mut leaders: watch::Receiver<LeaderPoll>,
     key: &[u8],
     epoch: i64,
     lease_id: i64,
@@ -158,10 +160,12 @@ async fn hold(
                     return;
                 }
             }
-            () = tokio::time::sleep(campaign.poll) => {
-                if let Ok(got) = client.kv_client().get(key, None).await
-                    && got.kvs().first().is_none_or(|kv| kv.create_revision() != epoch)
-                {
+            changed = leaders.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let poll = leaders.borrow_and_update().clone();
+                if let Some(false) = poll.read.as_deref().and_then(|r| r.holds(key, epoch)) {
                     return;
                 }
             }
@@ -169,25 +173,27 @@ async fn hold(
     }
 }
 
-/// How many reads of the leader in a row may fail before a follower's role is `unknown`: 4
+/// How many reads of the elections in a row may fail before a follower's role is `unknown`: 4
 /// (one lease TTL of polls). A read that fails on a member that is down is followed by one on
 /// the next member (`failover`), so one failure says nothing about the cluster.
 const UNANSWERED_READS: u32 = 4;
 
-/// As a follower: publishes the current leader every `poll` ([`Role::Unknown`] once
-/// [`UNANSWERED_READS`] reads in a row failed). Never returns while `role` has receivers.
-async fn follow(campaign: &Campaign, client: &Client, role: &watch::Sender<Role>) {
-    let mut unanswered = 0;
+/// As a follower: publishes the current leader after each read of the elections
+/// ([`Role::Unknown`] once [`UNANSWERED_READS`] reads in a row failed). Never returns while
+/// `role` has receivers and reads go on.
+async fn follow(
+    campaign: &Campaign,
+    mut leaders: watch::Receiver<LeaderPoll>,
+    role: &watch::Sender<Role>,
+) {
     loop {
-        let next = match leader(client, &campaign.name).await {
-            Ok(writer) => {
-                unanswered = 0;
-                Some(Role::Follower { writer })
-            }
-            Err(()) => {
-                unanswered += 1;
-                (unanswered >= UNANSWERED_READS).then_some(Role::Unknown)
-            }
+        let poll = leaders.borrow_and_update().clone();
+        let next = match (&poll.read, poll.unanswered) {
+            (_, n) if n >= UNANSWERED_READS => Some(Role::Unknown),
+            (Some(read), _) => Some(Role::Follower {
+                writer: read.leader(&campaign.name).cloned(),
+            }),
+            (None, _) => None,
         };
         if let Some(next) = next {
             role.send_if_modified(|r| {
@@ -196,10 +202,9 @@ async fn follow(campaign: &Campaign, client: &Client, role: &watch::Sender<Role>
                 changed
             });
         }
-        if role.is_closed() {
+        if role.is_closed() || leaders.changed().await.is_err() {
             return;
         }
-        tokio::time::sleep(campaign.poll).await;
     }
 }
 

@@ -84,10 +84,11 @@ pub enum CoordinationError {
     LeaseExpired(i64),
 }
 
-/// Counts failed etcd calls in `gslb_cluster_etcd_errors_total{op}` (the vector is declared
-/// by the metrics module and handed in, so this I/O edge does not depend on it).
+/// Counts failed etcd calls in `gslb_cluster_etcd_errors_total{op}`, and every request sent to
+/// etcd in `gslb_cluster_etcd_requests_total{method}` (the vectors are declared by the metrics
+/// module and handed in, so this I/O edge does not depend on it).
 #[derive(Debug, Clone)]
-pub struct ErrorCounter(IntCounterVec);
+pub struct ErrorCounter(IntCounterVec, Option<IntCounterVec>);
 
 impl ErrorCounter {
     /// Counts into `counter` (labels: `op`); pre-creates every operation's series at 0.
@@ -95,13 +96,30 @@ impl ErrorCounter {
         for op in EtcdOp::ALL {
             counter.with_label_values(&[op.as_str()]);
         }
-        Self(counter)
+        Self(counter, None)
+    }
+
+    /// Also counts every request into `requests` (labels: `method`, the gRPC method: `Range`,
+    /// `Put`, `Txn`, `LeaseGrant`, `LeaseKeepAlive`, `Watch`, `Campaign`...).
+    pub fn counting_requests(self, requests: IntCounterVec) -> Self {
+        Self(self.0, Some(requests))
     }
 
     /// A counter nobody reads (tools and tests without a metrics registry).
     pub fn detached() -> Self {
         let opts = prometheus::Opts::new("gslb_cluster_etcd_errors_total", "detached");
-        Self(IntCounterVec::new(opts, &["op"]).expect("static metric definition"))
+        Self(
+            IntCounterVec::new(opts, &["op"]).expect("static metric definition"),
+            None,
+        )
+    }
+
+    /// Counts one request of gRPC `method` (a unary call, a stream opened, or a message sent on
+    /// a lease keepalive stream).
+    pub fn requested(&self, method: &str) {
+        if let Some(requests) = &self.1 {
+            requests.with_label_values(&[method]).inc();
+        }
     }
 
     /// Wraps `source` as the failure of `op` and counts it.

@@ -32,6 +32,8 @@ use tonic::transport::channel::Change;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceExt};
 
+use super::error::ErrorCounter;
+
 /// How many endpoint changes etcd-client may queue before the transport takes them (it sends
 /// one per `[cluster] endpoints` entry at connect).
 const CHANGES: usize = 64;
@@ -60,10 +62,15 @@ impl Pin {
     }
 }
 
-/// Builds the failover transport for [`etcd_client::Client::connect_with_balanced_channel`],
-/// following `pin`.
+/// Builds the failover transport for [`etcd_client::Client::connect_with_balanced_channel`]:
+/// follows `pin`, counts each request in `counter` ([`ErrorCounter::requested`]).
 #[derive(Debug, Clone)]
-pub struct Failover(pub Arc<Pin>);
+pub struct Failover {
+    /// The member both clients send to.
+    pub pin: Arc<Pin>,
+    /// Where requests are counted.
+    pub counter: ErrorCounter,
+}
 
 impl BalancedChannelBuilder for Failover {
     type Error = etcd_client::Error;
@@ -90,7 +97,8 @@ impl BalancedChannelBuilder for Failover {
         });
         let members = Arc::new(Members {
             list: members,
-            pin: self.0,
+            pin: self.pin,
+            counter: self.counter,
         });
         let service = FailoverChannel { members };
         Ok((Channel::Custom(BoxCloneSyncService::new(service)), changes))
@@ -102,6 +110,7 @@ impl BalancedChannelBuilder for Failover {
 struct Members {
     list: watch::Receiver<Vec<(Uri, MemberChannel)>>,
     pin: Arc<Pin>,
+    counter: ErrorCounter,
 }
 
 impl Members {
@@ -146,6 +155,9 @@ impl Service<Request<Body>> for FailoverChannel {
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let members = Arc::clone(&self.members);
+        // The gRPC method: the path's last segment (`/etcdserverpb.KV/Range` -> `Range`).
+        let method = request.uri().path().rsplit('/').next().unwrap_or_default();
+        members.counter.requested(method);
         Box::pin(async move {
             let (i, uri, channel) = members.pinned().await?;
             let answered = channel.oneshot(request).await;

@@ -96,9 +96,22 @@ impl Keys {
         format!("{}/intent/{binding}", self.prefix)
     }
 
+    /// Prefix of every shared safety state: `<prefix>/safety/`.
+    pub fn safeties(&self) -> String {
+        format!("{}/safety/", self.prefix)
+    }
+
     /// The shared safety state of a service (velocity budget, damping, holds).
     pub fn safety(&self, service: &ServiceId) -> String {
-        format!("{}/safety/{service}", self.prefix)
+        format!("{}{service}", self.safeties())
+    }
+
+    /// The service of a safety state key; `None` for a key outside the layout.
+    pub fn parse_safety(&self, key: &[u8]) -> Option<ServiceId> {
+        let rest = std::str::from_utf8(key)
+            .ok()?
+            .strip_prefix(&self.safeties())?;
+        (!rest.is_empty() && !rest.contains('/')).then(|| ServiceId(rest.into()))
     }
 
     /// Prefix of every drill: `<prefix>/drills/`.
@@ -147,6 +160,11 @@ mod tests {
         );
         assert_eq!(keys.intent("cloudflare-api"), "/g/intent/cloudflare-api");
         assert_eq!(keys.safety(&ServiceId("api".into())), "/g/safety/api");
+        assert_eq!(
+            keys.parse_safety(b"/g/safety/api"),
+            Some(ServiceId("api".into()))
+        );
+        assert_eq!(keys.parse_safety(b"/g/safety/"), None);
         assert_eq!(keys.drill("d-1"), "/g/drills/d-1");
     }
 }

@@ -138,6 +138,7 @@ impl LeaseTask {
                 continue;
             };
             let sent = Instant::now();
+            self.clients.errors.requested("LeaseKeepAlive");
             let answer = timeout(wait, async {
                 keeper.keep_alive().await?;
                 answers.message().await

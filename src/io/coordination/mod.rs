@@ -13,6 +13,7 @@ pub mod error;
 mod failover;
 pub mod fence;
 pub mod keys;
+pub mod leaders;
 pub mod lease;
 pub mod peers;
 pub mod safety;

@@ -5,13 +5,25 @@
 //!
 //! Must not: merge or judge the state (the engine merges it, [`SafetyState::merge`]).
 
-use etcd_client::Client;
+use std::collections::BTreeSet;
+
+use etcd_client::{Client, GetOptions};
 use gslb_core::engine::SafetyState;
 use gslb_core::model::ServiceId;
 
 use super::keys::Keys;
 
-/// The saved state of each of `services` that has one.
+/// Saved states, as one read found them.
+#[derive(Debug, Default)]
+pub struct Saved {
+    /// The saved state of each service read that has one.
+    pub states: Vec<(ServiceId, SafetyState)>,
+    /// The etcd revision of the read: the next read asks only for what changed after it.
+    pub revision: i64,
+}
+
+/// The saved state of each of `services` put after revision `since` (`0`: every one), in one
+/// read of `<prefix>/safety/` whatever the number of services (etcd's `min_mod_revision`).
 ///
 /// # Errors
 /// etcd did not answer (the caller retries: a start without the saved state would refill the
@@ -19,22 +31,33 @@ use super::keys::Keys;
 pub async fn load(
     client: &Client,
     keys: &Keys,
-    services: &[ServiceId],
-) -> Result<Vec<(ServiceId, SafetyState)>, etcd_client::Error> {
-    let mut out = Vec::new();
-    for s in services {
-        let got = client.kv_client().get(keys.safety(s), None).await?;
-        let Some(kv) = got.kvs().first() else {
+    services: &BTreeSet<ServiceId>,
+    since: i64,
+) -> Result<Saved, etcd_client::Error> {
+    let mut options = GetOptions::new().with_prefix();
+    if since > 0 {
+        options = options.with_min_mod_revision(since + 1);
+    }
+    let got = client
+        .kv_client()
+        .get(keys.safeties(), Some(options))
+        .await?;
+    let mut saved = Saved {
+        states: Vec::new(),
+        revision: got.header().map_or(since, |h| h.revision()),
+    };
+    for kv in got.kvs() {
+        let Some(service) = keys.parse_safety(kv.key()).filter(|s| services.contains(s)) else {
             continue;
         };
         match serde_json::from_slice(kv.value()) {
-            Ok(state) => out.push((s.clone(), state)),
+            Ok(state) => saved.states.push((service, state)),
             Err(e) => {
-                tracing::warn!(service = %s, error = %e, "ignoring an unreadable saved safety state");
+                tracing::warn!(service = %service, error = %e, "ignoring an unreadable saved safety state");
             }
         }
     }
-    Ok(out)
+    Ok(saved)
 }
 
 /// Puts `state` as `service`'s saved safety state.

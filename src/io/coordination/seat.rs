@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::Clients;
 use super::election::{self, Campaign, Role};
 use super::fence::{self, Intent, IntentSeen, Refusal, Timing};
+use super::leaders::LeaderPoll;
 use super::lease::LeaseState;
 
 /// One binding's seat: its role watch, the fencing client and keys, the lease's last
@@ -32,12 +33,14 @@ pub struct Seat {
 }
 
 impl Seat {
-    /// Joins the election of `binding` as `vantage` on `clients` with this instance's `lease`:
-    /// spawns the election task ([`election::run`], checking every `lease_ttl / 4`) and
-    /// returns the binding's seat and that task's handle (abort it to leave the election).
+    /// Joins the election of `binding` as `vantage` on `clients` with this instance's `lease`,
+    /// following the reads of every election in `leaders` ([`super::leaders::spawn`], every
+    /// `lease_ttl / 4`): spawns the election task ([`election::run`]) and returns the
+    /// binding's seat and that task's handle (abort it to leave the election).
     pub fn join(
         clients: &Clients,
         lease: watch::Receiver<LeaseState>,
+        leaders: watch::Receiver<LeaderPoll>,
         vantage: &str,
         binding: &str,
         timing: Timing,
@@ -51,7 +54,7 @@ impl Seat {
         let task = tokio::spawn(election::run(
             campaign,
             clients.untimed.clone(),
-            clients.kv.clone(),
+            leaders,
             lease.clone(),
             tx,
         ));

@@ -9,10 +9,11 @@ use super::{Family, Metrics};
 
 /// The families exported only by an instance in a cluster (`[cluster]`): alone they are
 /// declared but have no sample (`gslb_cluster_coordinated` is exported either way).
-pub const CLUSTER_ONLY: [&str; 6] = [
+pub const CLUSTER_ONLY: [&str; 7] = [
     "gslb_cluster_vantage_fresh",
     "gslb_cluster_fresh_voters",
     "gslb_cluster_etcd_errors_total",
+    "gslb_cluster_etcd_requests_total",
     "gslb_cluster_writer",
     "gslb_cluster_fenced_write_refusals_total",
     "gslb_cluster_late_writes_total",
@@ -37,6 +38,11 @@ pub(super) const CLUSTER_ETCD_ERRORS_TOTAL: Family = Family {
     name: "gslb_cluster_etcd_errors_total",
     help: "Failed etcd calls by operation (connect, lease_grant, lease_keepalive, put, get, watch, txn, election).",
     labels: &["op"],
+};
+pub(super) const CLUSTER_ETCD_REQUESTS_TOTAL: Family = Family {
+    name: "gslb_cluster_etcd_requests_total",
+    help: "Requests sent to etcd by gRPC method (Range, Put, Txn, LeaseGrant, LeaseKeepAlive: each keepalive message, Watch and Campaign: each stream or call opened, ...).",
+    labels: &["method"],
 };
 
 impl Metrics {

@@ -169,6 +169,9 @@ pub struct Metrics {
     /// `gslb_cluster_etcd_errors_total{op}`: failed etcd calls (handed to
     /// [`crate::io::coordination::ErrorCounter`]).
     pub cluster_etcd_errors_total: IntCounterVec,
+    /// `gslb_cluster_etcd_requests_total{method}`: every request sent to etcd (handed to the
+    /// coordination's [`ErrorCounter`](crate::io::coordination::ErrorCounter)).
+    pub cluster_etcd_requests_total: IntCounterVec,
     /// `gslb_cluster_writer{binding}`: 1 while this instance is the binding's elected writer,
     /// 0 otherwise (`[cluster]` only).
     pub cluster_writer: Table<GaugeCell>,
@@ -249,6 +252,7 @@ impl Metrics {
             cluster_vantage_fresh: r.gauge(&cluster::CLUSTER_VANTAGE_FRESH),
             cluster_fresh_voters: r.gauges(&cluster::CLUSTER_FRESH_VOTERS),
             cluster_etcd_errors_total: r.counter(&cluster::CLUSTER_ETCD_ERRORS_TOTAL),
+            cluster_etcd_requests_total: r.counter(&cluster::CLUSTER_ETCD_REQUESTS_TOTAL),
             cluster_writer: r.gauges(&writer::CLUSTER_WRITER),
             cluster_fenced_write_refusals_total: r
                 .counters(&writer::CLUSTER_FENCED_WRITE_REFUSALS_TOTAL),
