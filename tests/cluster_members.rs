@@ -2,7 +2,8 @@
 //! processes (vantage points a, b, c on 127.0.25.1-3), a real three-member etcd (127.0.24.1-3),
 //! the Cloudflare fake. With one member killed, and then another paused (SIGSTOP: its
 //! connections stay open and nothing answers), every instance stays coordinated and keeps its
-//! role, and a failover is written as usual.
+//! role, and a failover is written as usual. Before that, in steady state, the shared safety
+//! state is not put again.
 
 mod support;
 
@@ -90,6 +91,19 @@ async fn one_etcd_member_killed_then_another_paused_degrades_no_instance() {
     c.writer(Duration::from_secs(20), None)
         .await
         .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+    // Steady state: the shared safety state is not put again while it does not change (the
+    // instances merge each other's; a put after each merge made every service's key churn).
+    let version = || async {
+        let mut etcd = etcd_client::Client::connect(c.etcd.endpoints(), None)
+            .await
+            .expect("etcd");
+        let got = etcd.get("/gslb/safety/web", None).await.expect("read");
+        got.kvs().first().map(|kv| kv.version())
+    };
+    let first = version().await;
+    assert!(first.is_some(), "the safety state is shared");
+    tokio::time::sleep(Duration::from_secs(5)).await; // a measurement window (5 rounds)
+    assert_eq!(version().await, first, "put again without a change");
     // Killed: its port refuses connections. Watched for three lease TTLs and more.
     c.etcd.kill(0);
     let bad = degraded(&c, Duration::from_secs(15)).await;

@@ -59,6 +59,7 @@ pub async fn run(
         &shape,
         &urls,
         &provider.base_url,
+        "bench",
         // A switch and its failback every round: more calls than the default budget of 20 a
         // minute allows (the budget would hold the next round's write, not measure detection),
         // and more than gslb's default pace of the token (300 per 5 minutes, 1 a second after a

@@ -37,11 +37,13 @@ pub struct Folder {
 }
 
 /// Writes the folder: policies over `endpoints` (service `i`'s endpoints are
-/// `endpoints[i * per_service ..]`), settings pointing at `api_base`, with `settings` appended.
+/// `endpoints[i * per_service ..]`), settings of vantage point `vantage` pointing at
+/// `api_base`, with `settings` appended.
 pub fn write(
     shape: &Shape,
     endpoints: &[String],
     api_base: &str,
+    vantage: &str,
     settings: &str,
 ) -> anyhow::Result<Folder> {
     let dir = tempfile::Builder::new().prefix("gslb-bench-").tempdir()?;
@@ -60,7 +62,7 @@ pub fn write(
         .port();
     let admin = SocketAddr::from(([127, 1, 0, 1], port));
     let text = format!(
-        "vantage = \"bench\"\npolicies = [\"policies\"]\n[state]\ndir = \"state\"\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{api_base}\"\n{settings}\n"
+        "vantage = \"{vantage}\"\npolicies = [\"policies\"]\n[state]\ndir = \"state\"\n[admin]\nlisten = \"{admin}\"\n[cloudflare]\napi_base = \"{api_base}\"\n{settings}\n"
     );
     std::fs::write(dir.path().join("gslb.toml"), text)?;
     Ok(Folder { dir, admin })

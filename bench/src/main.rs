@@ -9,6 +9,7 @@
 //! gslb-bench --endpoints 10000 --per-service 2                 # 5,000 services x 2 endpoints
 //! gslb-bench --endpoints 10000 --per-service 500               # 20 services x 500 endpoints
 //! gslb-bench detect --rounds 20                                # kill to provider write, 1 s / fall 3
+//! gslb-bench cluster --services 1000                           # etcd calls/s of 3 instances
 //! gslb-bench --endpoints 10000 --cpu-quota 20 --no-blackbox    # overload
 //! gslb-bench --endpoints 2000 --cpu-quota 20 --no-blackbox --keep  # ... keeping the audit log
 //! ```
@@ -18,6 +19,7 @@
 
 mod blackbox;
 mod child;
+mod cluster;
 mod daemon;
 mod detect;
 mod fake;
@@ -104,6 +106,21 @@ enum Mode {
         #[arg(long, default_value_t = 3)]
         fall: u32,
     },
+    /// etcd calls per second of each of three clustered instances (`etcd` on PATH).
+    Cluster {
+        /// Generated services (two endpoints each).
+        #[arg(long, default_value_t = 1_000)]
+        services: usize,
+        /// Probe interval.
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Time between start-up and the window (every election settles).
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        warmup: Duration,
+        /// Measured window.
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        window: Duration,
+    },
     /// (internal) Serve origins until standard input closes.
     ServeOrigins {
         /// How many.
@@ -168,6 +185,23 @@ async fn bench(cli: Cli) -> anyhow::Result<()> {
         );
         let d = detect::run(&gslb, rounds, interval, fall).await?;
         print!("\n{}", d.report());
+        return Ok(());
+    }
+    if let Some(Mode::Cluster {
+        services,
+        interval,
+        warmup,
+        window,
+    }) = cli.mode
+    {
+        println!(
+            "  command: gslb-bench cluster --services {services} --interval {} --warmup {} --window {}",
+            humantime::format_duration(interval),
+            humantime::format_duration(warmup),
+            humantime::format_duration(window)
+        );
+        let calls = cluster::run(&gslb, services, interval, warmup, window).await?;
+        print!("\n{}", cluster::table(&calls));
         return Ok(());
     }
     scale(&cli, gslb).await

@@ -130,7 +130,7 @@ pub async fn run(r: &Run, origins: &Origins, provider: &Provider) -> anyhow::Res
         .iter()
         .map(|a| format!("http://{a}/health"))
         .collect();
-    let folder = generate::write(&r.shape, &urls, &provider.base_url, &r.settings)?;
+    let folder = generate::write(&r.shape, &urls, &provider.base_url, "bench", &r.settings)?;
     let mut quota = r.cpu_quota.map(crate::quota::detect).transpose()?;
     let described = quota.as_ref().zip(r.cpu_quota).map(|(q, p)| q.describe(p));
     let result = measure(r, origins, provider, &folder, quota.as_mut()).await;

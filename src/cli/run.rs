@@ -306,6 +306,7 @@ fn share_through_etcd(
         services,
         daemon.commands(),
         telemetry.board.clone(),
+        telemetry.clock,
     ));
     tasks.spawn(shared_drills::keep_drills(
         member.clone(),

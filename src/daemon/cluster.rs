@@ -14,6 +14,7 @@ use gslb_core::engine::{Input, SafetyState};
 use tokio::sync::watch;
 
 use crate::daemon::inbox::MessageSender;
+use crate::io::clock::Clock;
 use crate::io::coordination::safety;
 use crate::ops::status::StatusBoard;
 
@@ -114,7 +115,9 @@ impl Cluster {
 /// (retrying every `lease_ttl / 4` until etcd answers) and feeds them to the engine as
 /// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, merges what
 /// other instances put since (as `RestoreSafety` again) and puts each service's state from
-/// `board` that differs from the saved one. Restoring before the first put means a restarted
+/// `board` that is not the same as the saved one at `clock`'s now
+/// ([`SafetyState::same_at`]: a put per service and round otherwise, as instances merge each
+/// other's states). Restoring before the first put means a restarted
 /// instance never overwrites a spent budget with a full one; merging before each put means an
 /// instance that spent less never overwrites one that spent more. Every instance puts, however
 /// many saved states it found when it started.
@@ -123,6 +126,7 @@ pub async fn keep_safety(
     services: Vec<ServiceId>,
     commands: MessageSender,
     board: Arc<StatusBoard>,
+    clock: Clock,
 ) {
     let period = cluster.timing.lease_ttl / 4;
     let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
@@ -157,10 +161,14 @@ pub async fn keep_safety(
             Some(merged) => merged,
             None => return,
         };
+        let now = clock.now();
         for (service, state) in board.safety() {
             // A service merged this round is put at the next, once the board shows the merge;
-            // one whose state etcd already holds is not put again.
-            if merged.contains(&service) || seen.get(&service) == Some(&state) {
+            // one whose state etcd already holds (the same at `now`, however last updated) is
+            // not put again.
+            if merged.contains(&service)
+                || seen.get(&service).is_some_and(|s| s.same_at(&state, now))
+            {
                 continue;
             }
             match safety::save(client, keys, &service, &state).await {

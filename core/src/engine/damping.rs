@@ -32,6 +32,13 @@ impl FlapPenalty {
         self.value * (-elapsed / d.half_life.as_secs_f64()).exp2()
     }
 
+    /// Whether `other` is the same penalty: both none (no penalty, not suppressed, whenever
+    /// last computed), or equal in every part.
+    pub fn same_as(&self, other: &Self) -> bool {
+        let none = |p: &Self| p.value == 0.0 && p.suppressed_since.is_none();
+        (none(self) && none(other)) || self == other
+    }
+
     /// Records one flap (healthy → unhealthy) at `now`: adds `penalty`, capped at the ceiling
     /// that bounds suppression to `max_suppress`.
     pub fn flap(&mut self, now: Millis, d: &Damping) {

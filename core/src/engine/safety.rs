@@ -34,6 +34,33 @@ pub struct SafetyState {
 }
 
 impl SafetyState {
+    /// Whether `other` says the same as this state at `now`: the same budget left, the same
+    /// penalties (no penalty equals no entry), times and count. Two instances that last updated
+    /// an unchanged state at different moments hold the same state; the shared state is put
+    /// only when it is not the same (a put for every service and round otherwise).
+    pub fn same_at(&self, other: &Self, now: Millis) -> bool {
+        let none = FlapPenalty::default();
+        let penalties = self
+            .penalties
+            .keys()
+            .chain(other.penalties.keys())
+            .all(|pool| {
+                let ours = self.penalties.get(pool).unwrap_or(&none);
+                ours.same_as(other.penalties.get(pool).unwrap_or(&none))
+            });
+        self.bucket.same_at(&other.bucket, now)
+            && penalties
+            && (
+                self.last_change,
+                self.last_failover,
+                self.consecutive_failovers,
+            ) == (
+                other.last_change,
+                other.last_failover,
+                other.consecutive_failovers,
+            )
+    }
+
     /// Merges `saved` into `self` at `now`, keeping the more cautious of each part (see the
     /// module doc); `damping` decays the penalties to compare them.
     pub fn merge(&mut self, saved: &Self, now: Millis, damping: &Damping) {
@@ -104,6 +131,27 @@ mod tests {
         assert_eq!(back.penalties.len(), 1);
         let old: SafetyState = serde_json::from_value(empty).expect("reads an empty object");
         assert!(old.penalties.is_empty());
+    }
+
+    #[test]
+    fn states_updated_at_other_moments_are_the_same_until_something_changes() {
+        let (a, mut b) = (fresh(Millis(0)), fresh(Millis(5_000)));
+        assert_ne!(a, b, "their buckets were last updated at other times");
+        assert!(a.same_at(&b, Millis(9_000)), "both full");
+        b.penalties
+            .insert(PoolId::from("seoul"), FlapPenalty::default());
+        assert!(a.same_at(&b, Millis(9_000)), "no penalty is none");
+        b.penalties
+            .get_mut(&PoolId::from("seoul"))
+            .expect("seoul")
+            .flap(Millis(6_000), &damping());
+        assert!(!a.same_at(&b, Millis(9_000)), "a flap");
+        let mut spent = fresh(Millis(0));
+        assert!(spent.bucket.try_take(Millis(1_000)));
+        assert!(!a.same_at(&spent, Millis(9_000)), "a switch spent");
+        let mut failed_over = fresh(Millis(0));
+        failed_over.last_failover = Some(Millis(1_000));
+        assert!(!a.same_at(&failed_over, Millis(9_000)));
     }
 
     #[test]

@@ -46,6 +46,13 @@ impl TokenBucket {
             .min(cap)
     }
 
+    /// Whether `other` holds the same budget as this bucket at `now` (the same credit, burst and
+    /// refill), whenever each was last updated.
+    pub fn same_at(&self, other: &Self, now: Millis) -> bool {
+        self.credit(now) == other.credit(now)
+            && (self.burst, self.refill_ms) == (other.burst, other.refill_ms)
+    }
+
     /// Whole switches available at `now`.
     pub fn available(&self, now: Millis) -> u32 {
         u32::try_from(self.credit(now) / self.refill_ms).unwrap_or(u32::MAX)
