@@ -438,6 +438,17 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
         .await;
         assert!(listed.is_some(), "{} lists {id}:\n{}", x.vantage, c.logs());
     }
+    // The others audit the drill they loaded, with its actor.
+    for x in &c.instances[1..] {
+        let loaded = eventually(Duration::from_secs(10), || async {
+            x.audit()
+                .into_iter()
+                .find(|e| e["action"] == "drill.load" && e["detail"]["id"] == id.as_str())
+        })
+        .await
+        .unwrap_or_else(|| panic!("{} audits the drill it loaded", x.vantage));
+        assert_eq!(loaded["actor"], "api", "{loaded}");
+    }
     // Every engine drains ncp: the writer moves traffic once.
     assert!(
         applied_on(&c, "gcp", None, Duration::from_secs(15)).await,

@@ -246,7 +246,9 @@ impl Pass<'_> {
 
     /// Loads `stored` drills into the engine, each ending when its lease says
     /// ([`drills::remaining`], counted on this instance's clock from now), or at its
-    /// `expires` when etcd cannot tell; one already over is skipped.
+    /// `expires` when etcd cannot tell; one already over is skipped. Each loaded drill is
+    /// audited here (`drill.load`, with its actor): a drill that reached etcd without passing
+    /// through an instance's API leaves a record on every instance.
     async fn load(&self, stored: Vec<Stored>) -> bool {
         let client = &self.cluster.clients.kv;
         let mut overrides = Vec::new();
@@ -255,6 +257,9 @@ impl Pass<'_> {
                 drill.expires = self.clock.now().plus(left);
             }
             if drill.expires > self.clock.now() {
+                if let Some(a) = self.audit {
+                    a.record(&AuditEntry::drill_loaded(self.clock.now(), &drill));
+                }
                 overrides.push(drill);
             }
         }

@@ -104,6 +104,15 @@ impl AuditEntry {
         .with_detail(override_detail(o))
     }
 
+    /// A drill this instance loaded from the cluster's shared store (etcd), started elsewhere or
+    /// put there directly: action `drill.load`, actor the drill's (as the store says), result
+    /// `ok`, at `time`.
+    pub fn drill_loaded(time: Millis, o: &Override) -> Self {
+        Self::new(time, &o.actor, "drill.load", &o.reason, "ok")
+            .with_service(o.service.clone())
+            .with_detail(override_detail(o))
+    }
+
     /// A drill request refused by the engine: action `drill.<action>`, result
     /// `refused: <why>`.
     pub fn drill_refused(time: Millis, req: &OverrideRequest, why: &OverrideError) -> Self {
