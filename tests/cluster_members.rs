@@ -10,14 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use gslb_cloudflare::fake::Fake;
-use support::cluster::{GslbCluster, INTERVAL_MS, Layout};
-use support::eventually;
-
-fn head() -> String {
-    format!(
-        "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = 3\nrise = 2"
-    )
-}
+use support::cluster::{GslbCluster, Layout, head};
 
 fn layout() -> Layout {
     Layout {
@@ -64,19 +57,6 @@ async fn degraded(c: &GslbCluster, during: Duration) -> Vec<String> {
     bad
 }
 
-/// Every instance applied on `pool`, within `within`.
-async fn applied_on(c: &GslbCluster, pool: &str, within: Duration) -> bool {
-    eventually(within, || async {
-        for x in &c.instances {
-            let s = x.status().await?;
-            (s["apply"]["state"] == "applied" && s["active"] == pool).then_some(())?;
-        }
-        Some(())
-    })
-    .await
-    .is_some()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_etcd_member_killed_then_another_paused_degrades_no_instance() {
     let fake = Fake::start().await;
@@ -84,7 +64,7 @@ async fn one_etcd_member_killed_then_another_paused_degrades_no_instance() {
         return;
     };
     assert!(
-        applied_on(&c, "ncp", Duration::from_secs(30)).await,
+        c.applied_on("ncp", None, Duration::from_secs(30)).await,
         "{}",
         c.logs()
     );
@@ -115,7 +95,7 @@ async fn one_etcd_member_killed_then_another_paused_degrades_no_instance() {
     let bad = degraded(&c, Duration::from_secs(15)).await;
     // A failover while it is paused is written as usual.
     c.ncp.stop().await;
-    let failed_over = applied_on(&c, "gcp", Duration::from_secs(15)).await;
+    let failed_over = c.applied_on("gcp", None, Duration::from_secs(15)).await;
     c.etcd.resume(1);
     assert!(bad.is_empty(), "member 1 paused: {bad:#?}\n{}", c.logs());
     assert!(failed_over, "{}", c.logs());

@@ -9,33 +9,11 @@ use std::time::{Duration, Instant};
 
 use gslb_cloudflare::epoch;
 use gslb_cloudflare::fake::{Fake, ids};
-use support::cluster::{GslbCluster, INTERVAL_MS, Layout, TAKEOVER, TTL};
+use support::cluster::{GslbCluster, Layout, TAKEOVER, TTL, head};
 use support::eventually;
-
-fn head() -> String {
-    format!(
-        "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = 3\nrise = 2"
-    )
-}
 
 fn to_gcp() -> Option<Vec<String>> {
     Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()])
-}
-
-/// Waits until every running instance (all but `skip`) reports `web` applied on `pool`.
-async fn applied_on(c: &GslbCluster, pool: &str, skip: Option<usize>, within: Duration) -> bool {
-    eventually(within, || async {
-        for (i, x) in c.instances.iter().enumerate() {
-            if Some(i) == skip {
-                continue;
-            }
-            let s = x.status().await?;
-            (s["apply"]["state"] == "applied" && s["active"] == pool).then_some(())?;
-        }
-        Some(())
-    })
-    .await
-    .is_some()
 }
 
 /// Starts the cluster on `layout` and waits until every instance reports `web` applied on ncp
@@ -44,7 +22,7 @@ async fn applied_on(c: &GslbCluster, pool: &str, skip: Option<usize>, within: Du
 async fn settled(fake: &Fake, layout: Layout) -> Option<(GslbCluster, usize, u64)> {
     let c = GslbCluster::start_with(fake, &head(), layout).await?;
     assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        c.applied_on("ncp", None, Duration::from_secs(30)).await,
         "never applied:\n{}",
         c.logs()
     );
@@ -96,7 +74,8 @@ async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
     );
     // Both survivors read it back applied; still exactly one write (no double write).
     assert!(
-        applied_on(&c, "gcp", Some(old), Duration::from_secs(10)).await,
+        c.applied_on("gcp", Some(old), Duration::from_secs(10))
+            .await,
         "{}",
         c.logs()
     );
@@ -158,7 +137,7 @@ async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_and_a_late_one_
     .unwrap_or_else(|| panic!("the old writer did not step down:\n{}", c.logs()));
     // The current writer corrects the edit; the old one never lands a write.
     assert!(
-        applied_on(&c, "gcp", None, Duration::from_secs(15)).await,
+        c.applied_on("gcp", None, Duration::from_secs(15)).await,
         "{}",
         c.logs()
     );
@@ -213,7 +192,7 @@ async fn a_late_write_of_an_older_epoch_is_written_over_at_once_also_in_the_same
     };
     c.ncp.stop().await;
     assert!(
-        applied_on(&c, "gcp", None, Duration::from_secs(20)).await,
+        c.applied_on("gcp", None, Duration::from_secs(20)).await,
         "{}",
         c.logs()
     );
@@ -306,7 +285,7 @@ async fn rolling_restart(c: &mut GslbCluster, pool: &str) {
         c.instances[i].kill();
         c.instances[i].restart();
         assert!(
-            applied_on(c, pool, None, Duration::from_secs(30)).await,
+            c.applied_on(pool, None, Duration::from_secs(30)).await,
             "never applied after restarting {}:\n{}",
             c.instances[i].vantage,
             c.logs()
@@ -327,14 +306,14 @@ async fn every_instance_shares_its_safety_state_across_rolling_restarts() {
     rolling_restart(&mut c, "ncp").await;
     c.ncp.stop().await;
     assert!(
-        applied_on(&c, "gcp", None, Duration::from_secs(20)).await,
+        c.applied_on("gcp", None, Duration::from_secs(20)).await,
         "{}",
         c.logs()
     );
     c.ncp.start_again().await.expect("ncp again");
     c.gcp.stop().await;
     assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(20)).await,
+        c.applied_on("ncp", None, Duration::from_secs(20)).await,
         "{}",
         c.logs()
     );
@@ -406,7 +385,7 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
         return;
     };
     assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        c.applied_on("ncp", None, Duration::from_secs(30)).await,
         "never applied:\n{}",
         c.logs()
     );
@@ -451,7 +430,7 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
     }
     // Every engine drains ncp: the writer moves traffic once.
     assert!(
-        applied_on(&c, "gcp", None, Duration::from_secs(15)).await,
+        c.applied_on("gcp", None, Duration::from_secs(15)).await,
         "{}",
         c.logs()
     );
@@ -577,7 +556,7 @@ async fn a_drill_lasts_its_duration_on_every_instance_whatever_their_clocks() {
         return;
     }
     assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        c.applied_on("ncp", None, Duration::from_secs(30)).await,
         "never applied:\n{}",
         c.logs()
     );
@@ -643,7 +622,7 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
         return;
     };
     assert!(
-        applied_on(&c, "ncp", None, Duration::from_secs(30)).await,
+        c.applied_on("ncp", None, Duration::from_secs(30)).await,
         "never applied:\n{}",
         c.logs()
     );

@@ -25,6 +25,14 @@ pub const TAKEOVER: Duration = Duration::from_secs(1);
 /// The probe interval.
 pub const INTERVAL_MS: u64 = 200;
 
+/// The policy lines after `hostname` of the cluster tests: manual failback, probes every
+/// [`INTERVAL_MS`] (timeout 150 ms, body `ok`), fall 3, rise 2.
+pub fn head() -> String {
+    format!(
+        "failback = \"manual\"\n[probe]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"150ms\"\nbody_contains = \"ok\"\n[health]\nfall = 3\nrise = 2"
+    )
+}
+
 /// One `gslb run` of the cluster.
 pub struct Instance {
     /// Its vantage point.
@@ -289,6 +297,23 @@ impl GslbCluster {
             Some((writer?, first))
         })
         .await
+    }
+
+    /// Whether every running instance (all but `skip`) reports `web` applied on `pool` within
+    /// `within`.
+    pub async fn applied_on(&self, pool: &str, skip: Option<usize>, within: Duration) -> bool {
+        super::eventually(within, || async {
+            for (i, x) in self.instances.iter().enumerate() {
+                if Some(i) == skip {
+                    continue;
+                }
+                let s = x.status().await?;
+                (s["apply"]["state"] == "applied" && s["active"] == pool).then_some(())?;
+            }
+            Some(())
+        })
+        .await
+        .is_some()
     }
 
     /// Every log, for a failure message.

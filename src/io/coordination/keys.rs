@@ -80,10 +80,7 @@ impl Keys {
 
     /// The vantage point of a heartbeat key; `None` for a key outside the layout.
     pub fn parse_heartbeat(&self, key: &[u8]) -> Option<VantageId> {
-        let rest = std::str::from_utf8(key)
-            .ok()?
-            .strip_prefix(&self.heartbeats())?;
-        (!rest.is_empty() && !rest.contains('/')).then(|| VantageId(rest.into()))
+        segment(key, &self.heartbeats()).map(|v| VantageId(v.into()))
     }
 
     /// The election of a provider binding (campaign on this name).
@@ -123,6 +120,12 @@ impl Keys {
     pub fn drill(&self, id: &str) -> String {
         format!("{}{id}", self.drills())
     }
+}
+
+/// The one path segment of `key` after `prefix`; `None` for a key outside it, empty or deeper.
+fn segment<'a>(key: &'a [u8], prefix: &str) -> Option<&'a str> {
+    let rest = std::str::from_utf8(key).ok()?.strip_prefix(prefix)?;
+    (!rest.is_empty() && !rest.contains('/')).then_some(rest)
 }
 
 #[cfg(test)]
