@@ -150,3 +150,54 @@ async fn a_lost_lease_is_granted_anew_and_the_votes_are_put_again() {
     publishing.abort();
     keeper.abort();
 }
+
+/// A lease given up while etcd had no quorum is revoked once a new one is granted (issue 27,
+/// defect 8): etcd extends every lease when its own leader changes, so without the revoke the
+/// old lease, and every key bound to it (an old leader key first in line in its elections),
+/// would live a TTL more after quorum returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lost_without_quorum_is_revoked_once_a_new_one_is_granted() {
+    let ips = [1, 2, 3].map(|i| Ipv4Addr::new(127, 0, 27, i));
+    let Some(mut etcd) = EtcdCluster::start(ips) else {
+        return;
+    };
+    let clients = Clients::connect(
+        settings(etcd.endpoints()).connect(),
+        ErrorCounter::detached(),
+    )
+    .await
+    .expect("connect");
+    let (task, mut state) = LeaseTask::new(clients.clone(), TTL);
+    let _keeper = tokio::spawn(task.run());
+    let old = tokio::time::timeout(TTL * 3, state.wait_for(|s| s.id.is_some()))
+        .await
+        .expect("granted")
+        .map(|s| s.id.expect("id"))
+        .expect("task running");
+    // Quorum lost past the TTL: this instance gives the lease up; etcd cannot expire it.
+    etcd.kill(1);
+    etcd.kill(2);
+    tokio::time::timeout(TTL * 3, state.wait_for(|s| s.id.is_none()))
+        .await
+        .expect("given up within its TTL")
+        .expect("task running");
+    etcd.restart(1);
+    etcd.restart(2);
+    let new = tokio::time::timeout(TTL * 10, state.wait_for(|s| s.id.is_some()))
+        .await
+        .expect("granted anew once quorum is back")
+        .map(|s| s.id.expect("id"))
+        .expect("task running");
+    assert_ne!(new, old);
+    // The old lease is gone at once, not a TTL after etcd's new leader extended it.
+    let gone = support::eventually(TTL / 2, || async {
+        let mut kv = clients.kv.clone();
+        let ttl = kv.lease_time_to_live(old, None).await.ok()?.ttl();
+        (ttl <= 0).then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "lease {old:x} still alive after the new grant"
+    );
+}

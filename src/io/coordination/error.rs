@@ -15,6 +15,8 @@ pub enum EtcdOp {
     LeaseGrant,
     /// A lease keepalive.
     LeaseKeepalive,
+    /// Revoking a lost lease.
+    LeaseRevoke,
     /// A put (vote, heartbeat).
     Put,
     /// A range read.
@@ -29,10 +31,11 @@ pub enum EtcdOp {
 
 impl EtcdOp {
     /// Every operation, in label order.
-    pub const ALL: [EtcdOp; 8] = [
+    pub const ALL: [EtcdOp; 9] = [
         Self::Connect,
         Self::LeaseGrant,
         Self::LeaseKeepalive,
+        Self::LeaseRevoke,
         Self::Put,
         Self::Get,
         Self::Watch,
@@ -46,6 +49,7 @@ impl EtcdOp {
             Self::Connect => "connect",
             Self::LeaseGrant => "lease_grant",
             Self::LeaseKeepalive => "lease_keepalive",
+            Self::LeaseRevoke => "lease_revoke",
             Self::Put => "put",
             Self::Get => "get",
             Self::Watch => "watch",

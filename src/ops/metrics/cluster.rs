@@ -36,7 +36,7 @@ pub(super) const CLUSTER_FRESH_VOTERS: Family = Family {
 };
 pub(super) const CLUSTER_ETCD_ERRORS_TOTAL: Family = Family {
     name: "gslb_cluster_etcd_errors_total",
-    help: "Failed etcd calls by operation (connect, lease_grant, lease_keepalive, put, get, watch, txn, election).",
+    help: "Failed etcd calls by operation (connect, lease_grant, lease_keepalive, lease_revoke, put, get, watch, txn, election).",
     labels: &["op"],
 };
 pub(super) const CLUSTER_ETCD_REQUESTS_TOTAL: Family = Family {
