@@ -207,6 +207,8 @@ pub struct Layout {
     pub primary_url: Option<String>,
     /// `[cluster] min_voters` instead of its default (a majority: 2).
     pub min_voters: Option<u8>,
+    /// `[reconcile] resync` instead of the tests' 1 s (e.g. `60s`, gslb's default).
+    pub resync: Option<&'static str>,
 }
 
 impl Default for Layout {
@@ -217,6 +219,7 @@ impl Default for Layout {
             probe_from: None,
             primary_url: None,
             min_voters: None,
+            resync: None,
         }
     }
 }
@@ -257,7 +260,7 @@ impl GslbCluster {
             let (dir, _) = web_files(fake, [&n, &g], head, "", &cluster);
             let ip = Ipv4Addr::new(127, 0, layout.admin, host);
             let admin = SocketAddr::from((ip, free_port(ip)));
-            rewrite_settings(dir.path(), vantage, admin);
+            rewrite_settings(dir.path(), vantage, admin, layout.resync);
             let mut instance = Instance {
                 vantage: vantage.to_owned(),
                 admin,
@@ -338,15 +341,18 @@ fn free_port(ip: Ipv4Addr) -> u16 {
 }
 
 /// Gives `gslb.toml` in `dir` this instance's vantage point and admin address.
-fn rewrite_settings(dir: &Path, vantage: &str, admin: SocketAddr) {
+fn rewrite_settings(dir: &Path, vantage: &str, admin: SocketAddr, resync: Option<&str>) {
     let path = dir.join("gslb.toml");
     let text = std::fs::read_to_string(&path).expect("settings");
     let start = text.find("listen = \"").expect("admin listen") + "listen = \"".len();
     let end = start + text[start..].find('"').expect("quoted");
-    let text = format!("{}{admin}{}", &text[..start], &text[end..]).replacen(
+    let mut text = format!("{}{admin}{}", &text[..start], &text[end..]).replacen(
         "vantage = \"e2e\"",
         &format!("vantage = \"{vantage}\""),
         1,
     );
+    if let Some(resync) = resync {
+        text = text.replacen("resync = \"1s\"", &format!("resync = \"{resync}\""), 1);
+    }
     std::fs::write(path, text).expect("settings");
 }

@@ -18,9 +18,12 @@ use crate::io::coordination::seat::Seat;
 use crate::ops::status::SeatView;
 
 /// How often a new writer reads a provider without compare-and-set back while a write of its
-/// predecessor may still land: every 2 s, so such a late write is replaced within about 2 s
-/// (a read of the zone's shared state, not paced by the call budget).
-pub const LATE_WRITE_CHECK: Duration = Duration::from_secs(2);
+/// predecessor may still land: every 5 s, each read at most 5 s old (one shared read of the
+/// zone serves all its bindings: Cloudflare allows 1,200 requests per 5 minutes per token and
+/// gslb paces 300 by default, so at most one load balancer and one pool list per 5 s, 48
+/// requests per takeover). A late write is replaced within about 10 s, where the resync took up
+/// to its period (60 s by default). Not paced by the call budget.
+pub const LATE_WRITE_CHECK: Duration = Duration::from_secs(5);
 
 /// How long after becoming the writer a late write of a predecessor is looked for: 120 s. Every
 /// write of a predecessor was sent before this instance took over (its lease had expired, and

@@ -67,18 +67,17 @@ impl<P: Provider> Reconciler<'_, P> {
     /// How old a read may be for a pass on `decision`: half the resync period when the last
     /// settled pass covers the decision (a resync: every binding of the zone or account shares
     /// one read per half period, and each still sees a read newer than its previous one),
-    /// otherwise none (a read that starts after the pass), also while a late write of a former
-    /// writer is looked for ([`Reconciler::late_write_check`]).
+    /// otherwise none (a read that starts after the pass). While a late write of a former
+    /// writer is looked for, at most [`Reconciler::late_write_check`]'s period.
     pub(super) fn read_max_age(&self, decision: Option<&Decision>) -> Duration {
-        if self.late_write_check().is_some() {
-            return Duration::ZERO;
-        }
-        match &self.settled {
+        let age = self.late_write_check().unwrap_or(Duration::MAX);
+        let settled = match &self.settled {
             Some(s) if s.covers(&Wants::of(decision)) && s.role == self.role() => {
                 self.steering.resync / 2
             }
             _ => Duration::ZERO,
-        }
+        };
+        settled.min(age)
     }
 
     /// When the last settled pass covers the latest decision and no resync is due: takes it up
