@@ -18,17 +18,9 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 use tokio::sync::watch;
 
+pub use super::leaders::Leader;
 use super::leaders::LeaderPoll;
 use super::lease::LeaseState;
-
-/// A binding's writer as etcd names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leader {
-    /// The writer's vantage point (the campaign value).
-    pub vantage: String,
-    /// Its epoch: the creation revision of its leader key.
-    pub epoch: u64,
-}
 
 /// This instance's role for one binding.
 #[derive(Debug, Clone, PartialEq, Eq)]

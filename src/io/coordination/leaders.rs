@@ -15,8 +15,16 @@ use etcd_client::GetOptions;
 use tokio::sync::watch;
 
 use super::client::Clients;
-use super::election::Leader;
 use super::error::EtcdOp;
+
+/// A binding's writer as etcd names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The writer's vantage point (the campaign value).
+    pub vantage: String,
+    /// Its epoch: the creation revision of its leader key.
+    pub epoch: u64,
+}
 
 /// One read of every election.
 #[derive(Debug, Default, PartialEq, Eq)]
