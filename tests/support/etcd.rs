@@ -43,12 +43,14 @@ pub struct EtcdCluster {
     members: Vec<Member>,
 }
 
-/// A port of `ip` that was free a moment ago.
-fn free_port(ip: Ipv4Addr) -> u16 {
-    TcpListener::bind((ip, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+/// Two distinct ports of `ip` that were free a moment ago (the client's and the peer's): both
+/// listeners are held until both ports are known, so the kernel cannot hand the second bind
+/// the port the first just released (etcd then fails with "address already in use").
+fn free_ports(ip: Ipv4Addr) -> (u16, u16) {
+    let bind = || TcpListener::bind((ip, 0)).expect("free port");
+    let (a, b) = (bind(), bind());
+    let port = |l: &TcpListener| l.local_addr().expect("bound").port();
+    (port(&a), port(&b))
 }
 
 impl EtcdCluster {
@@ -63,12 +65,15 @@ impl EtcdCluster {
         let members = ips
             .iter()
             .enumerate()
-            .map(|(i, &ip)| Member {
-                name: format!("m{i}"),
-                ip,
-                client: free_port(ip),
-                peer: free_port(ip),
-                child: None,
+            .map(|(i, &ip)| {
+                let (client, peer) = free_ports(ip);
+                Member {
+                    name: format!("m{i}"),
+                    ip,
+                    client,
+                    peer,
+                    child: None,
+                }
             })
             .collect();
         let mut cluster = Self {
