@@ -116,6 +116,20 @@ enum Command {
     /// Failover timelines of a running `gslb run` (every switch, automatic or drill), printed
     /// as drill reports: detection, decision, apply, DNS-observed times and read RTO.
     Events(gslb::cli::drill::EventsArgs),
+    /// Set up etcd's access control for the cluster of a settings file, as etcd's root user:
+    /// one user (the client certificate's CN) and role per vantage point, each allowed to write
+    /// only its own keys; then turn auth on. Idempotent.
+    EtcdAuth {
+        /// Daemon settings file (TOML) with [cluster] and [cluster.tls].
+        #[arg(long, short, env = "GSLB_CONFIG")]
+        config: PathBuf,
+        /// Root's client certificate (PEM, CN root).
+        #[arg(long)]
+        cert: PathBuf,
+        /// Root's private key (PEM).
+        #[arg(long)]
+        key: PathBuf,
+    },
     /// Run the engine over a recorded observation log and print its decisions with reasons.
     Replay {
         /// Policy files or folders to evaluate with (e.g. a copy with tuned thresholds).
@@ -238,6 +252,10 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             }),
         Command::Demo(args) => Ok(gslb::cli::demo::run(args, out).await?),
         Command::Drill(args) => print(gslb::cli::drill::drill(args).await),
+        Command::EtcdAuth { config, cert, key } => {
+            let changes = gslb::cli::etcd_auth::run(&config, cert, key).await?;
+            Ok(gslb::cli::etcd_auth::report(&changes, out)?)
+        }
         Command::Rearm(args) => print(gslb::cli::drill::rearm(args).await),
         Command::Events(args) => print(gslb::cli::drill::events(args).await),
         Command::Healthcheck { url, config } => {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use gslb_cloudflare::fake::Fake;
 use support::cluster::{GslbCluster, Layout, head};
+use support::eventually;
 
 fn layout() -> Layout {
     Layout {
@@ -73,15 +74,31 @@ async fn one_etcd_member_killed_then_another_paused_degrades_no_instance() {
         .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
     // Steady state: the shared safety state is not put again while it does not change (the
     // instances merge each other's; a put after each merge made every service's key churn).
+    let etcd = c.etcd.client("root").await;
     let version = || async {
-        let mut etcd = etcd_client::Client::connect(c.etcd.endpoints(), None)
+        let prefix = Some(etcd_client::GetOptions::new().with_prefix());
+        let got = etcd
+            .kv_client()
+            .get("/gslb/safety/", prefix)
             .await
-            .expect("etcd");
-        let got = etcd.get("/gslb/safety/web", None).await.expect("read");
-        got.kvs().first().map(|kv| kv.version())
+            .expect("read");
+        got.kvs()
+            .iter()
+            .map(|kv| (kv.key_str().unwrap_or("").to_owned(), kv.version()))
+            .collect::<Vec<_>>()
     };
-    let first = version().await;
-    assert!(first.is_some(), "the safety state is shared");
+    let want = [
+        "/gslb/safety/a/web",
+        "/gslb/safety/b/web",
+        "/gslb/safety/c/web",
+    ];
+    let first = eventually(Duration::from_secs(10), || async {
+        let got = version().await;
+        let keys: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+        (keys == want).then_some(got)
+    })
+    .await
+    .expect("every instance shares its safety state");
     tokio::time::sleep(Duration::from_secs(5)).await; // a measurement window (5 rounds)
     assert_eq!(version().await, first, "put again without a change");
     // Killed: its port refuses connections. Watched for three lease TTLs and more.

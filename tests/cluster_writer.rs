@@ -227,7 +227,14 @@ async fn a_late_write_of_an_older_epoch_is_written_over_at_once_also_in_the_same
         (x.log().matches("wrote over the late write").count() == 2).then_some(())
     })
     .await
-    .unwrap_or_else(|| panic!("{}", x.log()));
+    .unwrap_or_else(|| {
+        let log = x.log();
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains("late write")).collect();
+        panic!(
+            "not logged twice: {lines:#?}\nwrites: {:?}",
+            fake.write_log()
+        )
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -331,30 +338,18 @@ async fn every_instance_shares_its_safety_state_across_rolling_restarts() {
     .await;
     assert!(spent.is_some(), "the budget is spent before the restart");
     c.gcp.start_again().await.expect("gcp again");
-    // Give the instances time to put the spent state: wait until etcd holds it.
-    let client = etcd_client::Client::connect(c.etcd.endpoints(), None)
-        .await
-        .expect("etcd client");
+    // Give the instances time to put the spent state: wait until etcd holds it, under every
+    // instance's key.
+    let client = c.etcd.client("root").await;
     eventually(Duration::from_secs(10), || async {
-        let got = client
-            .kv_client()
-            .get("/gslb/safety/web", None)
-            .await
-            .ok()?;
-        let state: gslb_core::engine::SafetyState =
-            serde_json::from_slice(got.kvs().first()?.value()).ok()?;
-        let now = gslb_core::model::Millis(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()?
-                .as_millis()
-                .try_into()
-                .ok()?,
-        );
-        (state.consecutive_failovers >= 1
-            && state.last_failover.is_some()
-            && state.bucket.available(now) == 0)
-            .then_some(())
+        for v in ["a", "b", "c"] {
+            let key = format!("/gslb/safety/{v}/web");
+            let got = client.kv_client().get(key, None).await.ok()?;
+            let state: gslb_core::engine::SafetyState =
+                serde_json::from_slice(got.kvs().first()?.value()).ok()?;
+            spent_in(&state)?;
+        }
+        Some(())
     })
     .await
     .expect("the safety state is in etcd");
@@ -696,4 +691,16 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
             c.instances[i].vantage
         );
     }
+}
+
+/// `Some` when `state` holds a spent velocity budget now (a failover recorded, no token left).
+fn spent_in(state: &gslb_core::engine::SafetyState) -> Option<()> {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let now = gslb_core::model::Millis(since_epoch.as_millis().try_into().ok()?);
+    (state.consecutive_failovers >= 1
+        && state.last_failover.is_some()
+        && state.bucket.available(now) == 0)
+        .then_some(())
 }

@@ -9,6 +9,7 @@
 pub mod check;
 pub mod demo;
 pub mod drill;
+pub mod etcd_auth;
 pub mod healthcheck;
 pub mod plan;
 pub mod preflight;

@@ -36,6 +36,8 @@ pub struct Cluster {
     pub lease: watch::Receiver<LeaseState>,
     /// This instance's vantage point (the campaign value).
     pub vantage: VantageId,
+    /// Every configured vantage point (`[cluster] vantages`).
+    pub vantages: Vec<VantageId>,
     /// The writers' time relations, derived from `lease_ttl` ([`Timing::derive`]).
     pub timing: Timing,
     keeper: tokio::task::JoinHandle<()>,
@@ -71,6 +73,7 @@ impl Cluster {
             clients,
             lease,
             vantage,
+            vantages: settings.vantages.clone(),
             timing,
             keeper,
             leaders,
@@ -111,16 +114,16 @@ impl Cluster {
     }
 }
 
-/// Keeps `services`' safety state shared through etcd, forever: first reads the saved states
-/// (retrying every `lease_ttl / 4` until etcd answers) and feeds them to the engine as
-/// [`Input::RestoreSafety`] through `commands`; only then, every `lease_ttl / 4`, merges what
-/// other instances put since (as `RestoreSafety` again) and puts each service's state from
-/// `board` that is not the same as the saved one at `clock`'s now
-/// ([`SafetyState::same_at`]: a put per service and round otherwise, as instances merge each
-/// other's states). Restoring before the first put means a restarted
-/// instance never overwrites a spent budget with a full one; merging before each put means an
-/// instance that spent less never overwrites one that spent more. Every instance puts, however
-/// many saved states it found when it started.
+/// Keeps `services`' safety state shared through etcd, forever: first reads every vantage
+/// point's saved states (retrying every `lease_ttl / 4` until etcd answers) and feeds them to
+/// the engine as [`Input::RestoreSafety`] through `commands`; only then, every
+/// `lease_ttl / 4`, merges what other vantage points put since (as `RestoreSafety` again) and
+/// puts under this instance's own key each service's state from `board` that is not the same
+/// as the one saved there at `clock`'s now ([`SafetyState::same_at`]: a put per service and
+/// round otherwise, as instances merge each other's states). Restoring before the first put
+/// means a restarted instance never overwrites a spent budget with a full one; merging before
+/// each put means the engine never forgets a budget another instance spent. Every instance
+/// puts, however many saved states it found when it started.
 pub async fn keep_safety(
     cluster: Arc<Cluster>,
     services: Vec<ServiceId>,
@@ -140,12 +143,11 @@ pub async fn keep_safety(
             }
         }
     };
-    // The saved state of each service as last read or put: what etcd holds, as far as known.
-    let mut seen: BTreeMap<ServiceId, SafetyState> = BTreeMap::new();
+    let mut seen = Seen::default();
     let mut revision = saved.revision;
-    for (service, state) in saved.states {
-        tracing::info!(service = %service, "continuing the shared safety state from etcd");
-        seen.insert(service.clone(), state.clone());
+    for (vantage, service, state) in saved.states {
+        tracing::info!(service = %service, vantage = %vantage, "continuing the shared safety state from etcd");
+        seen.record(&cluster.vantage, vantage, service.clone(), state.clone());
         if !restore(&commands, service, state).await {
             return;
         }
@@ -156,6 +158,7 @@ pub async fn keep_safety(
             client,
             keys,
             services: &services,
+            me: &cluster.vantage,
         };
         let merged = match merge_saved(read, &mut revision, &commands, &mut seen).await {
             Some(merged) => merged,
@@ -167,13 +170,16 @@ pub async fn keep_safety(
             // one whose state etcd already holds (the same at `now`, however last updated) is
             // not put again.
             if merged.contains(&service)
-                || seen.get(&service).is_some_and(|s| s.same_at(&state, now))
+                || seen
+                    .mine
+                    .get(&service)
+                    .is_some_and(|s| s.same_at(&state, now))
             {
                 continue;
             }
-            match safety::save(client, keys, &service, &state).await {
+            match safety::save(client, keys, &cluster.vantage, &service, &state).await {
                 Ok(()) => {
-                    seen.insert(service, state);
+                    seen.mine.insert(service, state);
                 }
                 Err(e) => {
                     tracing::warn!(service = %service, error = %e, "cannot save the shared safety state; retrying")
@@ -183,23 +189,53 @@ pub async fn keep_safety(
     }
 }
 
-/// Where [`merge_saved`] reads: the client, the key layout and the services kept.
+/// The saved states as last read or put: what etcd holds, as far as this instance knows.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Under this instance's own keys.
+    mine: BTreeMap<ServiceId, SafetyState>,
+    /// Under every other vantage point's.
+    theirs: BTreeMap<(VantageId, ServiceId), SafetyState>,
+}
+
+impl Seen {
+    /// Records `state` as saved by `vantage` (`me`: this instance); whether it is new.
+    fn record(
+        &mut self,
+        me: &VantageId,
+        vantage: VantageId,
+        service: ServiceId,
+        state: SafetyState,
+    ) -> bool {
+        if &vantage == me {
+            return self.mine.insert(service, state.clone()).as_ref() != Some(&state);
+        }
+        self.theirs
+            .insert((vantage, service), state.clone())
+            .as_ref()
+            != Some(&state)
+    }
+}
+
+/// Where [`merge_saved`] reads: the client, the key layout, the services kept and this
+/// instance's vantage point.
 #[derive(Clone, Copy)]
 struct Read<'a> {
     client: &'a etcd_client::Client,
     keys: &'a crate::io::coordination::keys::Keys,
     services: &'a BTreeSet<ServiceId>,
+    me: &'a VantageId,
 }
 
-/// Merges into the engine every saved state put after `revision` (one read for all services)
-/// that differs from `seen` (another instance put it), recording it there and moving
+/// Merges into the engine every state another vantage point put after `revision` (one read for
+/// all services) that differs from what `seen` holds of it, recording it there and moving
 /// `revision` to the read's: the services merged, or `None` once the engine is gone. A failed
 /// read merges nothing (the next round reads again from the same revision).
 async fn merge_saved(
     read: Read<'_>,
     revision: &mut i64,
     commands: &MessageSender,
-    seen: &mut BTreeMap<ServiceId, SafetyState>,
+    seen: &mut Seen,
 ) -> Option<Vec<ServiceId>> {
     let saved = safety::load(read.client, read.keys, read.services, *revision)
         .await
@@ -209,11 +245,10 @@ async fn merge_saved(
         });
     *revision = saved.revision;
     let mut merged = Vec::new();
-    for (service, state) in saved.states {
-        if seen.get(&service) == Some(&state) {
+    for (vantage, service, state) in saved.states {
+        if &vantage == read.me || !seen.record(read.me, vantage, service.clone(), state.clone()) {
             continue;
         }
-        seen.insert(service.clone(), state.clone());
         merged.push(service.clone());
         if !restore(commands, service, state).await {
             return None;

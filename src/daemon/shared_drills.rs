@@ -30,7 +30,7 @@ use super::cluster::Cluster;
 use super::inbox::{Message, MessageSender};
 use crate::io::audit::{AuditEntry, AuditLog};
 use crate::io::clock::Clock;
-use crate::io::coordination::drills::{self, Change, Stored};
+use crate::io::coordination::drills::{self, Stored};
 
 /// A drill deleted elsewhere whose expiry is this close is left to the local engine to expire
 /// (the instances' ends differ by up to a second), rather than ended.
@@ -55,9 +55,9 @@ pub struct Actions {
     pub end: Vec<OverrideId>,
     /// Drills the engine has that etcd never had (started here): store them.
     pub store: Vec<Override>,
-    /// Drills etcd has that the engine had and no longer has (ended or expired here): delete
-    /// them. Each with the end it had in this engine.
-    pub remove: Vec<Override>,
+    /// Drills etcd has that the engine had and no longer has (ended or expired here): end
+    /// them in etcd. Each with the end it had in this engine.
+    pub remove: Vec<Stored>,
 }
 
 /// The pass for etcd's drills `shared` and the engine's `local` at `now`, updating `known` as
@@ -91,17 +91,18 @@ pub fn plan(
             continue;
         }
         match known.local.get(id) {
-            Some(end) => actions.remove.push(Override {
-                expires: *end,
-                ..s.drill.clone()
-            }),
+            Some(end) => {
+                let mut ended = s.clone();
+                ended.drill.expires = *end;
+                actions.remove.push(ended);
+            }
             None => actions.load.push(s.clone()),
         }
     }
     known.local = local
         .iter()
         .chain(actions.load.iter().map(|s| &s.drill))
-        .chain(&actions.remove)
+        .chain(actions.remove.iter().map(|s| &s.drill))
         .map(|o| (o.id.clone(), o.expires))
         .collect();
     known.shared = shared
@@ -130,11 +131,11 @@ pub async fn keep_drills(
     let mut known = Known::default();
     loop {
         let watched = async {
-            let (stored, revision) = drills::list(client, keys).await?;
+            let (board, revision) = drills::list(client, keys).await?;
             let stream = drills::watch(&cluster.clients.untimed, keys, revision).await?;
-            Ok::<_, etcd_client::Error>((stored, stream))
+            Ok::<_, etcd_client::Error>((board, stream))
         };
-        let (stored, mut stream) = match watched.await {
+        let (mut board, mut stream) = match watched.await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the shared drills yet; retrying");
@@ -142,10 +143,6 @@ pub async fn keep_drills(
                 continue;
             }
         };
-        let mut shared: BTreeMap<OverrideId, Stored> = stored
-            .into_iter()
-            .map(|s| (s.drill.id.clone(), s))
-            .collect();
         let mut due = true;
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -157,17 +154,14 @@ pub async fn keep_drills(
                     audit: audit.as_ref(),
                     clock: &clock,
                 };
-                if !pass.run(&shared, &mut known).await {
+                if !pass.run(&board.shared(), &mut known).await {
                     return;
                 }
             }
             due = tokio::select! {
-                next = drills::next(&mut stream, keys) => match next {
-                    Ok(Some(changes)) => {
-                        watched_changes(&mut shared, changes);
-                        true
-                    }
-                    Ok(None) | Err(_) => break,
+                next = drills::next(&mut stream, keys, &mut board) => match next {
+                    Ok(true) => true,
+                    Ok(false) | Err(_) => break,
                 },
                 event = events.recv() => match event {
                     Ok(Event::Override(_)) | Err(broadcast::error::RecvError::Lagged(_)) => true,
@@ -178,20 +172,6 @@ pub async fn keep_drills(
             };
         }
         tokio::time::sleep(period).await;
-    }
-}
-
-/// Applies a watch answer to etcd's drills as known here.
-fn watched_changes(shared: &mut BTreeMap<OverrideId, Stored>, changes: Vec<Change>) {
-    for change in changes {
-        match change {
-            Change::Stored(s) => {
-                shared.insert(s.drill.id.clone(), s);
-            }
-            Change::Deleted(id) => {
-                shared.remove(&id);
-            }
-        }
     }
 }
 
@@ -212,14 +192,16 @@ impl Pass<'_> {
         };
         let actions = plan(shared, &local, known, self.clock.now());
         let (client, keys) = (&self.cluster.clients.kv, &self.cluster.clients.keys);
+        let me = &self.cluster.vantage;
         for o in &actions.store {
-            if let Err(e) = drills::store(client, keys, o, self.clock.now()).await {
+            if let Err(e) = drills::store(client, keys, me, o, self.clock.now()).await {
                 tracing::warn!(error = %e, drill = %o.id, "cannot share a drill through etcd; retrying");
                 known.shared.remove(&o.id);
             }
         }
-        for o in &actions.remove {
-            match drills::remove(client, keys, &o.id).await {
+        for s in &actions.remove {
+            let o = &s.drill;
+            match drills::end(client, keys, me, s, &self.cluster.vantages).await {
                 Ok(true) if o.expires <= self.clock.now() => {
                     if let Some(a) = self.audit {
                         a.record(&AuditEntry::drill_expired(self.clock.now(), o));
@@ -252,13 +234,19 @@ impl Pass<'_> {
     async fn load(&self, stored: Vec<Stored>) -> bool {
         let client = &self.cluster.clients.kv;
         let mut overrides = Vec::new();
-        for Stored { mut drill, lease } in stored {
+        for Stored {
+            mut drill,
+            lease,
+            owner,
+            ..
+        } in stored
+        {
             if let Ok(Some(left)) = drills::remaining(client, lease).await {
                 drill.expires = self.clock.now().plus(left);
             }
             if drill.expires > self.clock.now() {
                 if let Some(a) = self.audit {
-                    a.record(&AuditEntry::drill_loaded(self.clock.now(), &drill));
+                    a.record(&AuditEntry::drill_loaded(self.clock.now(), &drill, &owner));
                 }
                 overrides.push(drill);
             }
@@ -306,6 +294,8 @@ mod tests {
                 let s = Stored {
                     drill: (*o).clone(),
                     lease: 7,
+                    owner: gslb_core::model::VantageId("b".into()),
+                    revision: 9,
                 };
                 (o.id.clone(), s)
             })
@@ -349,11 +339,12 @@ mod tests {
         // a1 left etcd (ended on another instance); b1 left this engine (ended here).
         let a = plan(&shared(&[&b1]), std::slice::from_ref(&a1), &mut known, NOW);
         assert_eq!(a.end, vec![a1.id.clone()]);
-        assert_eq!(a.remove, vec![b1.clone()]);
+        assert_eq!(a.remove.iter().map(|s| &s.drill).collect::<Vec<_>>(), [&b1]);
         assert!(a.load.is_empty() && a.store.is_empty(), "{a:?}");
         // A failed remove is planned again, never loaded back.
         let a = plan(&shared(&[&b1]), &[], &mut known, NOW);
-        assert_eq!((a.remove, a.load), (vec![b1], vec![]));
+        assert_eq!(a.remove.iter().map(|s| &s.drill).collect::<Vec<_>>(), [&b1]);
+        assert!(a.load.is_empty());
     }
 
     #[test]

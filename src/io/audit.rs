@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::io::jsonl::{JsonlError, JsonlWriter};
 use gslb_core::engine::{Decision, Override, OverrideError, OverrideRequest};
-use gslb_core::model::{Millis, PoolId, ServiceId};
+use gslb_core::model::{Millis, PoolId, ServiceId, VantageId};
 use gslb_core::timeline::{CAPACITY, Timeline};
 
 /// The actor of entries the controller makes by itself (expiries, decisions).
@@ -106,11 +106,14 @@ impl AuditEntry {
 
     /// A drill this instance loaded from the cluster's shared store (etcd), started elsewhere or
     /// put there directly: action `drill.load`, actor the drill's (as the store says), result
-    /// `ok`, at `time`.
-    pub fn drill_loaded(time: Millis, o: &Override) -> Self {
+    /// `ok`, at `time`; the detail's `stored_by` names the vantage point whose key holds it
+    /// (with etcd's auth on, the only one that could put it there).
+    pub fn drill_loaded(time: Millis, o: &Override, stored_by: &VantageId) -> Self {
+        let mut detail = override_detail(o);
+        detail["stored_by"] = serde_json::Value::from(stored_by.0.as_str());
         Self::new(time, &o.actor, "drill.load", &o.reason, "ok")
             .with_service(o.service.clone())
-            .with_detail(override_detail(o))
+            .with_detail(detail)
     }
 
     /// A drill request refused by the engine: action `drill.<action>`, result

@@ -1,6 +1,8 @@
 //! Three real `gslb run` processes (vantage points `a`, `b`, `c`, admin APIs on 127.0.21.1-3)
-//! in one cluster: a real three-member etcd on 127.0.20.1-3 ([`super::etcd`]), the Cloudflare
-//! fake, two loopback origins (NCP, GCP). Each instance can be killed (SIGKILL), paused
+//! in one cluster: a real three-member etcd on 127.0.20.1-3 ([`super::etcd`]) set up as in
+//! production (TLS, each instance's client certificate its etcd user, auth on through
+//! `gslb etcd-auth`: each may write only its own keys), the Cloudflare fake, two loopback
+//! origins (NCP, GCP). Each instance can be killed (SIGKILL), paused
 //! (SIGSTOP), resumed and restarted; its status says its role, the writer and the epoch.
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -211,6 +213,27 @@ pub struct Layout {
     pub resync: Option<&'static str>,
 }
 
+/// Runs `gslb etcd-auth` as root with the settings in `dir` (instance `a`'s): users and roles
+/// per vantage point, auth on. Its output.
+fn etcd_auth(dir: &Path, etcd: &EtcdCluster) -> String {
+    let pki = etcd.pki().expect("a secure etcd");
+    let (cert, key) = pki.pair("root");
+    let out = gslb(dir, &["etcd-auth", "--config", "gslb.toml"])
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .output()
+        .expect("gslb etcd-auth");
+    assert!(
+        out.status.success(),
+        "gslb etcd-auth: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 impl Default for Layout {
     fn default() -> Self {
         Self {
@@ -233,7 +256,9 @@ impl GslbCluster {
 
     /// [`GslbCluster::start`] on `layout`'s addresses.
     pub async fn start_with(fake: &Fake, head: &str, layout: Layout) -> Option<Self> {
-        let etcd = EtcdCluster::start([1, 2, 3].map(|i| Ipv4Addr::new(127, 0, layout.etcd, i)))?;
+        let ips = [1, 2, 3].map(|i| Ipv4Addr::new(127, 0, layout.etcd, i));
+        let etcd = EtcdCluster::start_secure(ips)?;
+        let pki = etcd.pki().expect("a secure etcd");
         let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
         let ncp = Origin::start(loopback, "ncp").await.expect("ncp origin");
         let gcp = Origin::start(loopback, "gcp").await.expect("gcp origin");
@@ -251,6 +276,11 @@ impl GslbCluster {
             if let Some(m) = layout.min_voters {
                 cluster.push_str(&format!("min_voters = {m}\n"));
             }
+            let tls = pki.client(vantage);
+            cluster.push_str(&format!(
+                "[cluster.tls]\nca = {:?}\ncert = {:?}\nkey = {:?}\n",
+                tls.ca, tls.cert, tls.key
+            ));
             // Every input is recorded, for `gslb replay` (obs.jsonl in the instance's folder).
             cluster.push_str("[record]\nobservations = \"obs.jsonl\"\n");
             if let Some(net) = layout.probe_from {
@@ -261,14 +291,16 @@ impl GslbCluster {
             let ip = Ipv4Addr::new(127, 0, layout.admin, host);
             let admin = SocketAddr::from((ip, free_port(ip)));
             rewrite_settings(dir.path(), vantage, admin, layout.resync);
-            let mut instance = Instance {
+            instances.push(Instance {
                 vantage: vantage.to_owned(),
                 admin,
                 dir,
                 child: None,
-            };
+            });
+        }
+        etcd_auth(instances[0].dir(), &etcd);
+        for instance in &mut instances {
             instance.spawn();
-            instances.push(instance);
         }
         Some(Self {
             instances,
@@ -317,6 +349,11 @@ impl GslbCluster {
         })
         .await
         .is_some()
+    }
+
+    /// Runs `gslb etcd-auth` again (as at the start); its output.
+    pub fn etcd_auth(&self) -> String {
+        etcd_auth(self.instances[0].dir(), &self.etcd)
     }
 
     /// Every log, for a failure message.

@@ -3,6 +3,11 @@
 //! paused (SIGSTOP), resumed (SIGCONT) and restarted; every member is killed when the cluster
 //! is dropped. Waits poll `/health` with a deadline, never a fixed sleep.
 //!
+//! [`EtcdCluster::start_secure`] serves clients over TLS with client-certificate auth (the
+//! production set-up, see docs/cluster.md "Access control"): a throwaway CA
+//! (`gslb::cli::demo::pki`) with client certificates for users `a`, `b`, `c` and `root`;
+//! health is then read from each member's plain metrics listener.
+//!
 //! Without `etcd`, [`EtcdCluster::start`] returns `None` (the test skips, saying why), unless
 //! `GSLB_REQUIRE_TOOLS=1`, where it fails (see [`super::emulators::tool`]).
 
@@ -12,7 +17,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use gslb::cli::demo::pki::Pki;
+
 use super::emulators;
+
+/// The etcd users [`EtcdCluster::start_secure`] issues client certificates for.
+pub const USERS: [&str; 4] = ["a", "b", "c", "root"];
 
 /// How long a member may take to report healthy (the cluster forms in under 4 s on the 2-core
 /// machine; the margin is for a loaded one: 30 s was once too short with five builds running).
@@ -24,12 +34,19 @@ struct Member {
     ip: Ipv4Addr,
     client: u16,
     peer: u16,
+    /// The plain listener of `/health` and `/metrics` (secure clusters only).
+    metrics: Option<u16>,
     child: Option<Child>,
 }
 
 impl Member {
     fn client_url(&self) -> String {
-        format!("http://{}:{}", self.ip, self.client)
+        let scheme = if self.metrics.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}:{}", self.ip, self.client)
     }
     fn peer_url(&self) -> String {
         format!("http://{}:{}", self.ip, self.peer)
@@ -41,6 +58,7 @@ pub struct EtcdCluster {
     exe: PathBuf,
     dir: tempfile::TempDir,
     members: Vec<Member>,
+    pki: Option<Pki>,
 }
 
 /// Two distinct ports of `ip` that were free a moment ago (the client's and the peer's): both
@@ -61,6 +79,16 @@ impl EtcdCluster {
     /// A member does not start or the cluster does not become healthy within
     /// [`HEALTHY_WITHIN`] (with the members' log tails).
     pub fn start(ips: [Ipv4Addr; 3]) -> Option<Self> {
+        Self::start_with(ips, false)
+    }
+
+    /// [`EtcdCluster::start`] with clients on TLS and client-certificate auth (see the module
+    /// docs); auth itself is off until someone turns it on (`gslb etcd-auth`).
+    pub fn start_secure(ips: [Ipv4Addr; 3]) -> Option<Self> {
+        Self::start_with(ips, true)
+    }
+
+    fn start_with(ips: [Ipv4Addr; 3], secure: bool) -> Option<Self> {
         let exe = emulators::tool("etcd")?;
         let members = ips
             .iter()
@@ -72,14 +100,21 @@ impl EtcdCluster {
                     ip,
                     client,
                     peer,
+                    metrics: secure.then(|| free_ports(ip).0),
                     child: None,
                 }
             })
             .collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = secure.then(|| {
+            let servers = ips.map(std::net::IpAddr::V4);
+            Pki::issue(&dir.path().join("pki"), &servers, &USERS).expect("certificates")
+        });
         let mut cluster = Self {
             exe,
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir,
             members,
+            pki,
         };
         for i in 0..3 {
             cluster.spawn(i, "new");
@@ -102,7 +137,22 @@ impl EtcdCluster {
             .append(true)
             .open(self.dir.path().join(format!("{}.log", m.name)))
             .expect("log file");
-        let child = Command::new(&self.exe)
+        let mut etcd = Command::new(&self.exe);
+        if let (Some(pki), Some(metrics)) = (&self.pki, m.metrics) {
+            let (cert, key) = pki.pair("server");
+            etcd.arg("--client-cert-auth")
+                .arg("--trusted-ca-file")
+                .arg(pki.ca())
+                .arg("--cert-file")
+                .arg(cert)
+                .arg("--key-file")
+                .arg(key)
+                .args([
+                    "--listen-metrics-urls",
+                    &format!("http://{}:{metrics}", m.ip),
+                ]);
+        }
+        let child = etcd
             .args(["--name", &m.name])
             .arg("--data-dir")
             .arg(self.dir.path().join(&m.name))
@@ -135,11 +185,32 @@ impl EtcdCluster {
         SocketAddr::from((m.ip, m.client))
     }
 
+    /// The throwaway CA of a secure cluster.
+    pub fn pki(&self) -> Option<&Pki> {
+        self.pki.as_ref()
+    }
+
+    /// A client of every member, as `user` (one of [`USERS`]) on a secure cluster.
+    pub async fn client(&self, user: &str) -> etcd_client::Client {
+        let mut options = etcd_client::ConnectOptions::new();
+        if let Some(pki) = &self.pki {
+            let read = |p: PathBuf| std::fs::read(p).expect("certificate file");
+            let (cert, key) = pki.pair(user);
+            let tls = etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(read(pki.ca())))
+                .identity(etcd_client::Identity::from_pem(read(cert), read(key)));
+            options = options.with_tls(tls);
+        }
+        etcd_client::Client::connect(self.endpoints(), Some(options))
+            .await
+            .expect("etcd client")
+    }
+
     /// Whether member `i` answers `/health` with `"health":"true"` (it has a leader).
     pub fn healthy(&self, i: usize) -> bool {
-        let Ok(mut s) =
-            TcpStream::connect_timeout(&self.client_addr(i), Duration::from_millis(500))
-        else {
+        let m = &self.members[i];
+        let addr = SocketAddr::from((m.ip, m.metrics.unwrap_or(m.client)));
+        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));

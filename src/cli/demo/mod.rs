@@ -8,6 +8,7 @@
 
 mod cluster;
 mod etcd;
+pub mod pki;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -7,11 +7,16 @@
 //! | `<prefix>/heartbeats/<vantage>` | a counter, +1 per heartbeat | the vantage point's lease |
 //! | `<prefix>/election/<binding>` | the election's prefix (leader keys below it) | the candidates' leases |
 //! | `<prefix>/intent/<binding>` | the writer's last recorded intent | none |
-//! | `<prefix>/safety/<service>` | the shared safety state | none |
-//! | `<prefix>/drills/<id>` | a drill | none |
+//! | `<prefix>/safety/<vantage>/<service>` | the safety state as that vantage point last had it | none |
+//! | `<prefix>/drills/<vantage>/<id>` | a drill that vantage point started, or its end as that vantage point recorded it | the drill's lease |
 //!
 //! Vantage point and service names hold no `/` (policy and settings names); an endpoint id may
 //! (it is a URL), so it is always the last part.
+//!
+//! Every key a vantage point writes is under a segment of its own name, except the shared
+//! election and intent keys: with etcd's auth on, each instance's user may write only its own
+//! ([`super::access`]), so no instance can forge another's votes, heartbeat, safety state or
+//! drills.
 
 use gslb_core::model::{EndpointId, ServiceId, VantageId};
 
@@ -40,17 +45,26 @@ impl Keys {
         }
     }
 
+    /// Prefix of every gslb key: `<prefix>/`.
+    pub fn all(&self) -> String {
+        format!("{}/", self.prefix)
+    }
+
     /// Prefix of every vote: `<prefix>/votes/`.
     pub fn votes(&self) -> String {
         format!("{}/votes/", self.prefix)
     }
 
+    /// Prefix of `vantage`'s votes: `<prefix>/votes/<vantage>/`.
+    pub fn votes_of(&self, vantage: &VantageId) -> String {
+        format!("{}{vantage}/", self.votes())
+    }
+
     /// `vantage`'s vote on `endpoint` of `service`.
     pub fn vote(&self, vote: &VoteKey) -> String {
         format!(
-            "{}{}/{}/{}",
-            self.votes(),
-            vote.vantage,
+            "{}{}/{}",
+            self.votes_of(&vote.vantage),
             vote.service,
             vote.endpoint
         )
@@ -85,30 +99,44 @@ impl Keys {
 
     /// The election of a provider binding (campaign on this name).
     pub fn election(&self, binding: &str) -> String {
-        format!("{}/election/{binding}", self.prefix)
+        format!("{}{binding}", self.elections())
     }
 
     /// The recorded intent of a provider binding (checked and put in the fencing transaction).
     pub fn intent(&self, binding: &str) -> String {
-        format!("{}/intent/{binding}", self.prefix)
+        format!("{}{binding}", self.intents())
     }
 
-    /// Prefix of every shared safety state: `<prefix>/safety/`.
+    /// Prefix of every election: `<prefix>/election/`.
+    pub fn elections(&self) -> String {
+        format!("{}/election/", self.prefix)
+    }
+
+    /// Prefix of every recorded intent: `<prefix>/intent/`.
+    pub fn intents(&self) -> String {
+        format!("{}/intent/", self.prefix)
+    }
+
+    /// Prefix of every saved safety state: `<prefix>/safety/`.
     pub fn safeties(&self) -> String {
         format!("{}/safety/", self.prefix)
     }
 
-    /// The shared safety state of a service (velocity budget, damping, holds).
-    pub fn safety(&self, service: &ServiceId) -> String {
-        format!("{}{service}", self.safeties())
+    /// Prefix of the safety states `vantage` saved: `<prefix>/safety/<vantage>/`.
+    pub fn safeties_of(&self, vantage: &VantageId) -> String {
+        format!("{}{vantage}/", self.safeties())
     }
 
-    /// The service of a safety state key; `None` for a key outside the layout.
-    pub fn parse_safety(&self, key: &[u8]) -> Option<ServiceId> {
-        let rest = std::str::from_utf8(key)
-            .ok()?
-            .strip_prefix(&self.safeties())?;
-        (!rest.is_empty() && !rest.contains('/')).then(|| ServiceId(rest.into()))
+    /// The safety state of `service` (velocity budget, damping, holds) as `vantage` saved it.
+    pub fn safety(&self, vantage: &VantageId, service: &ServiceId) -> String {
+        format!("{}{service}", self.safeties_of(vantage))
+    }
+
+    /// Who saved a safety state key, and for which service; `None` for a key outside the
+    /// layout.
+    pub fn parse_safety(&self, key: &[u8]) -> Option<(VantageId, ServiceId)> {
+        let (vantage, service) = pair(key, &self.safeties())?;
+        Some((VantageId(vantage.into()), ServiceId(service.into())))
     }
 
     /// Prefix of every drill: `<prefix>/drills/`.
@@ -116,9 +144,21 @@ impl Keys {
         format!("{}/drills/", self.prefix)
     }
 
-    /// One drill.
-    pub fn drill(&self, id: &str) -> String {
-        format!("{}{id}", self.drills())
+    /// Prefix of the drill records of `vantage`: `<prefix>/drills/<vantage>/`.
+    pub fn drills_of(&self, vantage: &VantageId) -> String {
+        format!("{}{vantage}/", self.drills())
+    }
+
+    /// `vantage`'s record of drill `id` (the drill it started, or the end it recorded).
+    pub fn drill(&self, vantage: &VantageId, id: &str) -> String {
+        format!("{}{id}", self.drills_of(vantage))
+    }
+
+    /// Whose record a drill key is, and of which drill id; `None` for a key outside the
+    /// layout.
+    pub fn parse_drill<'a>(&self, key: &'a [u8]) -> Option<(VantageId, &'a str)> {
+        let (vantage, id) = pair(key, &self.drills())?;
+        Some((VantageId(vantage.into()), id))
     }
 }
 
@@ -126,6 +166,14 @@ impl Keys {
 fn segment<'a>(key: &'a [u8], prefix: &str) -> Option<&'a str> {
     let rest = std::str::from_utf8(key).ok()?.strip_prefix(prefix)?;
     (!rest.is_empty() && !rest.contains('/')).then_some(rest)
+}
+
+/// The two path segments of `key` after `prefix`; `None` for a key outside it, with an empty
+/// segment, or deeper.
+fn pair<'a>(key: &'a [u8], prefix: &str) -> Option<(&'a str, &'a str)> {
+    let rest = std::str::from_utf8(key).ok()?.strip_prefix(prefix)?;
+    let (first, second) = rest.split_once('/')?;
+    (!first.is_empty() && !second.is_empty() && !second.contains('/')).then_some((first, second))
 }
 
 #[cfg(test)]
@@ -155,19 +203,23 @@ mod tests {
         let keys = Keys::new("/g");
         let v = VantageId("gcp".into());
         assert_eq!(keys.heartbeat(&v), "/g/heartbeats/gcp");
-        assert_eq!(keys.parse_heartbeat(b"/g/heartbeats/gcp"), Some(v));
+        assert_eq!(keys.parse_heartbeat(b"/g/heartbeats/gcp"), Some(v.clone()));
         assert_eq!(keys.parse_heartbeat(b"/g/heartbeats/"), None);
         assert_eq!(
             keys.election("cloudflare-api"),
             "/g/election/cloudflare-api"
         );
         assert_eq!(keys.intent("cloudflare-api"), "/g/intent/cloudflare-api");
-        assert_eq!(keys.safety(&ServiceId("api".into())), "/g/safety/api");
+        let api = ServiceId("api".into());
+        assert_eq!(keys.safety(&v, &api), "/g/safety/gcp/api");
         assert_eq!(
-            keys.parse_safety(b"/g/safety/api"),
-            Some(ServiceId("api".into()))
+            keys.parse_safety(b"/g/safety/gcp/api"),
+            Some((v.clone(), api))
         );
-        assert_eq!(keys.parse_safety(b"/g/safety/"), None);
-        assert_eq!(keys.drill("d-1"), "/g/drills/d-1");
+        assert_eq!(keys.parse_safety(b"/g/safety/api"), None);
+        assert_eq!(keys.parse_safety(b"/g/safety/gcp/"), None);
+        assert_eq!(keys.drill(&v, "d-1"), "/g/drills/gcp/d-1");
+        assert_eq!(keys.parse_drill(b"/g/drills/gcp/d-1"), Some((v, "d-1")));
+        assert_eq!(keys.parse_drill(b"/g/drills/d-1"), None);
     }
 }
