@@ -1,4 +1,5 @@
-//! The `gslb` command: run, check, provision, plan, demo, drill, rearm, events, healthcheck.
+//! The `gslb` command: run, check, provision, plan, demo, drill, rearm, events, healthcheck,
+//! etcd-auth, replay.
 //!
 //! Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or policy; `plan`'s and
 //! `provision --dry-run`'s are `terraform plan -detailed-exitcode`'s: 0 no change, 2 changes pending, 1 any error. This binary (with its
@@ -14,6 +15,7 @@ use adapters::Adapters;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use gslb::cli::run::{self, RunError};
+use gslb::ops::logging::LogFormat;
 
 #[derive(Parser)]
 #[command(name = "gslb", version, about = "Multi-cloud GSLB health controller")]
@@ -25,29 +27,11 @@ struct Cli {
         global = true,
         env = "GSLB_LOG_FORMAT",
         default_value = "text",
-        value_parser = parse_log_format
+        value_parser = LogFormat::parse
     )]
     log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
-}
-
-/// How log lines are written to stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LogFormat {
-    /// Human-readable lines (colours on a terminal).
-    Text,
-    /// One JSON object per line, for log shippers.
-    Json,
-}
-
-/// `text` or `json`, in any case; the error names both ways of setting it.
-fn parse_log_format(s: &str) -> Result<LogFormat, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "text" => Ok(LogFormat::Text),
-        "json" => Ok(LogFormat::Json),
-        _ => Err("expected `text` or `json` (set by --log-format or GSLB_LOG_FORMAT)".to_owned()),
-    }
 }
 
 #[derive(Subcommand)]
@@ -119,17 +103,7 @@ enum Command {
     /// Set up etcd's access control for the cluster of a settings file, as etcd's root user:
     /// one user (the client certificate's CN) and role per vantage point, each allowed to write
     /// only its own keys; then turn auth on. Idempotent.
-    EtcdAuth {
-        /// Daemon settings file (TOML) with [cluster] and [cluster.tls].
-        #[arg(long, short, env = "GSLB_CONFIG")]
-        config: PathBuf,
-        /// Root's client certificate (PEM, CN root).
-        #[arg(long)]
-        cert: PathBuf,
-        /// Root's private key (PEM).
-        #[arg(long)]
-        key: PathBuf,
-    },
+    EtcdAuth(gslb::cli::etcd_auth::EtcdAuthArgs),
     /// Run the engine over a recorded observation log and print its decisions with reasons.
     Replay {
         /// Policy files or folders to evaluate with (e.g. a copy with tuned thresholds).
@@ -252,10 +226,7 @@ async fn dispatch(command: Command) -> Result<(), Failure> {
             }),
         Command::Demo(args) => Ok(gslb::cli::demo::run(args, out).await?),
         Command::Drill(args) => print(gslb::cli::drill::drill(args).await),
-        Command::EtcdAuth { config, cert, key } => {
-            let changes = gslb::cli::etcd_auth::run(&config, cert, key).await?;
-            Ok(gslb::cli::etcd_auth::report(&changes, out)?)
-        }
+        Command::EtcdAuth(args) => Ok(gslb::cli::etcd_auth::command(args, out).await?),
         Command::Rearm(args) => print(gslb::cli::drill::rearm(args).await),
         Command::Events(args) => print(gslb::cli::drill::events(args).await),
         Command::Healthcheck { url, config } => {

@@ -418,7 +418,8 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
         .await;
         assert!(listed.is_some(), "{} lists {id}:\n{}", x.vantage, c.logs());
     }
-    // The others audit the drill they loaded, with its actor.
+    // The others audit the drill they loaded, with its actor and the vantage point whose key
+    // holds it (etcd's auth vouches for that one).
     for x in &c.instances[1..] {
         let loaded = eventually(Duration::from_secs(10), || async {
             x.audit()
@@ -428,6 +429,7 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
         .await
         .unwrap_or_else(|| panic!("{} audits the drill it loaded", x.vantage));
         assert_eq!(loaded["actor"], "api", "{loaded}");
+        assert_eq!(loaded["detail"]["stored_by"], "a", "{loaded}");
     }
     // Every engine drains ncp: the writer moves traffic once.
     assert!(
@@ -653,10 +655,11 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
             c.instances[i].vantage
         );
     }
-    // c saved the drill in its state file; it goes down, and the drill is ended on a.
+    // c saved the drill in its state file; it goes down, and the drill, started on a, is ended
+    // on b: b records the end under its own name (it may not delete a's record).
     c.instances[2].kill();
     let ended = http
-        .delete(format!("{drills}/{id}"))
+        .delete(format!("http://{}/v1/drills/{id}", c.instances[1].admin))
         .header("content-type", "application/json")
         .body(serde_json::json!({"reason": "drill over"}).to_string())
         .send()
@@ -670,6 +673,17 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
             c.instances[i].vantage
         );
     }
+    let etcd = c.etcd.client("root").await;
+    let end = etcd
+        .kv_client()
+        .get(format!("/gslb/drills/b/{id}"), None)
+        .await
+        .expect("read");
+    assert_eq!(
+        end.kvs().first().map(|kv| kv.value()),
+        Some(&b"\"ended\""[..]),
+        "b's end record"
+    );
     c.instances[2].restart();
     assert!(
         listed_by(&c.instances[2], &id, false).await,

@@ -37,8 +37,9 @@ fn demo_prints_the_drill_report_and_exits_0() {
     assert_in_order(&stdout, &order);
 }
 
-/// `gslb demo --cluster` with etcd on PATH: the lone vantage point is outvoted, two fail over
-/// with one write, the killed writer's successor takes over with a larger epoch.
+/// `gslb demo --cluster` with etcd on PATH: etcd's auth on, a forged vote refused, the lone
+/// vantage point is outvoted, two fail over with one write, the killed writer's successor
+/// takes over with a larger epoch.
 #[test]
 fn demo_cluster_outvotes_one_fails_over_once_and_hands_over() {
     let Some(etcd) = support::emulators::tool("etcd") else {
@@ -57,8 +58,10 @@ fn demo_cluster_outvotes_one_fails_over_once_and_hands_over() {
         String::from_utf8_lossy(&out.stderr)
     );
     let order = [
-        "etcd: three members at http://127.0.29.1:",
+        "etcd: three members at https://127.0.29.1:",
+        "etcd auth on",
         "writer of demo-api:",
+        "aws-tokyo's certificate cannot forge a vote of aws-seoul: etcd says \"etcdserver: permission denied\"",
         "1. seoul fails only for aws-seoul's probes",
         "outvoted, no failover (engines want seoul, seoul, seoul); provider writes: 0",
         "2. seoul fails for aws-seoul and aws-tokyo too",

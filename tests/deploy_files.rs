@@ -733,6 +733,23 @@ fn the_kubernetes_containers_run_a_command_line_gslb_accepts() {
         )
     };
     for r in &overlays {
+        // The access-control Job: a command line gslb accepts, on the same settings.
+        let job = r.container("Job/gslb-etcd-auth");
+        let argv = strings(&job["command"]).expect("the Job's command");
+        assert_eq!(
+            argv.get(..2),
+            Some(&["gslb".to_owned(), "etcd-auth".to_owned()][..])
+        );
+        assert!(
+            argv.contains(&"--config=/etc/gslb/gslb.toml".to_owned()),
+            "{argv:?}"
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_gslb"))
+            .args(&argv[1..])
+            .arg("--help")
+            .output()
+            .expect("runs gslb");
+        assert!(out.status.success(), "{}: {argv:?} is refused", r.cloud);
         let gslb = r.container("Deployment/gslb");
         let mut argv = strings(&gslb["command"]).unwrap_or_else(|| entrypoint.clone());
         argv.extend(strings(&gslb["args"]).unwrap_or_default());

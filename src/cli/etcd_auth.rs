@@ -12,6 +12,32 @@ use crate::config::{Settings, SettingsError};
 use crate::io::coordination::access::{self, Changes};
 use crate::io::coordination::{Clients, CoordinationError, ErrorCounter, TlsFiles};
 
+/// `gslb etcd-auth` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EtcdAuthArgs {
+    /// Daemon settings file (TOML) with [cluster] and [cluster.tls].
+    #[arg(long, short, env = "GSLB_CONFIG")]
+    pub config: PathBuf,
+    /// Root's client certificate (PEM, CN root).
+    #[arg(long)]
+    pub cert: PathBuf,
+    /// Root's private key (PEM).
+    #[arg(long)]
+    pub key: PathBuf,
+}
+
+/// Runs `gslb etcd-auth` and prints what it changed to `out`.
+///
+/// # Errors
+/// As [`run`], or `out` cannot be written.
+pub async fn command(
+    args: EtcdAuthArgs,
+    out: &mut impl std::io::Write,
+) -> Result<(), EtcdAuthError> {
+    let changes = run(&args.config, args.cert, args.key).await?;
+    report(&changes, out).map_err(EtcdAuthError::Print)
+}
+
 /// Why the set-up failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdAuthError {
@@ -32,6 +58,9 @@ pub enum EtcdAuthError {
     /// etcd refused or did not answer.
     #[error("etcd: {0}")]
     Etcd(#[from] etcd_client::Error),
+    /// The report cannot be printed.
+    #[error("cannot print: {0}")]
+    Print(std::io::Error),
 }
 
 /// Sets up auth for the cluster of settings file `config`, connecting with root's
@@ -66,7 +95,7 @@ pub async fn run(config: &Path, cert: PathBuf, key: PathBuf) -> Result<Changes, 
 }
 
 /// The lines `gslb etcd-auth` prints for `changes`.
-pub fn report(changes: &Changes, out: &mut impl std::io::Write) -> std::io::Result<()> {
+fn report(changes: &Changes, out: &mut impl std::io::Write) -> std::io::Result<()> {
     for user in &changes.users {
         writeln!(out, "added user {user}")?;
     }

@@ -14,6 +14,31 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (colours on a terminal).
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+impl LogFormat {
+    /// `text` or `json`, in any case (`--log-format`, `GSLB_LOG_FORMAT`).
+    ///
+    /// # Errors
+    /// Anything else, naming both ways of setting it.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            _ => {
+                Err("expected `text` or `json` (set by --log-format or GSLB_LOG_FORMAT)".to_owned())
+            }
+        }
+    }
+}
+
 /// Directives added to every default filter: `rustls-platform-verifier` logs one ERROR line
 /// per refused certificate (`failed to verify TLS certificate: ...`), i.e. one per failed
 /// probe of a broken origin; the probe's own reason (`tls_expired`, `tls_unknown_issuer`, ...)

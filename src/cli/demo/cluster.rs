@@ -3,7 +3,9 @@
 //! down: it is outvoted, no failover. Then two do: one failover, written once, by the elected
 //! writer. Then the writer is killed: its lease runs out and another instance takes over with
 //! a larger epoch. Each instance's probes leave from its own address (127.0.29.11-13), and the
-//! primary origin fails only for the addresses chosen.
+//! primary origin fails only for the addresses chosen. etcd runs as in production: TLS, one
+//! user per vantage point named by its client certificate, auth on; one instance's certificate
+//! cannot forge another's vote ([`super::access`]).
 //!
 //! Without `etcd` on `PATH` it says how to install it and fails.
 
@@ -14,8 +16,8 @@ use std::time::{Duration, Instant};
 use gslb_provider::{FailoverStyle, MemoryProvider};
 use tokio::task::JoinSet;
 
-use super::etcd;
 use super::{DemoError, say};
+use super::{access, etcd};
 use crate::config::ClusterSettings;
 use crate::daemon::builder::{Builder, Daemon};
 use crate::daemon::cluster::Cluster;
@@ -51,11 +53,15 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     let Some(exe) = etcd::find() else {
         return Err(DemoError::NoEtcd);
     };
-    let etcd = etcd::Etcd::start(&exe).await?;
+    let mut users = VANTAGES.to_vec();
+    users.push(crate::io::coordination::access::ROOT);
+    let etcd = etcd::Etcd::start(&exe, &users).await?;
     say(
         out,
         &format!("etcd: three members at {}\n", etcd.endpoints().join(", ")),
     );
+    let vantages: Vec<VantageId> = VANTAGES.iter().map(|v| VantageId((*v).into())).collect();
+    access::set_up(out, &etcd, &vantages).await?;
     // Tokyo answers for as long as the demo runs (it stops when dropped).
     let (seoul, _tokyo, policy) = super::origins_and_policy().await?;
     let provider = Arc::new(MemoryProvider::new(
@@ -64,7 +70,7 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
     ));
     let mut instances = Vec::new();
     for (i, v) in VANTAGES.iter().enumerate() {
-        instances.push(Instance::start(i, v, &policy, etcd.endpoints(), provider.clone()).await?);
+        instances.push(Instance::start(i, v, &policy, &etcd, provider.clone()).await?);
     }
     let (writer, epoch) = wait(|| elected(&instances, None), "a writer elected").await?;
     say(
@@ -76,6 +82,7 @@ pub async fn run(out: &mut impl std::io::Write) -> Result<(), DemoError> {
             instances[writer].vantage
         ),
     );
+    access::forge(out, &etcd, VANTAGES[1], VANTAGES[0], &policy).await?;
     outvoted(out, &instances, &seoul, &provider).await?;
     failover(out, &instances, &seoul, &provider).await?;
     takeover(out, &mut instances, writer, epoch).await?;
@@ -92,11 +99,17 @@ impl Instance {
         i: usize,
         vantage: &str,
         policy: &Policy,
-        endpoints: &[String],
+        etcd: &etcd::Etcd,
         provider: Arc<MemoryProvider>,
     ) -> Result<Self, DemoError> {
+        let tls = etcd.tls(vantage);
         let text = format!(
-            "endpoints = {endpoints:?}\nvantages = {VANTAGES:?}\nlease_ttl = \"{LEASE_TTL}\"\nheartbeat = \"500ms\"\n"
+            "endpoints = {:?}\nvantages = {VANTAGES:?}\nlease_ttl = \"{LEASE_TTL}\"\nheartbeat = \"500ms\"\nprefix = {:?}\n[tls]\nca = {:?}\ncert = {:?}\nkey = {:?}\n",
+            etcd.endpoints(),
+            access::PREFIX,
+            tls.ca,
+            tls.cert,
+            tls.key
         );
         let settings: ClusterSettings =
             toml::from_str(&text).map_err(|e| DemoError::Cluster(e.to_string()))?;

@@ -6,6 +6,7 @@
 //! first failed probe, marked down, decision, provider accepted, in sync, with detection,
 //! decision and apply times), then restores Seoul and shows the failback rule at work.
 
+mod access;
 mod cluster;
 mod etcd;
 pub mod pki;

@@ -1,7 +1,7 @@
 //! Coordination of several gslb instances through etcd (`[cluster]`): the client connection,
 //! this instance's lease, the key layout and who may write which keys (`access`), votes and
-//! heartbeats, and one fenced writer per
-//! provider binding (`election`, `fence`, `seat`) (see `docs/cluster.md`).
+//! heartbeats, and one fenced writer per provider binding (`election`, `fence`, `seat`) (see
+//! `docs/cluster.md`).
 //!
 //! Must not: decide anything. What peers say becomes engine inputs; whether a vote counts
 //! (freshness on the reader's clock, `min_voters`) is the engine's rule. No consensus of our
