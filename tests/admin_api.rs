@@ -15,6 +15,7 @@ use std::time::Duration;
 use gslb::admin::{self, AdminState, Routes};
 use gslb::config::{AdminAuth, AdminSettings, resolve_admin_auth};
 use gslb::io::audit::AuditLog;
+use gslb::io::drill_store::DrillStore;
 use gslb::io::journal::Journal;
 use gslb::io::origin::Origin;
 use gslb::ops::telemetry::Telemetry;
@@ -128,7 +129,7 @@ async fn live(dir: &Path, auth: AdminAuth) -> Live {
         .await
         .expect("audit log");
     let sinks = controller::sinks(1024);
-    let journal = Journal::new(None, Some(audit), None);
+    let journal = Journal::new(None, Some(audit), DrillStore::Memory);
     let mut daemon = controller::start(std::slice::from_ref(&policy), &sinks, journal, vec![]);
     daemon
         .attach(&policy, controller::provider())

@@ -289,6 +289,18 @@ async fn two_of_three_etcd_members_down_no_write_fail_static() {
         let ncp = &s["pools"][0]["state"];
         assert_eq!(ncp["verdict"], "unknown", "{}: {ncp}", x.vantage);
     }
+    // A drill is refused while coordination is lost: etcd, the only drill store, cannot hold
+    // it, and the other instances would not see it.
+    let (status, body) = c.instances[0]
+        .drain("ncp", "while uncoordinated", "5m")
+        .await;
+    assert_eq!(status, 500, "{body}");
+    let refusal = body.to_string();
+    assert!(
+        refusal.contains("coordination through etcd is lost"),
+        "{refusal}"
+    );
+    assert_eq!(c.instances[0].drill_ids().await, Some(vec![]));
     assert!(fake.write_log().is_empty(), "{:?}", fake.write_log());
 }
 
@@ -390,27 +402,11 @@ async fn a_drill_started_on_one_instance_is_listed_on_the_others_and_expires_onc
         "never applied:\n{}",
         c.logs()
     );
-    let started = reqwest::Client::new()
-        .post(format!("http://{}/v1/drills", c.instances[0].admin))
-        .header("content-type", "application/json")
-        .body(
-            serde_json::json!({
-                "service": "web", "action": "drain", "pool": "ncp",
-                "reason": "cluster drill test", "duration": "5s"
-            })
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("POST /v1/drills");
-    assert!(started.status().is_success(), "{:?}", started.text().await);
-    let body: serde_json::Value =
-        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
-    let id = body["drill"]["id"]
-        .as_str()
-        .or_else(|| body["id"].as_str())
-        .expect("drill id")
-        .to_owned();
+    let (status, body) = c.instances[0]
+        .drain("ncp", "cluster drill test", "5s")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["id"].as_str().expect("drill id").to_owned();
     for x in &c.instances {
         let listed = eventually(Duration::from_secs(10), || async {
             x.drill_ids().await.filter(|ids| ids.contains(&id))
@@ -564,22 +560,8 @@ async fn a_drill_lasts_its_duration_on_every_instance_whatever_their_clocks() {
         c.logs()
     );
     let started_at = Instant::now();
-    let started = reqwest::Client::new()
-        .post(format!("http://{}/v1/drills", c.instances[0].admin))
-        .header("content-type", "application/json")
-        .body(
-            serde_json::json!({
-                "service": "web", "action": "drain", "pool": "ncp",
-                "reason": "skewed clocks", "duration": "30s"
-            })
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("POST /v1/drills");
-    assert!(started.status().is_success(), "{:?}", started.text().await);
-    let body: serde_json::Value =
-        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
+    let (status, body) = c.instances[0].drain("ncp", "skewed clocks", "30s").await;
+    assert_eq!(status, 201, "{body}");
     let id = body["id"].as_str().expect("drill id").to_owned();
     for x in &c.instances {
         let listed = eventually(Duration::from_secs(10), || async {
@@ -630,23 +612,10 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
         c.logs()
     );
     let http = reqwest::Client::new();
-    let drills = format!("http://{}/v1/drills", c.instances[0].admin);
-    let started = http
-        .post(&drills)
-        .header("content-type", "application/json")
-        .body(
-            serde_json::json!({
-                "service": "web", "action": "drain", "pool": "ncp",
-                "reason": "ended while c is down", "duration": "10m"
-            })
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("POST /v1/drills");
-    assert!(started.status().is_success(), "{:?}", started.text().await);
-    let body: serde_json::Value =
-        serde_json::from_slice(&started.bytes().await.expect("body")).expect("json");
+    let (status, body) = c.instances[0]
+        .drain("ncp", "ended while c is down", "10m")
+        .await;
+    assert_eq!(status, 201, "{body}");
     let id = body["id"].as_str().expect("drill id").to_owned();
     for i in 0..3 {
         assert!(
@@ -655,7 +624,7 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
             c.instances[i].vantage
         );
     }
-    // c saved the drill in its state file; it goes down, and the drill, started on a, is ended
+    // c goes down, and the drill, started on a, is ended
     // on b: b records the end under its own name (it may not delete a's record).
     c.instances[2].kill();
     let ended = http

@@ -13,6 +13,7 @@ use std::time::Duration;
 use gslb::daemon::builder::Daemon;
 use gslb::daemon::inbox::{Message, MessageSender, ReplyTo};
 use gslb::io::audit::{AuditEntry, AuditLog};
+use gslb::io::drill_store::DrillStore;
 use gslb::io::journal::Journal;
 use gslb::io::jsonl::{DEFAULT_CAPACITY, JsonlWriter};
 use gslb::io::origin::Origin;
@@ -80,7 +81,7 @@ async fn start(
                 .await
                 .expect("audit"),
         ),
-        Some(StateFile::new(dir.join("overrides.json"))),
+        DrillStore::File(StateFile::new(dir.join("overrides.json"))),
     );
     let mut daemon = controller::start(std::slice::from_ref(policy), &sinks, journal, saved);
     daemon.attach(policy, provider).expect("attach");
@@ -308,7 +309,7 @@ async fn a_drill_that_cannot_be_saved_is_refused_and_never_installed() {
     let journal = Journal::new(
         None,
         None,
-        Some(StateFile::new(dir.path().join("not-a-dir/overrides.json"))),
+        DrillStore::File(StateFile::new(dir.path().join("not-a-dir/overrides.json"))),
     );
     let daemon = controller::start(std::slice::from_ref(&policy), &sinks, journal, vec![]);
     let commands = daemon.commands();

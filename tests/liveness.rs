@@ -14,6 +14,7 @@ use axum::http::Request;
 use gslb::admin::{self, AdminState};
 use gslb::config::AdminAuth;
 use gslb::daemon::inbox::{MESSAGE_BUFFER, Message, ReplyTo};
+use gslb::io::drill_store::DrillStore;
 use gslb::io::journal::Journal;
 use gslb::io::state_file::StateFile;
 use gslb::ops::health::engine_bound;
@@ -123,7 +124,7 @@ async fn an_engine_loop_that_stops_making_progress_fails_healthz_and_recovers() 
     let daemon = support::controller::start(
         std::slice::from_ref(&policy),
         &sinks,
-        Journal::new(None, None, Some(state)),
+        Journal::new(None, None, DrillStore::File(state)),
         Vec::new(),
     );
     let app = app(&sinks, &daemon);

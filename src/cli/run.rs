@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gslb_core::engine::Override;
 use gslb_core::model::ServiceId;
 use gslb_core::policy::{self, Policy};
 use gslb_provider::AnyProvider;
@@ -27,6 +28,7 @@ use crate::daemon::votes;
 use crate::io::audit::{AuditLog, Past};
 use crate::io::clock::Clock;
 use crate::io::coordination::ErrorCounter;
+use crate::io::drill_store::{self, DrillStore};
 use crate::io::journal::Journal;
 use crate::io::jsonl::{self, JsonlWriter};
 use crate::io::probe::{self, Prober, error_chain};
@@ -204,7 +206,8 @@ pub async fn run<B: Bind>(
     let notified = notify::Notified::new(past.decisions);
     let notifier = webhooks(&settings, &telemetry, &mut extra, &notified)?;
     let (journal, saved, audit) = journal(&settings, &telemetry.metrics).await?;
-    let (builder, journal) = join_cluster(&settings, &telemetry, &policies, journal).await?;
+    let (builder, journal, saved) =
+        join_cluster(&settings, &telemetry, &policies, (journal, saved)).await?;
     let mut daemon = builder
         .engine(settings.engine.engine_settings())
         .vantage(settings.vantage.clone())
@@ -256,9 +259,12 @@ pub async fn run<B: Bind>(
     outcome
 }
 
-/// A [`Builder`] of `policies`. With `[cluster]`: connects to etcd and starts keeping this
-/// instance's lease, for a builder that joins each service's election; the journal then leaves drill expiries to
-/// the shared drills ([`shared_drills`]). Without it: a plain builder and the journal as is.
+/// A [`Builder`] of `policies`, with the journal and the drills to load first. With
+/// `[cluster]`: connects to etcd and starts keeping this instance's lease, for a builder that
+/// joins each service's election; the journal then keeps drills in etcd and leaves their
+/// expiries to the shared drills ([`shared_drills`]), and the state file's drills are not
+/// loaded (etcd is the only drill store). Without it: a plain builder, the journal and the
+/// saved drills as they are.
 ///
 /// # Errors
 /// `[cluster]` that leaves no room for a write, or a TLS file that cannot be read (exit code 2).
@@ -266,12 +272,18 @@ async fn join_cluster(
     settings: &Settings,
     telemetry: &Telemetry,
     policies: &[Policy],
-    journal: Journal,
-) -> Result<(Builder, Journal), RunError> {
+    (journal, saved): (Journal, Vec<Override>),
+) -> Result<(Builder, Journal, Vec<Override>), RunError> {
     let builder = Builder::new(policies.to_vec());
     let Some(cluster) = &settings.cluster else {
-        return Ok((builder, journal));
+        return Ok((builder, journal, saved));
     };
+    if !saved.is_empty() {
+        tracing::warn!(
+            drills = saved.len(),
+            "the drill state file lists drills; in a cluster etcd is the only drill store, so they are not loaded"
+        );
+    }
     let errors = ErrorCounter::new(telemetry.metrics.cluster_etcd_errors_total.clone())
         .counting_requests(telemetry.metrics.cluster_etcd_requests_total.clone());
     let member = Cluster::start(cluster, settings.vantage.clone(), errors)
@@ -282,9 +294,15 @@ async fn join_cluster(
                 RunError::config(e).context("connecting to etcd ([cluster])")
             }
         })?;
+    let store = DrillStore::Etcd(Box::new(drill_store::Shared {
+        clients: member.clients.clone(),
+        vantage: settings.vantage.clone(),
+        coordinated: member.coordinated(),
+    }));
     Ok((
         builder.cluster(Arc::new(member)),
-        journal.expiries_audited_elsewhere(),
+        journal.in_cluster(store),
+        Vec::new(),
     ))
 }
 
@@ -513,7 +531,7 @@ fn prober(settings: &Settings, telemetry: &Telemetry) -> Result<Arc<Prober>, Run
 async fn journal(
     settings: &Settings,
     metrics: &crate::ops::metrics::Metrics,
-) -> Result<(Journal, Vec<gslb_core::engine::Override>, AuditLog), RunError> {
+) -> Result<(Journal, Vec<Override>, AuditLog), RunError> {
     let state = StateFile::new(settings.state.overrides_file());
     let saved = state.load().map_err(RunError::config)?;
     let audit = AuditLog::open(settings.state.audit_log())
@@ -533,7 +551,7 @@ async fn journal(
         ),
         None => None,
     };
-    let journal = Journal::new(recording, Some(audit.clone()), Some(state));
+    let journal = Journal::new(recording, Some(audit.clone()), DrillStore::File(state));
     Ok((journal, saved, audit))
 }
 

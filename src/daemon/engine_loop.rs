@@ -6,8 +6,8 @@
 //! recording, audit log, drill state file).
 //!
 //! It never talks to a provider and never waits on one: a slow reconciler cannot delay a
-//! decision. The one thing it waits for is the drill state file, written off the runtime
-//! threads once per step that changes the drills, before that step takes effect.
+//! decision. The one thing it waits for is the drill store (the state file, written off the
+//! runtime threads, or etcd in a cluster), written before a new drill takes effect.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -216,13 +216,14 @@ fn received(step: &Step, engine: &Engine, handle: Option<ServiceHandle>, telemet
     }
 }
 
-/// Steps the engine with one input, saves the drills when the step changed them, then records
+/// Steps the engine with one input, keeps the drills when the step changed them, then records
 /// the step and publishes its output; returns the engine's answer for the operator.
 ///
-/// A new drill is refused unless the state file holds it: the file is written before the drill
-/// takes effect (nothing moves for a drill a restart would forget), and when it cannot be, the
-/// engine is put back as it was before the step, which is not recorded. `handle`: that of the
-/// service a probe result names ([`Engine::step_handled`]).
+/// A new drill is refused unless the drill store holds it: it is stored before the step
+/// ([`Engine::check_override`], [`Journal::store`]: nothing moves for a drill a restart, or
+/// the other instances of a cluster, would not know), and when it cannot be, the step is not
+/// taken nor recorded. `handle`: that of the service a probe result names
+/// ([`Engine::step_handled`]).
 async fn apply(
     engine: &mut Engine,
     (step, handle): (&Step, Option<ServiceHandle>),
@@ -230,21 +231,24 @@ async fn apply(
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
-    // Kept to take back a drill the state file cannot hold (drills are rare: the copy is cheap
-    // next to the fsync).
-    let before = matches!(step.input, Input::AddOverride(_)).then(|| engine.clone());
-    let out = engine.step_handled(step.at, &step.input, handle);
-    let saved = save(engine, &out, journal).await;
-    if let (Err(e), Input::AddOverride(req), Some(Reply::Override(Ok(_)))) =
-        (&saved, &step.input, &out.reply)
-    {
-        if let Some(before) = before {
-            *engine = before;
+    let adding = if let Input::AddOverride(req) = &step.input {
+        if let Ok((added, all)) = engine.check_override(req, step.at)
+            && let Err(e) = journal.store(&added, &all, step.at).await
+        {
+            let refused = OverrideError::NotSaved(e);
+            journal.refused(step.at, req, &refused);
+            return Some(Reply::Override(Err(refused)));
         }
-        let refused = OverrideError::NotSaved(e.clone());
-        journal.refused(step.at, req, &refused);
-        return Some(Reply::Override(Err(refused)));
-    }
+        true
+    } else {
+        false
+    };
+    let out = engine.step_handled(step.at, &step.input, handle);
+    let saved = if adding {
+        Ok(())
+    } else {
+        save(engine, &out, journal).await
+    };
     journal.record(step);
     publish(engine, (step, handle), &out, outlets, telemetry, journal);
     match (saved, out.reply) {
@@ -256,8 +260,8 @@ async fn apply(
     }
 }
 
-/// Writes the active drills to the state file when `out` changed them: once per step, off the
-/// runtime threads ([`Journal::save`]).
+/// Keeps the active drills when `out` changed them: once per step, off the runtime threads
+/// ([`Journal::save`]).
 async fn save(engine: &Engine, out: &Output, journal: &Journal) -> Result<(), String> {
     if out.overrides.is_empty() {
         return Ok(());
@@ -312,7 +316,7 @@ async fn reload(
     }
     tracing::info!(changed = %List(&diff.changed), removed = %List(&diff.removed), "policies reloaded; unchanged services keep their state");
     if let Err(e) = save(engine, &out, journal).await {
-        tracing::error!(error = %e, "the drill state file could not be saved after a reload");
+        tracing::error!(error = %e, "the drills could not be stored after a reload");
     }
     let step = Step { at, input };
     journal.record(&step);

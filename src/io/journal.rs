@@ -1,17 +1,18 @@
 //! The engine loop's journal: the observation recording (every [`Step`], for `gslb replay`),
-//! the audit log (every override change, command and decision) and the drill state file (the
-//! active overrides, so they survive a restart). Each part is optional.
+//! the audit log (every override change, command and decision) and the drill store (the state
+//! file, or etcd in a cluster: [`DrillStore`], so drills survive a restart). Each part is
+//! optional.
 //!
 //! Recording and audit lines are handed to background writers and never block the loop; the
-//! state file is written (atomically, once per step that changes the drills) on tokio's
-//! blocking pool, and the loop awaits it before the step takes effect, so an acknowledged
-//! drill is on disk and no runtime thread waits on an fsync.
+//! drill store is written before a new drill takes effect, and the loop awaits it, so an
+//! acknowledged drill is stored and no runtime thread waits on an fsync.
 
 use crate::io::audit::{AuditEntry, AuditLog, CONTROLLER_ACTOR};
+use crate::io::drill_store::DrillStore;
 use crate::io::jsonl::JsonlWriter;
-use crate::io::state_file::StateFile;
 use gslb_core::engine::{
-    Decision, OverrideChange, OverrideError, OverrideId, OverrideRequest, Overrides, Reply, Step,
+    Decision, Override, OverrideChange, OverrideError, OverrideId, OverrideRequest, Overrides,
+    Reply, Step,
 };
 use gslb_core::model::{Millis, ServiceId};
 
@@ -20,7 +21,7 @@ use gslb_core::model::{Millis, ServiceId};
 pub struct Journal {
     recording: Option<JsonlWriter>,
     audit: Option<AuditLog>,
-    state: Option<StateFile>,
+    store: DrillStore,
     /// In a cluster: drill expiries are audited by the instance that removes the shared drill
     /// ([`crate::daemon::shared_drills`]), not by every instance's journal.
     expiries_elsewhere: bool,
@@ -28,23 +29,21 @@ pub struct Journal {
 
 impl Journal {
     /// A journal writing to the given parts.
-    pub fn new(
-        recording: Option<JsonlWriter>,
-        audit: Option<AuditLog>,
-        state: Option<StateFile>,
-    ) -> Self {
+    pub fn new(recording: Option<JsonlWriter>, audit: Option<AuditLog>, store: DrillStore) -> Self {
         Self {
             recording,
             audit,
-            state,
+            store,
             expiries_elsewhere: false,
         }
     }
 
-    /// The same journal, leaving the audit of drill expiries to the shared drills of a
-    /// cluster, so a drill expires once in the cluster's audit logs, not once per instance.
+    /// The same journal in a cluster: drills kept in etcd (`store`, [`DrillStore::Etcd`]) and
+    /// the audit of their expiries left to the shared drills, so a drill expires once in the
+    /// cluster's audit logs, not once per instance.
     #[must_use]
-    pub fn expiries_audited_elsewhere(mut self) -> Self {
+    pub fn in_cluster(mut self, store: DrillStore) -> Self {
+        self.store = store;
         self.expiries_elsewhere = true;
         self
     }
@@ -111,20 +110,26 @@ impl Journal {
         }
     }
 
-    /// Writes `all` to the state file (atomically, on tokio's blocking pool:
-    /// [`StateFile::save_async`]); a no-op without one.
+    /// Stores new drill `added` before it takes effect ([`DrillStore::add`]).
     ///
     /// # Errors
-    /// The file could not be written (also logged).
+    /// Why it is not stored.
+    pub async fn store(
+        &self,
+        added: &Override,
+        all: &Overrides,
+        now: Millis,
+    ) -> Result<(), String> {
+        self.store.add(added, all, now).await
+    }
+
+    /// Keeps the active drills `all` after a step changed them otherwise
+    /// ([`DrillStore::changed`]).
+    ///
+    /// # Errors
+    /// The state file cannot be written.
     pub async fn save(&self, all: &Overrides) -> Result<(), String> {
-        if let Some(state) = &self.state {
-            let active: Vec<_> = all.all().cloned().collect();
-            if let Err(e) = state.save_async(active).await {
-                tracing::error!(error = %e, "cannot save the drill state file");
-                return Err(e.to_string());
-            }
-        }
-        Ok(())
+        self.store.changed(all).await
     }
 
     /// Audits a refused override request.

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod clock;
 pub mod coordination;
+pub mod drill_store;
 pub mod http_body;
 pub mod journal;
 pub mod jsonl;

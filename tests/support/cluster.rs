@@ -140,6 +140,28 @@ impl Instance {
             .collect()
     }
 
+    /// Starts a drill draining `pool` of `web` for `duration` (`POST /v1/drills`): the answer's
+    /// status and body.
+    pub async fn drain(&self, pool: &str, reason: &str, duration: &str) -> (u16, Value) {
+        let body = serde_json::json!({
+            "service": "web", "action": "drain", "pool": pool,
+            "reason": reason, "duration": duration
+        });
+        let answer = reqwest::Client::new()
+            .post(format!("http://{}/v1/drills", self.admin))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("POST /v1/drills");
+        let status = answer.status().as_u16();
+        let bytes = answer.bytes().await.expect("body");
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
     /// Its drill list (`GET /v1/drills`): the drills' ids.
     pub async fn drill_ids(&self) -> Option<Vec<String>> {
         let r = reqwest::get(format!("http://{}/v1/drills", self.admin))

@@ -158,6 +158,26 @@ impl Engine {
         &self.overrides
     }
 
+    /// What [`Input::AddOverride`] of `req` at `at` would do, without doing it: the drill it
+    /// would start and the active overrides after it (a copy: drills are few), so the caller
+    /// can store them before the step. The step at the same `at` then starts the same drill.
+    ///
+    /// # Errors
+    /// The refusal the step would answer ([`OverrideError`]).
+    pub fn check_override(
+        &self,
+        req: &OverrideRequest,
+        at: Millis,
+    ) -> Result<(Override, Overrides), OverrideError> {
+        let service = self
+            .services
+            .get(&req.service)
+            .ok_or_else(|| OverrideError::UnknownService(req.service.clone()))?;
+        let mut after = self.overrides.clone();
+        let (added, _) = after.add(service.policy(), req, at)?;
+        Ok((added, after))
+    }
+
     /// Every vantage point seen, with why it is suspect at `now` (if it is).
     pub fn vantage_points(&self, now: Millis) -> Vec<(VantageId, Option<Suspicion>)> {
         self.vantages

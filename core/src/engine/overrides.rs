@@ -157,10 +157,11 @@ pub enum OverrideError {
     /// No active override has this id.
     #[error("no active override '{0}'")]
     NotFound(OverrideId),
-    /// The drill state file could not be written, so the change would not survive a restart:
-    /// a new drill is rolled back; an ended one stays ended in memory but is still listed in
-    /// the file.
-    #[error("the drill state file could not be saved: {0}")]
+    /// The drill store (the state file, or etcd in a cluster) could not be written, so the
+    /// change would not survive a restart (or reach the other instances): a new drill is
+    /// refused before it takes effect; an ended one stays ended in memory but is still listed
+    /// in the file.
+    #[error("the drill could not be stored: {0}")]
     NotSaved(String),
 }
 
