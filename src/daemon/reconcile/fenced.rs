@@ -3,7 +3,9 @@
 //! write; a refused fence is counted and shown as decided but not applied), and late writes of
 //! an older writer: a new writer on a provider without compare-and-set reads back every
 //! [`LATE_WRITE_CHECK`] for [`LATE_WRITE_WINDOW`] after taking over, and a late write it finds
-//! is written over at once, stamped with its own epoch, also when it wrote the same order.
+//! is written over at once, stamped with its own epoch, also when it wrote the same order. A
+//! follower whose recent decision the provider does not show yet reads again every
+//! [`FOLLOW_CHECK`] for [`FOLLOW_WINDOW`], so its status follows the writer's write.
 
 use std::time::Duration;
 
@@ -30,6 +32,17 @@ pub const LATE_WRITE_CHECK: Duration = Duration::from_secs(5);
 /// the takeover delay outlasts its write deadline); Cloudflare's edge ends a request it has not
 /// answered after 100 s (its documented proxy read timeout, HTTP 524), plus 20 s of margin.
 pub const LATE_WRITE_WINDOW: Duration = Duration::from_secs(120);
+
+/// How often a follower whose decision the provider does not show yet reads again while the
+/// decision is recent ([`FOLLOW_WINDOW`]): every 5 s, each read spending the binding's call
+/// budget, so its status shows the writer's write within seconds rather than at the resync
+/// (60 s by default).
+pub const FOLLOW_CHECK: Duration = Duration::from_secs(5);
+
+/// How long after a decision a follower reads every [`FOLLOW_CHECK`]: 60 s, a writer's write
+/// and a handover to another writer (lease TTL, takeover delay) with room; later it waits for
+/// the resync. At most 12 reads per follower and decision.
+pub const FOLLOW_WINDOW: Duration = Duration::from_secs(60);
 
 impl<P: Provider> Reconciler<'_, P> {
     /// Shows this instance's role, the writer and its epoch in the status and
@@ -152,13 +165,29 @@ impl<P: Provider> Reconciler<'_, P> {
                 });
                 Err(match refusal {
                     Refusal::TakeoverDelay(left) => Pass::Wait(left),
-                    Refusal::Follower | Refusal::TokenLost => Pass::Wait(self.steering.resync),
+                    Refusal::Follower => self.follow_check(decision),
+                    Refusal::TokenLost => Pass::Wait(self.steering.resync),
                     Refusal::Uncoordinated
                     | Refusal::LeaseStale
                     | Refusal::IntentMoved
                     | Refusal::Unreachable(_) => Pass::Wait(seat.timing.lease_ttl / 10),
                 })
             }
+        }
+    }
+}
+
+impl<P: Provider> Reconciler<'_, P> {
+    /// When a follower refused a write of `decision` reads again: [`Pass::Follow`] after
+    /// [`FOLLOW_CHECK`] while the decision is younger than [`FOLLOW_WINDOW`] (on the engine's
+    /// clock), else at the resync.
+    fn follow_check(&self, decision: Option<&Decision>) -> Pass {
+        let now = self.telemetry.clock.now();
+        let recent = decision.is_some_and(|d| now.since(d.at) < FOLLOW_WINDOW);
+        if recent && FOLLOW_CHECK < self.steering.resync {
+            Pass::Follow(FOLLOW_CHECK)
+        } else {
+            Pass::Wait(self.steering.resync)
         }
     }
 }

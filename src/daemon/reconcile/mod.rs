@@ -112,6 +112,9 @@ enum Pass {
     Wait(Duration),
     /// The binding's provider call budget is spent: try again after this long.
     Budget(Duration),
+    /// A follower refused a recent decision: read again after this long, spending the budget
+    /// (not paced by a timer: see [`fenced::FOLLOW_CHECK`]).
+    Follow(Duration),
 }
 
 /// Runs until the decision sender is dropped.
@@ -195,7 +198,7 @@ async fn serve<P: Provider>(
                 // service is attached; between passes only the wait stays (issue 14).
                 let passed = Box::pin(reconciler.pass(&mut decisions, !on_timer)).await;
                 took.observe(started.elapsed().as_secs_f64());
-                let paced = !matches!(passed, Pass::Wrote | Pass::Budget(_));
+                let paced = !matches!(passed, Pass::Wrote | Pass::Budget(_) | Pass::Follow(_));
                 let check = matches!(passed, Pass::Settled)
                     .then(|| reconciler.late_write_check())
                     .flatten();
@@ -231,7 +234,7 @@ fn next_wait(passed: Pass, backoff: &mut Backoff, resync: Duration) -> Duration 
             backoff.next_delay(rand::random::<f64>(), hint)
         }
         Pass::Fatal => resync,
-        Pass::Stopped(d) | Pass::Wait(d) | Pass::Budget(d) => d,
+        Pass::Stopped(d) | Pass::Wait(d) | Pass::Budget(d) | Pass::Follow(d) => d,
     }
 }
 
