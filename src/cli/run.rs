@@ -323,13 +323,11 @@ fn share_through_etcd(
         member.clone(),
         services,
         daemon.commands(),
-        telemetry.board.clone(),
         telemetry.clock,
     ));
     tasks.spawn(shared_drills::keep_drills(
         member.clone(),
         daemon.commands(),
-        telemetry.events.subscribe(),
         Some(audit.clone()),
         telemetry.clock,
     ));
@@ -340,7 +338,7 @@ fn share_through_etcd(
 fn own_view(daemon: &Daemon) -> Option<dataplane::OwnView> {
     daemon.cluster().map(|member| dataplane::OwnView {
         coordinated: member.coordinated(),
-        verdicts: daemon.telemetry.verdicts.subscribe(),
+        verdicts: member.outputs.verdicts(),
     })
 }
 

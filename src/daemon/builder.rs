@@ -127,16 +127,16 @@ impl Builder {
             Some(p) => p,
             None => Arc::new(Prober::new(&DnsSettings::default())?),
         };
-        let mut telemetry = self
+        let telemetry = self
             .telemetry
             .unwrap_or_else(|| Telemetry::new(Clock::system(), events::CAPACITY));
-        telemetry.keep_verdicts |= self.cluster.is_some();
         let controller = Controller::start(
             &self.policies,
             &self.engine,
             telemetry.clone(),
             self.journal,
             self.saved,
+            self.cluster.as_ref().map(|c| c.outputs.clone()),
         );
         Ok(Daemon {
             telemetry,

@@ -14,9 +14,9 @@ use gslb_core::engine::{Input, SafetyState};
 use tokio::sync::watch;
 
 use crate::daemon::inbox::MessageSender;
+use crate::daemon::outputs::Outputs;
 use crate::io::clock::Clock;
 use crate::io::coordination::safety;
-use crate::ops::status::StatusBoard;
 
 use crate::config::ClusterSettings;
 use crate::daemon::reconcile::CALL_DEADLINE;
@@ -47,6 +47,8 @@ pub struct Cluster {
     /// Whether coordination holds (lease alive and the other vantage points watched), set by
     /// the votes' monitor ([`super::votes`]).
     coordinated: Arc<watch::Sender<bool>>,
+    /// What the engine loop hands this member's tasks.
+    pub outputs: Outputs,
 }
 
 impl Cluster {
@@ -79,6 +81,7 @@ impl Cluster {
             leaders,
             reader,
             coordinated: Arc::new(watch::Sender::new(false)),
+            outputs: Outputs::default(),
         })
     }
 
@@ -118,7 +121,8 @@ impl Cluster {
 /// point's saved states (retrying every `lease_ttl / 4` until etcd answers) and feeds them to
 /// the engine as [`Input::RestoreSafety`] through `commands`; only then, every
 /// `lease_ttl / 4`, merges what other vantage points put since (as `RestoreSafety` again) and
-/// puts under this instance's own key each service's state from `board` that is not the same
+/// puts under this instance's own key each service's state from the engine loop
+/// ([`Outputs::safety`]) that is not the same
 /// as the one saved there at `clock`'s now ([`SafetyState::same_at`]: a put per service and
 /// round otherwise, as instances merge each other's states). Restoring before the first put
 /// means a restarted instance never overwrites a spent budget with a full one; merging before
@@ -128,10 +132,10 @@ pub async fn keep_safety(
     cluster: Arc<Cluster>,
     services: Vec<ServiceId>,
     commands: MessageSender,
-    board: Arc<StatusBoard>,
     clock: Clock,
 ) {
     let period = cluster.timing.lease_ttl / 4;
+    let engine = cluster.outputs.safety();
     let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
     let services: BTreeSet<ServiceId> = services.into_iter().collect();
     let saved = loop {
@@ -165,7 +169,8 @@ pub async fn keep_safety(
             None => return,
         };
         let now = clock.now();
-        for (service, state) in board.safety() {
+        let states = engine.borrow().clone();
+        for (service, state) in states {
             // A service merged this round is put at the next, once the board shows the merge;
             // one whose state etcd already holds (the same at `now`, however last updated) is
             // not put again.

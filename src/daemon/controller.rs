@@ -16,6 +16,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::daemon::engine_loop;
 use crate::daemon::inbox::{Inbox, Message, MessageSender, Reload};
+use crate::daemon::outputs::Outputs;
 use crate::daemon::reconcile::{self, BACKOFF_BASE, BACKOFF_MAX, HealthVotes, Steering};
 use crate::io::journal::Journal;
 use crate::io::probe::{ProbeError, ProbeNow, ProbeTarget, Prober, Wakers};
@@ -90,6 +91,7 @@ impl Controller {
         telemetry: Telemetry,
         journal: Journal,
         saved: Vec<Override>,
+        cluster: Option<Outputs>,
     ) -> Self {
         let engine = Engine::new(policies.iter().cloned(), settings);
         let (inbox, tx, priority) = Inbox::new();
@@ -117,9 +119,9 @@ impl Controller {
             inbox,
             senders,
             telemetry.clone(),
-            tick,
+            (tick, wakers.clone()),
             journal,
-            wakers.clone(),
+            cluster,
         ));
         Self {
             engine_loop,

@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::daemon::inbox::{Inbox, Message, Reload};
+use crate::daemon::outputs::Outputs;
 use crate::daemon::reconcile;
 use crate::io::journal::Journal;
 use crate::io::probe::Wakers;
@@ -41,6 +42,8 @@ struct Outlets {
     wakers: Wakers,
     /// Services shown at the next tick (see [`Behind`]).
     behind: Behind,
+    /// What a cluster member's tasks are handed ([`Outputs`]); none alone.
+    cluster: Option<Outputs>,
 }
 
 /// Services whose status and decision gauges lag their engine by probe results that changed
@@ -96,14 +99,15 @@ impl Behind {
 /// switch waiting for a probe of its target wakes that pool's probe loops through `wakers`. Its heartbeat (`engine_loop`) beats at every
 /// input and tick, bound by [`health::engine_bound`]; it tells `/readyz` which services await
 /// their provider at start and after each reload, and takes a service off at its adoption.
+/// In a cluster, it hands its verdicts, safety states and drill changes to `cluster`.
 pub(super) async fn run(
     mut engine: Engine,
     mut messages: Inbox,
     decisions: Decisions,
     telemetry: Telemetry,
-    tick: Duration,
+    (tick, wakers): (Duration, Wakers),
     mut journal: Journal,
-    wakers: Wakers,
+    cluster: Option<Outputs>,
 ) {
     for s in engine.services() {
         telemetry.metrics.declare_service(s.policy());
@@ -119,10 +123,14 @@ pub(super) async fn run(
     let bound = health::engine_bound(tick);
     let heartbeat = telemetry.health.register("engine_loop", bound);
     record_readiness(&engine, &telemetry);
+    if let Some(c) = &cluster {
+        c.safety_of(&engine);
+    }
     let mut outlets = Outlets {
         decisions,
         wakers,
         behind: Behind::default(),
+        cluster,
     };
     outlets.behind.reset(&engine, false);
     let mut ticker = tokio::time::interval(tick);
@@ -352,11 +360,6 @@ fn audit(step: &Step, out: &Output, journal: &mut Journal) {
 fn announce(step: &Step, out: &Output, telemetry: &Telemetry) {
     for t in &out.transitions {
         if let Input::Observe { service, .. } = &step.input {
-            if telemetry.keep_verdicts {
-                telemetry.verdicts.send_modify(|m| {
-                    m.insert((service.clone(), t.endpoint.clone()), t.verdict);
-                });
-            }
             tracing::info!(service = %service, pool = %t.pool, endpoint = %t.endpoint, vantage = %t.vantage, verdict = %t.verdict, "endpoint verdict changed");
             let _ = telemetry.events.send(Event::EndpointVerdict {
                 service: service.clone(),
@@ -390,6 +393,12 @@ fn publish(
 ) {
     audit(step, out, journal);
     announce(step, out, telemetry);
+    if let Some(c) = &outlets.cluster {
+        c.stepped(step, out);
+        if matches!(step.input, Input::Tick | Input::Reload { .. }) {
+            c.safety_of(engine);
+        }
+    }
     let observed = match &step.input {
         Input::Observe { service, .. } => Some(service),
         _ => None,

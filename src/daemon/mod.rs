@@ -12,6 +12,7 @@ pub mod controller;
 pub mod dataplane;
 pub mod engine_loop;
 pub mod inbox;
+pub mod outputs;
 pub mod reconcile;
 pub mod reload;
 pub mod shared_drills;

@@ -22,9 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gslb_core::engine::{Input, Override, OverrideId};
-use gslb_core::event::Event;
 use gslb_core::model::Millis;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 use super::cluster::Cluster;
 use super::inbox::{Message, MessageSender};
@@ -116,18 +115,18 @@ pub fn plan(
 }
 
 /// Keeps the drills shared, forever (see the module docs): watches etcd's drills, and on each
-/// watch answer, drill event of the engine behind `commands` (from `events`) or `lease_ttl /
-/// 4`, reconciles the two, recording in `audit` a drill's expiry when this instance deleted
+/// watch answer, drill change of the engine behind `commands` ([`Outputs::drills`]) or
+/// `lease_ttl / 4`, reconciles the two, recording in `audit` a drill's expiry when this instance deleted
 /// its key.
 pub async fn keep_drills(
     cluster: Arc<Cluster>,
     commands: MessageSender,
-    mut events: broadcast::Receiver<Event>,
     audit: Option<AuditLog>,
     clock: Clock,
 ) {
     let (client, keys) = (&cluster.clients.kv, &cluster.clients.keys);
     let period = cluster.timing.lease_ttl / 4;
+    let mut changes = cluster.outputs.drills();
     let mut known = Known::default();
     loop {
         let watched = async {
@@ -163,11 +162,7 @@ pub async fn keep_drills(
                     Ok(true) => true,
                     Ok(false) | Err(_) => break,
                 },
-                event = events.recv() => match event {
-                    Ok(Event::Override(_)) | Err(broadcast::error::RecvError::Lagged(_)) => true,
-                    Ok(_) => false,
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
+                changed = changes.changed() => if changed.is_err() { return } else { true },
                 _ = tick.tick() => true,
             };
         }

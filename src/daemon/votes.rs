@@ -59,7 +59,7 @@ pub async fn join(
         vantage.clone(),
         settings.heartbeat,
         member.lease.clone(),
-        telemetry.verdicts.subscribe(),
+        member.outputs.verdicts(),
     );
     tasks.spawn(publisher.run());
     let (peer_tx, peer_rx) = mpsc::channel(PEER_EVENTS);

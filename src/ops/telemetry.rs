@@ -11,7 +11,6 @@ use gslb_core::model::ServiceId;
 use gslb_provider::ProviderError;
 
 use crate::io::clock::Clock;
-use crate::io::coordination::LocalVerdicts;
 use crate::ops::events::{self, EventSender};
 use crate::ops::health::Health;
 use crate::ops::metrics::Metrics;
@@ -31,15 +30,6 @@ pub struct Telemetry {
     pub clock: Clock,
     /// The loops' heartbeats and readiness (`/healthz`, `/readyz`).
     pub health: Health,
-    /// This instance's current rise/fall verdicts (the engine loop sets them when
-    /// [`Telemetry::keep_verdicts`]; in a cluster
-    /// the vote publisher puts them in etcd).
-    pub verdicts: Arc<tokio::sync::watch::Sender<LocalVerdicts>>,
-    /// Whether the engine loop keeps [`Telemetry::verdicts`]: only for a cluster member (the
-    /// daemon builder sets it with `[cluster]`), whose vote publisher and data-plane view read
-    /// them. Otherwise nobody does, and the map (one entry per endpoint, its service and
-    /// endpoint names copied: about 1.4 MB at 10,000 endpoints) is not kept. Default `false`.
-    pub keep_verdicts: bool,
 }
 
 impl Telemetry {
@@ -53,8 +43,6 @@ impl Telemetry {
             events: events::channel(events),
             clock,
             health: Health::default(),
-            verdicts: Arc::new(tokio::sync::watch::Sender::new(LocalVerdicts::new())),
-            keep_verdicts: false,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use gslb_core::engine::{Decision, Override, PoolVerdict, SafetyState, ServiceEngine};
+use gslb_core::engine::{Decision, Override, PoolVerdict, ServiceEngine};
 use gslb_core::model::{EndpointId, Millis, Observation, PoolId, ServiceId, VantageId, Verdict};
 use gslb_core::policy::Policy;
 
@@ -55,8 +55,6 @@ pub(super) struct Entry {
     pub apply: ApplyStatus,
     /// The engine loop's record of what it handed to the reconciler.
     pub decided: Option<Decided>,
-    /// The engine's safety state.
-    pub safety: SafetyState,
 }
 
 /// The policy's endpoints sorted by name: (pool number, number in the pool).
@@ -115,7 +113,6 @@ impl Entry {
             recent: Vec::new(),
             apply: ApplyStatus::default(),
             decided: None,
-            safety: engine.safety(),
         }
     }
 
@@ -156,10 +153,6 @@ impl Entry {
         let mut overrides = overrides.filter(|o| &o.service == service).peekable();
         if overrides.peek().is_some() || !self.overrides.is_empty() {
             self.overrides = overrides.cloned().collect();
-        }
-        let safety = engine.safety();
-        if safety != self.safety {
-            self.safety = safety;
         }
         self.update_health(engine, vantages);
     }
@@ -277,7 +270,6 @@ impl Entry {
             last_decision: self.decision.clone(),
             apply: self.apply.clone(),
             decided: self.decided.clone(),
-            safety: Some(self.safety.clone()),
         }
     }
 

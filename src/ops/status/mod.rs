@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use gslb_provider::Plan;
 
-use gslb_core::engine::{Decision, Override, PoolVerdict, SafetyState, ServiceEngine};
+use gslb_core::engine::{Decision, Override, PoolVerdict, ServiceEngine};
 use gslb_core::model::{
     EndpointId, Millis, Observation, PoolId, ProbeOutcome, ServiceId, VantageId, Verdict,
 };
@@ -288,9 +288,6 @@ pub struct ServiceStatus {
     /// The latest decision handed to the reconciler; the engine loop's fact. Not shown.
     #[serde(skip)]
     pub decided: Option<Decided>,
-    /// The engine's safety state of the service (kept in etcd in a cluster). Not shown.
-    #[serde(skip)]
-    pub safety: Option<SafetyState>,
 }
 
 /// Serializes a shared decision as the decision itself.
@@ -399,15 +396,6 @@ impl StatusBoard {
         if let Some(c) = write(&self.cluster).as_mut() {
             c.refresh(view, now);
         }
-    }
-
-    /// Each service's engine safety state as last published, without copying the rest.
-    pub fn safety(&self) -> Vec<(ServiceId, SafetyState)> {
-        read(&self.services)
-            .by_name
-            .iter()
-            .map(|(id, e)| (id.clone(), e.safety.clone()))
-            .collect()
     }
 
     /// Keeps the last [`RECENT_PROBES`] results of an endpoint per vantage point, in a ring
