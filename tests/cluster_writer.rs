@@ -16,27 +16,12 @@ fn to_gcp() -> Option<Vec<String>> {
     Some(vec![ids::GCP.to_owned(), ids::NCP.to_owned()])
 }
 
-/// Starts the cluster on `layout` and waits until every instance reports `web` applied on ncp
-/// and all agree on a writer: the cluster, the writer's index and its epoch. `None` when etcd
-/// is not installed (skip).
-async fn settled(fake: &Fake, layout: Layout) -> Option<(GslbCluster, usize, u64)> {
-    let c = GslbCluster::start_with(fake, &head(), layout).await?;
-    assert!(
-        c.applied_on("ncp", None, Duration::from_secs(30)).await,
-        "never applied:\n{}",
-        c.logs()
-    );
-    let (writer, epoch) = c
-        .writer(Duration::from_secs(20), None)
-        .await
-        .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
-    Some((c, writer, epoch))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
     let fake = Fake::start().await;
-    let Some((mut c, old, old_epoch)) = settled(&fake, Layout::default()).await else {
+    let Some((mut c, old, old_epoch)) =
+        GslbCluster::settled(&fake, &head(), Layout::default()).await
+    else {
         return;
     };
     // The writer's write is held at the fake: decided, sent, not landed.
@@ -95,7 +80,9 @@ async fn kill_9_of_the_writer_before_its_write_hands_over_and_writes_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigstop_of_the_writer_past_its_lease_lands_no_old_write_and_a_late_one_is_corrected() {
     let fake = Fake::start().await;
-    let Some((mut c, old, old_epoch)) = settled(&fake, Layout::default()).await else {
+    let Some((mut c, old, old_epoch)) =
+        GslbCluster::settled(&fake, &head(), Layout::default()).await
+    else {
         return;
     };
     // The writer decides and sends; its write is held, then the writer is paused and the
@@ -192,7 +179,7 @@ async fn a_late_write_of_an_older_epoch_is_written_over_at_once_also_in_the_same
         resync: Some("60s"),
         ..Layout::default()
     };
-    let Some((mut c, writer, epoch)) = settled(&fake, layout).await else {
+    let Some((mut c, writer, epoch)) = GslbCluster::settled(&fake, &head(), layout).await else {
         return;
     };
     c.ncp.stop().await;
@@ -243,7 +230,8 @@ async fn a_late_write_of_an_older_epoch_is_written_over_at_once_also_in_the_same
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_three_etcd_members_down_no_write_fail_static() {
     let fake = Fake::start().await;
-    let Some((mut c, writer, _)) = settled(&fake, Layout::default()).await else {
+    let Some((mut c, writer, _)) = GslbCluster::settled(&fake, &head(), Layout::default()).await
+    else {
         return;
     };
     c.etcd.kill(1);
@@ -328,7 +316,7 @@ async fn rolling_restart(c: &mut GslbCluster, pool: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_instance_shares_its_safety_state_across_rolling_restarts() {
     let fake = Fake::start().await;
-    let Some((mut c, _, _)) = settled(&fake, Layout::default()).await else {
+    let Some((mut c, _, _)) = GslbCluster::settled(&fake, &head(), Layout::default()).await else {
         return;
     };
     rolling_restart(&mut c, "ncp").await;
@@ -498,7 +486,7 @@ async fn a_writer_that_missed_a_switch_adopts_the_serving_pool_and_never_writes_
         min_voters: Some(1),
         ..Layout::default()
     };
-    let Some((mut c, w, _)) = settled(&fake, layout).await else {
+    let Some((mut c, w, _)) = GslbCluster::settled(&fake, &head(), layout).await else {
         return;
     };
     let (missed, other) = ((w + 1) % 3, (w + 2) % 3);
@@ -623,8 +611,9 @@ async fn a_drill_ended_while_an_instance_was_down_stays_ended() {
     for i in 0..3 {
         assert!(
             listed_by(&c.instances[i], &id, true).await,
-            "{} lists {id}",
-            c.instances[i].vantage
+            "{} lists {id}; its audit log: {:#?}",
+            c.instances[i].vantage,
+            c.instances[i].audit()
         );
     }
     // c goes down, and the drill, started on a, is ended

@@ -10,10 +10,12 @@
 //!
 //! Level-based, like the reconciler: every pass compares the engine's drills with etcd's (kept
 //! by a watch) and with what this instance saw of each before ([`Known`]), and acts on the
-//! difference ([`plan`]). Watch answers, the engine's drill events and a timer only wake it, so
-//! a missed event (a lagging broadcast) loses nothing. A drill this instance had that etcd no
-//! longer has was ended elsewhere, also while this instance was down: it is ended here, never
-//! brought back from the state file.
+//! difference ([`plan`]). Watch answers, the engine's drill changes
+//! ([`Outputs::drills`](super::outputs::Outputs::drills)) and a timer only wake it, so nothing
+//! is lost to a missed wake-up. A drill this instance had that etcd no longer shares was ended
+//! elsewhere: it is ended here. In a cluster the engine starts with no drill (the state file is
+//! not read: etcd is the only drill store), so a drill ended while this instance was down does
+//! not come back.
 //!
 //! Must not: decide anything about a drill; the engine does.
 
@@ -35,14 +37,12 @@ use crate::io::coordination::drills::{self, Stored};
 /// (the instances' ends differ by up to a second), rather than ended.
 const EXPIRY_SLACK: Duration = Duration::from_secs(5);
 
-/// What this instance saw of each drill id: in its engine (with the end it had there), in
-/// etcd, and whether a first pass has run since the start (the engine's drills then came from
-/// the state file).
+/// What this instance saw of each drill id: in its engine (with the end it had there) and in
+/// etcd.
 #[derive(Debug, Default)]
 pub struct Known {
     local: BTreeMap<OverrideId, Millis>,
     shared: BTreeSet<OverrideId>,
-    synced: bool,
 }
 
 /// What one pass does.
@@ -60,19 +60,16 @@ pub struct Actions {
 }
 
 /// The pass for etcd's drills `shared` and the engine's `local` at `now`, updating `known` as
-/// if every action succeeds (see [`Known`]). On the first pass every local drill counts as
-/// seen in etcd: one etcd no longer has was ended while this instance was away. A drill about
-/// to expire is left to expire.
+/// if every action succeeds (see [`Known`]). A local drill etcd never had is one started here
+/// (the engine starts with none: etcd is the only drill store), also one whose store is still
+/// in flight when `shared` was read: storing it again changes nothing. A drill about to
+/// expire is left to expire.
 pub fn plan(
     shared: &BTreeMap<OverrideId, Stored>,
     local: &[Override],
     known: &mut Known,
     now: Millis,
 ) -> Actions {
-    if !known.synced {
-        known.shared.extend(local.iter().map(|o| o.id.clone()));
-        known.synced = true;
-    }
     let mut actions = Actions::default();
     // Ended elsewhere but about to expire here: left to expire, still known as shared.
     let mut expiring = Vec::new();
@@ -343,11 +340,20 @@ mod tests {
     }
 
     #[test]
-    fn a_drill_from_the_state_file_that_etcd_no_longer_has_is_ended_not_shared_again() {
-        let stale = drill("stale", 600_000);
+    fn a_drill_in_the_engine_that_etcd_does_not_have_yet_is_stored_never_ended() {
+        // The engine stepped a new drill after etcd's drills were read: its store was in
+        // flight. Also on the first pass since the start.
+        let new = drill("new", 600_000);
         let mut known = Known::default();
-        let a = plan(&shared(&[]), std::slice::from_ref(&stale), &mut known, NOW);
-        assert_eq!((a.end, a.store), (vec![stale.id], vec![]));
+        let a = plan(&shared(&[]), std::slice::from_ref(&new), &mut known, NOW);
+        assert_eq!((a.store, a.end), (vec![new.clone()], vec![]));
+        let a = plan(
+            &shared(&[&new]),
+            std::slice::from_ref(&new),
+            &mut known,
+            NOW,
+        );
+        assert_eq!(a, Actions::default());
     }
 
     #[test]

@@ -332,6 +332,26 @@ impl GslbCluster {
         })
     }
 
+    /// [`GslbCluster::start_with`], then waits until every instance reports `web` applied on
+    /// ncp and all agree on a writer: the cluster, the writer's index and its epoch. `None`
+    /// when etcd is not installed (skip).
+    ///
+    /// # Panics
+    /// Not applied within 30 s, or no agreed writer within 20 s (with the logs).
+    pub async fn settled(fake: &Fake, head: &str, layout: Layout) -> Option<(Self, usize, u64)> {
+        let c = Self::start_with(fake, head, layout).await?;
+        assert!(
+            c.applied_on("ncp", None, Duration::from_secs(30)).await,
+            "never applied:\n{}",
+            c.logs()
+        );
+        let (writer, epoch) = c
+            .writer(Duration::from_secs(20), None)
+            .await
+            .unwrap_or_else(|| panic!("no agreed writer:\n{}", c.logs()));
+        Some((c, writer, epoch))
+    }
+
     /// Waits until every running instance (all but `skip`) names the same writer, one of
     /// them, and returns its index and epoch.
     pub async fn writer(&self, within: Duration, skip: Option<usize>) -> Option<(usize, u64)> {
