@@ -89,8 +89,11 @@ pub async fn forge(
             );
             Ok(())
         }
-        other => Err(DemoError::Cluster(format!(
-            "etcd did not refuse {forger}'s forged vote under {key}: {other:?}"
+        Ok(_) => Err(DemoError::Cluster(format!(
+            "etcd accepted {forger}'s forged vote under {key}: is its auth on?"
+        ))),
+        Err(e) => Err(DemoError::Cluster(format!(
+            "etcd did not answer {forger}'s forged vote under {key}: {e}"
         ))),
     }
 }
