@@ -141,6 +141,13 @@ impl ClusterSettings {
                 bad.0
             ));
         }
+        if self.vantages.iter().any(|v| v.0 == "root") {
+            return Err(
+                "cluster.vantages: \"root\" is etcd's superuser: a vantage point named so would \
+                 hold every key (pick another name)"
+                    .into(),
+            );
+        }
         if !self.vantages.contains(vantage) {
             return Err(format!(
                 "cluster.vantages: does not list this instance's vantage point {vantage}"
@@ -273,5 +280,15 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn root_is_not_a_vantage_point_name() {
+        let text = "endpoints = [\"http://127.0.0.1:2379\"]\nvantages = [\"a\", \"root\"]\n";
+        let e = parse(text).check(&VantageId("a".into())).expect_err("root");
+        assert!(
+            e.starts_with("cluster.vantages: \"root\" is etcd's superuser"),
+            "{e}"
+        );
     }
 }

@@ -150,6 +150,9 @@ pub async fn keep_safety(
     let mut seen = Seen::default();
     let mut revision = saved.revision;
     for (vantage, service, state) in saved.states {
+        if !cluster.vantages.contains(&vantage) {
+            continue;
+        }
         tracing::info!(service = %service, vantage = %vantage, "continuing the shared safety state from etcd");
         seen.record(&cluster.vantage, vantage, service.clone(), state.clone());
         if !restore(&commands, service, state).await {
@@ -163,6 +166,7 @@ pub async fn keep_safety(
             keys,
             services: &services,
             me: &cluster.vantage,
+            vantages: &cluster.vantages,
         };
         let merged = match merge_saved(read, &mut revision, &commands, &mut seen).await {
             Some(merged) => merged,
@@ -230,6 +234,8 @@ struct Read<'a> {
     keys: &'a crate::io::coordination::keys::Keys,
     services: &'a BTreeSet<ServiceId>,
     me: &'a VantageId,
+    /// `[cluster] vantages`: states saved under other names are not merged.
+    vantages: &'a [VantageId],
 }
 
 /// Merges into the engine every state another vantage point put after `revision` (one read for
@@ -251,7 +257,10 @@ async fn merge_saved(
     *revision = saved.revision;
     let mut merged = Vec::new();
     for (vantage, service, state) in saved.states {
-        if &vantage == read.me || !seen.record(read.me, vantage, service.clone(), state.clone()) {
+        if &vantage == read.me
+            || !read.vantages.contains(&vantage)
+            || !seen.record(read.me, vantage, service.clone(), state.clone())
+        {
             continue;
         }
         merged.push(service.clone());

@@ -150,7 +150,7 @@ pub async fn keep_drills(
                     audit: audit.as_ref(),
                     clock: &clock,
                 };
-                if !pass.run(&board.shared(), &mut known).await {
+                if !pass.run(&board.shared(&cluster.vantages), &mut known).await {
                     return;
                 }
             }

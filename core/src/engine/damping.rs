@@ -32,6 +32,17 @@ impl FlapPenalty {
         self.value * (-elapsed / d.half_life.as_secs_f64()).exp2()
     }
 
+    /// This penalty as another instance's saved state may claim it, bounded at `now`: at most
+    /// the ceiling, computed and suppressed no later than `now` (a time in the future would
+    /// stop its decay until then).
+    pub fn bounded(&self, now: Millis, d: &Damping) -> Self {
+        Self {
+            value: self.value.clamp(0.0, d.ceiling()),
+            at: self.at.min(now),
+            suppressed_since: self.suppressed_since.map(|s| s.min(now)),
+        }
+    }
+
     /// Whether `other` is the same penalty: both none (no penalty, not suppressed, whenever
     /// last computed), or equal in every part.
     pub fn same_as(&self, other: &Self) -> bool {

@@ -62,20 +62,28 @@ impl SafetyState {
     }
 
     /// Merges `saved` into `self` at `now`, keeping the more cautious of each part (see the
-    /// module doc); `damping` decays the penalties to compare them.
+    /// module doc); `damping` decays the penalties to compare them. `saved` is bounded first:
+    /// no time after `now`, no penalty above the damping ceiling. A saved state comes from
+    /// another instance (etcd): one claiming a switch or a penalty in the future would hold
+    /// every instance's failover or failback until then, and keep it held by each instance
+    /// saving the merge again; bounded, the most one state can do is what a real switch or
+    /// flap now would.
     pub fn merge(&mut self, saved: &Self, now: Millis, damping: &Damping) {
         self.bucket.spend_like(&saved.bucket, now);
         for (pool, theirs) in &saved.penalties {
+            let theirs = theirs.bounded(now, damping);
             let ours = self.penalties.entry(pool.clone()).or_default();
             if theirs.value(now, damping) > ours.value(now, damping) {
-                *ours = *theirs;
+                *ours = theirs;
             }
         }
-        self.last_change = self.last_change.max(saved.last_change);
-        if saved.last_failover > self.last_failover {
-            self.last_failover = saved.last_failover;
+        let bounded = |t: Option<Millis>| t.map(|t| t.min(now));
+        self.last_change = self.last_change.max(bounded(saved.last_change));
+        let last_failover = bounded(saved.last_failover);
+        if last_failover > self.last_failover {
+            self.last_failover = last_failover;
             self.consecutive_failovers = saved.consecutive_failovers;
-        } else if saved.last_failover == self.last_failover {
+        } else if last_failover == self.last_failover {
             self.consecutive_failovers =
                 self.consecutive_failovers.max(saved.consecutive_failovers);
         }
@@ -171,6 +179,30 @@ mod tests {
         assert_eq!(restarted.last_failover, Some(Millis(2_000)));
         // The budget still refills with time: one switch after the refill period.
         assert_eq!(restarted.bucket.available(Millis(2_000 + 1_800_000)), 1);
+    }
+
+    #[test]
+    fn a_saved_state_from_the_future_or_above_the_ceiling_is_bounded_at_now() {
+        let d = damping();
+        let now = Millis(10_000_000);
+        let year_2099 = Millis(4_070_908_800_000);
+        let mut forged = fresh(now);
+        forged.last_change = Some(year_2099);
+        forged.last_failover = Some(year_2099);
+        let mut huge = FlapPenalty::default();
+        for _ in 0..1_000 {
+            huge.flap(year_2099, &d);
+        }
+        forged.penalties.insert(PoolId::from("tokyo"), huge);
+        let mut ours = fresh(now);
+        ours.merge(&forged, now, &d);
+        assert_eq!(ours.last_change, Some(now), "no switch in the future");
+        assert_eq!(ours.last_failover, Some(now));
+        let penalty = ours.penalties.get(&PoolId::from("tokyo")).expect("tokyo");
+        assert!(penalty.value(now, &d) <= d.ceiling(), "at most the ceiling");
+        // It decays from now: below reuse after max_suppress, as a real flap's would.
+        let later = now.plus(d.max_suppress + Duration::from_secs(1));
+        assert!(penalty.value(later, &d) < f64::from(d.reuse));
     }
 
     #[test]

@@ -101,14 +101,18 @@ pub struct Changes {
     pub users: Vec<String>,
     /// Roles added.
     pub roles: Vec<String>,
+    /// Roles of this prefix deleted because their vantage point is no longer listed (etcd
+    /// takes them from their users: those users can no longer write any gslb key).
+    pub removed: Vec<String>,
     /// Permissions revoked from an existing role because [`grants`] no longer lists them.
     pub revoked: usize,
 }
 
 /// Makes `root` and one user and role per vantage point of `vantages` under `keys`' prefix,
-/// each role with exactly its [`grants`], then turns etcd's auth on. Idempotent: a user or role
-/// that exists is kept, its permissions set again. `client` must connect as `root` once auth
-/// is on (its certificate's CN is `root`), as anyone before.
+/// each role with exactly its [`grants`], deletes the roles of this prefix whose vantage point
+/// is no longer listed, then turns etcd's auth on. Idempotent: a user or role that exists is
+/// kept, its permissions set again. `client` must connect as `root` once auth is on (its
+/// certificate's CN is `root`), as anyone before.
 ///
 /// # Errors
 /// etcd refused a call or did not answer; what was done before stays (running it again
@@ -125,40 +129,59 @@ pub async fn set_up(
     }
     auth.user_grant_role(ROOT, ROOT).await?;
     for vantage in vantages {
-        let role = role(keys, vantage);
-        let wanted = grants(keys, vantage);
-        match auth.role_get(role.as_str()).await {
-            Ok(got) => {
-                for p in got.permissions() {
-                    let held = wanted.iter().any(|g| {
-                        g.key.as_bytes() == p.key() && g.range_end.as_bytes() == p.range_end()
-                    });
-                    if !held {
-                        let options =
-                            RoleRevokePermissionOptions::new().with_range_end(p.range_end());
-                        auth.role_revoke_permission(role.as_str(), p.key(), Some(options))
-                            .await?;
-                        changes.revoked += 1;
-                    }
-                }
-            }
-            Err(_) => {
-                auth.role_add(role.as_str()).await?;
-                changes.roles.push(role.clone());
-            }
+        set_role(client, keys, vantage, &mut changes).await?;
+    }
+    let ours = role(keys, &VantageId(String::new()));
+    let listed: Vec<String> = vantages.iter().map(|v| role(keys, v)).collect();
+    for name in auth.role_list().await?.roles() {
+        if name.starts_with(&ours) && !listed.contains(name) {
+            auth.role_delete(name.as_str()).await?;
+            changes.removed.push(name.clone());
         }
-        for grant in &wanted {
-            auth.role_grant_permission(role.as_str(), grant.permission())
-                .await?;
-        }
-        if add_user(client, &vantage.0).await? {
-            changes.users.push(vantage.0.clone());
-        }
-        auth.user_grant_role(vantage.0.as_str(), role.as_str())
-            .await?;
     }
     auth.auth_enable().await?;
     Ok(changes)
+}
+
+/// Gives `vantage` its user and its role with exactly its [`grants`], noting what changed.
+async fn set_role(
+    client: &Client,
+    keys: &Keys,
+    vantage: &VantageId,
+    changes: &mut Changes,
+) -> Result<(), etcd_client::Error> {
+    let mut auth = client.auth_client();
+    let role = role(keys, vantage);
+    let wanted = grants(keys, vantage);
+    match auth.role_get(role.as_str()).await {
+        Ok(got) => {
+            for p in got.permissions() {
+                let held = wanted.iter().any(|g| {
+                    g.key.as_bytes() == p.key() && g.range_end.as_bytes() == p.range_end()
+                });
+                if !held {
+                    let options = RoleRevokePermissionOptions::new().with_range_end(p.range_end());
+                    auth.role_revoke_permission(role.as_str(), p.key(), Some(options))
+                        .await?;
+                    changes.revoked += 1;
+                }
+            }
+        }
+        Err(_) => {
+            auth.role_add(role.as_str()).await?;
+            changes.roles.push(role.clone());
+        }
+    }
+    for grant in &wanted {
+        auth.role_grant_permission(role.as_str(), grant.permission())
+            .await?;
+    }
+    if add_user(client, &vantage.0).await? {
+        changes.users.push(vantage.0.clone());
+    }
+    auth.user_grant_role(vantage.0.as_str(), role.as_str())
+        .await?;
+    Ok(())
 }
 
 /// Adds user `name` without a password unless it exists; whether it was added.

@@ -70,16 +70,20 @@ pub struct Board {
 }
 
 impl Board {
-    /// The shared drills: each start of which no vantage point recorded an end.
-    pub fn shared(&self) -> BTreeMap<OverrideId, Stored> {
-        let ended: BTreeSet<&str> = self
+    /// The shared drills: each start of which no vantage point recorded an end, counting only
+    /// the records of `vantages` (`[cluster] vantages`: a vantage point no longer listed may
+    /// keep its etcd user, its records do not count).
+    pub fn shared(&self, vantages: &[VantageId]) -> BTreeMap<OverrideId, Stored> {
+        let listed = self
             .records
             .iter()
+            .filter(|((vantage, _), _)| vantages.contains(vantage));
+        let ended: BTreeSet<&str> = listed
+            .clone()
             .filter(|(_, e)| e.record == Record::Ended)
             .map(|((_, id), _)| id.as_str())
             .collect();
-        self.records
-            .iter()
+        listed
             .filter_map(|((owner, id), e)| match &e.record {
                 Record::Started(drill) if !ended.contains(id.as_str()) => {
                     let stored = Stored {
