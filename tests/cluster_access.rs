@@ -5,7 +5,8 @@
 //! Whoever holds instance `b`'s certificate can no longer write under `a`'s or `c`'s name: etcd
 //! refuses a forged vote, heartbeat, safety state or drill record, and the writer does not fail
 //! over a healthy primary (before, forged `unhealthy` votes of two vantage points moved traffic
-//! 0.1 s later). `gslb etcd-auth` run again changes nothing.
+//! 0.1 s later). `gslb etcd-auth` run again changes nothing; run with a vantage point taken off
+//! the list, it takes that one's role away.
 
 mod support;
 
@@ -97,4 +98,11 @@ async fn a_forged_vote_or_drill_under_another_vantage_point_is_refused_by_etcd()
         again.starts_with("etcd auth is on"),
         "a second run added or revoked something: {again}"
     );
+    // A vantage point taken off the list loses its role: it can no longer write its own keys.
+    let fewer = c.etcd_auth_for(&["a", "b"]);
+    assert!(fewer.contains("removed role gslb:/gslb:c"), "{fewer}");
+    let mut as_c = c.etcd.client("c").await;
+    assert!(denied(
+        as_c.put("/gslb/votes/c/web/x", "unhealthy", None).await
+    ));
 }

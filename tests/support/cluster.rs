@@ -235,12 +235,12 @@ pub struct Layout {
     pub resync: Option<&'static str>,
 }
 
-/// Runs `gslb etcd-auth` as root with the settings in `dir` (instance `a`'s): users and roles
-/// per vantage point, auth on. Its output.
-fn etcd_auth(dir: &Path, etcd: &EtcdCluster) -> String {
+/// Runs `gslb etcd-auth` as root with settings file `config` in `dir` (instance `a`'s): users
+/// and roles per vantage point, auth on. Its output.
+fn etcd_auth(dir: &Path, config: &str, etcd: &EtcdCluster) -> String {
     let pki = etcd.pki().expect("a secure etcd");
     let (cert, key) = pki.pair("root");
-    let out = gslb(dir, &["etcd-auth", "--config", "gslb.toml"])
+    let out = gslb(dir, &["etcd-auth", "--config", config])
         .arg("--cert")
         .arg(cert)
         .arg("--key")
@@ -320,7 +320,7 @@ impl GslbCluster {
                 child: None,
             });
         }
-        etcd_auth(instances[0].dir(), &etcd);
+        etcd_auth(instances[0].dir(), "gslb.toml", &etcd);
         for instance in &mut instances {
             instance.spawn();
         }
@@ -395,7 +395,17 @@ impl GslbCluster {
 
     /// Runs `gslb etcd-auth` again (as at the start); its output.
     pub fn etcd_auth(&self) -> String {
-        etcd_auth(self.instances[0].dir(), &self.etcd)
+        etcd_auth(self.instances[0].dir(), "gslb.toml", &self.etcd)
+    }
+
+    /// Runs `gslb etcd-auth` with instance `a`'s settings listing only `vantages`; its output.
+    pub fn etcd_auth_for(&self, vantages: &[&str]) -> String {
+        let dir = self.instances[0].dir();
+        let text = std::fs::read_to_string(dir.join("gslb.toml")).expect("settings");
+        let listed = format!("vantages = {vantages:?}");
+        let text = text.replacen("vantages = [\"a\", \"b\", \"c\"]", &listed, 1);
+        std::fs::write(dir.join("gslb-fewer.toml"), text).expect("settings");
+        etcd_auth(dir, "gslb-fewer.toml", &self.etcd)
     }
 
     /// Every log, for a failure message.
