@@ -122,9 +122,9 @@ impl Cluster {
 /// the engine as [`Input::RestoreSafety`] through `commands`; only then, every
 /// `lease_ttl / 4`, merges what other vantage points put since (as `RestoreSafety` again) and
 /// puts under this instance's own key each service's state from the engine loop
-/// ([`Outputs::safety`]) that is not the same
-/// as the one saved there at `clock`'s now ([`SafetyState::same_at`]: a put per service and
-/// round otherwise, as instances merge each other's states). Restoring before the first put
+/// ([`Outputs::safety`]) that is not the same as the one saved there at `clock`'s now
+/// ([`SafetyState::same_at`]: a put per service and round otherwise, as instances merge each
+/// other's states). Restoring before the first put
 /// means a restarted instance never overwrites a spent budget with a full one; merging before
 /// each put means the engine never forgets a budget another instance spent. Every instance
 /// puts, however many saved states it found when it started.
@@ -147,14 +147,14 @@ pub async fn keep_safety(
             }
         }
     };
-    let mut seen = Seen::default();
+    let mut seen = Seen::new();
     let mut revision = saved.revision;
     for (vantage, service, state) in saved.states {
         if !cluster.vantages.contains(&vantage) {
             continue;
         }
         tracing::info!(service = %service, vantage = %vantage, "continuing the shared safety state from etcd");
-        seen.record(&cluster.vantage, vantage, service.clone(), state.clone());
+        seen.insert((vantage, service.clone()), state.clone());
         if !restore(&commands, service, state).await {
             return;
         }
@@ -175,56 +175,28 @@ pub async fn keep_safety(
         let now = clock.now();
         let states = engine.borrow().clone();
         for (service, state) in states {
-            // A service merged this round is put at the next, once the board shows the merge;
-            // one whose state etcd already holds (the same at `now`, however last updated) is
-            // not put again.
-            if merged.contains(&service)
-                || seen
-                    .mine
-                    .get(&service)
-                    .is_some_and(|s| s.same_at(&state, now))
-            {
+            // A service merged this round is put at the next, once the engine's output shows
+            // the merge; one whose state etcd already holds (the same at `now`, however last
+            // updated) is not put again.
+            let mine = (cluster.vantage.clone(), service);
+            if merged.contains(&mine.1) || seen.get(&mine).is_some_and(|s| s.same_at(&state, now)) {
                 continue;
             }
-            match safety::save(client, keys, &cluster.vantage, &service, &state).await {
+            match safety::save(client, keys, &cluster.vantage, &mine.1, &state).await {
                 Ok(()) => {
-                    seen.mine.insert(service, state);
+                    seen.insert(mine, state);
                 }
                 Err(e) => {
-                    tracing::warn!(service = %service, error = %e, "cannot save the shared safety state; retrying")
+                    tracing::warn!(service = %mine.1, error = %e, "cannot save the shared safety state; retrying")
                 }
             }
         }
     }
 }
 
-/// The saved states as last read or put: what etcd holds, as far as this instance knows.
-#[derive(Debug, Default)]
-struct Seen {
-    /// Under this instance's own keys.
-    mine: BTreeMap<ServiceId, SafetyState>,
-    /// Under every other vantage point's.
-    theirs: BTreeMap<(VantageId, ServiceId), SafetyState>,
-}
-
-impl Seen {
-    /// Records `state` as saved by `vantage` (`me`: this instance); whether it is new.
-    fn record(
-        &mut self,
-        me: &VantageId,
-        vantage: VantageId,
-        service: ServiceId,
-        state: SafetyState,
-    ) -> bool {
-        if &vantage == me {
-            return self.mine.insert(service, state.clone()).as_ref() != Some(&state);
-        }
-        self.theirs
-            .insert((vantage, service), state.clone())
-            .as_ref()
-            != Some(&state)
-    }
-}
+/// The saved states as last read or put, by vantage point and service: what etcd holds, as
+/// far as this instance knows.
+type Seen = BTreeMap<(VantageId, ServiceId), SafetyState>;
 
 /// Where [`merge_saved`] reads: the client, the key layout, the services kept and this
 /// instance's vantage point.
@@ -259,7 +231,10 @@ async fn merge_saved(
     for (vantage, service, state) in saved.states {
         if &vantage == read.me
             || !read.vantages.contains(&vantage)
-            || !seen.record(read.me, vantage, service.clone(), state.clone())
+            || seen
+                .insert((vantage, service.clone()), state.clone())
+                .as_ref()
+                == Some(&state)
         {
             continue;
         }

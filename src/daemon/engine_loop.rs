@@ -239,19 +239,17 @@ async fn apply(
     telemetry: &Telemetry,
     journal: &mut Journal,
 ) -> Option<Reply> {
-    let adding = if let Input::AddOverride(req) = &step.input {
-        if let Ok((added, all)) = engine.check_override(req, step.at)
-            && let Err(e) = journal.store(&added, &all, step.at).await
-        {
-            let refused = OverrideError::NotSaved(e);
-            journal.refused(step.at, req, &refused);
-            return Some(Reply::Override(Err(refused)));
-        }
-        true
-    } else {
-        false
-    };
+    let adding = matches!(step.input, Input::AddOverride(_));
+    if let Input::AddOverride(req) = &step.input
+        && let Ok((added, all)) = engine.check_override(req, step.at)
+        && let Err(e) = journal.store(&added, &all, step.at).await
+    {
+        let refused = OverrideError::NotSaved(e);
+        journal.refused(step.at, req, &refused);
+        return Some(Reply::Override(Err(refused)));
+    }
     let out = engine.step_handled(step.at, &step.input, handle);
+    // A new drill was stored before the step; any other change of the drills after it.
     let saved = if adding {
         Ok(())
     } else {

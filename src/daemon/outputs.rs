@@ -73,10 +73,9 @@ impl Outputs {
     /// each tick, at start and after a reload).
     pub(super) fn safety_of(&self, engine: &Engine) {
         self.safety.send_if_modified(|saved| {
-            let mut changed = saved.len() != engine.services().count();
-            if changed {
-                saved.retain(|id, _| engine.service(id).is_some());
-            }
+            let before = saved.len();
+            saved.retain(|id, _| engine.service(id).is_some());
+            let mut changed = saved.len() != before;
             for s in engine.services() {
                 let state = s.safety();
                 let id = &s.policy().service;

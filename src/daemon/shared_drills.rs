@@ -112,9 +112,9 @@ pub fn plan(
 }
 
 /// Keeps the drills shared, forever (see the module docs): watches etcd's drills, and on each
-/// watch answer, drill change of the engine behind `commands` ([`Outputs::drills`]) or
-/// `lease_ttl / 4`, reconciles the two, recording in `audit` a drill's expiry when this instance deleted
-/// its key.
+/// watch answer, drill change of the engine behind `commands`
+/// ([`Outputs::drills`](super::outputs::Outputs::drills)) or `lease_ttl / 4`, reconciles the
+/// two, recording in `audit` a drill's expiry when this instance's end of it succeeded.
 pub async fn keep_drills(
     cluster: Arc<Cluster>,
     commands: MessageSender,

@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gslb::cli::demo::pki::Pki;
+use gslb::io::coordination::{Clients, Connect, ErrorCounter};
 
 use super::emulators;
 
@@ -190,20 +191,21 @@ impl EtcdCluster {
         self.pki.as_ref()
     }
 
-    /// A client of every member, as `user` (one of [`USERS`]) on a secure cluster.
+    /// A client of every member (gslb's own, [`Clients`]), as `user` (one of [`USERS`]) on a
+    /// secure cluster.
     pub async fn client(&self, user: &str) -> etcd_client::Client {
-        let mut options = etcd_client::ConnectOptions::new();
-        if let Some(pki) = &self.pki {
-            let read = |p: PathBuf| std::fs::read(p).expect("certificate file");
-            let (cert, key) = pki.pair(user);
-            let tls = etcd_client::TlsOptions::new()
-                .ca_certificate(etcd_client::Certificate::from_pem(read(pki.ca())))
-                .identity(etcd_client::Identity::from_pem(read(cert), read(key)));
-            options = options.with_tls(tls);
-        }
-        etcd_client::Client::connect(self.endpoints(), Some(options))
+        let tls = self.pki.as_ref().map(|pki| pki.client(user));
+        let endpoints = self.endpoints();
+        let to = Connect {
+            endpoints: &endpoints,
+            tls: tls.as_ref(),
+            lease_ttl: Duration::from_secs(10),
+            prefix: "/gslb",
+        };
+        Clients::connect(to, ErrorCounter::detached())
             .await
             .expect("etcd client")
+            .kv
     }
 
     /// Whether member `i` answers `/health` with `"health":"true"` (it has a leader).

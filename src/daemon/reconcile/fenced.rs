@@ -175,9 +175,7 @@ impl<P: Provider> Reconciler<'_, P> {
             }
         }
     }
-}
 
-impl<P: Provider> Reconciler<'_, P> {
     /// When a follower refused a write of `decision` reads again: [`Pass::Follow`] after
     /// [`FOLLOW_CHECK`] while the decision is younger than [`FOLLOW_WINDOW`] (on the engine's
     /// clock), else at the resync.
